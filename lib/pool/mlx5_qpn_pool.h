@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef MLX5_QPN_POOL_H
+#define MLX5_QPN_POOL_H
+
+/**
+ * @file
+ * Lock-free pool of reserved QP numbers with a timewait quarantine.
+ *
+ * A pool is seeded with ranges of 24-bit QPNs (normally ranges reserved from an mlx5 device as
+ * RESERVED_QPN objects) and hands them out at line rate:
+ *
+ * - every thread that calls the pool gets a cache of its own — EAL lcores, threads registered
+ *   with rte_thread_register() and plain non-EAL threads alike — so the fast path touches only
+ *   thread-local state plus the QPN's own 8-byte slot;
+ * - caches exchange whole batches with a lock-free shared pool (one CAS per batch);
+ * - a released QPN is kept in *quarantine* for at least the pool's quarantine time, measured on
+ *   CLOCK_MONOTONIC, before any thread or process can get it again: a peer's IB CM keeps the old
+ *   (GUID, QPN) pair in timewait and would reject a REQ that reuses it as stale;
+ * - free of a QPN that is not allocated (never was, already freed, outside every range) is
+ *   refused with -EINVAL and changes nothing, also when two threads race to free one QPN;
+ * - alloc fails with -ENOSPC only when no QPN is free anywhere (other threads' caches included),
+ *   and with -EAGAIN when QPNs exist but all of them are in quarantine.
+ *
+ * All state lives in one DPDK memzone and holds no process-local pointer, so primary and
+ * secondary processes can share a pool (see mlx5_qpn_pool_lookup()).
+ *
+ * Thread safety: every function may be called concurrently from any thread of any process
+ * that shares the pool, except mlx5_qpn_pool_free_pool(), which must be the last call.
+ */
+
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Largest valid QPN: QPNs are 24 bits wide. */
+#define MLX5_QPN_MAX 0xFFFFFFu
+
+/** Longest pool name, without the terminating NUL. */
+#define MLX5_QPN_POOL_NAMESIZE 24
+
+/** Opaque pool handle; it points into DPDK shared memory. */
+struct mlx5_qpn_pool;
+
+/** Pool creation parameters. */
+struct mlx5_qpn_pool_params {
+	const char *name;        /**< Unique name (at most MLX5_QPN_POOL_NAMESIZE characters). */
+	uint64_t quarantine_ns;  /**< Minimum time between a release and the next hand-out; 0: off. */
+	uint32_t cache_size;     /**< QPNs a thread cache exchanges per batch (1..65536). */
+	uint32_t capacity;       /**< Most QPNs the pool will ever hold (sum of all ranges). */
+	int socket_id;           /**< NUMA socket for the memory, or SOCKET_ID_ANY. */
+};
+
+/** Counters of a pool, summed over all caches; a consistent snapshot only when idle. */
+struct mlx5_qpn_pool_stats {
+	uint64_t capacity;       /**< QPNs in all ranges. */
+	uint64_t in_use;         /**< Allocated and not yet freed. */
+	uint64_t in_quarantine;  /**< Freed, not yet available again. */
+	uint64_t free;           /**< Available now or after a drain: capacity - in_use - in_quarantine. */
+	uint64_t allocs;         /**< Successful allocations. */
+	uint64_t frees;          /**< Successful frees. */
+	uint64_t cache_hits;     /**< Allocations served by the caller's cache. */
+	uint64_t cache_misses;   /**< Allocations that went to the shared pool. */
+	uint64_t refills;        /**< Batches taken from the shared pool. */
+	uint64_t flushes;        /**< Batches given back to the shared pool. */
+	uint64_t steals;         /**< Caches of other threads emptied to avoid stranding QPNs. */
+	uint64_t refused_frees;  /**< Frees refused with -EINVAL. */
+	uint64_t enospc;         /**< Allocations that failed with -ENOSPC. */
+	uint64_t eagain;         /**< Allocations that failed with -EAGAIN. */
+	uint32_t nb_ranges;      /**< Ranges in the pool. */
+	uint32_t nb_caches;      /**< Caches currently claimed by threads. */
+};
+
+/**
+ * Create a pool in DPDK shared memory.
+ *
+ * @param params  creation parameters; copied.
+ * @return the pool, or NULL with rte_errno set: EINVAL (bad parameter), EEXIST (name in use),
+ *         ENOMEM (no memory), E_RTE_SECONDARY (called from a secondary process).
+ */
+struct mlx5_qpn_pool *mlx5_qpn_pool_create(const struct mlx5_qpn_pool_params *params);
+
+/**
+ * Find a pool created by this or another process of the same DPDK instance.
+ *
+ * @return the pool, or NULL with rte_errno = ENOENT.
+ */
+struct mlx5_qpn_pool *mlx5_qpn_pool_lookup(const char *name);
+
+/**
+ * Free a pool. All QPNs are forgotten; the caller returns the ranges to their device.
+ * Not thread safe: no other call on the pool may run or follow. NULL is ignored.
+ */
+void mlx5_qpn_pool_free_pool(struct mlx5_qpn_pool *pool);
+
+/**
+ * Add the range [first, first + count) of QPNs; they become free at once.
+ *
+ * Ranges may be added while other threads allocate and free.
+ *
+ * @return 0; -EINVAL if the range is empty, passes QPN 0xFFFFFF or overlaps a range of the
+ *         pool; -ENOSPC if the pool's capacity or range table is full.
+ */
+int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *pool, uint32_t first, uint32_t count);
+
+/**
+ * Allocate one QPN.
+ *
+ * @param[out] qpn        the QPN.
+ * @param[out] generation if not NULL, the QPN's generation: it changes at every hand-out, so a
+ *                        data path can tell an old owner's completion from a new owner's.
+ * @return 0; -ENOSPC if no QPN is free anywhere; -EAGAIN if every free QPN is in quarantine
+ *         (mlx5_qpn_pool_next_release() tells when one comes back); -EINVAL on NULL arguments.
+ */
+int mlx5_qpn_pool_alloc_gen(struct mlx5_qpn_pool *pool, uint32_t *qpn, uint32_t *generation);
+
+/** Allocate one QPN; mlx5_qpn_pool_alloc_gen() without the generation. */
+int mlx5_qpn_pool_alloc(struct mlx5_qpn_pool *pool, uint32_t *qpn);
+
+/**
+ * Allocate n QPNs, all or none.
+ *
+ * @return 0 with qpns[0..n) filled; otherwise nothing is allocated and the error is that of
+ *         mlx5_qpn_pool_alloc().
+ */
+int mlx5_qpn_pool_alloc_bulk(struct mlx5_qpn_pool *pool, uint32_t *qpns, unsigned int n);
+
+/**
+ * Release a QPN into quarantine (or straight back to the pool if the quarantine time is 0).
+ *
+ * @return 0; -EINVAL if the QPN is not allocated (never was, already freed, outside every range);
+ *         the pool is then unchanged and the refusal is counted.
+ */
+int mlx5_qpn_pool_free(struct mlx5_qpn_pool *pool, uint32_t qpn);
+
+/**
+ * Release a QPN only if it still has the given generation (guards against a late double free
+ * by a previous owner after the QPN was handed out again).
+ *
+ * @return 0; -EINVAL as mlx5_qpn_pool_free(), or if the generation does not match.
+ */
+int mlx5_qpn_pool_free_gen(struct mlx5_qpn_pool *pool, uint32_t qpn, uint32_t generation);
+
+/**
+ * Release n QPNs. Each is checked on its own: the valid ones are released even when others
+ * are refused.
+ *
+ * @return 0 if all were released; -EINVAL if at least one was refused.
+ */
+int mlx5_qpn_pool_free_bulk(struct mlx5_qpn_pool *pool, const uint32_t *qpns, unsigned int n);
+
+/**
+ * Read the state of one QPN.
+ *
+ * @param[out] generation  if not NULL, the current generation.
+ * @return 1 if allocated, 0 if free or in quarantine, -EINVAL if outside every range.
+ */
+int mlx5_qpn_pool_qpn_state(struct mlx5_qpn_pool *pool, uint32_t qpn, uint32_t *generation);
+
+/**
+ * Earliest CLOCK_MONOTONIC time (ns) at which a quarantined QPN may become free.
+ *
+ * @return 0 and *when_ns; -ENOENT if nothing is in quarantine.
+ */
+int mlx5_qpn_pool_next_release(struct mlx5_qpn_pool *pool, uint64_t *when_ns);
+
+/**
+ * Give the calling thread's cache back to the shared pool (ready QPNs are returned, QPNs it
+ * holds in quarantine are sealed and handed on). A thread that stops using a pool may call this;
+ * a thread that exits does it automatically, and other threads take idle caches when the shared
+ * pool runs dry, so no QPN is ever stranded.
+ */
+void mlx5_qpn_pool_cache_flush(struct mlx5_qpn_pool *pool);
+
+/** The quarantine time in ns. */
+uint64_t mlx5_qpn_pool_quarantine_ns(const struct mlx5_qpn_pool *pool);
+
+/** The pool's name. */
+const char *mlx5_qpn_pool_name(const struct mlx5_qpn_pool *pool);
+
+/**
+ * Read the counters.
+ *
+ * @return 0; -EINVAL on NULL arguments.
+ */
+int mlx5_qpn_pool_stats_get(struct mlx5_qpn_pool *pool, struct mlx5_qpn_pool_stats *stats);
+
+/** Zero the event counters (not the QPN accounting). */
+void mlx5_qpn_pool_stats_reset(struct mlx5_qpn_pool *pool);
+
+/** Print the pool's parameters, ranges and counters. */
+void mlx5_qpn_pool_dump(FILE *f, struct mlx5_qpn_pool *pool);
+
+/** Current CLOCK_MONOTONIC time in ns: the clock of the quarantine. */
+uint64_t mlx5_qpn_clock_ns(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MLX5_QPN_POOL_H */
