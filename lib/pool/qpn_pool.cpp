@@ -1,1 +1,1186 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The lock-free QPN pool. See qpn_pool_internal.h for the layout and doc/guides/design_pool.md
+ * for why the invariants hold.
+ */
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+
+#include <pthread.h>
+#include <new>
+
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <rte_common.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_log.h>
+#include <rte_malloc.h>
+#include <rte_memzone.h>
+#include <rte_prefetch.h>
+
+#include "qpn_pool_internal.h"
+
+RTE_LOG_REGISTER(mlx5_qpn_pool_logtype, mlx5_qpn.pool, INFO);
+#define POOL_LOG(level, fmt, ...) \
+	rte_log(RTE_LOG_##level, mlx5_qpn_pool_logtype, "mlx5_qpn.pool: " fmt "\n", ##__VA_ARGS__)
+
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "64-bit atomics must be lock-free");
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "32-bit atomics must be lock-free");
+
+using namespace qpn;
+
+namespace {
+
+constexpr auto rlx = std::memory_order_relaxed;
+constexpr auto acq = std::memory_order_acquire;
+constexpr auto rel = std::memory_order_release;
+constexpr auto acq_rel = std::memory_order_acq_rel;
+
+constexpr const char *kZonePrefix = "QPNP_";
+
+/* ---- clock ---------------------------------------------------------------------------------- */
+
+uint64_t now_ns()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+/* ---- asymmetric fence for cache stealing ---------------------------------------------------- */
+
+/*
+ * A thief must know that a cache's owner is outside the pool before it touches the cache, and
+ * the owner must not pay for a full fence on every call. membarrier(2) moves the cost to the
+ * thief: the owner only stores `busy` and loads `steal` (both relaxed), the thief stores `steal`,
+ * runs membarrier (a full barrier on every CPU running a thread of ours), then loads `busy`.
+ * Either the owner's load sees `steal`, or the thief's load sees `busy` (Dekker with the two
+ * fences split unevenly). For caches owned by another process the global command is used.
+ */
+enum class Barrier { kUnknown, kPrivate, kGlobal, kNone };
+std::atomic<int> g_barrier{static_cast<int>(Barrier::kUnknown)};
+
+long sys_membarrier(int cmd) { return syscall(__NR_membarrier, cmd, 0, 0); }
+
+Barrier barrier_kind()
+{
+	auto b = static_cast<Barrier>(g_barrier.load(acq));
+	if (b != Barrier::kUnknown)
+		return b;
+	long q = sys_membarrier(MEMBARRIER_CMD_QUERY);
+	Barrier kind = Barrier::kNone;
+	if (q > 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+	    sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
+		kind = (q & MEMBARRIER_CMD_GLOBAL) ? Barrier::kGlobal : Barrier::kPrivate;
+	if (kind == Barrier::kNone)
+		POOL_LOG(WARNING, "membarrier unavailable: idle caches cannot be stolen");
+	g_barrier.store(static_cast<int>(kind), rel);
+	return kind;
+}
+
+/* Full barrier on all CPUs running threads of this process (or of all processes). */
+bool heavy_barrier(bool other_process)
+{
+	Barrier b = barrier_kind();
+	if (b == Barrier::kNone)
+		return false;
+	if (other_process) {
+		if (b != Barrier::kGlobal)
+			return false;
+		return sys_membarrier(MEMBARRIER_CMD_GLOBAL) == 0;
+	}
+	return sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
+}
+
+uint64_t self_token()
+{
+	return (static_cast<uint64_t>(getpid()) << 32) | static_cast<uint32_t>(gettid());
+}
+
+/* ---- process-local registry: which pools are alive (for thread-exit flushes) ----------------- */
+
+std::mutex g_reg_mutex;
+struct RegEntry {
+	mlx5_qpn_pool *pool;
+	uint64_t uid;
+};
+RegEntry g_registry[64];
+
+void registry_add(mlx5_qpn_pool *p)
+{
+	std::lock_guard<std::mutex> g(g_reg_mutex);
+	for (auto &e : g_registry)
+		if (e.pool == nullptr || e.pool == p) {
+			e = {p, p->uid};
+			return;
+		}
+	/* Full: the pool still works; only the automatic flush at thread exit is skipped. */
+}
+
+void registry_del(mlx5_qpn_pool *p)
+{
+	std::lock_guard<std::mutex> g(g_reg_mutex);
+	for (auto &e : g_registry)
+		if (e.pool == p)
+			e = {nullptr, 0};
+}
+
+} /* namespace */
+
+/* ---- the algorithms, as members of a thin accessor ------------------------------------------ */
+
+namespace qpn {
+
+class Pool {
+public:
+	explicit Pool(mlx5_qpn_pool *p) : p_(p) {}
+
+	std::atomic<uint64_t> &slot(uint32_t i) const
+	{
+		return reinterpret_cast<std::atomic<uint64_t> *>(p_ + 1)[i];
+	}
+
+	/* QPN <-> slot through the range table. The cache's hint makes the common case one compare. */
+	bool qpn_to_slot(uint32_t qpn, uint32_t *slot_out, std::atomic<uint32_t> *hint) const;
+	uint32_t slot_to_qpn(uint32_t s, std::atomic<uint32_t> *hint) const;
+
+	/* Shared free stack of batches. */
+	void push_free(uint32_t head, uint32_t last_tail);
+	bool pop_free(Chain &into);
+
+	/* Shared quarantine. */
+	void push_quarantine(uint32_t head, uint32_t tail, uint64_t stamp);
+	uint64_t drain(uint64_t now);
+	bool quarantine_next(uint64_t *when) const;
+
+	/* Caches. */
+	Cache *my_cache();
+	void seal(Chain &open, uint64_t stamp);
+	void give_back(Chain &c);
+	void flush_cache(Cache &c);
+	unsigned steal(Cache *self);
+	bool anything_held(const Cache *self) const;
+
+	int alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen);
+	int alloc_bypass(uint32_t *qpn, uint32_t *gen);
+	int free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen);
+	int refill(Cache &c);
+
+	mlx5_qpn_pool *p_;
+
+private:
+	void chain_write_batch(uint32_t head, uint32_t tail, uint32_t count);
+};
+
+bool Pool::qpn_to_slot(uint32_t qpn, uint32_t *slot_out, std::atomic<uint32_t> *hint) const
+{
+	uint32_t n = p_->nb_ranges.load(acq);
+	if (hint != nullptr) {
+		uint32_t h = hint->load(rlx);
+		if (h < n) {
+			const Range &r = p_->ranges[h];
+			if (qpn - r.first < r.count) {
+				*slot_out = r.base + (qpn - r.first);
+				return true;
+			}
+		}
+	}
+	/* Binary search of the sorted index under its seqlock (ranges are added rarely). */
+	for (;;) {
+		uint32_t s1 = p_->sorted_seq.load(acq);
+		if (s1 & 1)
+			continue;
+		n = p_->nb_ranges.load(acq);
+		uint32_t lo = 0, hi = n, found = UINT32_MAX;
+		while (lo < hi) {
+			uint32_t mid = (lo + hi) / 2;
+			uint32_t ri = p_->sorted[mid].load(rlx);
+			if (ri >= n) { /* torn read: the seqlock check below retries */
+				break;
+			}
+			const Range &r = p_->ranges[ri];
+			if (qpn < r.first)
+				hi = mid;
+			else if (qpn - r.first >= r.count)
+				lo = mid + 1;
+			else {
+				found = ri;
+				break;
+			}
+		}
+		std::atomic_thread_fence(acq);
+		if (p_->sorted_seq.load(rlx) != s1)
+			continue;
+		if (found == UINT32_MAX)
+			return false;
+		if (hint != nullptr)
+			hint->store(found, rlx);
+		const Range &r = p_->ranges[found];
+		*slot_out = r.base + (qpn - r.first);
+		return true;
+	}
+}
+
+uint32_t Pool::slot_to_qpn(uint32_t s, std::atomic<uint32_t> *hint) const
+{
+	uint32_t n = p_->nb_ranges.load(acq);
+	uint32_t h = hint != nullptr ? hint->load(rlx) : 0;
+	if (h < n && s - p_->ranges[h].base < p_->ranges[h].count)
+		return p_->ranges[h].first + (s - p_->ranges[h].base);
+	/* Slot bases grow with the range index: binary search the append-only table. */
+	uint32_t lo = 0, hi = n;
+	while (hi - lo > 1) {
+		uint32_t mid = (lo + hi) / 2;
+		if (p_->ranges[mid].base <= s)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (hint != nullptr)
+		hint->store(lo, rlx);
+	return p_->ranges[lo].first + (s - p_->ranges[lo].base);
+}
+
+/* Mark [head..tail] (count long, linked by next) as a batch: head.aux = tail, tail.aux = count. */
+void Pool::chain_write_batch(uint32_t head, uint32_t tail, uint32_t count)
+{
+	auto &hs = slot(head);
+	hs.store(slot_with_aux(hs.load(rlx), tail), rlx);
+	if (tail != head) {
+		auto &ts = slot(tail);
+		ts.store(slot_with_aux(ts.load(rlx), count), rlx);
+	}
+}
+
+/*
+ * Push a chain of whole batches [head .. last_tail] onto the free stack. The release CAS
+ * publishes every slot word written before it.
+ */
+void Pool::push_free(uint32_t head, uint32_t last_tail)
+{
+	auto &ts = slot(last_tail);
+	uint64_t top = p_->free_top.load(rlx);
+	for (;;) {
+		ts.store(slot_with_next(ts.load(rlx), head_idx(top)), rlx);
+		uint64_t nt = head_make(head, (head_tag(top) + 1) & kTagMask);
+		if (p_->free_top.compare_exchange_weak(top, nt, rel, rlx))
+			return;
+	}
+}
+
+/*
+ * Pop one batch. Reading the head's and tail's words races with other poppers (the batch may be
+ * taken and reused meanwhile): such reads give garbage that is bounds-checked, and the tagged CAS
+ * then fails, so garbage is never acted upon.
+ */
+bool Pool::pop_free(Chain &into)
+{
+	uint64_t top = p_->free_top.load(acq);
+	uint32_t cap = p_->capacity;
+	for (;;) {
+		uint32_t h = head_idx(top);
+		if (h == kNil)
+			return false;
+		uint64_t hw = slot(h).load(rlx);
+		uint32_t t = slot_aux(hw);
+		if (t >= cap) {
+			top = p_->free_top.load(acq);
+			continue;
+		}
+		uint64_t tw = t == h ? hw : slot(t).load(rlx);
+		uint32_t cnt = t == h ? 1 : slot_aux(tw);
+		uint64_t nt = head_make(slot_next(tw), (head_tag(top) + 1) & kTagMask);
+		if (p_->free_top.compare_exchange_weak(top, nt, acq, acq)) {
+			into.head.store(h, rlx);
+			into.tail.store(t, rlx);
+			into.count.store(cnt, rlx);
+			return true;
+		}
+	}
+}
+
+/*
+ * Put a sealed batch (all members released before `stamp`) into the bucket of its epoch. The
+ * bucket's epoch only grows, so a batch pushed into a bucket that still holds an older epoch
+ * (or that was already recycled for a newer one) is released late, never early.
+ */
+void Pool::push_quarantine(uint32_t head, uint32_t tail, uint64_t stamp)
+{
+	uint64_t e = (stamp - p_->t0_ns) / p_->epoch_ns;
+	auto &b = p_->bucket[e % kBuckets];
+	auto &ts = slot(tail);
+	uint64_t h = b.load(rlx);
+	for (;;) {
+		uint64_t be = head_tag(h);
+		uint64_t ne = (head_idx(h) == kNil || e > be) ? e : be;
+		ts.store(slot_with_next(ts.load(rlx), head_idx(h)), rlx);
+		if (b.compare_exchange_weak(h, head_make(head, ne), rel, rlx))
+			return;
+	}
+}
+
+/*
+ * Move every expired bucket to the free stack. A bucket of epoch e holds only QPNs released
+ * before (e + 1) * epoch_ns: it may go once now >= t0 + (e + 1) * epoch_ns + quarantine.
+ * Returns the number of QPNs released.
+ */
+uint64_t Pool::drain(uint64_t now)
+{
+	uint64_t total = 0;
+	for (auto &b : p_->bucket) {
+		uint64_t h = b.load(acq);
+		while (head_idx(h) != kNil) {
+			uint64_t exp = p_->t0_ns + (head_tag(h) + 1) * p_->epoch_ns + p_->quarantine_ns;
+			if (now < exp)
+				break;
+			if (!b.compare_exchange_weak(h, head_make(kNil, head_tag(h)), acq, acq))
+				continue;
+			/* Walk the batches of the chain to count them and find the last tail. */
+			uint32_t head = head_idx(h), cur = head, last = head;
+			uint64_t n = 0;
+			while (cur != kNil) {
+				uint64_t hw = slot(cur).load(rlx);
+				uint32_t t = slot_aux(hw);
+				uint64_t tw = t == cur ? hw : slot(t).load(rlx);
+				n += t == cur ? 1 : slot_aux(tw);
+				/* Quarantine -> free, batch by batch, keeping each word's links. */
+				for (uint32_t s = cur;; ) {
+					uint64_t w = slot(s).load(rlx);
+					slot(s).store((w & ~(3ull << 48)) | (static_cast<uint64_t>(kFree) << 48), rlx);
+					if (s == t)
+						break;
+					s = slot_next(w);
+				}
+				last = t;
+				cur = slot_next(slot(t).load(rlx));
+			}
+			push_free(head, last);
+			total += n;
+			break;
+		}
+	}
+	if (total != 0)
+		p_->released.fetch_add(total, rlx);
+	return total;
+}
+
+bool Pool::quarantine_next(uint64_t *when) const
+{
+	bool any = false;
+	uint64_t best = UINT64_MAX;
+	for (const auto &b : p_->bucket) {
+		uint64_t h = b.load(acq);
+		if (head_idx(h) == kNil)
+			continue;
+		uint64_t exp = p_->t0_ns + (head_tag(h) + 1) * p_->epoch_ns + p_->quarantine_ns;
+		best = exp < best ? exp : best;
+		any = true;
+	}
+	/* Released QPNs not yet sealed into a bucket get their stamp no earlier than now. */
+	for (uint32_t i = 0; i < p_->nb_caches; i++) {
+		if (p_->caches[i].open.count.load(rlx) != 0) {
+			uint64_t exp = now_ns() + p_->quarantine_ns;
+			best = exp < best ? exp : best;
+			any = true;
+			break;
+		}
+	}
+	if (any)
+		*when = best;
+	return any;
+}
+
+/* ---- caches ------------------------------------------------------------------------------- */
+
+/* Seal a cache's open chain: stamp it now (after every release in it) and hand it to the
+ * shared quarantine. */
+void Pool::seal(Chain &open, uint64_t stamp)
+{
+	uint32_t n = open.count.load(rlx);
+	if (n == 0)
+		return;
+	uint32_t h = open.head.load(rlx), t = open.tail.load(rlx);
+	chain_write_batch(h, t, n);
+	push_quarantine(h, t, stamp);
+	open.count.store(0, rlx);
+	open.head.store(kNil, rlx);
+	open.tail.store(kNil, rlx);
+}
+
+/* Give a cache chain of free QPNs back to the free stack. */
+void Pool::give_back(Chain &c)
+{
+	uint32_t n = c.count.load(rlx);
+	if (n == 0)
+		return;
+	uint32_t h = c.head.load(rlx), t = c.tail.load(rlx);
+	chain_write_batch(h, t, n);
+	push_free(h, t);
+	c.count.store(0, rlx);
+	c.head.store(kNil, rlx);
+	c.tail.store(kNil, rlx);
+}
+
+void Pool::flush_cache(Cache &c)
+{
+	if (c.ready.count.load(rlx) != 0 || c.spare.count.load(rlx) != 0)
+		c.flushes.fetch_add(1, rlx);
+	give_back(c.ready);
+	give_back(c.spare);
+	seal(c.open, now_ns());
+}
+
+/*
+ * Empty the caches of threads that are outside the pool, so that no QPN is stranded in an idle
+ * thread's cache. Returns the number of caches emptied.
+ */
+unsigned Pool::steal(Cache *self)
+{
+	unsigned n = 0;
+	uint32_t mypid = static_cast<uint32_t>(getpid());
+	for (uint32_t i = 0; i < p_->nb_caches; i++) {
+		Cache &v = p_->caches[i];
+		if (&v == self)
+			continue;
+		uint64_t owner = v.owner.load(acq);
+		if (owner == 0)
+			continue;
+		if (v.ready.count.load(rlx) + v.spare.count.load(rlx) + v.open.count.load(rlx) == 0)
+			continue;
+		uint32_t expect = 0;
+		if (!v.steal.compare_exchange_strong(expect, 1, acq_rel, rlx))
+			continue; /* another thief is at it */
+		bool other = static_cast<uint32_t>(owner >> 32) != mypid;
+		if (heavy_barrier(other) && v.busy.load(acq) == 0) {
+			flush_cache(v);
+			n++;
+		}
+		v.steal.store(0, rel);
+	}
+	if (self != nullptr && n != 0)
+		self->steals.fetch_add(n, rlx);
+	return n;
+}
+
+/* Does any cache (other than self) hold QPNs? They exist but are not reachable right now. */
+bool Pool::anything_held(const Cache *self) const
+{
+	for (uint32_t i = 0; i < p_->nb_caches; i++) {
+		const Cache &v = p_->caches[i];
+		if (&v == self)
+			continue;
+		if (v.ready.count.load(rlx) + v.spare.count.load(rlx) + v.open.count.load(rlx) != 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The cache ran dry: take the spare batch, else a batch from the free stack, else drain expired
+ * quarantine buckets, else steal idle caches. Fails with -ENOSPC when no QPN is anywhere, and
+ * with -EAGAIN when some exist but are in quarantine (or in a cache whose owner is mid-call).
+ */
+int Pool::refill(Cache &c)
+{
+	if (c.spare.count.load(rlx) != 0) {
+		c.ready.head.store(c.spare.head.load(rlx), rlx);
+		c.ready.tail.store(c.spare.tail.load(rlx), rlx);
+		c.ready.count.store(c.spare.count.load(rlx), rlx);
+		c.spare.count.store(0, rlx);
+		return 0;
+	}
+	for (int round = 0; round < 3; round++) {
+		if (pop_free(c.ready)) {
+			c.refills.fetch_add(1, rlx);
+			return 0;
+		}
+		uint64_t now = now_ns();
+		/* Our own released QPNs start their quarantine clock now at the latest. */
+		seal(c.open, now);
+		if (p_->quarantine_ns != 0 && drain(now) != 0)
+			continue;
+		if (round == 0 && steal(&c) != 0)
+			continue;
+		break;
+	}
+	uint64_t when;
+	if (quarantine_next(&when) || anything_held(&c)) {
+		c.eagain.fetch_add(1, rlx);
+		return -EAGAIN;
+	}
+	c.enospc.fetch_add(1, rlx);
+	return -ENOSPC;
+}
+
+int Pool::alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen)
+{
+	if (c->ready.count.load(rlx) == 0) {
+		if (c->spare.count.load(rlx) == 0)
+			c->misses.fetch_add(1, rlx);
+		else
+			c->hits.fetch_add(1, rlx);
+		int rc = refill(*c);
+		if (rc != 0)
+			return rc;
+	} else {
+		c->hits.fetch_add(1, rlx);
+	}
+	uint32_t s = c->ready.head.load(rlx);
+	uint32_t left = c->ready.count.load(rlx) - 1;
+	uint64_t w = slot(s).load(rlx);
+	c->ready.count.store(left, rlx);
+	if (left != 0) {
+		uint32_t nx = slot_next(w);
+		c->ready.head.store(nx, rlx);
+		rte_prefetch0(&slot(nx));
+	}
+	/* The slot is ours alone (it sat in our cache): a plain store suffices. */
+	uint32_t g = (slot_gen(w) + 1) & kGenMask;
+	slot(s).store(slot_make(kNil, kNil, kInUse, g), rlx);
+	*qpn = slot_to_qpn(s, &c->range_hint);
+	if (gen != nullptr)
+		*gen = g;
+	return 0;
+}
+
+/* No cache for this thread (all claimed, or a thief holds ours): work on the shared pool. */
+int Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen)
+{
+	Chain b;
+	bool ok = pop_free(b);
+	if (!ok && p_->quarantine_ns != 0 && drain(now_ns()) != 0)
+		ok = pop_free(b);
+	if (!ok && steal(nullptr) != 0)
+		ok = pop_free(b);
+	if (!ok) {
+		uint64_t when;
+		return (quarantine_next(&when) || anything_held(nullptr)) ? -EAGAIN : -ENOSPC;
+	}
+	uint32_t s = b.head.load(rlx), n = b.count.load(rlx);
+	uint64_t w = slot(s).load(rlx);
+	if (n > 1) {
+		uint32_t rest = slot_next(w), t = b.tail.load(rlx);
+		chain_write_batch(rest, t, n - 1);
+		push_free(rest, t);
+	}
+	uint32_t g = (slot_gen(w) + 1) & kGenMask;
+	slot(s).store(slot_make(kNil, kNil, kInUse, g), rlx);
+	*qpn = slot_to_qpn(s, nullptr);
+	if (gen != nullptr)
+		*gen = g;
+	p_->bypass_allocs.fetch_add(1, rlx);
+	return 0;
+}
+
+/*
+ * Release. The CAS out of kInUse is the linearisation point: of two racing frees of one QPN
+ * exactly one wins, and the loser is refused like any other double free.
+ */
+int Pool::free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen)
+{
+	uint32_t s;
+	if (qpn > MLX5_QPN_MAX || !qpn_to_slot(qpn, &s, c != nullptr ? &c->range_hint : nullptr))
+		return -EINVAL;
+	const bool quar = p_->quarantine_ns != 0;
+	auto &sw = slot(s);
+	uint64_t w = sw.load(rlx);
+	if (c == nullptr) {
+		for (;;) {
+			if (slot_state(w) != kInUse || (check_gen && slot_gen(w) != (gen & kGenMask)))
+				return -EINVAL;
+			uint64_t nw = slot_make(kNil, s, quar ? kQuarantine : kFree, slot_gen(w));
+			if (sw.compare_exchange_weak(w, nw, acq_rel, rlx))
+				break;
+		}
+		if (quar) {
+			push_quarantine(s, s, now_ns());
+			p_->bypass_quarantined.fetch_add(1, rlx);
+		} else {
+			push_free(s, s);
+		}
+		p_->bypass_frees.fetch_add(1, rlx);
+		return 0;
+	}
+	Chain &into = quar ? c->open : c->ready;
+	uint32_t n = into.count.load(rlx);
+	uint32_t head = n != 0 ? into.head.load(rlx) : kNil;
+	for (;;) {
+		if (slot_state(w) != kInUse || (check_gen && slot_gen(w) != (gen & kGenMask)))
+			return -EINVAL;
+		uint64_t nw = slot_make(head, kNil, quar ? kQuarantine : kFree, slot_gen(w));
+		if (sw.compare_exchange_weak(w, nw, acq_rel, rlx))
+			break;
+	}
+	into.head.store(s, rlx);
+	if (n == 0)
+		into.tail.store(s, rlx);
+	into.count.store(n + 1, rlx);
+	c->frees.fetch_add(1, rlx);
+	if (quar) {
+		c->quarantined.fetch_add(1, rlx);
+		if (n + 1 >= p_->batch)
+			seal(c->open, now_ns());
+	} else if (n + 1 > p_->batch) {
+		/* Cache full: keep this batch as the spare, giving the old spare back. */
+		give_back(c->spare);
+		c->flushes.fetch_add(1, rlx);
+		c->spare.head.store(c->ready.head.load(rlx), rlx);
+		c->spare.tail.store(c->ready.tail.load(rlx), rlx);
+		c->spare.count.store(c->ready.count.load(rlx), rlx);
+		c->ready.count.store(0, rlx);
+	}
+	return 0;
+}
+
+} /* namespace qpn */
+
+/* ---- thread binding ------------------------------------------------------------------------- */
+
+namespace {
+
+/*
+ * Each thread keeps, per pool it uses, the index of the cache it claimed. EAL lcores, registered
+ * non-EAL threads and plain threads are treated alike: a cache is claimed on first use with a
+ * CAS of its owner word and given back (flushed) when the thread exits, so a non-EAL thread gets
+ * the same lock-free fast path as an lcore and never shares a cache.
+ */
+struct Binding {
+	mlx5_qpn_pool *pool;
+	uint64_t uid;
+	uint32_t cache;
+};
+
+struct ThreadCaches {
+	Binding b[8];
+	uint32_t n;
+};
+
+/* Plain thread_local (no C++ destructor): the flush at thread exit is a pthread key destructor,
+ * which runs when a thread exits but not when the process does (after rte_eal_cleanup() the
+ * pool memory may be gone). */
+thread_local ThreadCaches t_caches;
+pthread_key_t g_exit_key;
+pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
+
+void release_cache(mlx5_qpn_pool *p, uint32_t idx)
+{
+	Pool pool(p);
+	Cache &c = p->caches[idx];
+	/* We are the owner and inside no call: flush, then give the cache up. */
+	c.busy.store(1, rlx);
+	std::atomic_signal_fence(std::memory_order_seq_cst);
+	if (c.steal.load(acq) == 0)
+		pool.flush_cache(c);
+	c.busy.store(0, rel);
+	/* Wait out a thief that is still inside (it saw busy == 0 before we set it). */
+	while (c.steal.load(acq) != 0)
+		rte_pause();
+	c.owner.store(0, rel);
+}
+
+void on_thread_exit(void *arg)
+{
+	auto *tc = static_cast<ThreadCaches *>(arg);
+	std::lock_guard<std::mutex> g(g_reg_mutex);
+	for (uint32_t i = 0; i < tc->n; i++)
+		for (auto &e : g_registry)
+			if (e.pool == tc->b[i].pool && e.uid == tc->b[i].uid)
+				release_cache(tc->b[i].pool, tc->b[i].cache);
+	tc->n = 0;
+}
+
+void make_exit_key() { pthread_key_create(&g_exit_key, on_thread_exit); }
+
+Cache *bind_cache(mlx5_qpn_pool *p)
+{
+	ThreadCaches &tc = t_caches;
+	for (uint32_t i = 0; i < tc.n; i++)
+		if (tc.b[i].pool == p) {
+			if (tc.b[i].uid == p->uid)
+				return &p->caches[tc.b[i].cache];
+			/* A pool freed and recreated at the same address: rebind. */
+			tc.b[i] = tc.b[--tc.n];
+			break;
+		}
+	if (tc.n == RTE_DIM(tc.b))
+		return nullptr;
+	uint64_t me = self_token();
+	unsigned start = rte_lcore_id() < p->nb_caches ? rte_lcore_id() : (gettid() % p->nb_caches);
+	for (uint32_t k = 0; k < p->nb_caches; k++) {
+		uint32_t i = (start + k) % p->nb_caches;
+		uint64_t expect = 0;
+		if (p->caches[i].owner.load(rlx) == 0 &&
+		    p->caches[i].owner.compare_exchange_strong(expect, me, acq_rel, rlx)) {
+			tc.b[tc.n++] = {p, p->uid, i};
+			pthread_once(&g_exit_once, make_exit_key);
+			pthread_setspecific(g_exit_key, &tc);
+			return &p->caches[i];
+		}
+	}
+	return nullptr; /* every cache is claimed: this thread works on the shared pool */
+}
+
+/* Enter the pool with our cache, or nullptr if we must bypass it. */
+inline Cache *enter(mlx5_qpn_pool *p)
+{
+	ThreadCaches &tc = t_caches;
+	Cache *c = nullptr;
+	if (likely(tc.n != 0 && tc.b[0].pool == p && tc.b[0].uid == p->uid))
+		c = &p->caches[tc.b[0].cache];
+	else
+		c = bind_cache(p);
+	if (c == nullptr)
+		return nullptr;
+	c->busy.store(1, rlx);
+	std::atomic_signal_fence(std::memory_order_seq_cst);
+	if (unlikely(c->steal.load(acq) != 0)) {
+		c->busy.store(0, rel);
+		return nullptr;
+	}
+	return c;
+}
+
+inline void leave(Cache *c)
+{
+	if (c != nullptr)
+		c->busy.store(0, rel);
+}
+
+bool valid_pool(const mlx5_qpn_pool *p) { return p != nullptr && p->magic == kPoolMagic; }
+
+size_t pool_size(uint32_t capacity)
+{
+	return sizeof(mlx5_qpn_pool) + static_cast<size_t>(capacity) * sizeof(uint64_t);
+}
+
+std::atomic<uint64_t> g_uid_seq{1};
+
+} /* namespace */
+
+/* ---- public API ----------------------------------------------------------------------------- */
+
+extern "C" {
+
+uint64_t mlx5_qpn_clock_ns(void) { return now_ns(); }
+
+struct mlx5_qpn_pool *mlx5_qpn_pool_create(const struct mlx5_qpn_pool_params *prm)
+{
+	if (prm == nullptr || prm->name == nullptr || prm->name[0] == '\0' ||
+	    strlen(prm->name) > MLX5_QPN_POOL_NAMESIZE || prm->cache_size == 0 ||
+	    prm->cache_size > 65536 || prm->capacity == 0 || prm->capacity > kMaxSlots) {
+		rte_errno = EINVAL;
+		return nullptr;
+	}
+	if (rte_eal_process_type() != RTE_PROC_PRIMARY) {
+		rte_errno = E_RTE_SECONDARY;
+		return nullptr;
+	}
+	char zname[RTE_MEMZONE_NAMESIZE];
+	snprintf(zname, sizeof(zname), "%s%s", kZonePrefix, prm->name);
+	if (rte_memzone_lookup(zname) != nullptr) {
+		rte_errno = EEXIST;
+		return nullptr;
+	}
+	/* The pool body comes from rte_malloc on the requested socket; a small named memzone holds
+	 * its address so that any process of this DPDK instance can find it. */
+	void *mem = rte_zmalloc_socket(zname, pool_size(prm->capacity), RTE_CACHE_LINE_SIZE,
+				       prm->socket_id);
+	if (mem == nullptr) {
+		POOL_LOG(ERR, "pool %s: no memory for %u QPNs (%zu bytes)", prm->name, prm->capacity,
+			 pool_size(prm->capacity));
+		rte_errno = ENOMEM;
+		return nullptr;
+	}
+	const struct rte_memzone *mz = rte_memzone_reserve(zname, sizeof(void *), prm->socket_id, 0);
+	if (mz == nullptr) {
+		int err = rte_errno;
+		rte_free(mem);
+		rte_errno = err == EEXIST ? EEXIST : ENOMEM;
+		return nullptr;
+	}
+	auto *p = new (mem) mlx5_qpn_pool();
+	p->uid = (static_cast<uint64_t>(getpid()) << 32) ^ now_ns() ^ g_uid_seq.fetch_add(1);
+	snprintf(p->name, sizeof(p->name), "%s", prm->name);
+	p->quarantine_ns = prm->quarantine_ns;
+	/* Eight buckets per quarantine time: a batch waits at most one bucket width too long. */
+	p->epoch_ns = prm->quarantine_ns / 8 > 1000 ? prm->quarantine_ns / 8 : 1000;
+	p->t0_ns = now_ns();
+	p->batch = prm->cache_size;
+	p->capacity = prm->capacity;
+	p->socket_id = prm->socket_id;
+	p->nb_caches = MLX5_QPN_MAX_CACHES;
+	p->free_top.store(head_make(kNil, 0), rlx);
+	for (auto &b : p->bucket)
+		b.store(head_make(kNil, 0), rlx);
+	rte_spinlock_init(&p->range_lock);
+	rte_spinlock_init(&p->stats_lock);
+	for (auto &c : p->caches) {
+		c.ready.head.store(kNil, rlx);
+		c.spare.head.store(kNil, rlx);
+		c.open.head.store(kNil, rlx);
+	}
+	p->magic = kPoolMagic;
+	*static_cast<mlx5_qpn_pool **>(mz->addr) = p;
+	std::atomic_thread_fence(rel);
+	registry_add(p);
+	barrier_kind();
+	POOL_LOG(DEBUG, "pool %s: capacity %u, cache %u, quarantine %" PRIu64 " ns, socket %d",
+		 p->name, p->capacity, p->batch, p->quarantine_ns, p->socket_id);
+	return p;
+}
+
+struct mlx5_qpn_pool *mlx5_qpn_pool_lookup(const char *name)
+{
+	char zname[RTE_MEMZONE_NAMESIZE];
+	if (name == nullptr || strlen(name) > MLX5_QPN_POOL_NAMESIZE) {
+		rte_errno = ENOENT;
+		return nullptr;
+	}
+	snprintf(zname, sizeof(zname), "%s%s", kZonePrefix, name);
+	const struct rte_memzone *mz = rte_memzone_lookup(zname);
+	if (mz == nullptr) {
+		rte_errno = ENOENT;
+		return nullptr;
+	}
+	auto *p = *static_cast<mlx5_qpn_pool *const *>(mz->addr);
+	if (!valid_pool(p)) {
+		rte_errno = ENOENT;
+		return nullptr;
+	}
+	registry_add(p);
+	barrier_kind();
+	return p;
+}
+
+void mlx5_qpn_pool_free_pool(struct mlx5_qpn_pool *p)
+{
+	if (!valid_pool(p))
+		return;
+	char zname[RTE_MEMZONE_NAMESIZE];
+	snprintf(zname, sizeof(zname), "%s%s", kZonePrefix, p->name);
+	registry_del(p);
+	/* Forget our own binding so that a pool created later at this address is bound afresh. */
+	for (uint32_t i = 0; i < t_caches.n; i++)
+		if (t_caches.b[i].pool == p) {
+			t_caches.b[i] = t_caches.b[--t_caches.n];
+			break;
+		}
+	p->magic = 0;
+	const struct rte_memzone *mz = rte_memzone_lookup(zname);
+	if (mz != nullptr)
+		rte_memzone_free(mz);
+	p->~mlx5_qpn_pool();
+	rte_free(p);
+}
+
+int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *p, uint32_t first, uint32_t count)
+{
+	if (!valid_pool(p) || count == 0 || first > MLX5_QPN_MAX || count - 1 > MLX5_QPN_MAX - first)
+		return -EINVAL;
+	Pool pool(p);
+	rte_spinlock_lock(&p->range_lock);
+	uint32_t n = p->nb_ranges.load(rlx);
+	for (uint32_t i = 0; i < n; i++) {
+		const Range &r = p->ranges[i];
+		if (first < r.first + r.count && r.first < first + count) {
+			rte_spinlock_unlock(&p->range_lock);
+			POOL_LOG(ERR, "pool %s: range [0x%x, +%u) overlaps [0x%x, +%u)", p->name,
+				 first, count, r.first, r.count);
+			return -EINVAL;
+		}
+	}
+	uint32_t base = p->nb_slots.load(rlx);
+	if (n == MLX5_QPN_MAX_RANGES || count > p->capacity - base) {
+		rte_spinlock_unlock(&p->range_lock);
+		POOL_LOG(ERR, "pool %s: no room for %u more QPNs (%u of %u used, %u ranges)", p->name,
+			 count, base, p->capacity, n);
+		return -ENOSPC;
+	}
+	/* Lay the new slots out as batches of the cache size, linked into one chain. */
+	for (uint32_t i = 0; i < count; i++) {
+		uint32_t s = base + i;
+		uint32_t bstart = i - i % p->batch;
+		uint32_t bend = bstart + p->batch < count ? bstart + p->batch : count; /* exclusive */
+		uint32_t next = i + 1 < count ? s + 1 : kNil;
+		uint32_t aux = kNil;
+		if (i == bstart)
+			aux = base + bend - 1;         /* head: its tail */
+		else if (i == bend - 1)
+			aux = bend - bstart;           /* tail: the length */
+		pool.slot(s).store(slot_make(next, aux, kFree, 0), rlx);
+	}
+	p->ranges[n] = Range{first, count, base, 0};
+	p->nb_slots.store(base + count, rel);
+	p->nb_ranges.store(n + 1, rel);
+	/* Insert into the sorted index under the seqlock. */
+	p->sorted_seq.fetch_add(1, acq_rel);
+	std::atomic_thread_fence(rel);
+	uint32_t pos = n;
+	while (pos > 0 && p->ranges[p->sorted[pos - 1].load(rlx)].first > first) {
+		p->sorted[pos].store(p->sorted[pos - 1].load(rlx), rlx);
+		pos--;
+	}
+	p->sorted[pos].store(static_cast<uint16_t>(n), rlx);
+	p->sorted_seq.fetch_add(1, rel);
+	rte_spinlock_unlock(&p->range_lock);
+	pool.push_free(base, base + count - 1);
+	return 0;
+}
+
+int mlx5_qpn_pool_alloc_gen(struct mlx5_qpn_pool *p, uint32_t *qpn, uint32_t *generation)
+{
+	if (unlikely(!valid_pool(p) || qpn == nullptr))
+		return -EINVAL;
+	Pool pool(p);
+	Cache *c = enter(p);
+	if (unlikely(c == nullptr))
+		return pool.alloc_bypass(qpn, generation);
+	int rc = pool.alloc_one(c, qpn, generation);
+	if (likely(rc == 0))
+		c->allocs.fetch_add(1, rlx);
+	leave(c);
+	return rc;
+}
+
+int mlx5_qpn_pool_alloc(struct mlx5_qpn_pool *p, uint32_t *qpn)
+{
+	return mlx5_qpn_pool_alloc_gen(p, qpn, nullptr);
+}
+
+int mlx5_qpn_pool_alloc_bulk(struct mlx5_qpn_pool *p, uint32_t *qpns, unsigned int n)
+{
+	if (!valid_pool(p) || (qpns == nullptr && n != 0))
+		return -EINVAL;
+	Pool pool(p);
+	Cache *c = enter(p);
+	unsigned int got = 0;
+	int rc = 0;
+	for (; got < n; got++) {
+		rc = c != nullptr ? pool.alloc_one(c, &qpns[got], nullptr)
+				  : pool.alloc_bypass(&qpns[got], nullptr);
+		if (rc != 0)
+			break;
+	}
+	if (rc != 0) {
+		/* All or nothing: the ones we took were never handed out, so they skip quarantine. */
+		for (unsigned int i = 0; i < got; i++) {
+			uint32_t s;
+			if (!pool.qpn_to_slot(qpns[i], &s, nullptr))
+				continue;
+			auto &sw = pool.slot(s);
+			uint32_t g = slot_gen(sw.load(rlx));
+			if (c != nullptr) {
+				uint32_t k = c->ready.count.load(rlx);
+				sw.store(slot_make(k ? c->ready.head.load(rlx) : kNil, kNil, kFree, g),
+					 rlx);
+				c->ready.head.store(s, rlx);
+				if (k == 0)
+					c->ready.tail.store(s, rlx);
+				c->ready.count.store(k + 1, rlx);
+			} else {
+				sw.store(slot_make(kNil, s, kFree, g), rlx);
+				pool.push_free(s, s);
+				p->bypass_allocs.fetch_sub(1, rlx);
+			}
+		}
+	} else if (c != nullptr) {
+		c->allocs.fetch_add(n, rlx);
+	}
+	leave(c);
+	return rc;
+}
+
+int mlx5_qpn_pool_free(struct mlx5_qpn_pool *p, uint32_t qpn)
+{
+	if (unlikely(!valid_pool(p)))
+		return -EINVAL;
+	Pool pool(p);
+	Cache *c = enter(p);
+	int rc = pool.free_one(c, qpn, false, 0);
+	if (unlikely(rc != 0)) {
+		if (c != nullptr)
+			c->refused.fetch_add(1, rlx);
+		else
+			p->caches[0].refused.fetch_add(1, rlx);
+	}
+	leave(c);
+	return rc;
+}
+
+int mlx5_qpn_pool_free_gen(struct mlx5_qpn_pool *p, uint32_t qpn, uint32_t generation)
+{
+	if (!valid_pool(p))
+		return -EINVAL;
+	Pool pool(p);
+	Cache *c = enter(p);
+	int rc = pool.free_one(c, qpn, true, generation);
+	if (rc != 0)
+		(c != nullptr ? c : &p->caches[0])->refused.fetch_add(1, rlx);
+	leave(c);
+	return rc;
+}
+
+int mlx5_qpn_pool_free_bulk(struct mlx5_qpn_pool *p, const uint32_t *qpns, unsigned int n)
+{
+	if (!valid_pool(p) || (qpns == nullptr && n != 0))
+		return -EINVAL;
+	Pool pool(p);
+	Cache *c = enter(p);
+	int rc = 0;
+	for (unsigned int i = 0; i < n; i++)
+		if (pool.free_one(c, qpns[i], false, 0) != 0) {
+			(c != nullptr ? c : &p->caches[0])->refused.fetch_add(1, rlx);
+			rc = -EINVAL;
+		}
+	leave(c);
+	return rc;
+}
+
+int mlx5_qpn_pool_qpn_state(struct mlx5_qpn_pool *p, uint32_t qpn, uint32_t *generation)
+{
+	if (!valid_pool(p) || qpn > MLX5_QPN_MAX)
+		return -EINVAL;
+	Pool pool(p);
+	uint32_t s;
+	if (!pool.qpn_to_slot(qpn, &s, nullptr))
+		return -EINVAL;
+	uint64_t w = pool.slot(s).load(acq);
+	if (generation != nullptr)
+		*generation = slot_gen(w);
+	return slot_state(w) == kInUse ? 1 : 0;
+}
+
+int mlx5_qpn_pool_next_release(struct mlx5_qpn_pool *p, uint64_t *when_ns)
+{
+	if (!valid_pool(p) || when_ns == nullptr)
+		return -EINVAL;
+	return Pool(p).quarantine_next(when_ns) ? 0 : -ENOENT;
+}
+
+void mlx5_qpn_pool_cache_flush(struct mlx5_qpn_pool *p)
+{
+	if (!valid_pool(p))
+		return;
+	Cache *c = enter(p);
+	if (c != nullptr)
+		Pool(p).flush_cache(*c);
+	leave(c);
+}
+
+uint64_t mlx5_qpn_pool_quarantine_ns(const struct mlx5_qpn_pool *p)
+{
+	return valid_pool(p) ? p->quarantine_ns : 0;
+}
+
+const char *mlx5_qpn_pool_name(const struct mlx5_qpn_pool *p)
+{
+	return valid_pool(p) ? p->name : nullptr;
+}
+
+static EventCounters sum_events(const mlx5_qpn_pool *p, uint64_t *allocs, uint64_t *frees,
+				uint64_t *quarantined, uint32_t *claimed)
+{
+	EventCounters e{};
+	uint64_t a = p->bypass_allocs.load(rlx), f = p->bypass_frees.load(rlx);
+	uint64_t q = p->bypass_quarantined.load(rlx);
+	uint32_t cl = 0;
+	for (uint32_t i = 0; i < p->nb_caches; i++) {
+		const Cache &c = p->caches[i];
+		a += c.allocs.load(rlx);
+		f += c.frees.load(rlx);
+		q += c.quarantined.load(rlx);
+		e.hits += c.hits.load(rlx);
+		e.misses += c.misses.load(rlx);
+		e.refills += c.refills.load(rlx);
+		e.flushes += c.flushes.load(rlx);
+		e.steals += c.steals.load(rlx);
+		e.refused += c.refused.load(rlx);
+		e.enospc += c.enospc.load(rlx);
+		e.eagain += c.eagain.load(rlx);
+		cl += c.owner.load(rlx) != 0;
+	}
+	*allocs = a;
+	*frees = f;
+	*quarantined = q;
+	*claimed = cl;
+	return e;
+}
+
+int mlx5_qpn_pool_stats_get(struct mlx5_qpn_pool *p, struct mlx5_qpn_pool_stats *st)
+{
+	if (!valid_pool(p) || st == nullptr)
+		return -EINVAL;
+	uint64_t a, f, q;
+	uint32_t cl;
+	EventCounters e = sum_events(p, &a, &f, &q, &cl);
+	rte_spinlock_lock(&p->stats_lock);
+	const EventCounters b = p->stats_base;
+	rte_spinlock_unlock(&p->stats_lock);
+	memset(st, 0, sizeof(*st));
+	st->capacity = p->nb_slots.load(acq);
+	st->in_use = a - f;
+	uint64_t rel_q = p->released.load(rlx);
+	st->in_quarantine = q > rel_q ? q - rel_q : 0;
+	uint64_t busy = st->in_use + st->in_quarantine;
+	st->free = st->capacity > busy ? st->capacity - busy : 0;
+	st->allocs = a;
+	st->frees = f;
+	st->cache_hits = e.hits - b.hits;
+	st->cache_misses = e.misses - b.misses;
+	st->refills = e.refills - b.refills;
+	st->flushes = e.flushes - b.flushes;
+	st->steals = e.steals - b.steals;
+	st->refused_frees = e.refused - b.refused;
+	st->enospc = e.enospc - b.enospc;
+	st->eagain = e.eagain - b.eagain;
+	st->nb_ranges = p->nb_ranges.load(acq);
+	st->nb_caches = cl;
+	return 0;
+}
+
+void mlx5_qpn_pool_stats_reset(struct mlx5_qpn_pool *p)
+{
+	if (!valid_pool(p))
+		return;
+	uint64_t a, f, q;
+	uint32_t cl;
+	EventCounters e = sum_events(p, &a, &f, &q, &cl);
+	rte_spinlock_lock(&p->stats_lock);
+	p->stats_base = e;
+	rte_spinlock_unlock(&p->stats_lock);
+}
+
+void mlx5_qpn_pool_dump(FILE *f, struct mlx5_qpn_pool *p)
+{
+	if (f == nullptr)
+		return;
+	if (!valid_pool(p)) {
+		fprintf(f, "qpn pool <invalid>\n");
+		return;
+	}
+	struct mlx5_qpn_pool_stats st;
+	mlx5_qpn_pool_stats_get(p, &st);
+	fprintf(f, "qpn pool %s: capacity %" PRIu64 " of %u, cache %u, quarantine %" PRIu64
+		   " us, socket %d\n", p->name, st.capacity, p->capacity, p->batch,
+		p->quarantine_ns / 1000, p->socket_id);
+	uint32_t n = p->nb_ranges.load(acq);
+	for (uint32_t i = 0; i < n; i++)
+		fprintf(f, "  range %u: [0x%06x, 0x%06x] (%u QPNs)\n", i, p->ranges[i].first,
+			p->ranges[i].first + p->ranges[i].count - 1, p->ranges[i].count);
+	fprintf(f, "  in_use %" PRIu64 " in_quarantine %" PRIu64 " free %" PRIu64 "\n", st.in_use,
+		st.in_quarantine, st.free);
+	fprintf(f, "  allocs %" PRIu64 " frees %" PRIu64 " hits %" PRIu64 " misses %" PRIu64
+		   " refills %" PRIu64 " flushes %" PRIu64 " steals %" PRIu64 "\n",
+		st.allocs, st.frees, st.cache_hits, st.cache_misses, st.refills, st.flushes,
+		st.steals);
+	fprintf(f, "  refused_frees %" PRIu64 " enospc %" PRIu64 " eagain %" PRIu64
+		   " caches %u\n", st.refused_frees, st.enospc, st.eagain, st.nb_caches);
+}
+
+} /* extern "C" */

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef QPN_POOL_INTERNAL_H
+#define QPN_POOL_INTERNAL_H
+
+/*
+ * Internal layout of a QPN pool. Everything here lives in DPDK shared memory and holds indices,
+ * never process-local pointers, so that secondary processes can use the pool as it is.
+ *
+ * The design in one paragraph (doc/guides/design_pool.md has the long form):
+ * every QPN of every range has one 64-bit *slot word* (the only per-QPN memory: 8 bytes). A slot
+ * word holds the QPN's state (free / in use / in quarantine), its generation, and two 24-bit
+ * links that thread it into singly linked chains. A *batch* is a chain whose head's aux field
+ * names its tail and whose tail's aux field holds its length. Batches move between three homes:
+ * a thread's cache (owner-only), the shared free stack (a Treiber stack of batches, ABA-tagged),
+ * and the shared quarantine (a ring of time buckets, each a stack of sealed batches tagged with
+ * the epoch of its newest member). The only atomic read-modify-write on the per-QPN fast path
+ * is the compare-and-swap of free() that takes a slot out of "in use": it is what makes a
+ * double free refused even when two threads race to free one QPN.
+ */
+
+#include <atomic>
+#include <cstdint>
+
+#include <rte_spinlock.h>
+
+#include "mlx5_qpn_config.h"
+#include "mlx5_qpn_pool.h"
+
+namespace qpn {
+
+/* ---- slot word ------------------------------------------------------------------------------ */
+
+constexpr uint32_t kNil = 0xFFFFFF;       /* "no slot" in a 24-bit link */
+constexpr uint32_t kMaxSlots = 0xFFFFFF;  /* slot indices are 24 bits and kNil is taken */
+
+enum SlotState : uint64_t {
+	kFree = 0,       /* in a cache or the free stack: may be handed out */
+	kInUse = 1,      /* handed out; only free() leaves this state, by CAS */
+	kQuarantine = 2, /* released; not before its batch's epoch has expired */
+};
+
+/*
+ *  63        50 49  48 47            24 23             0
+ * +------------+------+----------------+----------------+
+ * | generation | state|  aux (24 bits) | next (24 bits) |
+ * +------------+------+----------------+----------------+
+ * next: the following slot of the chain. aux: in a batch head, the batch's tail; in a batch
+ * tail (when head != tail), the batch's length. The generation is bumped at every hand-out.
+ */
+constexpr unsigned kGenBits = 14;
+constexpr uint32_t kGenMask = (1u << kGenBits) - 1;
+
+constexpr uint32_t slot_next(uint64_t w) { return static_cast<uint32_t>(w & 0xFFFFFF); }
+constexpr uint32_t slot_aux(uint64_t w) { return static_cast<uint32_t>((w >> 24) & 0xFFFFFF); }
+constexpr uint64_t slot_state(uint64_t w) { return (w >> 48) & 3; }
+constexpr uint32_t slot_gen(uint64_t w) { return static_cast<uint32_t>(w >> 50); }
+constexpr uint64_t slot_make(uint32_t next, uint32_t aux, uint64_t state, uint32_t gen)
+{
+	return static_cast<uint64_t>(next & 0xFFFFFF) | (static_cast<uint64_t>(aux & 0xFFFFFF) << 24) |
+	       (state << 48) | (static_cast<uint64_t>(gen & kGenMask) << 50);
+}
+constexpr uint64_t slot_with_next(uint64_t w, uint32_t next) { return (w & ~0xFFFFFFull) | next; }
+constexpr uint64_t slot_with_aux(uint64_t w, uint32_t aux)
+{
+	return (w & ~(0xFFFFFFull << 24)) | (static_cast<uint64_t>(aux) << 24);
+}
+
+/* ---- tagged stack heads: 24-bit slot index + 40-bit tag ------------------------------------- */
+
+constexpr uint32_t head_idx(uint64_t h) { return static_cast<uint32_t>(h & 0xFFFFFF); }
+constexpr uint64_t head_tag(uint64_t h) { return h >> 24; }
+constexpr uint64_t head_make(uint32_t idx, uint64_t tag) { return (tag << 24) | (idx & 0xFFFFFF); }
+constexpr uint64_t kTagMask = (1ull << 40) - 1;
+
+/* ---- ranges ---------------------------------------------------------------------------------- */
+
+struct Range {
+	uint32_t first; /* first QPN */
+	uint32_t count; /* QPNs */
+	uint32_t base;  /* slot index of `first`; ranges get consecutive slot bases */
+	uint32_t rsvd;
+};
+
+/* ---- per-thread cache ----------------------------------------------------------------------- */
+
+/* A chain held by one cache: [head .. tail], `count` long (count == 0: empty). */
+struct Chain {
+	std::atomic<uint32_t> head;
+	std::atomic<uint32_t> tail;
+	std::atomic<uint32_t> count;
+};
+
+/*
+ * One cache per thread. Only its owner writes it, except a *thief* (a thread that found the
+ * shared pool dry) that empties it while the owner is outside the pool: see Pool::steal(). The
+ * fields are relaxed atomics so that the thief's reads are well defined; on x86 they compile to
+ * plain loads and stores.
+ */
+struct alignas(64) Cache {
+	std::atomic<uint64_t> owner; /* 0: unclaimed; else pid << 32 | tid */
+	std::atomic<uint32_t> busy;  /* owner is inside a pool call */
+	std::atomic<uint32_t> steal; /* a thief holds the cache: owner bypasses it */
+	std::atomic<uint32_t> range_hint;
+	Chain ready;  /* free QPNs, LIFO: alloc pops here */
+	Chain spare;  /* a second full batch: hysteresis between refill and flush */
+	Chain open;   /* released QPNs not yet time-stamped (quarantine only) */
+
+	alignas(64) std::atomic<uint64_t> allocs;
+	std::atomic<uint64_t> frees;
+	std::atomic<uint64_t> hits;
+	std::atomic<uint64_t> misses;
+	std::atomic<uint64_t> refills;
+	std::atomic<uint64_t> flushes;
+	std::atomic<uint64_t> steals;
+	std::atomic<uint64_t> refused;
+	std::atomic<uint64_t> enospc;
+	std::atomic<uint64_t> eagain;
+	std::atomic<uint64_t> quarantined;
+};
+
+/* ---- the pool ------------------------------------------------------------------------------- */
+
+/* Time buckets of the shared quarantine. A bucket holds batches whose epochs map to it; its
+ * head carries the newest epoch pushed into it, so a drain can never release anything early. */
+constexpr unsigned kBuckets = 16;
+constexpr uint64_t kPoolMagic = 0x4d4c5835514e5031ull; /* "MLX5QNP1" */
+
+struct EventCounters {
+	uint64_t hits, misses, refills, flushes, steals, refused, enospc, eagain;
+};
+
+} /* namespace qpn */
+
+struct mlx5_qpn_pool {
+	uint64_t magic;
+	uint64_t uid;                 /* unique per creation: guards thread-local cache bindings */
+	char name[MLX5_QPN_POOL_NAMESIZE + 1];
+	uint64_t quarantine_ns;
+	uint64_t epoch_ns;            /* width of one quarantine bucket */
+	uint64_t t0_ns;               /* epochs count from here */
+	uint32_t batch;               /* cache_size */
+	uint32_t capacity;            /* slots allocated */
+	int32_t socket_id;
+	uint32_t nb_caches;
+
+	alignas(64) std::atomic<uint64_t> free_top;              /* free stack: idx | tag */
+	alignas(64) std::atomic<uint64_t> bucket[qpn::kBuckets]; /* idx | epoch */
+	alignas(64) std::atomic<uint64_t> released;              /* left quarantine (drained) */
+	std::atomic<uint64_t> bypass_allocs;                     /* counters of cacheless calls */
+	std::atomic<uint64_t> bypass_frees;
+	std::atomic<uint64_t> bypass_quarantined;
+
+	alignas(64) rte_spinlock_t range_lock;   /* writers of the range table only */
+	std::atomic<uint32_t> nb_ranges;         /* published ranges (release) */
+	std::atomic<uint32_t> nb_slots;          /* slots used by published ranges */
+	std::atomic<uint32_t> sorted_seq;        /* seqlock over sorted[] */
+	std::atomic<uint16_t> sorted[MLX5_QPN_MAX_RANGES]; /* range indices ordered by first QPN */
+	qpn::Range ranges[MLX5_QPN_MAX_RANGES];  /* append-only; entry i immutable once published */
+
+	qpn::EventCounters stats_base;           /* mlx5_qpn_pool_stats_reset() snapshot */
+	rte_spinlock_t stats_lock;
+
+	qpn::Cache caches[MLX5_QPN_MAX_CACHES];
+	/* followed by std::atomic<uint64_t> slots[capacity] */
+};
+
+#endif /* QPN_POOL_INTERNAL_H */

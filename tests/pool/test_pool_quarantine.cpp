@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Quarantine: -EAGAIN while everything is quarantined, the release time, no early reuse, and
+ * no QPN stranded in another thread's cache. */
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "pool_test_util.h"
+
+TEST(PoolQuarantine, ReleasedQpnComesBackOnlyAfterTheQuarantine)
+{
+	constexpr uint64_t kQ = 30 * 1000 * 1000; /* 30 ms */
+	TestPool tp(4, 2, kQ);
+	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x300, 4), 0);
+	uint32_t q[4], x;
+	ASSERT_EQ(mlx5_qpn_pool_alloc_bulk(tp.get(), q, 4), 0);
+	EXPECT_EQ(mlx5_qpn_pool_alloc(tp.get(), &x), -ENOSPC);
+	uint64_t released = mlx5_qpn_clock_ns();
+	ASSERT_EQ(mlx5_qpn_pool_free(tp.get(), q[2]), 0);
+	auto st = pool_stats(tp.get());
+	EXPECT_EQ(st.in_quarantine, 1u);
+	EXPECT_EQ(st.in_use, 3u);
+	EXPECT_EQ(mlx5_qpn_pool_alloc(tp.get(), &x), -EAGAIN);
+	uint64_t when = 0;
+	ASSERT_EQ(mlx5_qpn_pool_next_release(tp.get(), &when), 0);
+	EXPECT_GE(when, released + kQ);
+	EXPECT_LE(when, mlx5_qpn_clock_ns() + kQ + kQ / 8 + 1000000);
+	/* Poll: every success must come at least kQ after the release. */
+	int rc;
+	while ((rc = mlx5_qpn_pool_alloc(tp.get(), &x)) == -EAGAIN)
+		std::this_thread::sleep_for(std::chrono::microseconds(500));
+	ASSERT_EQ(rc, 0);
+	EXPECT_GE(mlx5_qpn_clock_ns() - released, kQ);
+	EXPECT_EQ(x, q[2]);
+	st = pool_stats(tp.get());
+	EXPECT_EQ(st.in_quarantine, 0u);
+	EXPECT_GE(st.eagain, 1u);
+	EXPECT_EQ(mlx5_qpn_pool_next_release(tp.get(), &when), -ENOENT);
+}
+
+TEST(PoolQuarantine, NoReuseOnAnotherThreadEither)
+{
+	constexpr uint64_t kQ = 20 * 1000 * 1000;
+	TestPool tp(8, 4, kQ);
+	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x10, 8), 0);
+	uint32_t q[8];
+	ASSERT_EQ(mlx5_qpn_pool_alloc_bulk(tp.get(), q, 8), 0);
+	uint64_t released = mlx5_qpn_clock_ns();
+	ASSERT_EQ(mlx5_qpn_pool_free_bulk(tp.get(), q, 8), 0);
+	std::atomic<int> got{0};
+	std::atomic<uint64_t> first_ok{0};
+	std::thread t([&] {
+		uint32_t x;
+		while (got.load() < 8) {
+			int rc = mlx5_qpn_pool_alloc(tp.get(), &x);
+			if (rc == 0) {
+				uint64_t expect = 0;
+				first_ok.compare_exchange_strong(expect, mlx5_qpn_clock_ns());
+				got.fetch_add(1);
+			} else {
+				ASSERT_EQ(rc, -EAGAIN);
+				std::this_thread::sleep_for(std::chrono::microseconds(300));
+			}
+		}
+	});
+	t.join();
+	EXPECT_GE(first_ok.load() - released, kQ);
+}
+
+TEST(PoolQuarantine, ZeroQuarantineReusesAtOnce)
+{
+	TestPool tp(1, 1, 0);
+	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 9, 1), 0);
+	uint32_t x;
+	ASSERT_EQ(mlx5_qpn_pool_alloc(tp.get(), &x), 0);
+	ASSERT_EQ(mlx5_qpn_pool_free(tp.get(), x), 0);
+	ASSERT_EQ(mlx5_qpn_pool_alloc(tp.get(), &x), 0);
+	EXPECT_EQ(x, 9u);
+}
+
+/*
+ * A thread fills its cache (allocs and frees leave free QPNs in it) and then idles without
+ * exiting. Another thread must still get every QPN: idle caches are stolen, and QPNs an idle
+ * thread released into quarantine are sealed and come back after the quarantine.
+ */
+static void stranding_case(uint64_t quarantine_ns)
+{
+	constexpr uint32_t n = 256;
+	TestPool tp(n, 32, quarantine_ns);
+	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x5000, n), 0);
+	std::mutex m;
+	std::condition_variable cv;
+	bool filled = false, release = false;
+	std::thread idle([&] {
+		uint32_t q[40];
+		ASSERT_EQ(mlx5_qpn_pool_alloc_bulk(tp.get(), q, 40), 0);
+		ASSERT_EQ(mlx5_qpn_pool_free_bulk(tp.get(), q, 40), 0);
+		std::unique_lock<std::mutex> l(m);
+		filled = true;
+		cv.notify_all();
+		cv.wait(l, [&] { return release; });
+	});
+	{
+		std::unique_lock<std::mutex> l(m);
+		cv.wait(l, [&] { return filled; });
+	}
+	std::set<uint32_t> got;
+	uint32_t x;
+	uint64_t deadline = mlx5_qpn_clock_ns() + quarantine_ns * 4 + 2000000000ull;
+	while (got.size() < n && mlx5_qpn_clock_ns() < deadline) {
+		int rc = mlx5_qpn_pool_alloc(tp.get(), &x);
+		if (rc == 0)
+			EXPECT_TRUE(got.insert(x).second);
+		else if (rc == -EAGAIN)
+			std::this_thread::sleep_for(std::chrono::microseconds(300));
+		else
+			break;
+	}
+	EXPECT_EQ(got.size(), n) << "QPNs stranded in an idle thread's cache";
+	EXPECT_EQ(mlx5_qpn_pool_alloc(tp.get(), &x), -ENOSPC);
+	EXPECT_GE(pool_stats(tp.get()).steals, 1u);
+	{
+		std::lock_guard<std::mutex> l(m);
+		release = true;
+	}
+	cv.notify_all();
+	idle.join();
+}
+
+TEST(PoolQuarantine, IdleCacheIsStolenWithoutQuarantine) { stranding_case(0); }
+TEST(PoolQuarantine, IdleCacheIsStolenWithQuarantine) { stranding_case(10 * 1000 * 1000); }
+
+TEST(PoolQuarantine, ExplicitFlushAndThreadExitReturnTheCache)
+{
+	TestPool tp(64, 16, 0);
+	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x700, 64), 0);
+	std::thread t([&] {
+		uint32_t q[20];
+		ASSERT_EQ(mlx5_qpn_pool_alloc_bulk(tp.get(), q, 20), 0);
+		ASSERT_EQ(mlx5_qpn_pool_free_bulk(tp.get(), q, 20), 0);
+	});
+	t.join();
+	auto st = pool_stats(tp.get());
+	EXPECT_EQ(st.nb_caches, 0u) << "an exited thread gives its cache up";
+	uint32_t q[64];
+	EXPECT_EQ(mlx5_qpn_pool_alloc_bulk(tp.get(), q, 64), 0);
+	EXPECT_EQ(pool_stats(tp.get()).steals, 0u) << "exit flushed; nothing to steal";
+	ASSERT_EQ(mlx5_qpn_pool_free_bulk(tp.get(), q, 64), 0);
+	mlx5_qpn_pool_cache_flush(tp.get());
+	EXPECT_EQ(pool_stats(tp.get()).free, 64u);
+}
