@@ -44,6 +44,16 @@ constexpr auto acq_rel = std::memory_order_acq_rel;
 
 constexpr const char *kZonePrefix = "QPNP_";
 
+/*
+ * Per-cache counters have one writer (the cache's owner, or a thief counting in its own cache),
+ * so they are bumped with a load and a store: a locked read-modify-write here would cost more
+ * than the whole allocation. Readers (stats) may see a value a moment old.
+ */
+inline void bump(std::atomic<uint64_t> &c, uint64_t n = 1)
+{
+	c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
 /* ---- clock ---------------------------------------------------------------------------------- */
 
 uint64_t now_ns()
@@ -135,8 +145,9 @@ void registry_del(mlx5_qpn_pool *p)
 
 /* ---- the algorithms, as members of a thin accessor ------------------------------------------ */
 
-namespace qpn {
+namespace {
 
+/* Internal linkage on purpose: the fast path must inline these, not call them through the PLT. */
 class Pool {
 public:
 	explicit Pool(mlx5_qpn_pool *p) : p_(p) {}
@@ -148,7 +159,9 @@ public:
 
 	/* QPN <-> slot through the range table. The cache's hint makes the common case one compare. */
 	bool qpn_to_slot(uint32_t qpn, uint32_t *slot_out, std::atomic<uint32_t> *hint) const;
+	bool qpn_to_slot_slow(uint32_t qpn, uint32_t *slot_out, std::atomic<uint32_t> *hint) const;
 	uint32_t slot_to_qpn(uint32_t s, std::atomic<uint32_t> *hint) const;
+	uint32_t slot_to_qpn_slow(uint32_t s, std::atomic<uint32_t> *hint) const;
 
 	/* Shared free stack of batches. */
 	void push_free(uint32_t head, uint32_t last_tail);
@@ -178,12 +191,14 @@ private:
 	void chain_write_batch(uint32_t head, uint32_t tail, uint32_t count);
 };
 
-bool Pool::qpn_to_slot(uint32_t qpn, uint32_t *slot_out, std::atomic<uint32_t> *hint) const
+#define QPN_HOT inline __attribute__((always_inline))
+#define QPN_COLD __attribute__((noinline, cold))
+
+QPN_HOT bool Pool::qpn_to_slot(uint32_t qpn, uint32_t *slot_out, std::atomic<uint32_t> *hint) const
 {
-	uint32_t n = p_->nb_ranges.load(acq);
 	if (hint != nullptr) {
 		uint32_t h = hint->load(rlx);
-		if (h < n) {
+		if (h < p_->nb_ranges.load(acq)) {
 			const Range &r = p_->ranges[h];
 			if (qpn - r.first < r.count) {
 				*slot_out = r.base + (qpn - r.first);
@@ -191,6 +206,12 @@ bool Pool::qpn_to_slot(uint32_t qpn, uint32_t *slot_out, std::atomic<uint32_t> *
 			}
 		}
 	}
+	return qpn_to_slot_slow(qpn, slot_out, hint);
+}
+
+QPN_COLD bool Pool::qpn_to_slot_slow(uint32_t qpn, uint32_t *slot_out, std::atomic<uint32_t> *hint) const
+{
+	uint32_t n;
 	/* Binary search of the sorted index under its seqlock (ranges are added rarely). */
 	for (;;) {
 		uint32_t s1 = p_->sorted_seq.load(acq);
@@ -200,7 +221,8 @@ bool Pool::qpn_to_slot(uint32_t qpn, uint32_t *slot_out, std::atomic<uint32_t> *
 		uint32_t lo = 0, hi = n, found = UINT32_MAX;
 		while (lo < hi) {
 			uint32_t mid = (lo + hi) / 2;
-			uint32_t ri = p_->sorted[mid].load(rlx);
+			/* acquire: keeps the closing seq load below after every index load */
+			uint32_t ri = p_->sorted[mid].load(acq);
 			if (ri >= n) { /* torn read: the seqlock check below retries */
 				break;
 			}
@@ -214,7 +236,6 @@ bool Pool::qpn_to_slot(uint32_t qpn, uint32_t *slot_out, std::atomic<uint32_t> *
 				break;
 			}
 		}
-		std::atomic_thread_fence(acq);
 		if (p_->sorted_seq.load(rlx) != s1)
 			continue;
 		if (found == UINT32_MAX)
@@ -227,12 +248,17 @@ bool Pool::qpn_to_slot(uint32_t qpn, uint32_t *slot_out, std::atomic<uint32_t> *
 	}
 }
 
-uint32_t Pool::slot_to_qpn(uint32_t s, std::atomic<uint32_t> *hint) const
+QPN_HOT uint32_t Pool::slot_to_qpn(uint32_t s, std::atomic<uint32_t> *hint) const
+{
+	uint32_t h = hint != nullptr ? hint->load(rlx) : 0;
+	if (h < p_->nb_ranges.load(acq) && s - p_->ranges[h].base < p_->ranges[h].count)
+		return p_->ranges[h].first + (s - p_->ranges[h].base);
+	return slot_to_qpn_slow(s, hint);
+}
+
+QPN_COLD uint32_t Pool::slot_to_qpn_slow(uint32_t s, std::atomic<uint32_t> *hint) const
 {
 	uint32_t n = p_->nb_ranges.load(acq);
-	uint32_t h = hint != nullptr ? hint->load(rlx) : 0;
-	if (h < n && s - p_->ranges[h].base < p_->ranges[h].count)
-		return p_->ranges[h].first + (s - p_->ranges[h].base);
 	/* Slot bases grow with the range index: binary search the append-only table. */
 	uint32_t lo = 0, hi = n;
 	while (hi - lo > 1) {
@@ -430,7 +456,7 @@ void Pool::give_back(Chain &c)
 void Pool::flush_cache(Cache &c)
 {
 	if (c.ready.count.load(rlx) != 0 || c.spare.count.load(rlx) != 0)
-		c.flushes.fetch_add(1, rlx);
+		bump(c.flushes);
 	give_back(c.ready);
 	give_back(c.spare);
 	seal(c.open, now_ns());
@@ -464,7 +490,7 @@ unsigned Pool::steal(Cache *self)
 		v.steal.store(0, rel);
 	}
 	if (self != nullptr && n != 0)
-		self->steals.fetch_add(n, rlx);
+		bump(self->steals, n);
 	return n;
 }
 
@@ -486,7 +512,7 @@ bool Pool::anything_held(const Cache *self) const
  * quarantine buckets, else steal idle caches. Fails with -ENOSPC when no QPN is anywhere, and
  * with -EAGAIN when some exist but are in quarantine (or in a cache whose owner is mid-call).
  */
-int Pool::refill(Cache &c)
+QPN_COLD int Pool::refill(Cache &c)
 {
 	if (c.spare.count.load(rlx) != 0) {
 		c.ready.head.store(c.spare.head.load(rlx), rlx);
@@ -497,7 +523,7 @@ int Pool::refill(Cache &c)
 	}
 	for (int round = 0; round < 3; round++) {
 		if (pop_free(c.ready)) {
-			c.refills.fetch_add(1, rlx);
+			bump(c.refills);
 			return 0;
 		}
 		uint64_t now = now_ns();
@@ -511,25 +537,25 @@ int Pool::refill(Cache &c)
 	}
 	uint64_t when;
 	if (quarantine_next(&when) || anything_held(&c)) {
-		c.eagain.fetch_add(1, rlx);
+		bump(c.eagain);
 		return -EAGAIN;
 	}
-	c.enospc.fetch_add(1, rlx);
+	bump(c.enospc);
 	return -ENOSPC;
 }
 
-int Pool::alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen)
+QPN_HOT int Pool::alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen)
 {
 	if (c->ready.count.load(rlx) == 0) {
 		if (c->spare.count.load(rlx) == 0)
-			c->misses.fetch_add(1, rlx);
+			bump(c->misses);
 		else
-			c->hits.fetch_add(1, rlx);
+			bump(c->hits);
 		int rc = refill(*c);
 		if (rc != 0)
 			return rc;
 	} else {
-		c->hits.fetch_add(1, rlx);
+		bump(c->hits);
 	}
 	uint32_t s = c->ready.head.load(rlx);
 	uint32_t left = c->ready.count.load(rlx) - 1;
@@ -550,7 +576,7 @@ int Pool::alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen)
 }
 
 /* No cache for this thread (all claimed, or a thief holds ours): work on the shared pool. */
-int Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen)
+QPN_COLD int Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen)
 {
 	Chain b;
 	bool ok = pop_free(b);
@@ -582,7 +608,7 @@ int Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen)
  * Release. The CAS out of kInUse is the linearisation point: of two racing frees of one QPN
  * exactly one wins, and the loser is refused like any other double free.
  */
-int Pool::free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen)
+QPN_HOT int Pool::free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen)
 {
 	uint32_t s;
 	if (qpn > MLX5_QPN_MAX || !qpn_to_slot(qpn, &s, c != nullptr ? &c->range_hint : nullptr))
@@ -621,15 +647,15 @@ int Pool::free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen)
 	if (n == 0)
 		into.tail.store(s, rlx);
 	into.count.store(n + 1, rlx);
-	c->frees.fetch_add(1, rlx);
+	bump(c->frees);
 	if (quar) {
-		c->quarantined.fetch_add(1, rlx);
+		bump(c->quarantined);
 		if (n + 1 >= p_->batch)
 			seal(c->open, now_ns());
 	} else if (n + 1 > p_->batch) {
 		/* Cache full: keep this batch as the spare, giving the old spare back. */
 		give_back(c->spare);
-		c->flushes.fetch_add(1, rlx);
+		bump(c->flushes);
 		c->spare.head.store(c->ready.head.load(rlx), rlx);
 		c->spare.tail.store(c->ready.tail.load(rlx), rlx);
 		c->spare.count.store(c->ready.count.load(rlx), rlx);
@@ -638,7 +664,7 @@ int Pool::free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen)
 	return 0;
 }
 
-} /* namespace qpn */
+} /* namespace */
 
 /* ---- thread binding ------------------------------------------------------------------------- */
 
@@ -664,7 +690,8 @@ struct ThreadCaches {
 /* Plain thread_local (no C++ destructor): the flush at thread exit is a pthread key destructor,
  * which runs when a thread exits but not when the process does (after rte_eal_cleanup() the
  * pool memory may be gone). */
-thread_local ThreadCaches t_caches;
+/* initial-exec: one %fs-relative load instead of a __tls_get_addr call per pool call */
+__attribute__((tls_model("initial-exec"))) thread_local ThreadCaches t_caches;
 pthread_key_t g_exit_key;
 pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
 
@@ -697,13 +724,18 @@ void on_thread_exit(void *arg)
 
 void make_exit_key() { pthread_key_create(&g_exit_key, on_thread_exit); }
 
-Cache *bind_cache(mlx5_qpn_pool *p)
+__attribute__((noinline)) Cache *bind_cache(mlx5_qpn_pool *p)
 {
 	ThreadCaches &tc = t_caches;
 	for (uint32_t i = 0; i < tc.n; i++)
 		if (tc.b[i].pool == p) {
-			if (tc.b[i].uid == p->uid)
-				return &p->caches[tc.b[i].cache];
+			if (tc.b[i].uid == p->uid) {
+				/* Most recently used first: enter() checks only b[0]. */
+				Binding hit = tc.b[i];
+				tc.b[i] = tc.b[0];
+				tc.b[0] = hit;
+				return &p->caches[hit.cache];
+			}
 			/* A pool freed and recreated at the same address: rebind. */
 			tc.b[i] = tc.b[--tc.n];
 			break;
@@ -717,7 +749,8 @@ Cache *bind_cache(mlx5_qpn_pool *p)
 		uint64_t expect = 0;
 		if (p->caches[i].owner.load(rlx) == 0 &&
 		    p->caches[i].owner.compare_exchange_strong(expect, me, acq_rel, rlx)) {
-			tc.b[tc.n++] = {p, p->uid, i};
+			tc.b[tc.n++] = tc.b[0];
+			tc.b[0] = {p, p->uid, i};
 			pthread_once(&g_exit_once, make_exit_key);
 			pthread_setspecific(g_exit_key, &tc);
 			return &p->caches[i];
@@ -827,7 +860,6 @@ struct mlx5_qpn_pool *mlx5_qpn_pool_create(const struct mlx5_qpn_pool_params *pr
 	}
 	p->magic = kPoolMagic;
 	*static_cast<mlx5_qpn_pool **>(mz->addr) = p;
-	std::atomic_thread_fence(rel);
 	registry_add(p);
 	barrier_kind();
 	POOL_LOG(DEBUG, "pool %s: capacity %u, cache %u, quarantine %" PRIu64 " ns, socket %d",
@@ -919,8 +951,8 @@ int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *p, uint32_t first, uint32_t co
 	p->nb_slots.store(base + count, rel);
 	p->nb_ranges.store(n + 1, rel);
 	/* Insert into the sorted index under the seqlock. */
+	/* acq_rel: the index stores below cannot move above the odd sequence number */
 	p->sorted_seq.fetch_add(1, acq_rel);
-	std::atomic_thread_fence(rel);
 	uint32_t pos = n;
 	while (pos > 0 && p->ranges[p->sorted[pos - 1].load(rlx)].first > first) {
 		p->sorted[pos].store(p->sorted[pos - 1].load(rlx), rlx);
@@ -943,7 +975,7 @@ int mlx5_qpn_pool_alloc_gen(struct mlx5_qpn_pool *p, uint32_t *qpn, uint32_t *ge
 		return pool.alloc_bypass(qpn, generation);
 	int rc = pool.alloc_one(c, qpn, generation);
 	if (likely(rc == 0))
-		c->allocs.fetch_add(1, rlx);
+		bump(c->allocs);
 	leave(c);
 	return rc;
 }
@@ -990,7 +1022,7 @@ int mlx5_qpn_pool_alloc_bulk(struct mlx5_qpn_pool *p, uint32_t *qpns, unsigned i
 			}
 		}
 	} else if (c != nullptr) {
-		c->allocs.fetch_add(n, rlx);
+		bump(c->allocs, n);
 	}
 	leave(c);
 	return rc;
@@ -1005,9 +1037,9 @@ int mlx5_qpn_pool_free(struct mlx5_qpn_pool *p, uint32_t qpn)
 	int rc = pool.free_one(c, qpn, false, 0);
 	if (unlikely(rc != 0)) {
 		if (c != nullptr)
-			c->refused.fetch_add(1, rlx);
+			bump(c->refused);
 		else
-			p->caches[0].refused.fetch_add(1, rlx);
+			p->bypass_refused.fetch_add(1, rlx);
 	}
 	leave(c);
 	return rc;
@@ -1020,8 +1052,12 @@ int mlx5_qpn_pool_free_gen(struct mlx5_qpn_pool *p, uint32_t qpn, uint32_t gener
 	Pool pool(p);
 	Cache *c = enter(p);
 	int rc = pool.free_one(c, qpn, true, generation);
-	if (rc != 0)
-		(c != nullptr ? c : &p->caches[0])->refused.fetch_add(1, rlx);
+	if (rc != 0) {
+		if (c != nullptr)
+			bump(c->refused);
+		else
+			p->bypass_refused.fetch_add(1, rlx);
+	}
 	leave(c);
 	return rc;
 }
@@ -1035,7 +1071,10 @@ int mlx5_qpn_pool_free_bulk(struct mlx5_qpn_pool *p, const uint32_t *qpns, unsig
 	int rc = 0;
 	for (unsigned int i = 0; i < n; i++)
 		if (pool.free_one(c, qpns[i], false, 0) != 0) {
-			(c != nullptr ? c : &p->caches[0])->refused.fetch_add(1, rlx);
+			if (c != nullptr)
+				bump(c->refused);
+			else
+				p->bypass_refused.fetch_add(1, rlx);
 			rc = -EINVAL;
 		}
 	leave(c);
@@ -1090,6 +1129,7 @@ static EventCounters sum_events(const mlx5_qpn_pool *p, uint64_t *allocs, uint64
 	uint64_t a = p->bypass_allocs.load(rlx), f = p->bypass_frees.load(rlx);
 	uint64_t q = p->bypass_quarantined.load(rlx);
 	uint32_t cl = 0;
+	e.refused = p->bypass_refused.load(rlx);
 	for (uint32_t i = 0; i < p->nb_caches; i++) {
 		const Cache &c = p->caches[i];
 		a += c.allocs.load(rlx);
@@ -1170,9 +1210,15 @@ void mlx5_qpn_pool_dump(FILE *f, struct mlx5_qpn_pool *p)
 		   " us, socket %d\n", p->name, st.capacity, p->capacity, p->batch,
 		p->quarantine_ns / 1000, p->socket_id);
 	uint32_t n = p->nb_ranges.load(acq);
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
+		if (n > 8 && i == 4) { /* keep the dump short: first four and last three */
+			fprintf(f, "  ... %u more ranges ...\n", n - 7);
+			i = n - 4;
+			continue;
+		}
 		fprintf(f, "  range %u: [0x%06x, 0x%06x] (%u QPNs)\n", i, p->ranges[i].first,
 			p->ranges[i].first + p->ranges[i].count - 1, p->ranges[i].count);
+	}
 	fprintf(f, "  in_use %" PRIu64 " in_quarantine %" PRIu64 " free %" PRIu64 "\n", st.in_use,
 		st.in_quarantine, st.free);
 	fprintf(f, "  allocs %" PRIu64 " frees %" PRIu64 " hits %" PRIu64 " misses %" PRIu64

@@ -149,6 +149,7 @@ struct mlx5_qpn_pool {
 	std::atomic<uint64_t> bypass_allocs;                     /* counters of cacheless calls */
 	std::atomic<uint64_t> bypass_frees;
 	std::atomic<uint64_t> bypass_quarantined;
+	std::atomic<uint64_t> bypass_refused;
 
 	alignas(64) rte_spinlock_t range_lock;   /* writers of the range table only */
 	std::atomic<uint32_t> nb_ranges;         /* published ranges (release) */

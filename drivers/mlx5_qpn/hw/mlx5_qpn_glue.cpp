@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * rdma-core glue: dlopen the libraries once and resolve every entry point into one table.
+ * A missing library or symbol is reported as text, never as a crash at first call.
+ */
+#include "mlx5_qpn_glue.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mutex>
+
+#include "mlx5_qpn_hw_log.h"
+
+namespace {
+
+enum lib_idx { LIB_VERBS = 0, LIB_MLX5 = 1, LIB_RDMACM = 2, LIB_COUNT };
+
+/* Sonames: the ABI major versions the prototypes in the installed headers belong to. */
+constexpr const char *lib_name[LIB_COUNT] = {"libibverbs.so.1", "libmlx5.so.1",
+					      "librdmacm.so.1"};
+
+struct sym_desc {
+	lib_idx lib;
+	const char *name;  /* exported name (the real symbol, not a header macro) */
+	size_t offset;     /* of the member in struct mlx5_qpn_glue */
+};
+
+#define GLUE_SYM(lib, sym, member) {lib, #sym, offsetof(struct mlx5_qpn_glue, member)}
+
+/*
+ * dlsym() returns the default version of versioned symbols (ibv_*@@IBVERBS_1.1), which is the
+ * one the headers' prototypes describe.
+ */
+constexpr sym_desc syms[] = {
+	GLUE_SYM(LIB_VERBS, ibv_get_device_list, get_device_list),
+	GLUE_SYM(LIB_VERBS, ibv_free_device_list, free_device_list),
+	GLUE_SYM(LIB_VERBS, ibv_get_device_name, get_device_name),
+	GLUE_SYM(LIB_VERBS, ibv_open_device, open_device),
+	GLUE_SYM(LIB_VERBS, ibv_close_device, close_device),
+	GLUE_SYM(LIB_VERBS, ibv_query_device, query_device),
+	GLUE_SYM(LIB_VERBS, ibv_query_port, query_port),
+	GLUE_SYM(LIB_MLX5, mlx5dv_is_supported, dv_is_supported),
+	GLUE_SYM(LIB_MLX5, mlx5dv_open_device, dv_open_device),
+	GLUE_SYM(LIB_MLX5, mlx5dv_devx_general_cmd, devx_general_cmd),
+	GLUE_SYM(LIB_MLX5, mlx5dv_devx_obj_create, devx_obj_create),
+	GLUE_SYM(LIB_MLX5, mlx5dv_devx_obj_destroy, devx_obj_destroy),
+	GLUE_SYM(LIB_MLX5, mlx5dv_reserved_qpn_alloc, reserved_qpn_alloc),
+	GLUE_SYM(LIB_MLX5, mlx5dv_reserved_qpn_dealloc, reserved_qpn_dealloc),
+	GLUE_SYM(LIB_MLX5, mlx5dv_devx_alloc_uar, devx_alloc_uar),
+	GLUE_SYM(LIB_MLX5, mlx5dv_devx_free_uar, devx_free_uar),
+	GLUE_SYM(LIB_RDMACM, rdma_create_event_channel, cm_create_event_channel),
+	GLUE_SYM(LIB_RDMACM, rdma_destroy_event_channel, cm_destroy_event_channel),
+	GLUE_SYM(LIB_RDMACM, rdma_create_id, cm_create_id),
+	GLUE_SYM(LIB_RDMACM, rdma_destroy_id, cm_destroy_id),
+	GLUE_SYM(LIB_RDMACM, rdma_resolve_addr, cm_resolve_addr),
+	GLUE_SYM(LIB_RDMACM, rdma_resolve_route, cm_resolve_route),
+	GLUE_SYM(LIB_RDMACM, rdma_connect, cm_connect),
+	GLUE_SYM(LIB_RDMACM, rdma_accept, cm_accept),
+	GLUE_SYM(LIB_RDMACM, rdma_reject, cm_reject),
+	GLUE_SYM(LIB_RDMACM, rdma_disconnect, cm_disconnect),
+	GLUE_SYM(LIB_RDMACM, rdma_get_cm_event, cm_get_cm_event),
+	GLUE_SYM(LIB_RDMACM, rdma_ack_cm_event, cm_ack_cm_event),
+	GLUE_SYM(LIB_RDMACM, rdma_listen, cm_listen),
+	GLUE_SYM(LIB_RDMACM, rdma_bind_addr, cm_bind_addr),
+	GLUE_SYM(LIB_RDMACM, rdma_establish, cm_establish),
+};
+
+#undef GLUE_SYM
+
+void
+set_err(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
+{
+	if (err == nullptr || errlen == 0)
+		return;
+	snprintf(err, errlen, fmt, a, b);
+}
+
+/* dlerror() text, never NULL; it already names the file or the symbol. */
+const char *
+last_dlerror(void)
+{
+	const char *e = dlerror();
+	return e != nullptr ? e : "unknown dlopen error";
+}
+
+void *
+open_lib(const char *libdir, const char *soname, char *err, size_t errlen)
+{
+	char path[4096];
+	const char *what = soname;
+	if (libdir != nullptr && libdir[0] != '\0') {
+		int n = snprintf(path, sizeof(path), "%s/%s", libdir, soname);
+		if (n < 0 || static_cast<size_t>(n) >= sizeof(path)) {
+			set_err(err, errlen, "cannot load %s: library directory too long%s", soname,
+				"");
+			return nullptr;
+		}
+		what = path;
+	}
+	void *h = dlopen(what, RTLD_LAZY | RTLD_LOCAL);
+	if (h == nullptr)
+		set_err(err, errlen, "cannot load %s: %s", soname, last_dlerror());
+	return h;
+}
+
+/* Resolve the symbols of one library; false (and err set) at the first missing one. */
+bool
+resolve(struct mlx5_qpn_glue *glue, lib_idx lib, char *err, size_t errlen)
+{
+	for (const sym_desc &s : syms) {
+		if (s.lib != lib)
+			continue;
+		dlerror();
+		void *p = dlsym(glue->handle[lib], s.name);
+		if (p == nullptr) {
+			set_err(err, errlen, "symbol %s missing from %s", s.name, lib_name[lib]);
+			return false;
+		}
+		/* Object pointer to function pointer: copy the bits, as POSIX dlsym intends. */
+		memcpy(reinterpret_cast<char *>(glue) + s.offset, &p, sizeof(p));
+	}
+	return true;
+}
+
+void
+clear_lib(struct mlx5_qpn_glue *glue, lib_idx lib)
+{
+	void *null = nullptr;
+	for (const sym_desc &s : syms)
+		if (s.lib == lib)
+			memcpy(reinterpret_cast<char *>(glue) + s.offset, &null, sizeof(null));
+	if (glue->handle[lib] != nullptr)
+		dlclose(glue->handle[lib]);
+	glue->handle[lib] = nullptr;
+}
+
+/* Optional rdmacm part; errors go to cm_err only. */
+void
+load_cm(const char *libdir, struct mlx5_qpn_glue *glue, char *cm_err, size_t cm_errlen)
+{
+	glue->handle[LIB_RDMACM] = open_lib(libdir, lib_name[LIB_RDMACM], cm_err, cm_errlen);
+	if (glue->handle[LIB_RDMACM] == nullptr)
+		return;
+	if (!resolve(glue, LIB_RDMACM, cm_err, cm_errlen)) {
+		clear_lib(glue, LIB_RDMACM);
+		return;
+	}
+	glue->cm_ok = 1;
+}
+
+/* The process-wide table, its error texts and whether each was logged already. */
+struct global_glue {
+	std::once_flag once;
+	struct mlx5_qpn_glue table;
+	bool ok;
+	char err[512];
+	char cm_err[512];
+	std::once_flag logged;
+	std::once_flag cm_logged;
+};
+
+global_glue g_glue;
+
+void
+global_load(void)
+{
+	memset(&g_glue.table, 0, sizeof(g_glue.table));
+	const char *libdir = getenv("MLX5_QPN_GLUE_LIBDIR");
+	g_glue.ok = mlx5_qpn_glue_load(libdir, &g_glue.table, g_glue.err, sizeof(g_glue.err)) == 0;
+	if (g_glue.ok && !g_glue.table.cm_ok && g_glue.cm_err[0] == '\0') {
+		/* mlx5_qpn_glue_load() put the rdmacm reason into err; move it where it belongs. */
+		snprintf(g_glue.cm_err, sizeof(g_glue.cm_err), "%s", g_glue.err);
+		g_glue.err[0] = '\0';
+	} else if (!g_glue.ok) {
+		snprintf(g_glue.cm_err, sizeof(g_glue.cm_err), "%s", g_glue.err);
+	}
+}
+
+void
+ensure_loaded(void)
+{
+	std::call_once(g_glue.once, global_load);
+}
+
+} /* namespace */
+
+extern "C" {
+
+int
+mlx5_qpn_glue_load(const char *libdir, struct mlx5_qpn_glue *glue, char *err, size_t errlen)
+{
+	if (err != nullptr && errlen > 0)
+		err[0] = '\0';
+	if (glue == nullptr)
+		return -EINVAL;
+	memset(glue, 0, sizeof(*glue));
+	/* libibverbs first: libmlx5 depends on it and resolves against the loaded copy. */
+	for (lib_idx lib : {LIB_VERBS, LIB_MLX5}) {
+		glue->handle[lib] = open_lib(libdir, lib_name[lib], err, errlen);
+		if (glue->handle[lib] == nullptr) {
+			mlx5_qpn_glue_unload(glue);
+			return -ENOENT;
+		}
+		if (!resolve(glue, lib, err, errlen)) {
+			mlx5_qpn_glue_unload(glue);
+			return -ENOSYS;
+		}
+	}
+	/* The CM part is optional: its failure is reported through err but is no error. */
+	load_cm(libdir, glue, err, errlen);
+	return 0;
+}
+
+void
+mlx5_qpn_glue_unload(struct mlx5_qpn_glue *glue)
+{
+	if (glue == nullptr)
+		return;
+	for (lib_idx lib : {LIB_RDMACM, LIB_MLX5, LIB_VERBS})
+		clear_lib(glue, lib);
+	glue->cm_ok = 0;
+}
+
+const struct mlx5_qpn_glue *
+mlx5_qpn_glue_get_quiet(void)
+{
+	ensure_loaded();
+	return g_glue.ok ? &g_glue.table : nullptr;
+}
+
+const struct mlx5_qpn_glue *
+mlx5_qpn_glue_get(void)
+{
+	const struct mlx5_qpn_glue *g = mlx5_qpn_glue_get_quiet();
+	if (g == nullptr)
+		std::call_once(g_glue.logged, [] {
+			MLX5_QPN_HW_LOG(ERR, "rdma-core unavailable: %s", g_glue.err);
+		});
+	return g;
+}
+
+const struct mlx5_qpn_glue *
+mlx5_qpn_glue_cm_get(void)
+{
+	ensure_loaded();
+	if (g_glue.ok && g_glue.table.cm_ok)
+		return &g_glue.table;
+	std::call_once(g_glue.cm_logged, [] {
+		MLX5_QPN_HW_LOG(ERR, "librdmacm unavailable: %s", g_glue.cm_err);
+	});
+	return nullptr;
+}
+
+const char *
+mlx5_qpn_glue_error(void)
+{
+	ensure_loaded();
+	return g_glue.err;
+}
+
+const char *
+mlx5_qpn_glue_cm_error(void)
+{
+	ensure_loaded();
+	return g_glue.cm_err;
+}
+
+} /* extern "C" */

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef MLX5_QPN_GLUE_H
+#define MLX5_QPN_GLUE_H
+
+/**
+ * @file
+ * Internal: the rdma-core glue. The library is never linked against libibverbs, libmlx5 or
+ * librdmacm (a build or a host without them must still work with the emulated device):
+ * they are dlopen()ed once (RTLD_LAZY | RTLD_LOCAL) and every symbol used anywhere in the
+ * project is resolved into one table, like DPDK's drivers/common/mlx5/linux/mlx5_glue.h.
+ *
+ * Member names drop the library prefix (open_device, devx_obj_create, cm_connect): some
+ * rdma-core names are function-like macros (ibv_get_device_list, ibv_query_port) that would
+ * rewrite a call such as glue->ibv_query_port(...). Pointer types are taken from the real
+ * prototypes in <infiniband/verbs.h>, <infiniband/mlx5dv.h> and <rdma/rdma_cma.h>, so a
+ * prototype change in rdma-core is a compile error here, not a silent ABI mismatch.
+ *
+ * Libraries: libibverbs.so.1 and libmlx5.so.1 are required (the hardware backend needs
+ * them); librdmacm.so.1 is optional — when it is missing the cm_* members are NULL and
+ * mlx5_qpn_glue_cm_get() fails while mlx5_qpn_glue_get() still succeeds.
+ * The environment variable MLX5_QPN_GLUE_LIBDIR, when set, is a directory to load the three
+ * libraries from instead of the dynamic loader's search path.
+ *
+ * Thread safety: the first call of any accessor loads the table exactly once
+ * (std::call_once); afterwards the table and the error text are immutable.
+ */
+
+#include <stddef.h>
+
+#include <infiniband/mlx5dv.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Resolved rdma-core entry points. */
+struct mlx5_qpn_glue {
+	/* libibverbs.so.1 */
+	__typeof__(ibv_get_device_list) *get_device_list;
+	__typeof__(ibv_free_device_list) *free_device_list;
+	__typeof__(ibv_get_device_name) *get_device_name;
+	__typeof__(ibv_open_device) *open_device;
+	__typeof__(ibv_close_device) *close_device;
+	__typeof__(ibv_query_device) *query_device;
+	/** The exported compat entry; fills the legacy part of ibv_port_attr. */
+	__typeof__(ibv_query_port) *query_port;
+
+	/* libmlx5.so.1 */
+	__typeof__(mlx5dv_is_supported) *dv_is_supported;
+	__typeof__(mlx5dv_open_device) *dv_open_device;
+	__typeof__(mlx5dv_devx_general_cmd) *devx_general_cmd;
+	__typeof__(mlx5dv_devx_obj_create) *devx_obj_create;
+	__typeof__(mlx5dv_devx_obj_destroy) *devx_obj_destroy;
+	__typeof__(mlx5dv_reserved_qpn_alloc) *reserved_qpn_alloc;
+	__typeof__(mlx5dv_reserved_qpn_dealloc) *reserved_qpn_dealloc;
+	__typeof__(mlx5dv_devx_alloc_uar) *devx_alloc_uar;
+	__typeof__(mlx5dv_devx_free_uar) *devx_free_uar;
+
+	/* librdmacm.so.1 (optional; all NULL when it could not be loaded) */
+	__typeof__(rdma_create_event_channel) *cm_create_event_channel;
+	__typeof__(rdma_destroy_event_channel) *cm_destroy_event_channel;
+	__typeof__(rdma_create_id) *cm_create_id;
+	__typeof__(rdma_destroy_id) *cm_destroy_id;
+	__typeof__(rdma_resolve_addr) *cm_resolve_addr;
+	__typeof__(rdma_resolve_route) *cm_resolve_route;
+	__typeof__(rdma_connect) *cm_connect;
+	__typeof__(rdma_accept) *cm_accept;
+	__typeof__(rdma_reject) *cm_reject;
+	__typeof__(rdma_disconnect) *cm_disconnect;
+	__typeof__(rdma_get_cm_event) *cm_get_cm_event;
+	__typeof__(rdma_ack_cm_event) *cm_ack_cm_event;
+	__typeof__(rdma_listen) *cm_listen;
+	__typeof__(rdma_bind_addr) *cm_bind_addr;
+	__typeof__(rdma_establish) *cm_establish;
+
+	/** dlopen handles: [0] libibverbs, [1] libmlx5, [2] librdmacm (NULL if absent). */
+	void *handle[3];
+	/** Non-zero when every cm_* member is resolved. */
+	int cm_ok;
+};
+
+/**
+ * The process-wide table for the verbs + mlx5 part (loaded on first use).
+ *
+ * @return the table, or NULL if libibverbs.so.1 / libmlx5.so.1 or one of their symbols is
+ *         missing. The first failing call logs one error line naming the library or symbol;
+ *         later calls return NULL silently. mlx5_qpn_glue_error() gives the text.
+ */
+const struct mlx5_qpn_glue *mlx5_qpn_glue_get(void);
+
+/**
+ * Like mlx5_qpn_glue_get() but never logs (for callers that log their own line).
+ */
+const struct mlx5_qpn_glue *mlx5_qpn_glue_get_quiet(void);
+
+/**
+ * The same table, for users of the librdmacm part.
+ *
+ * @return the table when the verbs, mlx5 and rdmacm parts are all resolved; NULL otherwise,
+ *         with one error line the first time (mlx5_qpn_glue_cm_error() gives the text).
+ */
+const struct mlx5_qpn_glue *mlx5_qpn_glue_cm_get(void);
+
+/** Why mlx5_qpn_glue_get() fails, or "" when it succeeds. Loads the table if needed. */
+const char *mlx5_qpn_glue_error(void);
+
+/** Why mlx5_qpn_glue_cm_get() fails, or "" when it succeeds. Loads the table if needed. */
+const char *mlx5_qpn_glue_cm_error(void);
+
+/**
+ * Load a private table from libdir (NULL: the loader's search path), not touching the
+ * process-wide one; for tests and tools. Release it with mlx5_qpn_glue_unload().
+ *
+ * @param libdir Directory holding the .so.1 files, or NULL.
+ * @param glue   Filled on success; on failure all pointers are NULL.
+ * @param err    Buffer for the error text ("" on success); may be NULL.
+ * @param errlen Its size.
+ * @return 0 (verbs + mlx5 resolved; glue->cm_ok tells about rdmacm), -ENOENT when a library
+ *         cannot be opened, -ENOSYS when a symbol is missing, -EINVAL for a NULL glue.
+ */
+int mlx5_qpn_glue_load(const char *libdir, struct mlx5_qpn_glue *glue, char *err,
+		       size_t errlen);
+
+/** dlclose() the handles of a table from mlx5_qpn_glue_load() and clear it. */
+void mlx5_qpn_glue_unload(struct mlx5_qpn_glue *glue);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MLX5_QPN_GLUE_H */

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef MLX5_QPN_H
+#define MLX5_QPN_H
+
+/**
+ * @file
+ * mlx5_qpn driver: reserved QP numbers of an mlx5 device, handed out lock-free.
+ *
+ * The calls mirror rdma-core's mlx5dv_reserved_qpn_alloc()/mlx5dv_reserved_qpn_dealloc() on a
+ * device handle, with DPDK conventions (negative errno) and bulk variants. Behind them, a
+ * lock-free pool (mlx5_qpn_pool.h) with per-thread caches and a timewait quarantine is fed with
+ * ranges that the driver reserves from the device as RESERVED_QPN objects. Firmware commands run
+ * outside every lock of the fast path: a control thread reserves ahead of need when the pool's
+ * free count falls under the low-water mark, and an allocation that finds the pool empty
+ * reserves synchronously (serialised by a per-device mutex that the fast path never takes).
+ *
+ * Devices are probed from devargs: "sim0,..." for the emulated device (the default everywhere
+ * without a ConnectX) or "ib=mlx5_0,..." for hardware through rdma-core. See
+ * doc/guides/driver.md for the keys.
+ *
+ * Thread safety: alloc/dealloc/stats may be called from any thread concurrently; probe and close
+ * of one device must not race with each other or with other calls on that device.
+ */
+
+#include <stdint.h>
+
+#include "mlx5_qpn_pool.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Opaque device handle (process-local). */
+struct mlx5_qpn_dev;
+
+/** Where the QPNs come from. */
+enum mlx5_qpn_source {
+	MLX5_QPN_SRC_OBJECTS = 0, /**< RESERVED_QPN general objects (DEVX), ranges of 2^g. */
+	MLX5_QPN_SRC_SINGLE,      /**< mlx5dv_reserved_qpn_alloc() one QPN at a time. */
+	MLX5_QPN_SRC_ORDINARY,    /**< Ordinary QP numbers (reserved_qpn=try without support, or no). */
+};
+
+/** Device information. */
+struct mlx5_qpn_dev_info {
+	char name[32];                  /**< "sim0", "mlx5_0". */
+	const char *backend;            /**< "sim" or "hw". */
+	uint64_t node_guid;             /**< Node GUID (host order). */
+	enum mlx5_qpn_source source;    /**< How QPNs are reserved. */
+	uint8_t reserved_qpn_cap;       /**< general_obj_types bit 44. */
+	uint8_t log_reserved_qpn_granularity;
+	uint8_t log_reserved_qpn_max_alloc;
+	uint8_t log_max_num_reserved_qpn;
+	uint32_t log_range;             /**< log2 QPNs per reservation used. */
+	uint32_t max_qpns;              /**< Most QPNs the pool may hold. */
+	uint64_t quarantine_us;         /**< Quarantine of released QPNs. */
+	int numa_node;                  /**< Device's NUMA node, -1 if unknown. */
+	char cores[128];                /**< Cores near the device, hwloc list syntax ("0-3"). */
+	const char *pool_name;          /**< The pool behind the device (mlx5_qpn_pool_lookup()). */
+};
+
+/** Device counters (the pool's are in the pool's stats). */
+struct mlx5_qpn_dev_stats {
+	struct mlx5_qpn_pool_stats pool; /**< The pool's counters. */
+	uint64_t ranges_reserved;        /**< Reservations that succeeded. */
+	uint64_t ranges_released;        /**< Ranges returned to the device. */
+	uint64_t qpns_reserved;          /**< QPNs reserved from the device, in total. */
+	uint64_t reserve_failures;       /**< Reservations the device refused. */
+	uint64_t sync_reserves;          /**< Reservations made on the allocation path (pool empty). */
+	uint64_t bg_reserves;            /**< Reservations made ahead of need by the control thread. */
+	int last_error;                  /**< Last reservation error (negative errno), 0 if none. */
+};
+
+/**
+ * Probe a device from devargs and reserve its first range.
+ *
+ * @param devargs  "sim0[,key=value...]" or "ib=mlx5_0[,key=value...]".
+ * @param[out] dev the device.
+ * @return 0; -EINVAL bad devargs (one log line names the key); -EEXIST already probed;
+ *         -ENODEV no such device (one log line, e.g. `no RDMA device "mlx5_0" (0 devices found)`);
+ *         -EOPNOTSUPP no reserved-QPN support with reserved_qpn=yes; -ENOMEM; other device errors.
+ */
+int mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **dev);
+
+/** Find a probed device by name; NULL if none. */
+struct mlx5_qpn_dev *mlx5_qpn_dev_get(const char *name);
+
+/**
+ * Close a device: stops its control thread, frees its pool and returns every range to the device.
+ * QPNs still allocated are forgotten. NULL is ignored.
+ */
+void mlx5_qpn_dev_close(struct mlx5_qpn_dev *dev);
+
+/**
+ * Allocate one reserved QPN (mlx5dv_reserved_qpn_alloc()).
+ *
+ * @return 0; -EAGAIN all free QPNs are in quarantine and the device gives no more;
+ *         -ENOSPC none left and the device gives no more; -EOPNOTSUPP no support; -EINVAL.
+ */
+int mlx5_qpn_reserved_alloc(struct mlx5_qpn_dev *dev, uint32_t *qpn);
+
+/**
+ * Release a reserved QPN into quarantine (mlx5dv_reserved_qpn_dealloc()).
+ *
+ * @return 0; -EINVAL if it is not an allocated QPN of this device (nothing changes).
+ */
+int mlx5_qpn_reserved_dealloc(struct mlx5_qpn_dev *dev, uint32_t qpn);
+
+/** Allocate n QPNs, all or none. Errors as mlx5_qpn_reserved_alloc(). */
+int mlx5_qpn_reserved_alloc_bulk(struct mlx5_qpn_dev *dev, uint32_t *qpns, unsigned int n);
+
+/** Release n QPNs; the valid ones are released. @return 0, or -EINVAL if any was refused. */
+int mlx5_qpn_reserved_dealloc_bulk(struct mlx5_qpn_dev *dev, const uint32_t *qpns,
+				   unsigned int n);
+
+/** The pool behind a device. */
+struct mlx5_qpn_pool *mlx5_qpn_dev_pool(struct mlx5_qpn_dev *dev);
+
+/** @return 0; -EINVAL on NULL arguments. */
+int mlx5_qpn_dev_info_get(struct mlx5_qpn_dev *dev, struct mlx5_qpn_dev_info *info);
+
+/** @return 0; -EINVAL on NULL arguments. */
+int mlx5_qpn_dev_stats_get(struct mlx5_qpn_dev *dev, struct mlx5_qpn_dev_stats *stats);
+
+/** Print the device, its ranges and counters. */
+void mlx5_qpn_dev_dump(FILE *f, struct mlx5_qpn_dev *dev);
+
+/**
+ * Reserve one more range now (normally the control thread and the allocation path do this).
+ * @return 0; -ENOSPC the pool or the device limit is full; device errors.
+ */
+int mlx5_qpn_dev_grow(struct mlx5_qpn_dev *dev);
+
+/** Names of the probed devices: fills up to n pointers, returns how many devices there are. */
+unsigned int mlx5_qpn_dev_list(const char **names, unsigned int n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MLX5_QPN_H */

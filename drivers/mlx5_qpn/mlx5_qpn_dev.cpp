@@ -1,0 +1,516 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The generic driver layer: probe, registry, the reserved-QPN API and the range supply that
+ * feeds the pool. Everything that talks to the device (the backend's ops) runs under
+ * dev->grow_mutex, which the allocation fast path (the pool) never takes.
+ */
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_log.h>
+#include <rte_memory.h>
+
+#include "mlx5_qpn.h"
+#include "mlx5_qpn_dev_log.h"
+#include "mlx5_qpn_devargs.h"
+#include "mlx5_qpn_locality.h"
+#include "mlx5_qpn_ops.h"
+
+RTE_LOG_REGISTER(mlx5_qpn_dev_logtype, mlx5_qpn.dev, NOTICE);
+
+namespace {
+constexpr auto rlx = std::memory_order_relaxed;
+}
+
+struct mlx5_qpn_dev {
+	struct mlx5_qpn_devargs da;
+	const struct mlx5_qpn_dev_ops *ops = nullptr;
+	struct mlx5_qpn_backend *be = nullptr;
+	struct mlx5_qpn_caps caps = {};
+	enum mlx5_qpn_source source = MLX5_QPN_SRC_OBJECTS;
+	uint32_t log_range = 0;
+	uint64_t limit = 0;               /* most QPNs we may hold from the device */
+	struct mlx5_qpn_pool *pool = nullptr;
+	char pool_name[MLX5_QPN_POOL_NAMESIZE + 1] = {};
+	int numa_node = -1;
+	char cores[128] = {};
+
+	std::mutex grow_mutex;            /* device commands; never taken by the fast path */
+	std::vector<mlx5_qpn_range_obj> objs; /* under grow_mutex */
+	std::atomic<uint64_t> held{0};    /* QPNs reserved from the device now */
+
+	std::atomic<uint64_t> ranges_reserved{0}, ranges_released{0}, qpns_reserved{0};
+	std::atomic<uint64_t> reserve_failures{0}, sync_reserves{0}, bg_reserves{0};
+	std::atomic<int> last_error{0};
+
+	std::atomic<bool> stop{false};
+	pthread_t ctrl{};
+	bool ctrl_running = false;
+};
+
+namespace {
+
+std::mutex g_devs_mutex;
+std::vector<mlx5_qpn_dev *> g_devs;
+
+const char *source_name(mlx5_qpn_source s)
+{
+	switch (s) {
+	case MLX5_QPN_SRC_OBJECTS: return "RESERVED_QPN objects";
+	case MLX5_QPN_SRC_SINGLE: return "mlx5dv_reserved_qpn_alloc";
+	case MLX5_QPN_SRC_ORDINARY: return "ordinary QPs";
+	}
+	return "?";
+}
+
+/* Give one device object (range or single QPN) back. */
+void release_obj(mlx5_qpn_dev *d, const mlx5_qpn_range_obj &o)
+{
+	int rc = -EOPNOTSUPP;
+	switch (d->source) {
+	case MLX5_QPN_SRC_OBJECTS:
+		if (d->ops->range_release)
+			rc = d->ops->range_release(d->be, &o);
+		break;
+	case MLX5_QPN_SRC_SINGLE:
+		if (d->ops->qpn_release_one)
+			rc = d->ops->qpn_release_one(d->be, o.first_qpn);
+		break;
+	case MLX5_QPN_SRC_ORDINARY:
+		if (d->ops->qp_destroy)
+			rc = d->ops->qp_destroy(d->be, o.first_qpn);
+		break;
+	}
+	if (rc != 0)
+		DEV_LOG(WARNING, "%s: returning QPN 0x%06x to the device failed: %s", d->da.name,
+			o.first_qpn, strerror(-rc));
+	d->held.fetch_sub(1ull << o.log_size, rlx);
+	d->ranges_released.fetch_add(1, rlx);
+}
+
+/* One QPN at a time (SINGLE and ORDINARY sources): reserve up to n, add them to the pool as
+ * runs of consecutive QPNs (the device's cursor makes most of them consecutive). */
+int grow_singles(mlx5_qpn_dev *d, uint32_t n)
+{
+	std::vector<uint32_t> got;
+	int rc = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t q;
+		if (d->source == MLX5_QPN_SRC_SINGLE)
+			rc = d->ops->qpn_reserve_one ? d->ops->qpn_reserve_one(d->be, &q) : -EOPNOTSUPP;
+		else
+			rc = d->ops->qp_create ? d->ops->qp_create(d->be, &q) : -EOPNOTSUPP;
+		if (rc != 0)
+			break;
+		got.push_back(q);
+		d->objs.push_back({q, 0, 1, 0, 0});
+		d->held.fetch_add(1, rlx);
+	}
+	if (got.empty())
+		return rc != 0 ? rc : -ENOSPC;
+	std::sort(got.begin(), got.end());
+	size_t start = 0;
+	for (size_t i = 1; i <= got.size(); i++) {
+		if (i < got.size() && got[i] == got[i - 1] + 1)
+			continue;
+		int arc = mlx5_qpn_pool_add_range(d->pool, got[start], static_cast<uint32_t>(i - start));
+		if (arc != 0) {
+			/* Pool's range table is full: give these back to the device. */
+			for (size_t k = start; k < i; k++)
+				for (auto it = d->objs.begin(); it != d->objs.end(); ++it)
+					if (it->first_qpn == got[k]) {
+						release_obj(d, *it);
+						d->objs.erase(it);
+						break;
+					}
+			return arc;
+		}
+		start = i;
+	}
+	d->ranges_reserved.fetch_add(1, rlx);
+	d->qpns_reserved.fetch_add(got.size(), rlx);
+	return 0;
+}
+
+/* Reserve one more range from the device into the pool. Caller holds grow_mutex. */
+int grow_locked(mlx5_qpn_dev *d)
+{
+	uint64_t held = d->held.load(rlx);
+	if (held >= d->limit)
+		return -ENOSPC;
+	uint64_t room = d->limit - held;
+	int rc;
+	if (d->source == MLX5_QPN_SRC_OBJECTS) {
+		uint32_t log = d->log_range;
+		while (log > d->caps.log_reserved_qpn_granularity && (1ull << log) > room)
+			log--;
+		if ((1ull << log) > room)
+			return -ENOSPC;
+		mlx5_qpn_range_obj o = {};
+		rc = d->ops->range_reserve ? d->ops->range_reserve(d->be, log, &o) : -EOPNOTSUPP;
+		if (rc == 0) {
+			rc = mlx5_qpn_pool_add_range(d->pool, o.first_qpn, 1u << o.log_size);
+			if (rc == 0) {
+				d->objs.push_back(o);
+				d->held.fetch_add(1ull << o.log_size, rlx);
+				d->ranges_reserved.fetch_add(1, rlx);
+				d->qpns_reserved.fetch_add(1ull << o.log_size, rlx);
+			} else {
+				d->ops->range_release(d->be, &o);
+			}
+		}
+	} else {
+		uint64_t n = std::min<uint64_t>(1ull << d->log_range, room);
+		rc = grow_singles(d, static_cast<uint32_t>(n));
+	}
+	if (rc != 0) {
+		d->reserve_failures.fetch_add(1, rlx);
+		d->last_error.store(rc, rlx);
+	}
+	return rc;
+}
+
+int grow(mlx5_qpn_dev *d)
+{
+	std::lock_guard<std::mutex> g(d->grow_mutex);
+	return grow_locked(d);
+}
+
+/* The control thread: reserve ahead of need so that the fast path rarely meets an empty pool. */
+void *ctrl_main(void *arg)
+{
+	auto *d = static_cast<mlx5_qpn_dev *>(arg);
+	while (!d->stop.load(std::memory_order_acquire)) {
+		struct mlx5_qpn_pool_stats st;
+		if (mlx5_qpn_pool_stats_get(d->pool, &st) == 0 && st.free < d->da.low_water &&
+		    d->held.load(rlx) < d->limit) {
+			std::unique_lock<std::mutex> g(d->grow_mutex, std::try_to_lock);
+			if (g.owns_lock() && grow_locked(d) == 0)
+				d->bg_reserves.fetch_add(1, rlx);
+		}
+		usleep(1000);
+	}
+	return nullptr;
+}
+
+/* Decide where QPNs come from, proving support by a trial reservation (kept as the first
+ * range): the cap bit can be set on a context that cannot create DEVX objects. */
+int choose_source(mlx5_qpn_dev *d)
+{
+	if (d->da.reserved_qpn != MLX5_QPN_RSVD_NO) {
+		if (d->caps.reserved_qpn_obj) {
+			d->source = MLX5_QPN_SRC_OBJECTS;
+			int rc = grow_locked(d);
+			if (rc == 0)
+				return 0;
+			DEV_LOG(INFO, "%s: RESERVED_QPN object creation failed (%s); trying "
+				"mlx5dv_reserved_qpn_alloc", d->da.name, strerror(-rc));
+		}
+		d->source = MLX5_QPN_SRC_SINGLE;
+		int rc = grow_locked(d);
+		if (rc == 0)
+			return 0;
+		if (d->da.reserved_qpn == MLX5_QPN_RSVD_YES) {
+			DEV_LOG(ERR, "%s: no reserved-QPN support (%s) and reserved_qpn=yes", d->da.name,
+				strerror(-rc));
+			return -EOPNOTSUPP;
+		}
+		DEV_LOG(NOTICE, "%s: no reserved-QPN support (%s): using ordinary QPs (reserved_qpn=try)",
+			d->da.name, strerror(-rc));
+	}
+	d->source = MLX5_QPN_SRC_ORDINARY;
+	if (d->ops->qp_create == nullptr) {
+		DEV_LOG(ERR, "%s: ordinary QP numbers are not available on this backend", d->da.name);
+		return -EOPNOTSUPP;
+	}
+	d->limit = std::min<uint64_t>(d->da.max_qpns, 1ull << d->caps.log_max_qp);
+	return grow_locked(d);
+}
+
+void destroy(mlx5_qpn_dev *d)
+{
+	if (d->ctrl_running) {
+		d->stop.store(true, std::memory_order_release);
+		pthread_join(d->ctrl, nullptr);
+	}
+	if (d->pool != nullptr)
+		mlx5_qpn_pool_free_pool(d->pool);
+	{
+		std::lock_guard<std::mutex> g(d->grow_mutex);
+		for (auto &o : d->objs)
+			release_obj(d, o);
+		d->objs.clear();
+	}
+	if (d->be != nullptr && d->ops->close != nullptr)
+		d->ops->close(d->be);
+	delete d;
+}
+
+} /* namespace */
+
+extern "C" {
+
+int mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **out)
+{
+	if (devargs == nullptr || out == nullptr)
+		return -EINVAL;
+	auto *d = new (std::nothrow) mlx5_qpn_dev();
+	if (d == nullptr)
+		return -ENOMEM;
+	int rc = mlx5_qpn_devargs_parse(devargs, &d->da);
+	if (rc != 0) {
+		delete d;
+		return rc;
+	}
+	{
+		std::lock_guard<std::mutex> g(g_devs_mutex);
+		for (auto *x : g_devs)
+			if (strcmp(x->da.name, d->da.name) == 0) {
+				DEV_LOG(ERR, "device %s is already probed", d->da.name);
+				delete d;
+				return -EEXIST;
+			}
+	}
+	d->ops = d->da.kind == MLX5_QPN_BACKEND_SIM ? &mlx5_qpn_sim_ops : &mlx5_qpn_hw_ops;
+	rc = d->ops->open(&d->da, &d->be);
+	if (rc != 0) {
+		d->be = nullptr;
+		destroy(d);
+		return rc;
+	}
+	rc = d->ops->query_caps(d->be, &d->caps);
+	if (rc != 0) {
+		DEV_LOG(ERR, "%s: query caps failed: %s", d->da.name, strerror(-rc));
+		destroy(d);
+		return rc;
+	}
+	/* Reservation size: the devarg, else the largest object the device allows. */
+	uint32_t gran = d->caps.log_reserved_qpn_granularity;
+	uint32_t maxa = std::max<uint32_t>(d->caps.log_reserved_qpn_max_alloc, gran);
+	if (d->da.log_range == UINT32_MAX) {
+		d->log_range = maxa;
+	} else if (d->da.log_range < gran || d->da.log_range > maxa) {
+		DEV_LOG(ERR, "bad devarg log_range=%u: outside the device's [%u, %u]", d->da.log_range,
+			gran, maxa);
+		destroy(d);
+		return -EINVAL;
+	} else {
+		d->log_range = d->da.log_range;
+	}
+	d->limit = std::min<uint64_t>(d->da.max_qpns, 1ull << d->caps.log_max_num_reserved_qpn);
+	if (d->da.limit != 0)
+		d->limit = std::min<uint64_t>(d->limit, d->da.limit);
+
+	mlx5_qpn_locality(&d->da, &d->numa_node, d->cores, sizeof(d->cores));
+
+	snprintf(d->pool_name, sizeof(d->pool_name), "qpn_%.19s", d->da.name);
+	struct mlx5_qpn_pool_params prm = {};
+	prm.name = d->pool_name;
+	prm.quarantine_ns = d->da.quarantine_us * 1000;
+	prm.cache_size = d->da.cache;
+	prm.capacity = static_cast<uint32_t>(std::min<uint64_t>(
+		std::max<uint64_t>(d->limit, 1), (1u << 24) - 1));
+	prm.socket_id = SOCKET_ID_ANY;
+	if (d->numa_node >= 0) {
+		/* Place the pool on the device's socket when EAL has memory there. */
+		for (unsigned i = 0; i < rte_socket_count(); i++)
+			if (rte_socket_id_by_idx(i) == d->numa_node)
+				prm.socket_id = d->numa_node;
+	}
+	d->pool = mlx5_qpn_pool_create(&prm);
+	if (d->pool == nullptr) {
+		rc = -rte_errno;
+		DEV_LOG(ERR, "%s: cannot create pool %s: %s", d->da.name, d->pool_name,
+			rte_strerror(rte_errno));
+		destroy(d);
+		return rc != 0 ? rc : -ENOMEM;
+	}
+	{
+		std::lock_guard<std::mutex> g(d->grow_mutex);
+		rc = choose_source(d);
+	}
+	if (rc != 0) {
+		if (rc != -EOPNOTSUPP)
+			DEV_LOG(ERR, "%s: first reservation failed: %s", d->da.name, strerror(-rc));
+		destroy(d);
+		return rc;
+	}
+	char tname[RTE_MAX_THREAD_NAME_LEN];
+	snprintf(tname, sizeof(tname), "qpn-%.11s", d->da.name);
+	if (rte_ctrl_thread_create(&d->ctrl, tname, nullptr, ctrl_main, d) == 0)
+		d->ctrl_running = true;
+	else
+		DEV_LOG(WARNING, "%s: no control thread: ranges are reserved on demand only",
+			d->da.name);
+	DEV_LOG(INFO, "%s: %s backend, GUID %016" PRIx64 ", QPNs from %s, ranges of 2^%u, up to %"
+		PRIu64 ", quarantine %" PRIu64 " us", d->da.name,
+		d->da.kind == MLX5_QPN_BACKEND_SIM ? "emulated" : "hardware", d->caps.node_guid,
+		source_name(d->source), d->log_range, d->limit, d->da.quarantine_us);
+	{
+		std::lock_guard<std::mutex> g(g_devs_mutex);
+		g_devs.push_back(d);
+	}
+	*out = d;
+	return 0;
+}
+
+struct mlx5_qpn_dev *mlx5_qpn_dev_get(const char *name)
+{
+	if (name == nullptr)
+		return nullptr;
+	std::lock_guard<std::mutex> g(g_devs_mutex);
+	for (auto *d : g_devs)
+		if (strcmp(d->da.name, name) == 0)
+			return d;
+	return nullptr;
+}
+
+unsigned int mlx5_qpn_dev_list(const char **names, unsigned int n)
+{
+	std::lock_guard<std::mutex> g(g_devs_mutex);
+	for (unsigned i = 0; i < n && i < g_devs.size(); i++)
+		names[i] = g_devs[i]->da.name;
+	return static_cast<unsigned int>(g_devs.size());
+}
+
+void mlx5_qpn_dev_close(struct mlx5_qpn_dev *d)
+{
+	if (d == nullptr)
+		return;
+	{
+		std::lock_guard<std::mutex> g(g_devs_mutex);
+		auto it = std::find(g_devs.begin(), g_devs.end(), d);
+		if (it == g_devs.end())
+			return; /* not a probed device */
+		g_devs.erase(it);
+	}
+	destroy(d);
+}
+
+int mlx5_qpn_reserved_alloc(struct mlx5_qpn_dev *d, uint32_t *qpn)
+{
+	if (unlikely(d == nullptr || qpn == nullptr))
+		return -EINVAL;
+	int rc = mlx5_qpn_pool_alloc(d->pool, qpn);
+	if (likely(rc == 0))
+		return 0;
+	/* Empty, or all quarantined: reserve more from the device (slow path) and retry once. */
+	if ((rc == -ENOSPC || rc == -EAGAIN) && grow(d) == 0) {
+		d->sync_reserves.fetch_add(1, rlx);
+		rc = mlx5_qpn_pool_alloc(d->pool, qpn);
+	}
+	return rc;
+}
+
+int mlx5_qpn_reserved_dealloc(struct mlx5_qpn_dev *d, uint32_t qpn)
+{
+	if (unlikely(d == nullptr))
+		return -EINVAL;
+	return mlx5_qpn_pool_free(d->pool, qpn);
+}
+
+int mlx5_qpn_reserved_alloc_bulk(struct mlx5_qpn_dev *d, uint32_t *qpns, unsigned int n)
+{
+	if (d == nullptr || (qpns == nullptr && n != 0))
+		return -EINVAL;
+	int rc = mlx5_qpn_pool_alloc_bulk(d->pool, qpns, n);
+	for (int tries = 0; (rc == -ENOSPC || rc == -EAGAIN) && tries < 64; tries++) {
+		if (grow(d) != 0)
+			break;
+		d->sync_reserves.fetch_add(1, rlx);
+		rc = mlx5_qpn_pool_alloc_bulk(d->pool, qpns, n);
+	}
+	return rc;
+}
+
+int mlx5_qpn_reserved_dealloc_bulk(struct mlx5_qpn_dev *d, const uint32_t *qpns, unsigned int n)
+{
+	if (d == nullptr)
+		return -EINVAL;
+	return mlx5_qpn_pool_free_bulk(d->pool, qpns, n);
+}
+
+struct mlx5_qpn_pool *mlx5_qpn_dev_pool(struct mlx5_qpn_dev *d)
+{
+	return d != nullptr ? d->pool : nullptr;
+}
+
+int mlx5_qpn_dev_grow(struct mlx5_qpn_dev *d)
+{
+	return d != nullptr ? grow(d) : -EINVAL;
+}
+
+int mlx5_qpn_dev_info_get(struct mlx5_qpn_dev *d, struct mlx5_qpn_dev_info *info)
+{
+	if (d == nullptr || info == nullptr)
+		return -EINVAL;
+	memset(info, 0, sizeof(*info));
+	snprintf(info->name, sizeof(info->name), "%s", d->da.name);
+	info->backend = d->da.kind == MLX5_QPN_BACKEND_SIM ? "sim" : "hw";
+	info->node_guid = d->caps.node_guid;
+	info->source = d->source;
+	info->reserved_qpn_cap = d->caps.reserved_qpn_obj;
+	info->log_reserved_qpn_granularity = d->caps.log_reserved_qpn_granularity;
+	info->log_reserved_qpn_max_alloc = d->caps.log_reserved_qpn_max_alloc;
+	info->log_max_num_reserved_qpn = d->caps.log_max_num_reserved_qpn;
+	info->log_range = d->log_range;
+	info->max_qpns = static_cast<uint32_t>(d->limit);
+	info->quarantine_us = d->da.quarantine_us;
+	info->numa_node = d->numa_node;
+	snprintf(info->cores, sizeof(info->cores), "%s", d->cores);
+	info->pool_name = d->pool_name;
+	return 0;
+}
+
+int mlx5_qpn_dev_stats_get(struct mlx5_qpn_dev *d, struct mlx5_qpn_dev_stats *st)
+{
+	if (d == nullptr || st == nullptr)
+		return -EINVAL;
+	memset(st, 0, sizeof(*st));
+	mlx5_qpn_pool_stats_get(d->pool, &st->pool);
+	st->ranges_reserved = d->ranges_reserved.load(rlx);
+	st->ranges_released = d->ranges_released.load(rlx);
+	st->qpns_reserved = d->qpns_reserved.load(rlx);
+	st->reserve_failures = d->reserve_failures.load(rlx);
+	st->sync_reserves = d->sync_reserves.load(rlx);
+	st->bg_reserves = d->bg_reserves.load(rlx);
+	st->last_error = d->last_error.load(rlx);
+	return 0;
+}
+
+void mlx5_qpn_dev_dump(FILE *f, struct mlx5_qpn_dev *d)
+{
+	if (f == nullptr || d == nullptr)
+		return;
+	struct mlx5_qpn_dev_info in;
+	struct mlx5_qpn_dev_stats st;
+	mlx5_qpn_dev_info_get(d, &in);
+	mlx5_qpn_dev_stats_get(d, &st);
+	fprintf(f, "device %s (%s): GUID %016" PRIx64 ", QPNs from %s\n", in.name, in.backend,
+		in.node_guid, source_name(in.source));
+	fprintf(f, "  caps: reserved_qpn %u, log granularity %u, log max alloc %u, log max num %u\n",
+		in.reserved_qpn_cap, in.log_reserved_qpn_granularity, in.log_reserved_qpn_max_alloc,
+		in.log_max_num_reserved_qpn);
+	fprintf(f, "  ranges of 2^%u, up to %u QPNs, quarantine %" PRIu64 " us, NUMA %d, cores %s\n",
+		in.log_range, in.max_qpns, in.quarantine_us, in.numa_node,
+		in.cores[0] ? in.cores : "-");
+	fprintf(f, "  reserved %" PRIu64 " ranges (%" PRIu64 " QPNs), released %" PRIu64
+		   ", failures %" PRIu64 " (last %d), on demand %" PRIu64 ", ahead %" PRIu64 "\n",
+		st.ranges_reserved, st.qpns_reserved, st.ranges_released, st.reserve_failures,
+		st.last_error, st.sync_reserves, st.bg_reserves);
+	mlx5_qpn_pool_dump(f, d->pool);
+}
+
+} /* extern "C" */
