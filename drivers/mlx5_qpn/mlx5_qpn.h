@@ -130,7 +130,8 @@ void mlx5_qpn_dev_dump(FILE *f, struct mlx5_qpn_dev *dev);
  */
 int mlx5_qpn_dev_grow(struct mlx5_qpn_dev *dev);
 
-/** Names of the probed devices: fills up to n pointers, returns how many devices there are. */
+/** Names of the probed devices: fills up to n pointers (valid until that device is closed),
+ * returns how many devices there are. */
 unsigned int mlx5_qpn_dev_list(const char **names, unsigned int n);
 
 #ifdef __cplusplus

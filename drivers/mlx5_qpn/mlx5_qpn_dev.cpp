@@ -23,6 +23,7 @@
 #include <rte_memory.h>
 
 #include "mlx5_qpn.h"
+#include "mlx5_qpn_dev_internal.h"
 #include "mlx5_qpn_dev_log.h"
 #include "mlx5_qpn_devargs.h"
 #include "mlx5_qpn_locality.h"
@@ -50,6 +51,7 @@ struct mlx5_qpn_dev {
 	std::mutex grow_mutex;            /* device commands; never taken by the fast path */
 	std::vector<mlx5_qpn_range_obj> objs; /* under grow_mutex */
 	std::atomic<uint64_t> held{0};    /* QPNs reserved from the device now */
+	std::atomic<uint64_t> grown{0};   /* successful reservations: lets a waiter see it lost a race */
 
 	std::atomic<uint64_t> ranges_reserved{0}, ranges_released{0}, qpns_reserved{0};
 	std::atomic<uint64_t> reserve_failures{0}, sync_reserves{0}, bg_reserves{0};
@@ -127,8 +129,8 @@ int grow_singles(mlx5_qpn_dev *d, uint32_t n)
 			continue;
 		int arc = mlx5_qpn_pool_add_range(d->pool, got[start], static_cast<uint32_t>(i - start));
 		if (arc != 0) {
-			/* Pool's range table is full: give these back to the device. */
-			for (size_t k = start; k < i; k++)
+			/* Pool's range table is full: give this run and every later one back. */
+			for (size_t k = start; k < got.size(); k++)
 				for (auto it = d->objs.begin(); it != d->objs.end(); ++it)
 					if (it->first_qpn == got[k]) {
 						release_obj(d, *it);
@@ -139,7 +141,7 @@ int grow_singles(mlx5_qpn_dev *d, uint32_t n)
 		}
 		start = i;
 	}
-	d->ranges_reserved.fetch_add(1, rlx);
+	d->ranges_reserved.fetch_add(got.size(), rlx); /* one device object per QPN here */
 	d->qpns_reserved.fetch_add(got.size(), rlx);
 	return 0;
 }
@@ -178,13 +180,18 @@ int grow_locked(mlx5_qpn_dev *d)
 	if (rc != 0) {
 		d->reserve_failures.fetch_add(1, rlx);
 		d->last_error.store(rc, rlx);
+	} else {
+		d->grown.fetch_add(1, std::memory_order_release);
 	}
 	return rc;
 }
 
-int grow(mlx5_qpn_dev *d)
+/* Reserve more unless another thread did since the caller saw `seen` (then just retry). */
+int grow(mlx5_qpn_dev *d, uint64_t seen)
 {
 	std::lock_guard<std::mutex> g(d->grow_mutex);
+	if (d->grown.load(std::memory_order_acquire) != seen)
+		return 0;
 	return grow_locked(d);
 }
 
@@ -236,6 +243,8 @@ int choose_source(mlx5_qpn_dev *d)
 		return -EOPNOTSUPP;
 	}
 	d->limit = std::min<uint64_t>(d->da.max_qpns, 1ull << d->caps.log_max_qp);
+	if (d->da.limit != 0)
+		d->limit = std::min<uint64_t>(d->limit, d->da.limit);
 	return grow_locked(d);
 }
 
@@ -320,8 +329,8 @@ int mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **out)
 	prm.name = d->pool_name;
 	prm.quarantine_ns = d->da.quarantine_us * 1000;
 	prm.cache_size = d->da.cache;
-	prm.capacity = static_cast<uint32_t>(std::min<uint64_t>(
-		std::max<uint64_t>(d->limit, 1), (1u << 24) - 1));
+	/* Sized for max_qpns, whichever source is chosen below (ordinary QPs have other limits). */
+	prm.capacity = std::min<uint32_t>(d->da.max_qpns, (1u << 24) - 1);
 	prm.socket_id = SOCKET_ID_ANY;
 	if (d->numa_node >= 0) {
 		/* Place the pool on the device's socket when EAL has memory there. */
@@ -377,6 +386,36 @@ struct mlx5_qpn_dev *mlx5_qpn_dev_get(const char *name)
 	return nullptr;
 }
 
+int mlx5_qpn_dev_query(const char *name, struct mlx5_qpn_dev_info *info,
+		       struct mlx5_qpn_dev_stats *stats, char *pool_name, size_t len)
+{
+	if (name == nullptr)
+		return -ENODEV;
+	std::lock_guard<std::mutex> g(g_devs_mutex);
+	for (auto *d : g_devs) {
+		if (strcmp(d->da.name, name) != 0)
+			continue;
+		if (info != nullptr) {
+			mlx5_qpn_dev_info_get(d, info);
+			snprintf(pool_name, len, "%s", d->pool_name);
+			info->pool_name = pool_name;
+		}
+		if (stats != nullptr)
+			mlx5_qpn_dev_stats_get(d, stats);
+		return 0;
+	}
+	return -ENODEV;
+}
+
+unsigned int mlx5_qpn_dev_names(char (*names)[32], unsigned int n)
+{
+	std::lock_guard<std::mutex> g(g_devs_mutex);
+	unsigned int k = 0;
+	for (; k < n && k < g_devs.size(); k++)
+		snprintf(names[k], 32, "%s", g_devs[k]->da.name);
+	return k;
+}
+
 unsigned int mlx5_qpn_dev_list(const char **names, unsigned int n)
 {
 	std::lock_guard<std::mutex> g(g_devs_mutex);
@@ -406,8 +445,19 @@ int mlx5_qpn_reserved_alloc(struct mlx5_qpn_dev *d, uint32_t *qpn)
 	int rc = mlx5_qpn_pool_alloc(d->pool, qpn);
 	if (likely(rc == 0))
 		return 0;
-	/* Empty, or all quarantined: reserve more from the device (slow path) and retry once. */
-	if ((rc == -ENOSPC || rc == -EAGAIN) && grow(d) == 0) {
+	/*
+	 * Empty, or all quarantined: reserve more from the device (slow path) and retry. `seen` is
+	 * read before each retry: if another thread reserved meanwhile, grow() returns at once and
+	 * the next pass sees the new count (a range can be consumed before its count is bumped).
+	 */
+	for (int pass = 0; pass < 4 && (rc == -ENOSPC || rc == -EAGAIN); pass++) {
+		uint64_t seen = d->grown.load(std::memory_order_acquire);
+		rc = mlx5_qpn_pool_alloc(d->pool, qpn);
+		if (rc == 0 || (rc != -ENOSPC && rc != -EAGAIN))
+			break;
+		int g = grow(d, seen);
+		if (g != 0)
+			break;
 		d->sync_reserves.fetch_add(1, rlx);
 		rc = mlx5_qpn_pool_alloc(d->pool, qpn);
 	}
@@ -426,8 +476,12 @@ int mlx5_qpn_reserved_alloc_bulk(struct mlx5_qpn_dev *d, uint32_t *qpns, unsigne
 	if (d == nullptr || (qpns == nullptr && n != 0))
 		return -EINVAL;
 	int rc = mlx5_qpn_pool_alloc_bulk(d->pool, qpns, n);
-	for (int tries = 0; (rc == -ENOSPC || rc == -EAGAIN) && tries < 64; tries++) {
-		if (grow(d) != 0)
+	for (int pass = 0; (rc == -ENOSPC || rc == -EAGAIN) && pass < 64; pass++) {
+		uint64_t seen = d->grown.load(std::memory_order_acquire);
+		rc = mlx5_qpn_pool_alloc_bulk(d->pool, qpns, n);
+		if (rc != -ENOSPC && rc != -EAGAIN)
+			break;
+		if (grow(d, seen) != 0)
 			break;
 		d->sync_reserves.fetch_add(1, rlx);
 		rc = mlx5_qpn_pool_alloc_bulk(d->pool, qpns, n);
@@ -449,7 +503,10 @@ struct mlx5_qpn_pool *mlx5_qpn_dev_pool(struct mlx5_qpn_dev *d)
 
 int mlx5_qpn_dev_grow(struct mlx5_qpn_dev *d)
 {
-	return d != nullptr ? grow(d) : -EINVAL;
+	if (d == nullptr)
+		return -EINVAL;
+	std::lock_guard<std::mutex> g(d->grow_mutex);
+	return grow_locked(d);
 }
 
 int mlx5_qpn_dev_info_get(struct mlx5_qpn_dev *d, struct mlx5_qpn_dev_info *info)

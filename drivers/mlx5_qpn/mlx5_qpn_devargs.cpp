@@ -169,7 +169,8 @@ extern "C" int mlx5_qpn_devargs_parse(const char *devargs, struct mlx5_qpn_devar
 	} else {
 		rest = s;
 	}
-	if (!rest.empty() && (rest.back() == ',' || rest.find(",,") != std::string::npos))
+	if (!rest.empty() && (rest.front() == ',' || rest.back() == ',' ||
+				rest.find(",,") != std::string::npos))
 		return refuse("devargs", devargs, "empty key");
 
 	bool have_name = da->name[0] != '\0';

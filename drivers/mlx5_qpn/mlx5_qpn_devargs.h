@@ -65,7 +65,7 @@ struct mlx5_qpn_devargs {
 	uint32_t fault_nodevx;    /**< fault_nodevx=1: cap bit set but object creation fails. */
 	uint32_t fault_fw_rate;   /**< fault_fw_rate=N: a firmware error every N commands (0 off). */
 	uint32_t fault_fw_after;  /**< fault_fw_after=N: every command after the Nth fails (0 off). */
-	uint32_t fault_fw_status; /**< fault_fw_status=N: the PRM status returned (default 0x5 BAD_SYS_STATE... see guide). */
+	uint32_t fault_fw_status; /**< fault_fw_status=N: the PRM status injected (0: NO_RES_ERR 0xf, -EAGAIN). */
 	uint32_t slow_cmd_us;     /**< slow_cmd_us=N: each firmware command takes N us. */
 	uint32_t limit;           /**< limit=N: the device reserves at most N QPNs in total (0 off). */
 };

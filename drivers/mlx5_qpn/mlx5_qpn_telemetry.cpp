@@ -16,6 +16,7 @@
 #include <rte_telemetry.h>
 
 #include "mlx5_qpn.h"
+#include "mlx5_qpn_dev_internal.h"
 
 namespace {
 
@@ -70,10 +71,10 @@ int tel_pool_stats(const char *, const char *params, struct rte_tel_data *d)
 
 int tel_dev_list(const char *, const char *, struct rte_tel_data *d)
 {
-	const char *names[64];
-	unsigned n = mlx5_qpn_dev_list(names, RTE_DIM(names));
+	static char names[64][32]; /* telemetry commands run on one thread */
+	unsigned n = mlx5_qpn_dev_names(names, RTE_DIM(names));
 	rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
-	for (unsigned i = 0; i < n && i < RTE_DIM(names); i++)
+	for (unsigned i = 0; i < n; i++)
 		rte_tel_data_add_array_string(d, names[i]);
 	return 0;
 }
@@ -81,7 +82,8 @@ int tel_dev_list(const char *, const char *, struct rte_tel_data *d)
 int tel_dev_info(const char *, const char *params, struct rte_tel_data *d)
 {
 	struct mlx5_qpn_dev_info in;
-	if (params == nullptr || mlx5_qpn_dev_info_get(mlx5_qpn_dev_get(params), &in) != 0)
+	char pool[32];
+	if (params == nullptr || mlx5_qpn_dev_query(params, &in, nullptr, pool, sizeof(pool)) != 0)
 		return -EINVAL;
 	static const char *const src[] = {"objects", "single", "ordinary"};
 	char guid[24];
@@ -107,7 +109,7 @@ int tel_dev_info(const char *, const char *params, struct rte_tel_data *d)
 int tel_dev_stats(const char *, const char *params, struct rte_tel_data *d)
 {
 	struct mlx5_qpn_dev_stats st;
-	if (params == nullptr || mlx5_qpn_dev_stats_get(mlx5_qpn_dev_get(params), &st) != 0)
+	if (params == nullptr || mlx5_qpn_dev_query(params, nullptr, &st, nullptr, 0) != 0)
 		return -EINVAL;
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_u64(d, "ranges_reserved", st.ranges_reserved);

@@ -169,6 +169,7 @@ public:
 
 	/* Shared quarantine. */
 	void push_quarantine(uint32_t head, uint32_t tail, uint64_t stamp);
+	uint64_t bucket_expiry(uint64_t tag, uint64_t now) const;
 	uint64_t drain(uint64_t now);
 	bool quarantine_next(uint64_t *when) const;
 
@@ -338,17 +339,31 @@ bool Pool::pop_free(Chain &into)
  */
 void Pool::push_quarantine(uint32_t head, uint32_t tail, uint64_t stamp)
 {
-	uint64_t e = (stamp - p_->t0_ns) / p_->epoch_ns;
+	uint64_t e = ((stamp - p_->t0_ns) / p_->epoch_ns) & kTagMask;
 	auto &b = p_->bucket[e % kBuckets];
 	auto &ts = slot(tail);
 	uint64_t h = b.load(rlx);
 	for (;;) {
+		/* Keep the newer of the two epochs (40-bit, compared modulo 2^40). */
 		uint64_t be = head_tag(h);
-		uint64_t ne = (head_idx(h) == kNil || e > be) ? e : be;
+		bool newer = ((e - be) & kTagMask) < (kTagMask >> 1);
+		uint64_t ne = (head_idx(h) == kNil || newer) ? e : be;
 		ts.store(slot_with_next(ts.load(rlx), head_idx(h)), rlx);
 		if (b.compare_exchange_weak(h, head_make(head, ne), rel, rlx))
 			return;
 	}
+}
+
+/*
+ * When a bucket tagged with (40-bit) epoch `tag` may be released. The full epoch is taken as the
+ * latest one not after now that has this tag: never earlier than the real one, so a tag that
+ * wrapped around makes a release late, never early.
+ */
+uint64_t Pool::bucket_expiry(uint64_t tag, uint64_t now) const
+{
+	uint64_t now_e = (now - p_->t0_ns) / p_->epoch_ns;
+	uint64_t full = now_e - ((now_e - tag) & kTagMask);
+	return p_->t0_ns + (full + 1) * p_->epoch_ns + p_->quarantine_ns;
 }
 
 /*
@@ -362,8 +377,7 @@ uint64_t Pool::drain(uint64_t now)
 	for (auto &b : p_->bucket) {
 		uint64_t h = b.load(acq);
 		while (head_idx(h) != kNil) {
-			uint64_t exp = p_->t0_ns + (head_tag(h) + 1) * p_->epoch_ns + p_->quarantine_ns;
-			if (now < exp)
+			if (now < bucket_expiry(head_tag(h), now))
 				break;
 			if (!b.compare_exchange_weak(h, head_make(kNil, head_tag(h)), acq, acq))
 				continue;
@@ -400,18 +414,19 @@ bool Pool::quarantine_next(uint64_t *when) const
 {
 	bool any = false;
 	uint64_t best = UINT64_MAX;
+	const uint64_t now = now_ns();
 	for (const auto &b : p_->bucket) {
 		uint64_t h = b.load(acq);
 		if (head_idx(h) == kNil)
 			continue;
-		uint64_t exp = p_->t0_ns + (head_tag(h) + 1) * p_->epoch_ns + p_->quarantine_ns;
+		uint64_t exp = bucket_expiry(head_tag(h), now);
 		best = exp < best ? exp : best;
 		any = true;
 	}
 	/* Released QPNs not yet sealed into a bucket get their stamp no earlier than now. */
 	for (uint32_t i = 0; i < p_->nb_caches; i++) {
 		if (p_->caches[i].open.count.load(rlx) != 0) {
-			uint64_t exp = now_ns() + p_->quarantine_ns;
+			uint64_t exp = now + p_->quarantine_ns;
 			best = exp < best ? exp : best;
 			any = true;
 			break;
@@ -954,11 +969,13 @@ int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *p, uint32_t first, uint32_t co
 	/* acq_rel: the index stores below cannot move above the odd sequence number */
 	p->sorted_seq.fetch_add(1, acq_rel);
 	uint32_t pos = n;
+	/* Release stores: a reader that sees a new index entry also sees the odd sequence number
+	 * before it, and retries. */
 	while (pos > 0 && p->ranges[p->sorted[pos - 1].load(rlx)].first > first) {
-		p->sorted[pos].store(p->sorted[pos - 1].load(rlx), rlx);
+		p->sorted[pos].store(p->sorted[pos - 1].load(rlx), rel);
 		pos--;
 	}
-	p->sorted[pos].store(static_cast<uint16_t>(n), rlx);
+	p->sorted[pos].store(static_cast<uint16_t>(n), rel);
 	p->sorted_seq.fetch_add(1, rel);
 	rte_spinlock_unlock(&p->range_lock);
 	pool.push_free(base, base + count - 1);

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# The README's two quick-start commands:
+#   devtools/quickstart.sh run    install what is missing, build, run qpn-testpmd on the emulated device
+#   devtools/quickstart.sh test   install what is missing, build, run every test (plus the ASan+UBSan
+#                                 and ThreadSanitizer builds of the suite)
+# Idempotent: a second run installs nothing and reuses the build directories.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-}
+case "$mode" in
+run|test) ;;
+*) echo "usage: $0 run|test" >&2; exit 2 ;;
+esac
+
+# Debian 12 packages the project builds and tests with.
+pkgs=(meson ninja-build pkg-config g++ libdpdk-dev libibverbs-dev librdmacm-dev libhwloc-dev
+      libgtest-dev libgmock-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "quickstart: installing ${missing[*]}"
+	sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo="sudo"
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+setup() { # dir [meson options...]
+	local dir=$1; shift
+	if [ ! -f "$dir/build.ninja" ]; then
+		meson setup "$dir" "$@" >/dev/null
+	fi
+	ninja -C "$dir" >/dev/null
+}
+
+setup build
+eal=(--no-huge --no-pci -m 512 -l 0-1 --file-prefix="qs$$" --log-level=lib.eal:error)
+
+if [ "$mode" = run ]; then
+	exec ./build/app/qpn-testpmd/qpn-testpmd "${eal[@]}" -- \
+		--qpn-dev=sim0 --engine="${QPN_ENGINE:-alloc}" --duration="${QPN_DURATION:-3}" \
+		--json=build/qpn-testpmd.json
+fi
+
+# test: the suite, then the sanitizer builds of it. Each meson test is its own process with its
+# own EAL file prefix; the sanitizer builds run the same suites.
+meson test -C build --print-errorlogs --num-processes 2
+setup build-asan -Db_sanitize=address,undefined -Dbuildtype=debug -Db_lundef=false
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	meson test -C build-asan --print-errorlogs --num-processes 2 --timeout-multiplier 4
+setup build-tsan -Db_sanitize=thread -Dbuildtype=debug -Db_lundef=false
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/config/tsan.supp" \
+	meson test -C build-tsan --print-errorlogs --num-processes 2 --timeout-multiplier 6
+echo "quickstart: all tests passed (release, ASan+UBSan, TSan)"

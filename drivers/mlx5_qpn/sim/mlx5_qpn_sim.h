@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef MLX5_QPN_SIM_H
+#define MLX5_QPN_SIM_H
+
+/**
+ * @file
+ * The emulated mlx5 device: extras beyond the backend ops table (mlx5_qpn_sim_ops).
+ *
+ * A device is named ("sim0"); its whole state (QPN table, RESERVED_QPN objects, ordinary QPs,
+ * UAR pages, counters, the owner table) lives in POSIX shared memory "/mlx5_qpn_<name>", so every
+ * process that opens the same name sees one device, like processes sharing one HCA: one node GUID,
+ * one QPN space. The device parameters (caps, table rules, faults) are those of the opener that
+ * created or last reset the device; a device with no live opener is reset by the next open with
+ * that opener's devargs. The segment outlives its openers (like a device); remove it with
+ * mlx5_qpn_sim_destroy().
+ *
+ * The table and objects need no EAL (a fork()ed child may use them); only the doorbell service
+ * registers with rte_service, and only when EAL is up in the calling process.
+ *
+ * Thread safety: every function may be called from any thread; commands serialise on the device
+ * mutex (a process-shared robust mutex: a process that dies inside a command leaves a device that
+ * the next command repairs). A backend handle must not be used across fork(): a child opens its own.
+ */
+
+#include <stdint.h>
+
+#include "mlx5_qpn_ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Statuses counted in mlx5_qpn_sim_stats::failed_by_status (the PRM codes are below 0x60). */
+#define MLX5_QPN_SIM_NB_STATUS 0x60
+
+/** Device-wide counters (all processes). */
+struct mlx5_qpn_sim_stats {
+	uint64_t commands;          /**< Firmware commands executed (create, destroy, query, UAR). */
+	uint64_t cmd_failed;        /**< Commands that returned a non-zero status. */
+	uint64_t faults_injected;   /**< Of those, failures injected by fault_fw_rate/after. */
+	uint64_t failed_by_status[MLX5_QPN_SIM_NB_STATUS]; /**< Failures by PRM status. */
+	uint64_t objs_live;         /**< RESERVED_QPN objects alive. */
+	uint64_t qpns_reserved;     /**< QPNs held by RESERVED_QPN objects. */
+	uint64_t qps_live;          /**< Ordinary QPs alive. */
+	uint64_t uars_live;         /**< UAR pages mapped. */
+	uint64_t qpns_used;         /**< Bits set in the QPN table (static parts included). */
+	uint64_t owners_live;       /**< Open handles registered. */
+	uint64_t reclaimed_objs;    /**< Objects taken back from dead processes. */
+	uint64_t reclaimed_qps;     /**< Ordinary QPs taken back from dead processes. */
+	uint64_t repairs;           /**< Device repairs after a process died holding the mutex. */
+	uint64_t doorbells;         /**< Doorbell writes consumed by the service. */
+};
+
+/**
+ * Node GUID of an open emulated device.
+ * @return 0; -EINVAL for a NULL argument.
+ */
+int mlx5_qpn_sim_node_guid(struct mlx5_qpn_backend *be, uint64_t *guid);
+
+/**
+ * Read the device-wide counters (a consistent snapshot taken under the device mutex).
+ * @return 0; -EINVAL for a NULL argument.
+ */
+int mlx5_qpn_sim_stats_get(struct mlx5_qpn_backend *be, struct mlx5_qpn_sim_stats *st);
+
+/**
+ * Run the doorbell service body once: scan every mapped UAR page of the device for a new 64-bit
+ * value in its doorbell register (offset 0x800) and count it. Lock-free; any number of pollers in
+ * any processes count each change once. The rte_service registered by uar_map calls this.
+ * @return the number of doorbells consumed (>= 0); -EINVAL for a NULL handle.
+ */
+int mlx5_qpn_sim_poll(struct mlx5_qpn_backend *be);
+
+/**
+ * The rte_service id of this handle's doorbell service (registered at the first uar_map when EAL
+ * is initialised; its run state is on, map it to a service lcore or run it with
+ * rte_service_run_iter_on_app_lcore()).
+ * @return 0; -ENOENT if no service is registered; -EINVAL for a NULL argument.
+ */
+int mlx5_qpn_sim_service_id(struct mlx5_qpn_backend *be, uint32_t *id);
+
+/**
+ * Create special QP0 (SMI, gsi = 0) or QP1 (GSI, gsi = 1) of a port (1-based), as rdmavt:
+ * answers 0 or 1 once per port.
+ * @return 0 and *qpn; -EINVAL for a second request on the same port or a bad port.
+ */
+int mlx5_qpn_sim_special_qp(struct mlx5_qpn_backend *be, int gsi, uint32_t port, uint32_t *qpn);
+
+/**
+ * Take back the objects, QPs and UAR pages of dead processes now (open and a reservation that
+ * finds no room do it too).
+ * @return the number of dead handles reclaimed; -EINVAL for a NULL handle.
+ */
+int mlx5_qpn_sim_reclaim(struct mlx5_qpn_backend *be);
+
+/**
+ * Remove the shared memory of emulated device @p name (for tests and tools). Processes that have
+ * it open keep their mapping; the next open creates a fresh device.
+ * @return 0; -ENOENT if it does not exist; -EINVAL for a bad name; another negative errno.
+ */
+int mlx5_qpn_sim_destroy(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MLX5_QPN_SIM_H */

@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The emulated device's QPN table: rdmavt's alloc_qpn rules over a flat 2^24-bit bitmap.
+ * See sim_qpn_table.h for the rules and the deliberate deviations.
+ */
+#include "sim_qpn_table.h"
+
+#include <errno.h>
+#include <string.h>
+
+namespace mlx5_qpn_sim {
+
+/* Largest stride accepted: rdmavt drivers use qpn_inc 1 and qos_shift <= 3; a stride must stay
+ * well inside one bitmap page for the page-walk rules to mean anything. */
+static constexpr uint32_t MAX_INCR = 4096;
+
+int
+QpnTable::init(const QpnTableCfg &cfg)
+{
+	if (cfg.qpn_inc == 0 || cfg.qos_shift >= 16 || (cfg.qpn_inc << cfg.qos_shift) > MAX_INCR ||
+	    cfg.qpn_start >= QPN_SPACE || cfg.res_start >= QPN_SPACE ||
+	    cfg.res_count > QPN_SPACE - cfg.res_start || cfg.nb_ports < 1 ||
+	    cfg.nb_ports > MAX_PORTS)
+		return -EINVAL;
+	cfg_ = cfg;
+	incr_ = cfg.qpn_inc << cfg.qos_shift;
+	last_ = cfg.qpn_start;
+	flags_ = 0;
+	reset_bitmap();
+	return 0;
+}
+
+void
+QpnTable::reset_bitmap()
+{
+	memset(map_, 0, sizeof(map_));
+	used_ = 0;
+	if (cfg_.premark_special)
+		mark_range(0, 2);
+	if (cfg_.res_count)
+		mark_range(cfg_.res_start, cfg_.res_count);
+}
+
+void
+QpnTable::mark_range(uint32_t first, uint32_t count)
+{
+	if (first >= QPN_SPACE)
+		return;
+	if (count > QPN_SPACE - first)
+		count = QPN_SPACE - first;
+	for (uint32_t i = first; i < first + count; i++) {
+		if (!bit(i)) {
+			set(i);
+			used_++;
+		}
+	}
+}
+
+bool
+QpnTable::is_static(uint32_t i) const
+{
+	if (cfg_.premark_special && i < 2)
+		return true;
+	return cfg_.res_count && i >= cfg_.res_start && i - cfg_.res_start < cfg_.res_count;
+}
+
+int
+QpnTable::to_index(uint32_t qpn, uint8_t prefix, uint32_t *idx) const
+{
+	if (prefix == AIP_PREFIX) {
+		if ((qpn >> AIP_SHIFT) != AIP_PREFIX)
+			return -EINVAL;
+		*idx = qpn & (AIP_SPACE - 1);
+		return 0;
+	}
+	if (qpn >= QPN_SPACE)
+		return -EINVAL;
+	*idx = qpn;
+	return 0;
+}
+
+bool
+QpnTable::test(uint32_t qpn, uint8_t prefix) const
+{
+	uint32_t idx;
+
+	return to_index(qpn, prefix, &idx) == 0 && bit(idx);
+}
+
+int
+QpnTable::alloc(QpType type, uint32_t port, uint8_t prefix)
+{
+	if (type == QpType::SMI || type == QpType::GSI) {
+		if (port < 1 || port > cfg_.nb_ports)
+			return -EINVAL;
+		uint32_t ret = type == QpType::GSI;
+		uint32_t n = 1u << (ret + 2 * (port - 1));
+
+		if (flags_ & n)
+			return -EINVAL;
+		flags_ |= n;
+		return int(ret);
+	}
+	if (type != QpType::ORDINARY)
+		return -EINVAL;
+
+	const uint32_t space = space_of(prefix);
+	const uint32_t npages = space / BITS_PER_PAGE;
+	uint32_t qpn = last_ + incr_;
+
+	if (qpn >= space)
+		qpn = incr_ | ((last_ & 1) ^ 1);
+	uint32_t page = qpn / BITS_PER_PAGE;
+	uint32_t off = qpn % BITS_PER_PAGE;
+
+	/* 2 * npages + 1 page segments: the start page's tail, every other page with the current
+	 * bit-0 parity, every page with the flipped parity after the wrap, and the start page's head
+	 * again. So one call gives up only when neither parity has a free QPN on the walk. */
+	for (uint32_t seg = 0; seg <= 2 * npages; seg++) {
+		const uint32_t base = page * BITS_PER_PAGE;
+
+		if (incr_ == 1) {
+			/* Stride 1: skip whole used words instead of testing bit by bit. */
+			while (off < BITS_PER_PAGE) {
+				uint32_t i = base + off;
+				uint64_t free_bits = ~map_[i >> 6] >> (i & 63);
+
+				if (free_bits) {
+					uint32_t k = uint32_t(__builtin_ctzll(free_bits));
+
+					if (off + k < BITS_PER_PAGE) {
+						set(i + k);
+						used_++;
+						last_ = i + k;
+						return int(with_prefix(i + k, prefix));
+					}
+				}
+				off += 64 - (i & 63);
+			}
+			off = BITS_PER_PAGE + 1; /* bit 0 of the overflowed offset, as the step loop */
+		} else {
+			while (off < BITS_PER_PAGE) {
+				uint32_t i = base + off;
+
+				if (!bit(i)) {
+					set(i);
+					used_++;
+					last_ = i;
+					return int(with_prefix(i, prefix));
+				}
+				off += incr_;
+			}
+		}
+		if (page + 1 < npages) {
+			page++;
+			off = incr_ | (off & 1);
+		} else {
+			page = 0;
+			off = incr_ | ((off & 1) ^ 1);
+		}
+	}
+	return -ENOMEM;
+}
+
+int
+QpnTable::free(uint32_t qpn, uint8_t prefix)
+{
+	uint32_t idx;
+
+	if (to_index(qpn, prefix, &idx) < 0 || is_static(idx) || !bit(idx))
+		return -EINVAL;
+	clr(idx);
+	used_--;
+	return 0;
+}
+
+bool
+QpnTable::block_free(uint32_t first, uint32_t n) const
+{
+	if (n >= 64) {
+		for (uint32_t w = first >> 6; w < (first + n) >> 6; w++)
+			if (map_[w])
+				return false;
+		return true;
+	}
+	uint64_t mask = ((uint64_t(1) << n) - 1) << (first & 63);
+	return (map_[first >> 6] & mask) == 0;
+}
+
+int
+QpnTable::reserve_block(uint32_t log_size, uint8_t prefix)
+{
+	const uint32_t space = space_of(prefix);
+
+	if (log_size > QPN_BITS || (uint32_t(1) << log_size) > space)
+		return -EINVAL;
+	const uint32_t n = uint32_t(1) << log_size;
+	uint32_t start = ((last_ + 1) + n - 1) & ~(n - 1);
+
+	if (start >= space)
+		start = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		uint32_t lo = pass ? 0 : start;
+		uint32_t hi = pass ? start : space;
+
+		for (uint32_t b = lo; b < hi;) {
+			if (n < 64 && map_[b >> 6] == ~uint64_t(0)) {
+				/* A full word holds no small block: jump to the next word. */
+				b = (b | 63) + 1;
+				continue;
+			}
+			if (block_free(b, n)) {
+				mark_range(b, n);
+				last_ = b + n - 1;
+				return int(with_prefix(b, prefix));
+			}
+			b += n;
+		}
+	}
+	return -ENOMEM;
+}
+
+int
+QpnTable::free_block(uint32_t first_qpn, uint32_t log_size, uint8_t prefix)
+{
+	uint32_t idx;
+
+	if (to_index(first_qpn, prefix, &idx) < 0 || log_size > QPN_BITS)
+		return -EINVAL;
+	const uint32_t n = uint32_t(1) << log_size;
+	if ((idx & (n - 1)) || n > space_of(prefix) - idx)
+		return -EINVAL;
+	for (uint32_t i = idx; i < idx + n; i++)
+		if (!bit(i) || is_static(i))
+			return -EINVAL;
+	for (uint32_t i = idx; i < idx + n; i++)
+		clr(i);
+	used_ -= n;
+	return 0;
+}
+
+} // namespace mlx5_qpn_sim

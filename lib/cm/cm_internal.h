@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Internals of the CM model shared by its translation units (not installed).
+ */
+#ifndef MLX5_QPN_CM_INTERNAL_H
+#define MLX5_QPN_CM_INTERNAL_H
+
+#include "mlx5_qpn_cm.h"
+
+#include <rte_log.h>
+
+#include <cstddef>
+#include <cstdint>
+
+extern int mlx5_qpn_cm_logtype;
+
+#define CM_LOG(level, fmt, ...) \
+	rte_log(RTE_LOG_##level, mlx5_qpn_cm_logtype, "mlx5_qpn.cm: " fmt "\n", ##__VA_ARGS__)
+
+namespace cm_impl {
+
+/* IBA time exponent -> ns: 4.096 us * 2^t (t <= 31 keeps this well inside 64 bits). */
+constexpr uint64_t iba_time_ns(uint8_t t)
+{
+	return uint64_t(4096) << (t > 31 ? 31 : t);
+}
+
+/*
+ * Fixed-size open-addressing hash map from (GUID, 32-bit id) to a connection slot. Sized at
+ * creation (at least twice the connection count, a power of two) so an insert never fails and
+ * probes stay short; linear probing with backward-shift deletion keeps it tombstone-free.
+ */
+class KeyMap {
+public:
+	bool init(uint32_t max_entries);
+	void fini();
+	/* Slot holding the key, or -1. */
+	int find(uint64_t guid, uint32_t id) const;
+	/* Key must be absent; there is always room by construction. */
+	void insert(uint64_t guid, uint32_t id, uint32_t slot);
+	void erase(uint64_t guid, uint32_t id);
+	uint32_t size() const { return count_; }
+
+private:
+	struct Ent {
+		uint64_t guid;
+		uint32_t id;
+		uint32_t slot1; /* slot + 1; 0: empty */
+	};
+	uint32_t home(uint64_t guid, uint32_t id) const;
+	Ent *ents_ = nullptr;
+	uint32_t mask_ = 0;
+	uint32_t count_ = 0;
+};
+
+/* Bounded FIFO of trivially copyable items, allocated once. */
+template <typename T> class Fifo {
+public:
+	bool init(uint32_t cap);
+	void fini();
+	bool full() const { return count_ == cap_; }
+	bool empty() const { return count_ == 0; }
+	T *push_slot(); /* nullptr when full */
+	const T *front() const { return empty() ? nullptr : &items_[head_]; }
+	void pop();
+
+private:
+	T *items_ = nullptr;
+	uint32_t cap_ = 0, head_ = 0, count_ = 0;
+};
+
+struct OutFrame {
+	uint64_t dst;
+	uint16_t len;
+	uint8_t data[MLX5_QPN_CM_FRAME_MAX];
+};
+
+struct Conn {
+	uint32_t comm_id;        /* 0: slot free */
+	uint16_t gen;            /* bumped at each reuse so comm ids differ */
+	uint8_t state;           /* enum mlx5_qpn_cm_state */
+	bool active;
+	bool pair_in_table;
+	bool rid_in_table;
+	bool mra_sent;
+	bool mra_rcvd;           /* an MRA extended the current wait already */
+	uint8_t retries;
+	uint8_t max_retries;
+	uint8_t packet_life_time;
+	uint8_t peer_ack_delay;
+	uint64_t remote_guid;
+	uint32_t remote_comm_id;
+	uint32_t local_qpn;
+	uint32_t remote_qpn;
+	uint64_t service_id;
+	uint64_t timer_ns;       /* 0: no timer */
+	uint64_t wait_ns;        /* one attempt's wait for a response */
+	uint32_t timewait_ms;
+	uint16_t last_len;       /* last REQ/REP/DREQ/MRA sent, for retransmits and duplicates */
+	uint8_t last[MLX5_QPN_CM_FRAME_MAX];
+};
+
+} // namespace cm_impl
+
+struct mlx5_qpn_cm {
+	char name[MLX5_QPN_CM_NAMESIZE + 1];
+	mlx5_qpn_cm_params params;
+	mlx5_qpn_cm_transport tp;
+	bool has_tp;
+	uint32_t max_conns;
+	cm_impl::Conn *conns;
+	uint32_t *free_slots;    /* stack of free slot indices */
+	uint32_t nb_free;
+	uint32_t high_water;     /* slots [0, high_water) have ever been used: tick scans those */
+	cm_impl::KeyMap pairs;   /* (remote GUID, remote QPN) -> slot: stale detection */
+	cm_impl::KeyMap rids;    /* (remote GUID, remote comm id) -> slot: duplicate REQs */
+	static constexpr uint32_t kMaxServices = 64;
+	uint64_t services[kMaxServices];
+	uint32_t nb_services;
+	cm_impl::Fifo<mlx5_qpn_cm_event> events;
+	cm_impl::Fifo<cm_impl::OutFrame> outbox;
+	mlx5_qpn_cm_stats stats;
+	/* Rate limit of the malformed-frame log: one line per burst. */
+	bool mal_burst;
+	uint64_t mal_burst_start;
+	uint64_t mal_suppressed;
+	bool ev_drop_logged;
+	mlx5_qpn_cm_frame rx_burst[32];
+};
+
+#endif /* MLX5_QPN_CM_INTERNAL_H */

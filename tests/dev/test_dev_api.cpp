@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The driver's generic layer: devargs (good and bad), probe on the emulated device, the
+ * reserved-QPN API, source selection under every support fault, the hardware path without a
+ * device, and the API under concurrent use.
+ */
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <cerrno>
+#include <set>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "mlx5_qpn.h"
+#include "mlx5_qpn_devargs.h"
+#include "sim/mlx5_qpn_sim.h"
+
+namespace {
+
+/* A unique emulated device per test (its shared memory is machine-wide), removed afterwards. */
+class SimName {
+public:
+	SimName()
+	{
+		static std::atomic<int> seq{0};
+		name_ = "simdev" + std::to_string(getpid()) + "x" + std::to_string(seq.fetch_add(1));
+	}
+	~SimName() { mlx5_qpn_sim_destroy(name_.c_str()); }
+	const std::string &str() const { return name_; }
+
+private:
+	std::string name_;
+};
+
+struct DevargCase {
+	const char *args;
+	int rc;
+};
+
+} // namespace
+
+TEST(DevArgs, GoodAndBadTable)
+{
+	const DevargCase cases[] = {
+		{"sim0", 0},
+		{"sim_a1,quarantine_us=0", 0},
+		{"sim0,guid=0x0002c90300a1b2c3,ports=2,cache=32", 0},
+		{"sim0,guid=0002:c903:00a1:b2c3", 0},
+		{"sim0,reserved_qpn=try", 0},
+		{"sim0,reserved_qpn=yes,log_gran=2,log_max_alloc=8,log_max_num=12", 0},
+		{"sim0,numa=0,cores=0-1", 0},
+		{"sim0,cores=0:1", 0},
+		{"ib=mlx5_0", 0},
+		{"ib=mlx5_0,quarantine_us=1000,cache=16", 0},
+		{"", -EINVAL},
+		{"mlx5_0", -EINVAL},              /* neither simN nor ib= */
+		{"sim0,bogus=1", -EINVAL},        /* unknown key */
+		{"sim0,cache=0", -EINVAL},        /* out of range */
+		{"sim0,cache=65537", -EINVAL},
+		{"sim0,cache=-1", -EINVAL},
+		{"sim0,cache=12abc", -EINVAL},
+		{"sim0,cache", -EINVAL},          /* bare key: NULL value in DPDK 22.11 */
+		{"sim0,cache=", -EINVAL},         /* empty value */
+		{"sim0,cache=8,cache=16", -EINVAL}, /* duplicate */
+		{"sim0,reserved_qpn=maybe", -EINVAL},
+		{"sim0,guid=0", -EINVAL},
+		{"sim0,guid=xyz", -EINVAL},
+		{"sim0,ports=5", -EINVAL},
+		{"sim0,log_gran=5,log_max_alloc=4", -EINVAL},
+		{"sim0,rsvd_first=0xFFFFF0,rsvd_count=32", -EINVAL},
+		{"sim0,,cache=8", -EINVAL},
+		{"sim0,cache=8,", -EINVAL},
+		{"sim-0", -EINVAL},               /* bad name character */
+		{"ib=mlx5_0,guid=0x1", -EINVAL},  /* emulated-only key on hardware */
+		{"sim0,ib=mlx5_0", -EINVAL},      /* two devices */
+		{"sim0,cores=0,1", -EINVAL},      /* ',' splits pairs: "1" is a bare key */
+	};
+	for (const auto &c : cases) {
+		struct mlx5_qpn_devargs da;
+		EXPECT_EQ(mlx5_qpn_devargs_parse(c.args, &da), c.rc) << "devargs: \"" << c.args << "\"";
+	}
+}
+
+TEST(DevArgs, ValuesAndDefaults)
+{
+	struct mlx5_qpn_devargs da;
+	ASSERT_EQ(mlx5_qpn_devargs_parse("sim7", &da), 0);
+	EXPECT_EQ(da.kind, MLX5_QPN_BACKEND_SIM);
+	EXPECT_STREQ(da.name, "sim7");
+	EXPECT_EQ(da.reserved_qpn, MLX5_QPN_RSVD_TRY);
+	EXPECT_EQ(da.quarantine_us, 2000000u);
+	EXPECT_EQ(da.cache, 64u);
+	EXPECT_EQ(da.low_water, 128u);
+	ASSERT_EQ(mlx5_qpn_devargs_parse("ib=mlx5_3,reserved_qpn=no,quarantine_us=5", &da), 0);
+	EXPECT_EQ(da.kind, MLX5_QPN_BACKEND_HW);
+	EXPECT_STREQ(da.name, "mlx5_3");
+	EXPECT_EQ(da.reserved_qpn, MLX5_QPN_RSVD_NO);
+	EXPECT_EQ(da.quarantine_us, 5u);
+	ASSERT_EQ(mlx5_qpn_devargs_parse("sim1,guid=0x0002c90300a1b2c3,log_gran=3", &da), 0);
+	EXPECT_EQ(da.guid, 0x0002c90300a1b2c3ull);
+	EXPECT_EQ(da.log_gran, 3u);
+}
+
+TEST(DevProbe, HardwareWithoutDeviceIsEnodev)
+{
+	struct mlx5_qpn_dev *dev = nullptr;
+	EXPECT_EQ(mlx5_qpn_dev_probe("ib=mlx5_0", &dev), -ENODEV);
+	EXPECT_EQ(dev, nullptr);
+	EXPECT_EQ(mlx5_qpn_dev_get("mlx5_0"), nullptr);
+}
+
+TEST(DevProbe, BadDevargsAreEinvalAndLeaveNothing)
+{
+	struct mlx5_qpn_dev *dev = nullptr;
+	EXPECT_EQ(mlx5_qpn_dev_probe("sim0,cache=0", &dev), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_dev_probe(nullptr, &dev), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_dev_list(nullptr, 0), 0u);
+}
+
+TEST(DevProbe, AllocDeallocThroughTheDriver)
+{
+	SimName n;
+	struct mlx5_qpn_dev *dev = nullptr;
+	std::string args = n.str() + ",quarantine_us=0,log_max_alloc=6,max_qpns=256";
+	ASSERT_EQ(mlx5_qpn_dev_probe(args.c_str(), &dev), 0);
+	EXPECT_EQ(mlx5_qpn_dev_get(n.str().c_str()), dev);
+	struct mlx5_qpn_dev *dup = nullptr;
+	EXPECT_EQ(mlx5_qpn_dev_probe(args.c_str(), &dup), -EEXIST);
+	struct mlx5_qpn_dev_info in;
+	ASSERT_EQ(mlx5_qpn_dev_info_get(dev, &in), 0);
+	EXPECT_EQ(in.source, MLX5_QPN_SRC_OBJECTS);
+	EXPECT_EQ(in.log_range, 6u);
+	EXPECT_STREQ(in.backend, "sim");
+	EXPECT_NE(in.node_guid, 0u);
+	/* Every QPN up to the limit, each once, all inside reserved ranges of 2^6. */
+	std::set<uint32_t> got;
+	uint32_t q;
+	int rc;
+	while ((rc = mlx5_qpn_reserved_alloc(dev, &q)) == 0)
+		EXPECT_TRUE(got.insert(q).second);
+	EXPECT_EQ(rc, -ENOSPC);
+	EXPECT_EQ(got.size(), 256u);
+	for (uint32_t x : got)
+		EXPECT_NE(x & ~0xFFFFFFu, 1u) << "24-bit";
+	struct mlx5_qpn_dev_stats st;
+	ASSERT_EQ(mlx5_qpn_dev_stats_get(dev, &st), 0);
+	EXPECT_EQ(st.qpns_reserved, 256u);
+	EXPECT_EQ(st.ranges_reserved, 4u);
+	EXPECT_EQ(st.pool.in_use, 256u);
+	/* Refusals. */
+	EXPECT_EQ(mlx5_qpn_reserved_dealloc(dev, 0xFFFFFF), -EINVAL);
+	uint32_t some = *got.begin();
+	EXPECT_EQ(mlx5_qpn_reserved_dealloc(dev, some), 0);
+	EXPECT_EQ(mlx5_qpn_reserved_dealloc(dev, some), -EINVAL);
+	got.erase(some);
+	std::vector<uint32_t> rest(got.begin(), got.end());
+	EXPECT_EQ(mlx5_qpn_reserved_dealloc_bulk(dev, rest.data(), static_cast<unsigned>(rest.size())), 0);
+	uint32_t bulk[32];
+	EXPECT_EQ(mlx5_qpn_reserved_alloc_bulk(dev, bulk, 32), 0);
+	EXPECT_EQ(mlx5_qpn_reserved_dealloc_bulk(dev, bulk, 32), 0);
+	mlx5_qpn_dev_close(dev);
+	EXPECT_EQ(mlx5_qpn_dev_get(n.str().c_str()), nullptr);
+}
+
+TEST(DevProbe, RangesGoBackToTheDeviceAtClose)
+{
+	SimName n;
+	std::string args = n.str() + ",quarantine_us=0,log_max_alloc=4,max_qpns=64";
+	for (int round = 0; round < 3; round++) {
+		struct mlx5_qpn_dev *dev = nullptr;
+		ASSERT_EQ(mlx5_qpn_dev_probe(args.c_str(), &dev), 0) << "round " << round;
+		uint32_t q[64];
+		ASSERT_EQ(mlx5_qpn_reserved_alloc_bulk(dev, q, 64), 0) << "round " << round;
+		mlx5_qpn_dev_close(dev); /* forgets the allocated ones, returns the ranges */
+	}
+}
+
+TEST(DevProbe, SourceSelectionUnderSupportFaults)
+{
+	struct Case {
+		const char *extra;
+		int rc;
+		mlx5_qpn_source src;
+	} cases[] = {
+		{"", 0, MLX5_QPN_SRC_OBJECTS},
+		{",cap_reserved_qpn=0,reserved_qpn=yes", -EOPNOTSUPP, MLX5_QPN_SRC_OBJECTS},
+		{",cap_reserved_qpn=0,reserved_qpn=try", 0, MLX5_QPN_SRC_ORDINARY},
+		{",reserved_qpn=no", 0, MLX5_QPN_SRC_ORDINARY},
+		{",fault_nodevx=1,reserved_qpn=try", 0, MLX5_QPN_SRC_ORDINARY},
+		{",fault_nodevx=1,reserved_qpn=yes", -EOPNOTSUPP, MLX5_QPN_SRC_OBJECTS},
+	};
+	for (const auto &c : cases) {
+		SimName n;
+		std::string args = n.str() + ",quarantine_us=0,log_max_alloc=4,max_qpns=64" + c.extra;
+		struct mlx5_qpn_dev *dev = nullptr;
+		int rc = mlx5_qpn_dev_probe(args.c_str(), &dev);
+		EXPECT_EQ(rc, c.rc) << args;
+		if (rc != 0)
+			continue;
+		struct mlx5_qpn_dev_info in;
+		ASSERT_EQ(mlx5_qpn_dev_info_get(dev, &in), 0);
+		EXPECT_EQ(in.source, c.src) << args;
+		uint32_t q;
+		EXPECT_EQ(mlx5_qpn_reserved_alloc(dev, &q), 0) << args;
+		EXPECT_EQ(mlx5_qpn_reserved_dealloc(dev, q), 0) << args;
+		mlx5_qpn_dev_close(dev);
+	}
+}
+
+TEST(DevProbe, DeviceLimitAndQuarantine)
+{
+	SimName n;
+	/* 32 QPNs in total, a 60 s quarantine: after a release the next allocation is -EAGAIN. */
+	std::string args = n.str() + ",quarantine_us=60000000,log_max_alloc=4,limit=32";
+	struct mlx5_qpn_dev *dev = nullptr;
+	ASSERT_EQ(mlx5_qpn_dev_probe(args.c_str(), &dev), 0);
+	uint32_t q[32], x;
+	ASSERT_EQ(mlx5_qpn_reserved_alloc_bulk(dev, q, 32), 0);
+	EXPECT_EQ(mlx5_qpn_reserved_alloc(dev, &x), -ENOSPC);
+	ASSERT_EQ(mlx5_qpn_reserved_dealloc(dev, q[5]), 0);
+	EXPECT_EQ(mlx5_qpn_reserved_alloc(dev, &x), -EAGAIN);
+	struct mlx5_qpn_dev_stats st;
+	ASSERT_EQ(mlx5_qpn_dev_stats_get(dev, &st), 0);
+	EXPECT_EQ(st.qpns_reserved, 32u) << "the limit holds";
+	mlx5_qpn_dev_close(dev);
+}
+
+TEST(DevProbe, FirmwareErrorsAreRetriedLaterNotLost)
+{
+	SimName n;
+	/* Every command after the 3rd fails: the first range works, growing fails cleanly. */
+	std::string args = n.str() + ",quarantine_us=0,log_max_alloc=3,max_qpns=64,fault_fw_after=3";
+	struct mlx5_qpn_dev *dev = nullptr;
+	ASSERT_EQ(mlx5_qpn_dev_probe(args.c_str(), &dev), 0);
+	std::set<uint32_t> got;
+	uint32_t x;
+	int rc;
+	while ((rc = mlx5_qpn_reserved_alloc(dev, &x)) == 0)
+		got.insert(x);
+	EXPECT_NE(rc, 0);
+	EXPECT_GE(got.size(), 8u);
+	EXPECT_LT(got.size(), 64u);
+	struct mlx5_qpn_dev_stats st;
+	ASSERT_EQ(mlx5_qpn_dev_stats_get(dev, &st), 0);
+	EXPECT_GE(st.reserve_failures, 1u);
+	EXPECT_NE(st.last_error, 0);
+	for (uint32_t q : got)
+		EXPECT_EQ(mlx5_qpn_reserved_dealloc(dev, q), 0);
+	mlx5_qpn_dev_close(dev);
+}
+
+TEST(DevConcurrency, ThreadsAllocateThroughTheDriver)
+{
+	SimName n;
+	std::string args = n.str() + ",quarantine_us=100,log_max_alloc=5,max_qpns=1024,cache=8";
+	struct mlx5_qpn_dev *dev = nullptr;
+	ASSERT_EQ(mlx5_qpn_dev_probe(args.c_str(), &dev), 0);
+	std::atomic<uint64_t> errors{0}, ok{0};
+	std::mutex m;
+	std::set<uint32_t> live;
+	auto worker = [&](int seed) {
+		std::vector<uint32_t> held;
+		unsigned r = static_cast<unsigned>(seed);
+		for (int i = 0; i < 20000; i++) {
+			r = r * 1103515245u + 12345u;
+			if ((r >> 16) % 2 == 0 || held.empty()) {
+				uint32_t q;
+				int rc = mlx5_qpn_reserved_alloc(dev, &q);
+				if (rc == 0) {
+					std::lock_guard<std::mutex> g(m);
+					if (!live.insert(q).second)
+						errors.fetch_add(1); /* two live holders */
+					held.push_back(q);
+					ok.fetch_add(1);
+				} else if (rc != -EAGAIN && rc != -ENOSPC) {
+					errors.fetch_add(1);
+				}
+			} else {
+				uint32_t q = held.back();
+				held.pop_back();
+				{
+					std::lock_guard<std::mutex> g(m);
+					live.erase(q);
+				}
+				if (mlx5_qpn_reserved_dealloc(dev, q) != 0)
+					errors.fetch_add(1);
+			}
+		}
+		for (uint32_t q : held) {
+			{
+				std::lock_guard<std::mutex> g(m);
+				live.erase(q);
+			}
+			if (mlx5_qpn_reserved_dealloc(dev, q) != 0)
+				errors.fetch_add(1);
+		}
+	};
+	std::thread a(worker, 1), b(worker, 2), c(worker, 3);
+	a.join();
+	b.join();
+	c.join();
+	EXPECT_EQ(errors.load(), 0u);
+	EXPECT_GT(ok.load(), 10000u);
+	struct mlx5_qpn_dev_stats st;
+	ASSERT_EQ(mlx5_qpn_dev_stats_get(dev, &st), 0);
+	EXPECT_EQ(st.pool.in_use, 0u);
+	mlx5_qpn_dev_close(dev);
+}
