@@ -407,6 +407,18 @@ int mlx5_qpn_dev_query(const char *name, struct mlx5_qpn_dev_info *info,
 	return -ENODEV;
 }
 
+struct mlx5_qpn_backend *mlx5_qpn_dev_backend(struct mlx5_qpn_dev *d)
+{
+	return d != nullptr ? d->be : nullptr;
+}
+
+int mlx5_qpn_dev_is_sim(struct mlx5_qpn_dev *d)
+{
+	if (d == nullptr)
+		return -EINVAL;
+	return d->da.kind == MLX5_QPN_BACKEND_SIM ? 1 : 0;
+}
+
 unsigned int mlx5_qpn_dev_names(char (*names)[32], unsigned int n)
 {
 	std::lock_guard<std::mutex> g(g_devs_mutex);
