@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <atomic>
 #include <string>
+#include <set>
 #include <vector>
 
 #include <rte_common.h>
@@ -242,6 +243,7 @@ bad:
 const struct perf_peer *const perf_all_peers[] = {
 	&perf_peer_floor, &perf_peer_mempool, &perf_peer_ring, &perf_peer_stack,
 	&perf_peer_rdmacore, &perf_peer_rdmavt, &perf_peer_qpnpool, &perf_peer_qpnpool_q,
+	&perf_peer_qpndev,
 };
 
 enum perf_phase { PH_PAIR, PH_BURST, PH_NB };
@@ -362,6 +364,7 @@ perf_self_check(const struct perf_opts *o, perf_state *s)
 	unsigned int k = std::min<uint32_t>(1024, o->range / (2 * rte_lcore_count()));
 	std::vector<uint64_t> tokens(k);
 	std::vector<uint8_t> seen(o->range);
+	std::set<uint32_t> own;
 	uint32_t qpn;
 	uint64_t tok;
 	int ret;
@@ -372,6 +375,15 @@ perf_self_check(const struct perf_opts *o, perf_state *s)
 			s->error = "self-check: alloc " + std::to_string(i) + " failed: " +
 				strerror(-ret);
 			return false;
+		}
+		if (s->peer->flags & PERF_F_OWN_RANGE) {
+			/* A device's own ranges: distinct and 24-bit is all that can be asked. */
+			if (qpn > 0xFFFFFF || !own.insert(qpn).second) {
+				s->error = "self-check: QPN " + std::to_string(qpn) +
+					" not 24-bit or handed out twice";
+				return false;
+			}
+			continue;
 		}
 		if (qpn < perf_first_qpn || qpn - perf_first_qpn >= o->range ||
 		    seen[qpn - perf_first_qpn]) {

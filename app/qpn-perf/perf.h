@@ -45,6 +45,7 @@ struct perf_loop_res {
 #define PERF_F_SCALING  (1u << 0) /**< may run on several lcores at once on one context */
 #define PERF_F_HEAP_MEM (1u << 1) /**< memory is all in the DPDK heap: measure it by delta */
 #define PERF_F_CHECKS   (1u << 2) /**< refuses a double free (checked by the self-check) */
+#define PERF_F_OWN_RANGE (1u << 3) /**< QPNs come from a device's own ranges, not cfg.first */
 
 /** Hooks of one peer. */
 struct perf_peer {
@@ -79,6 +80,7 @@ extern const struct perf_peer perf_peer_rdmacore;
 extern const struct perf_peer perf_peer_rdmavt;
 extern const struct perf_peer perf_peer_qpnpool;
 extern const struct perf_peer perf_peer_qpnpool_q;
+extern const struct perf_peer perf_peer_qpndev;
 
 /** Log type of the benchmark (mlx5_qpn.perf). */
 extern int perf_logtype;
