@@ -12,7 +12,12 @@
 
 #include "testpmd.h"
 
-static int alloc_init(run_ctx *) { return 0; }
+static int alloc_init(run_ctx *ctx)
+{
+	/* Every lcore that runs the loop is a worker of this engine. */
+	roles_assign(ctx);
+	return 0;
+}
 
 static int alloc_lcore_run(run_ctx *ctx, unsigned lcore)
 {
@@ -28,7 +33,9 @@ static int alloc_lcore_run(run_ctx *ctx, unsigned lcore)
 			int rc = mlx5_qpn_reserved_alloc(ctx->dev, &q[i]);
 			uint64_t t1 = rte_rdtsc();
 			if (rc == 0) {
-				st.alloc_lat.record(t1 - t0);
+				st.hist[STEP_ALLOC].record(t1 - t0);
+				st.pool_cycles += t1 - t0;
+				st.cycle_cycles += t1 - t0;
 				held.push_back(q[i]);
 				st.allocs.fetch_add(1, std::memory_order_relaxed);
 			} else if (rc == -EAGAIN) {
@@ -52,7 +59,9 @@ static int alloc_lcore_run(run_ctx *ctx, unsigned lcore)
 			int rc = mlx5_qpn_reserved_dealloc(ctx->dev, x);
 			uint64_t t1 = rte_rdtsc();
 			if (rc == 0) {
-				st.free_lat.record(t1 - t0);
+				st.hist[STEP_RELEASE].record(t1 - t0);
+				st.pool_cycles += t1 - t0;
+				st.cycle_cycles += t1 - t0;
 				st.frees.fetch_add(1, std::memory_order_relaxed);
 				st.ops.fetch_add(1, std::memory_order_relaxed);
 			} else {
@@ -82,4 +91,6 @@ const qpn_engine engine_alloc = {
 	alloc_init,
 	alloc_lcore_run,
 	alloc_fini,
+	false,
+	false,
 };

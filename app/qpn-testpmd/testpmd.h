@@ -4,8 +4,15 @@
 
 /*
  * qpn-testpmd: engines in the manner of testpmd's forwarding engines — one struct of hooks per
- * engine, one file each. The runner (main.cpp) launches engine->lcore_run on every lcore,
- * prints a progress line every second and a summary (and JSON) at the end.
+ * engine, one file each. The runner (main.cpp) sets the run up (devices, engine->init), launches
+ * engine->lcore_run on the worker lcores, prints a progress line every second (batch) or serves
+ * the prompt (cli.cpp), and at the end prints the summary and writes the JSON (stats.cpp).
+ *
+ * Lcore layout (see doc/guides/app.md): the main lcore monitors or runs the prompt. With two or
+ * more workers the last worker is the *server* lcore (every passive CM agent, the DCTs and the
+ * device's doorbell service) and the others are *client* lcores; with a single worker that
+ * worker runs the client and polls the server side in the same loop; with no worker the main
+ * lcore does both (batch mode only).
  */
 #include <atomic>
 #include <cstdint>
@@ -17,50 +24,170 @@
 
 #include "latency.h"
 #include "mlx5_qpn.h"
+#include "mlx5_qpn_cm.h"
 
+/* Everything the options set. */
 struct run_config {
 	std::vector<std::string> devargs;   /* --qpn-dev, repeatable */
-	std::string engine = "alloc";
+	std::string engine = "dci-reconnect";
 	double duration_s = 3.0;            /* --duration */
 	uint64_t connections = 0;           /* --connections (0: run for duration) */
-	unsigned burst = 8;                 /* --burst */
-	unsigned hold = 64;                 /* --hold: QPNs an lcore keeps allocated */
+	unsigned burst = 8;                 /* --burst (alloc engine) */
+	unsigned hold = 64;                 /* --hold (alloc engine) */
 	std::string json;                   /* --json */
+	unsigned peers = 1;                 /* --peers: DC targets, each a passive CM node */
+	unsigned msgs_per_conn = 4;         /* --msgs-per-conn */
+	unsigned inflight = 4;              /* --inflight: connections open at once per client lcore */
+	int64_t quarantine_us = -1;         /* --quarantine-us; -1: the CM timewait */
+	uint32_t policy = MLX5_QPN_CM_POLICY_STRICT; /* --cm-policy */
+	uint8_t plt = 10;                   /* --cm-plt: packet life time exponent */
+	uint8_t ack_delay = 10;             /* --cm-ack-delay: CA ACK delay exponent */
+	bool force_shared_qpn = false;      /* --force-shared-qpn (negative control) */
+	bool interactive = false;           /* -i */
+	bool destroy_sim = false;           /* --destroy-sim: remove emulated devices at exit */
+	uint64_t seed = 1;                  /* --seed (churn) */
 };
 
-/* What one lcore did; written by its lcore with relaxed atomics, read by the main lcore. */
+/* Step histograms of a connection cycle, in TSC cycles. */
+enum step_id {
+	STEP_ALLOC = 0,   /* reserved QPN alloc call */
+	STEP_REQ_REP,     /* active: connect (REQ) -> ESTABLISHED (REP received, RTU sent) */
+	STEP_RTU,         /* passive: accept (REP sent) -> ESTABLISHED (RTU received) */
+	STEP_SEND_CQE,    /* first send posted -> last send completion */
+	STEP_DREQ_DREP,   /* active: disconnect (DREQ) -> DISCONNECTED (DREP received) */
+	STEP_RELEASE,     /* reserved QPN dealloc call */
+	STEP_CYCLE,       /* whole cycle: alloc start -> release end */
+	STEP_NB,
+};
+extern const char *const step_names[STEP_NB];
+
+/* What one lcore (or the server side) did. Counters are relaxed atomics written by the owner and
+ * read by the main lcore at any time; histograms are read only when the owner is done. */
 struct lcore_stats {
-	std::atomic<uint64_t> ops{0};       /* alloc+free pairs (alloc engine) or connections */
+	std::atomic<uint64_t> ops{0};          /* completed connect+disconnect cycles (alloc: pairs) */
 	std::atomic<uint64_t> allocs{0};
 	std::atomic<uint64_t> frees{0};
-	std::atomic<uint64_t> eagain{0};
+	std::atomic<uint64_t> eagain{0};       /* alloc found every free QPN in quarantine */
 	std::atomic<uint64_t> enospc{0};
-	std::atomic<uint64_t> errors{0};
-	latency_hist alloc_lat;              /* TSC cycles, owned by the lcore until done */
-	latency_hist free_lat;
+	std::atomic<uint64_t> errors{0};       /* unexpected errors (each logged) */
+	std::atomic<uint64_t> rej[MLX5_QPN_CM_REJ_REASON_SLOTS]{};
+	std::atomic<uint64_t> stale_rejects{0};/* REJ STALE_CONN seen by this side */
+	std::atomic<uint64_t> peer_disc{0};    /* connections closed by the peer */
+	std::atomic<uint64_t> cm_busy{0};      /* connect refused for lack of CM slots (retried) */
+	std::atomic<uint64_t> sends{0};
+	std::atomic<uint64_t> cqes{0};
+	std::atomic<uint64_t> cqe_errors{0};
+	std::atomic<uint64_t> recvs{0};        /* server: SENDs received by the DCTs */
+	latency_hist hist[STEP_NB];
+	uint64_t pool_cycles = 0;              /* sum of alloc + release cycles */
+	uint64_t cycle_cycles = 0;             /* sum of whole-cycle cycles */
 	std::atomic<bool> done{false};
+
+	void clear();
 };
 
+/* Per-lcore role. */
+struct lcore_role {
+	bool client = false;
+	bool server = false;
+	unsigned dev = 0;        /* client: index of its device */
+	unsigned client_idx = 0; /* client: 0.. */
+};
+
+struct cm_glue;
+
 struct run_ctx {
-	const run_config *cfg;
-	struct mlx5_qpn_dev *dev;           /* the first device */
+	run_config *cfg;
+	std::vector<struct mlx5_qpn_dev *> devs;
+	struct mlx5_qpn_dev *dev;               /* devs[0] */
 	std::atomic<bool> stop{false};
-	uint64_t tsc_hz;
+	std::atomic<unsigned> clients_running{0};
+	uint64_t tsc_hz = 0;
+	lcore_role role[RTE_MAX_LCORE];
 	lcore_stats lc[RTE_MAX_LCORE];
+	lcore_stats srv;                        /* the passive side (whoever polls it) */
+	unsigned nb_clients = 0;
+	int server_lcore = -1;                  /* dedicated server lcore, -1 if co-polled */
+	double run_secs = 0;                    /* accumulated over start/stop */
+	cm_glue *cm = nullptr;                  /* CM + DC wiring (cm_glue.cpp) */
+	bool data_path = false;                 /* DC data path available */
+	std::string data_path_note;             /* why not */
+	unsigned fabric_seq = 0;
 };
 
 /* An engine: testpmd's struct fwd_engine, for QPNs. */
 struct qpn_engine {
 	const char *name;
 	const char *help;
-	/* Called once on the main lcore before launch; 0 or negative errno. */
+	/* Called once on the main lcore before launch; 0 or negative errno (one line printed). */
 	int (*init)(run_ctx *ctx);
-	/* The per-lcore loop; returns when ctx->stop is set (or its work is done). */
+	/* The per-lcore loop; returns when ctx->stop is set and its work is drained. */
 	int (*lcore_run)(run_ctx *ctx, unsigned lcore);
 	/* Called once after every lcore returned. */
 	void (*fini)(run_ctx *ctx);
+	/* Which side's QPN steps the summary reports: false client (active), true server. */
+	bool passive_side;
+	/* Whether the engine uses the CM (and so needs roles, agents and the fabric). */
+	bool uses_cm;
 };
 
 extern const qpn_engine engine_alloc;
+extern const qpn_engine engine_dci_reconnect;
+extern const qpn_engine engine_dct_accept;
+extern const qpn_engine engine_churn;
+
+const qpn_engine *engine_find(const std::string &name);
+extern const qpn_engine *const engine_list[4];
+
+/* ---- cm_glue.cpp: CM agents over the ring fabric, DC resources, the connection loops ---- */
+
+/* How the client loop behaves (set by the engine). */
+struct client_mode {
+	bool churn = false;          /* random peers/message counts/aborts and reconnect storms */
+};
+
+/* Assign roles to lcores (see the layout above). */
+void roles_assign(run_ctx *ctx);
+/* Create the fabric, the agents and the DC resources. 0 or negative errno (one line printed). */
+int cm_glue_init(run_ctx *ctx);
+/* Destroy them (after every lcore returned). */
+void cm_glue_fini(run_ctx *ctx);
+/* The lcore body of the CM engines: client and/or server per ctx->role[lcore]. */
+int cm_lcore_run(run_ctx *ctx, unsigned lcore, const client_mode &mode);
+/* CM timewait of this configuration, in ms. */
+uint32_t cm_timewait_ms(const run_config &cfg);
+/* Stale rejects and REJs sent as counted by the agents themselves; fabric drops. */
+struct cm_agent_totals {
+	uint64_t stale_rejects_sent = 0, stale_dreqs = 0, retransmits = 0, timeouts = 0,
+		 malformed = 0, unexpected = 0, fabric_drops = 0, established = 0;
+};
+cm_agent_totals cm_glue_totals(run_ctx *ctx);
+
+/* ---- stats.cpp ---- */
+void stats_progress(run_ctx *ctx, double t, uint64_t *last_ops);
+void stats_summary(FILE *f, run_ctx *ctx, const qpn_engine *e);
+int stats_json(const char *path, run_ctx *ctx, const qpn_engine *e);
+void stats_lcores(FILE *f, run_ctx *ctx);
+void stats_clear(run_ctx *ctx);
+void show_device(FILE *f, run_ctx *ctx);
+void show_pool(FILE *f, run_ctx *ctx);
+
+/* ---- main.cpp: run control, shared with cli.cpp ---- */
+/* Start the engine on the workers (init + launch). 0 or negative errno (line printed). */
+int run_start(run_ctx *ctx, const qpn_engine *e);
+/* Stop: set stop, wait for every worker, fini. */
+void run_stop(run_ctx *ctx, const qpn_engine *e);
+bool run_active();
+/* Re-probe every device with a new quarantine (stopped only). */
+int devices_reprobe(run_ctx *ctx, int64_t quarantine_us);
+
+/* ---- cli.cpp ---- */
+int cli_run(run_ctx *ctx, const qpn_engine **engine);
+
+/* ---- hw_rdmacm.cpp: hardware mode through librdmacm (untested on hardware) ---- */
+/* Whether a device is a hardware one ("hw" backend). */
+bool dev_is_hw(struct mlx5_qpn_dev *dev);
+/* One connect/disconnect cycle to a real peer with conn_param.qp_num = a reserved QPN. */
+int hw_rdmacm_check(run_ctx *ctx);
 
 #endif

@@ -16,6 +16,7 @@
 #include "mlx5_qpn_ops.h"
 #include "mlx5_qpn_prm_status.h"
 #include "sim_qpn_table.h"
+#include "sim_dc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -50,7 +51,7 @@ using namespace mlx5_qpn_sim;
 namespace {
 
 constexpr uint64_t SIM_MAGIC = 0x4d49535135584c4dULL; /* "MLX5QSIM" little endian */
-constexpr uint32_t SIM_VERSION = 1;
+constexpr uint32_t SIM_VERSION = 2;                  /* 2: DC data path */
 constexpr uint32_t SIM_STATE_READY = 0x52454459;      /* "REDY" */
 constexpr uint32_t MAX_OWNERS = 64;
 constexpr uint32_t NB_UARS = 64;
@@ -62,7 +63,8 @@ constexpr uint32_t REC_MAX_LIVE = REC_CAP / 2;        /* keeps linear probing sh
 constexpr uint32_t OBJ_TYPE_RESERVED_QPN = 0x2c;
 constexpr uint16_t NO_OWNER = 0xffff;
 
-enum : uint8_t { REC_OBJ = 1, REC_QP = 2 };
+/* DCI and DCT numbers are QPs of the table too; aux holds their DC table index. */
+enum : uint8_t { REC_OBJ = 1, REC_QP = 2, REC_DCI = 3, REC_DCT = 4 };
 enum CmdKind { CMD_QUERY, CMD_CREATE, CMD_DESTROY };
 
 /* An open handle. Kept in the fixed prefix so that a segment of another layout version can still
@@ -91,7 +93,7 @@ struct SimRec {
 	uint8_t kind;
 	uint8_t log_size;
 	uint32_t gen;
-	uint32_t rsvd;
+	uint32_t aux;
 };
 
 struct SimUarMeta {
@@ -149,6 +151,8 @@ struct SimShm {
 	alignas(4096) uint8_t uar[NB_UARS][UAR_PAGE];
 	QpnTable table;
 	SimRec recs[REC_CAP];
+	SimDc dc;
+	alignas(4096) uint8_t dc_arena[DC_ARENA];
 };
 
 /* rdma-core's mlx5dv_reserved_qpn_alloc model: per-context blocks of 2^granularity QPNs. */
@@ -173,6 +177,9 @@ struct SimDev {
 	uint32_t cap_blks;
 	bool svc_registered;
 	uint32_t svc_id;
+	bool dc_off;          /* data path switched off (mlx5_qpn_sim_dc_enable) */
+	bool dc_uar_mapped;
+	mlx5_qpn_uar dc_uar;  /* rung by every DCI of this handle, like a shared bfreg */
 };
 
 SimDev *
@@ -389,6 +396,7 @@ owner_release(SimShm *s, uint16_t slot, bool dead)
 {
 	bool again = true;
 
+	dc_owner_release(&s->dc, slot); /* its queues; the QPNs are records, freed below */
 	/* Backward-shift deletion may move a later entry into the slot just freed: re-check it,
 	 * and repeat the pass until nothing of this owner is left. */
 	while (again) {
@@ -467,6 +475,7 @@ repair(SimShm *s)
 			s->ctr.qps_live++;
 		}
 	}
+	dc_rebuild(&s->dc);
 	s->ctr.repairs++;
 	reclaim_dead(s);
 }
@@ -1031,6 +1040,35 @@ sim_qpn_release_one(mlx5_qpn_backend *be, uint32_t qpn)
 	return rc;
 }
 
+/* An ordinary QP number from the table, recorded as `kind` for this handle. Mutex held.
+ * @return 0 or the PRM status (LIM_ERR: no QPN left). */
+uint8_t
+qp_alloc_locked(SimDev *d, uint8_t kind, uint32_t aux, uint32_t *qpn)
+{
+	SimShm *s = d->shm;
+	int got = -ENOMEM;
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (s->ctr.qps_live < (uint64_t(1) << s->cfg.log_max_qp) &&
+		    s->recs_live < REC_MAX_LIVE)
+			got = s->table.alloc(QpType::ORDINARY, 1, prefix_of(s));
+		if (got >= 0 || attempt == 1 || reclaim_dead(s) == 0)
+			break;
+	}
+	if (got < 0)
+		return MLX5_QPN_CMD_STAT_LIM_ERR;
+	SimRec r = {};
+	r.key = index_of(s, uint32_t(got)) + 1;
+	r.owner = d->slot;
+	r.kind = kind;
+	r.gen = ++s->gen_next;
+	r.aux = aux;
+	rec_insert(s, r);
+	s->ctr.qps_live++;
+	*qpn = uint32_t(got);
+	return 0;
+}
+
 int
 sim_qp_create(mlx5_qpn_backend *be, uint32_t *qpn)
 {
@@ -1042,30 +1080,9 @@ sim_qp_create(mlx5_qpn_backend *be, uint32_t *qpn)
 	if (rc)
 		return rc;
 	uint8_t st = fw_begin(s, CMD_CREATE);
-	if (!st) {
-		int got = -ENOMEM;
-		for (int attempt = 0; attempt < 2; attempt++) {
-			if (s->ctr.qps_live < (uint64_t(1) << s->cfg.log_max_qp) &&
-			    s->recs_live < REC_MAX_LIVE)
-				got = s->table.alloc(QpType::ORDINARY, 1, prefix_of(s));
-			if (got >= 0 || attempt == 1 || reclaim_dead(s) == 0)
-				break;
-		}
-		if (got >= 0) {
-			SimRec r = {};
-			r.key = index_of(s, uint32_t(got)) + 1;
-			r.owner = d->slot;
-			r.kind = REC_QP;
-			r.gen = ++s->gen_next;
-			rec_insert(s, r);
-			s->ctr.qps_live++;
-			*qpn = uint32_t(got);
-			dev_unlock(s);
-			return 0;
-		}
-		st = MLX5_QPN_CMD_STAT_LIM_ERR;
-	}
-	rc = fw_fail(s, st);
+	if (!st)
+		st = qp_alloc_locked(d, REC_QP, 0, qpn);
+	rc = st ? fw_fail(s, st) : 0;
 	dev_unlock(s);
 	return rc;
 }
@@ -1097,7 +1114,15 @@ sim_qp_destroy(mlx5_qpn_backend *be, uint32_t qpn)
 int32_t
 svc_run(void *arg)
 {
-	return mlx5_qpn_sim_poll(static_cast<mlx5_qpn_backend *>(arg)) > 0 ? 0 : -EAGAIN;
+	mlx5_qpn_backend *be = static_cast<mlx5_qpn_backend *>(arg);
+	int n = mlx5_qpn_sim_poll(be);
+	int w = 0;
+
+	/* Skip the device mutex when no DCI exists anywhere. */
+	if (__atomic_load_n(&to_dev(be)->shm->dc.nb_active, __ATOMIC_RELAXED) != 0 &&
+	    !to_dev(be)->dc_off)
+		w = mlx5_qpn_sim_dc_run(be);
+	return (n > 0 || w > 0) ? 0 : -EAGAIN;
 }
 
 void
@@ -1288,6 +1313,13 @@ mlx5_qpn_sim_stats_get(struct mlx5_qpn_backend *be, struct mlx5_qpn_sim_stats *s
 	st->reclaimed_qps = s->ctr.reclaimed_qps;
 	st->repairs = s->ctr.repairs;
 	st->doorbells = __atomic_load_n(&s->ctr.doorbells, __ATOMIC_RELAXED);
+	st->dc_wqes = s->dc.ctr.wqes;
+	st->dc_delivered = s->dc.ctr.delivered;
+	st->dc_err_cqes = s->dc.ctr.err_cqes;
+	st->dc_stalls = s->dc.ctr.stalls;
+	st->dc_cqs = s->dc.ctr.cqs;
+	st->dc_dcis = s->dc.ctr.dcis;
+	st->dc_dcts = s->dc.ctr.dcts;
 	dev_unlock(s);
 	return 0;
 }
@@ -1371,6 +1403,276 @@ mlx5_qpn_sim_reclaim(struct mlx5_qpn_backend *be)
 	rc = reclaim_dead(s);
 	dev_unlock(s);
 	return rc;
+}
+
+/* ---- DC data path (see sim_dc.h) ---- */
+
+namespace {
+
+int
+dct_lookup(void *ctx, uint32_t dctn)
+{
+	SimShm *s = static_cast<SimShm *>(ctx);
+	uint32_t idx = index_of(s, dctn);
+
+	if (qpn_of(s, idx) != dctn)
+		return -1;
+	const SimRec *r = rec_find(s, idx + 1);
+	if (!r || r->kind != REC_DCT || r->aux >= DC_MAX_DCT)
+		return -1;
+	return int(r->aux);
+}
+
+/* Start a DC command: checks, mutex, firmware accounting. Returns 0 with the mutex held. */
+int
+dc_cmd_begin(mlx5_qpn_backend *be, CmdKind kind, uint8_t *st)
+{
+	if (!be)
+		return -EINVAL;
+	SimDev *d = to_dev(be);
+	if (d->dc_off)
+		return -EOPNOTSUPP;
+	int rc = dev_lock(d->shm);
+	if (rc)
+		return rc;
+	*st = fw_begin(d->shm, kind);
+	return 0;
+}
+
+/* End a DC command: status -> errno (failures counted and logged), mutex released. */
+int
+dc_cmd_end(SimDev *d, uint8_t st, int rc, const char *what)
+{
+	SimShm *s = d->shm;
+
+	if (st)
+		rc = fw_fail(s, st);
+	dev_unlock(s);
+	if (rc)
+		SIM_LOG(ERR, "device %s: %s failed: %s", d->name, what, strerror(-rc));
+	return rc;
+}
+
+bool
+handle_ok(uint64_t handle, uint32_t cap)
+{
+	return uint32_t(handle) < cap;
+}
+
+/* Free a DC QPN record of this handle. Mutex held. */
+void
+dc_qpn_free(SimDev *d, uint32_t qpn, uint8_t kind)
+{
+	SimShm *s = d->shm;
+	SimRec *r = rec_find(s, index_of(s, qpn) + 1);
+
+	if (r && r->kind == kind && r->owner == d->slot && qpn_of(s, index_of(s, qpn)) == qpn)
+		rec_release(s, r);
+}
+
+} // namespace
+
+int
+mlx5_qpn_sim_cq_alloc(struct mlx5_qpn_backend *be, uint32_t log_depth,
+		      struct mlx5_qpn_sim_cq_info *cq)
+{
+	uint8_t st = 0;
+	if (!cq)
+		return -EINVAL;
+	if (be && (log_depth < 1 || log_depth > DC_LOG_CQ_MAX)) {
+		SIM_LOG(ERR, "device %s: CQ log_depth %u outside [1, %u]", to_dev(be)->name,
+			log_depth, DC_LOG_CQ_MAX);
+		return -EINVAL;
+	}
+	int rc = dc_cmd_begin(be, CMD_CREATE, &st);
+	if (rc)
+		return rc;
+	SimDev *d = to_dev(be);
+	SimShm *s = d->shm;
+	if (!st) {
+		uint32_t idx = 0, gen = ++s->gen_next;
+		rc = dc_cq_create(&s->dc, s->dc_arena, d->slot, gen, log_depth, &idx);
+		if (rc == 0) {
+			memset(cq, 0, sizeof(*cq));
+			cq->ring = dc_page_ptr(s->dc_arena, s->dc.cq[idx].page);
+			cq->dbrec = s->dc.cq[idx].dbrec;
+			cq->log_depth = log_depth;
+			cq->cqn = idx;
+			cq->handle = (uint64_t(gen) << 32) | idx;
+		}
+	}
+	return dc_cmd_end(d, st, rc, "CREATE_CQ");
+}
+
+int
+mlx5_qpn_sim_cq_free(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_cq_info *cq)
+{
+	uint8_t st = 0;
+	if (!cq || !handle_ok(cq->handle, DC_MAX_CQ))
+		return -EINVAL;
+	int rc = dc_cmd_begin(be, CMD_DESTROY, &st);
+	if (rc)
+		return rc;
+	SimDev *d = to_dev(be);
+	rc = dc_cq_destroy(&d->shm->dc, d->slot, uint32_t(cq->handle), uint32_t(cq->handle >> 32));
+	return dc_cmd_end(d, 0, rc, "DESTROY_CQ");
+}
+
+int
+mlx5_qpn_sim_dci_alloc(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_cq_info *cq,
+		       uint32_t log_sq_bbs, struct mlx5_qpn_sim_dci_info *dci)
+{
+	uint8_t st = 0;
+	if (!be || !cq || !dci || !handle_ok(cq->handle, DC_MAX_CQ) ||
+	    log_sq_bbs > DC_LOG_SQ_MAX + DC_SQ_BB_SHIFT)
+		return -EINVAL;
+	SimDev *d = to_dev(be);
+	if (d->dc_off)
+		return -EOPNOTSUPP;
+	/* The UAR page every DCI of this handle rings (mapped once, outside the device mutex:
+	 * uar_map is a command of its own). */
+	pthread_mutex_lock(&d->lock);
+	int rc = 0;
+	if (!d->dc_uar_mapped) {
+		rc = sim_uar_map(be, &d->dc_uar);
+		d->dc_uar_mapped = rc == 0;
+	}
+	pthread_mutex_unlock(&d->lock);
+	if (rc)
+		return rc;
+	rc = dc_cmd_begin(be, CMD_CREATE, &st);
+	if (rc)
+		return rc;
+	SimShm *s = d->shm;
+	SimDc *dc = &s->dc;
+	uint32_t cqi = uint32_t(cq->handle);
+	if (!st && (!dc->cq[cqi].live || dc->cq[cqi].owner != d->slot ||
+		    dc->cq[cqi].gen != uint32_t(cq->handle >> 32)))
+		rc = -EINVAL;
+	uint32_t qpn = 0;
+	if (!st && !rc)
+		st = qp_alloc_locked(d, REC_DCI, 0, &qpn);
+	if (!st && !rc) {
+		uint32_t idx = 0, gen = ++s->gen_next;
+		rc = dc_dci_create(dc, s->dc_arena, d->slot, gen, qpn, cqi, log_sq_bbs,
+				   d->dc_uar.page_id, &idx);
+		if (rc) {
+			dc_qpn_free(d, qpn, REC_DCI);
+		} else {
+			rec_find(s, index_of(s, qpn) + 1)->aux = idx;
+			memset(dci, 0, sizeof(*dci));
+			dci->qpn = qpn;
+			dci->log_sq_bbs = log_sq_bbs;
+			dci->sq = dc_page_ptr(s->dc_arena, dc->dci[idx].page);
+			dci->dbrec = dc->dci[idx].dbrec;
+			dci->uar_reg = d->dc_uar.reg_addr;
+			dci->handle = (uint64_t(gen) << 32) | idx;
+		}
+	}
+	return dc_cmd_end(d, st, rc, "CREATE_QP (DCI)");
+}
+
+int
+mlx5_qpn_sim_dci_free(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_dci_info *dci)
+{
+	uint8_t st = 0;
+	if (!dci || !handle_ok(dci->handle, DC_MAX_DCI))
+		return -EINVAL;
+	int rc = dc_cmd_begin(be, CMD_DESTROY, &st);
+	if (rc)
+		return rc;
+	SimDev *d = to_dev(be);
+	SimDc *dc = &d->shm->dc;
+	uint32_t idx = uint32_t(dci->handle);
+	uint32_t qpn = dc->dci[idx].qpn;
+	rc = dc_dci_destroy(dc, d->slot, idx, uint32_t(dci->handle >> 32));
+	if (rc == 0)
+		dc_qpn_free(d, qpn, REC_DCI);
+	return dc_cmd_end(d, 0, rc, "DESTROY_QP (DCI)");
+}
+
+int
+mlx5_qpn_sim_dct_alloc(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_cq_info *cq,
+		       uint64_t dc_key, struct mlx5_qpn_sim_dct_info *dct)
+{
+	uint8_t st = 0;
+	if (!cq || !dct || !handle_ok(cq->handle, DC_MAX_CQ))
+		return -EINVAL;
+	int rc = dc_cmd_begin(be, CMD_CREATE, &st);
+	if (rc)
+		return rc;
+	SimDev *d = to_dev(be);
+	SimShm *s = d->shm;
+	SimDc *dc = &s->dc;
+	uint32_t cqi = uint32_t(cq->handle);
+	if (!st && (!dc->cq[cqi].live || dc->cq[cqi].owner != d->slot ||
+		    dc->cq[cqi].gen != uint32_t(cq->handle >> 32)))
+		rc = -EINVAL;
+	uint32_t number = 0;
+	if (!st && !rc)
+		st = qp_alloc_locked(d, REC_DCT, 0, &number);
+	if (!st && !rc) {
+		uint32_t idx = 0, gen = ++s->gen_next;
+		rc = dc_dct_create(dc, s->dc_arena, d->slot, gen, number, cqi, dc_key, &idx);
+		if (rc) {
+			dc_qpn_free(d, number, REC_DCT);
+		} else {
+			rec_find(s, index_of(s, number) + 1)->aux = idx;
+			memset(dct, 0, sizeof(*dct));
+			dct->dctn = number;
+			dct->rx_slots = DC_RX_SLOTS;
+			dct->rx = dc_page_ptr(s->dc_arena, dc->dct[idx].page);
+			dct->handle = (uint64_t(gen) << 32) | idx;
+		}
+	}
+	return dc_cmd_end(d, st, rc, "CREATE_DCT");
+}
+
+int
+mlx5_qpn_sim_dct_free(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_dct_info *dct)
+{
+	uint8_t st = 0;
+	if (!dct || !handle_ok(dct->handle, DC_MAX_DCT))
+		return -EINVAL;
+	int rc = dc_cmd_begin(be, CMD_DESTROY, &st);
+	if (rc)
+		return rc;
+	SimDev *d = to_dev(be);
+	SimDc *dc = &d->shm->dc;
+	uint32_t idx = uint32_t(dct->handle);
+	uint32_t number = dc->dct[idx].number;
+	rc = dc_dct_destroy(dc, d->slot, idx, uint32_t(dct->handle >> 32));
+	if (rc == 0)
+		dc_qpn_free(d, number, REC_DCT);
+	return dc_cmd_end(d, 0, rc, "DESTROY_DCT");
+}
+
+int
+mlx5_qpn_sim_dc_run(struct mlx5_qpn_backend *be)
+{
+	if (!be)
+		return -EINVAL;
+	SimDev *d = to_dev(be);
+	if (d->dc_off)
+		return -EOPNOTSUPP;
+	SimShm *s = d->shm;
+	if (__atomic_load_n(&s->dc.nb_active, __ATOMIC_ACQUIRE) == 0)
+		return 0;
+	int rc = dev_lock(s);
+	if (rc)
+		return rc;
+	rc = dc_execute(&s->dc, s->dc_arena, dct_lookup, s);
+	dev_unlock(s);
+	return rc;
+}
+
+int
+mlx5_qpn_sim_dc_enable(struct mlx5_qpn_backend *be, int on)
+{
+	if (!be || (on != 0 && on != 1))
+		return -EINVAL;
+	to_dev(be)->dc_off = !on;
+	return 0;
 }
 
 int

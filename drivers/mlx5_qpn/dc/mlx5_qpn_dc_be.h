@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef MLX5_QPN_DC_BE_H
+#define MLX5_QPN_DC_BE_H
+
+/**
+ * @file
+ * Internal extras of the DC data path (mlx5_qpn_dc.h), exported for tests and tools:
+ *  - creation on a backend handle instead of a probed device, for a process that opens the
+ *    emulated device directly (a fork()ed child, a second handle of the same device): the
+ *    registry allows one probed device per name and process;
+ *  - reading what a DCT received (the emulated device copies each delivered SEND into a
+ *    receive ring of the DCT; the responder completion's wqe_counter names the message).
+ */
+
+#include <stdint.h>
+
+#include "mlx5_qpn_dc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct mlx5_qpn_backend;
+
+/** mlx5_qpn_cq_create() on an emulated-device backend handle. Same returns. */
+int mlx5_qpn_cq_create_be(struct mlx5_qpn_backend *be, uint32_t log_depth,
+			  struct mlx5_qpn_cq **cq);
+
+/** mlx5_qpn_dci_create() with the device of cq. Same returns. */
+int mlx5_qpn_dci_create_cq(struct mlx5_qpn_cq *cq, uint32_t log_sq_depth,
+			   struct mlx5_qpn_dci **dci);
+
+/** mlx5_qpn_dct_create() with the device of cq. Same returns. */
+int mlx5_qpn_dct_create_cq(struct mlx5_qpn_cq *cq, uint64_t dc_key, struct mlx5_qpn_dct **dct);
+
+/** mlx5_qpn_dev_service_run() on a backend handle. Same returns. */
+int mlx5_qpn_dc_service_run_be(struct mlx5_qpn_backend *be);
+
+/**
+ * Copy the payload of the message a DCT received with responder completion wqe_counter
+ * (struct mlx5_qpn_wc::wqe_counter) into buf (at most len bytes).
+ * @return the message's byte length (may exceed len: truncated copy); -EINVAL;
+ *         -ESTALE the slot was reused by a later message (the ring keeps the last 64).
+ */
+int mlx5_qpn_dct_read(const struct mlx5_qpn_dct *dct, uint16_t wqe_counter, void *buf,
+		      uint32_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MLX5_QPN_DC_BE_H */

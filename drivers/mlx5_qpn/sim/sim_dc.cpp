@@ -1,0 +1,467 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The emulated device's DC data path: the "firmware" side. Tables and the queue arena live in
+ * the device's shared memory; sim_dev.cpp runs all of this under the device mutex, which models
+ * the HCA executing one thing at a time. See sim_dc.h.
+ */
+#include "sim_dc.h"
+#include "hw/mlx5_qpn_prm_wqe.h"
+
+#include <errno.h>
+#include <string.h>
+
+namespace mlx5_qpn_sim {
+
+namespace {
+
+bool
+page_used(const SimDc *dc, uint32_t p)
+{
+	return (dc->page_bits[p / 64] >> (p % 64)) & 1;
+}
+
+void
+pages_mark(SimDc *dc, uint32_t first, uint32_t n, bool used)
+{
+	for (uint32_t p = first; p < first + n; p++) {
+		if (used)
+			dc->page_bits[p / 64] |= uint64_t(1) << (p % 64);
+		else
+			dc->page_bits[p / 64] &= ~(uint64_t(1) << (p % 64));
+	}
+}
+
+/* First fit over the page bitmap: creation is a slow-path firmware command. */
+int
+pages_alloc(SimDc *dc, uint8_t *arena, uint64_t bytes, uint32_t *first, uint32_t *n)
+{
+	uint32_t need = uint32_t((bytes + DC_PAGE - 1) / DC_PAGE);
+	uint32_t run = 0;
+
+	if (need == 0 || need > DC_NB_PAGES)
+		return -ENOMEM;
+	for (uint32_t p = 0; p < DC_NB_PAGES; p++) {
+		if (dc->page_bits[p / 64] == ~uint64_t(0) && p % 64 == 0) {
+			run = 0;
+			p += 63;
+			continue;
+		}
+		run = page_used(dc, p) ? 0 : run + 1;
+		if (run == need) {
+			uint32_t f = p + 1 - need;
+			pages_mark(dc, f, need, true);
+			memset(dc_page_ptr(arena, f), 0, size_t(need) * DC_PAGE);
+			*first = f;
+			*n = need;
+			return 0;
+		}
+	}
+	return -ENOMEM;
+}
+
+template <typename T>
+int
+slot_alloc(T *tab, uint32_t cap)
+{
+	for (uint32_t i = 0; i < cap; i++)
+		if (!tab[i].live)
+			return int(i);
+	return -1;
+}
+
+void
+active_remove(SimDc *dc, uint32_t idx)
+{
+	uint32_t pos = dc->dci[idx].active_pos;
+	uint32_t last = dc->nb_active - 1;
+
+	if (pos < dc->nb_active && dc->active[pos] == idx) {
+		dc->active[pos] = dc->active[last];
+		dc->dci[dc->active[pos]].active_pos = pos;
+		__atomic_store_n(&dc->nb_active, last, __ATOMIC_RELAXED);
+	}
+}
+
+uint32_t
+cq_ci(const SimDcCq &cq)
+{
+	uint32_t be = __atomic_load_n(&cq.dbrec[0], __ATOMIC_ACQUIRE);
+	return rte_be_to_cpu_32(be) & 0xffffff;
+}
+
+uint32_t
+cq_room(const SimDcCq &cq)
+{
+	uint32_t used = (cq.pi - cq_ci(cq)) & 0xffffff;
+	uint32_t depth = uint32_t(1) << cq.log_depth;
+
+	/* A consumer index ahead of the producer is a poller's bug: treat the CQ as full rather
+	 * than overwrite CQEs it has not read. */
+	return used > depth ? 0 : depth - used;
+}
+
+void
+cqe_write(SimDc *dc, uint8_t *arena, SimDcCq &cq, const mlx5_qpn_cqe_fields &f0)
+{
+	uint32_t mask = (uint32_t(1) << cq.log_depth) - 1;
+	uint8_t *cqe = dc_page_ptr(arena, cq.page) + size_t(cq.pi & mask) * MLX5_QPN_CQE_SIZE;
+	mlx5_qpn_cqe_fields f = f0;
+
+	f.owner = uint8_t((cq.pi >> cq.log_depth) & 1);
+	uint8_t op_own = mlx5_qpn_cqe_fill(cqe, &f);
+	__atomic_store_n(cqe + MLX5_QPN_CQE_OFF_OP_OWN, op_own, __ATOMIC_RELEASE);
+	cq.pi++;
+	if (f.opcode == MLX5_QPN_PRM_CQE_REQ_ERR || f.opcode == MLX5_QPN_PRM_CQE_RESP_ERR)
+		dc->ctr.err_cqes++;
+}
+
+void
+req_err(SimDc *dc, uint8_t *arena, SimDcDci &d, SimDcCq &cq, uint16_t wqe_counter, uint8_t opcode,
+	uint8_t synd)
+{
+	mlx5_qpn_cqe_fields f = {};
+	f.opcode = MLX5_QPN_PRM_CQE_REQ_ERR;
+	f.syndrome = synd;
+	f.wqe_opcode = opcode;
+	f.qpn = d.qpn;
+	f.wqe_counter = wqe_counter;
+	cqe_write(dc, arena, cq, f);
+	/* As hardware: the QP moves to the error state; what follows is flushed. */
+	d.err = 1;
+}
+
+/* Copy n BBs from BB index bb of the ring (wrapping) into out. */
+void
+sq_copy(const uint8_t *sq, uint32_t bb_mask, uint32_t bb, uint32_t n, uint8_t *out)
+{
+	for (uint32_t i = 0; i < n; i++)
+		memcpy(out + size_t(i) * MLX5_QPN_SEND_WQE_BB,
+		       sq + size_t((bb + i) & bb_mask) * MLX5_QPN_SEND_WQE_BB, MLX5_QPN_SEND_WQE_BB);
+}
+
+void
+rx_deliver(uint8_t *arena, SimDcDct &t, uint32_t src_qpn, const uint8_t *data, uint32_t len)
+{
+	uint8_t *slot = dc_page_ptr(arena, t.page) + size_t(t.rx_pi % DC_RX_SLOTS) * DC_RX_STRIDE;
+	uint32_t *seq = reinterpret_cast<uint32_t *>(slot);
+
+	/* Seqlock: odd while the slot is written, so a reader copying it can tell. */
+	uint32_t s = __atomic_load_n(seq, __ATOMIC_RELAXED);
+	__atomic_store_n(seq, s | 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(reinterpret_cast<uint32_t *>(slot + 4), t.rx_pi, __ATOMIC_RELAXED);
+	__atomic_store_n(reinterpret_cast<uint32_t *>(slot + 8), len, __ATOMIC_RELAXED);
+	__atomic_store_n(reinterpret_cast<uint32_t *>(slot + 12), src_qpn, __ATOMIC_RELAXED);
+	memcpy(slot + DC_RX_HDR, data, len);
+	__atomic_store_n(seq, (s | 1) + 1, __ATOMIC_RELEASE);
+}
+
+/* Execute up to budget WQEs of one DCI. */
+int
+dci_execute(SimDc *dc, uint8_t *arena, SimDcDci &d, DctLookup lookup, void *ctx, uint32_t budget)
+{
+	SimDcCq &cq = dc->cq[d.cq];
+	uint32_t bb_mask = (uint32_t(1) << d.log_bbs) - 1;
+	const uint8_t *sq = dc_page_ptr(arena, d.page);
+	uint32_t db = rte_be_to_cpu_32(__atomic_load_n(&d.dbrec[MLX5_QPN_SND_DBR], __ATOMIC_ACQUIRE));
+	uint32_t pending = (db - d.exec_bb) & 0xffff;
+	uint8_t wqe[MLX5_QPN_WQE_MAX_BBS * MLX5_QPN_SEND_WQE_BB];
+	int done = 0;
+
+	if (pending > bb_mask + 1) {
+		/* A doorbell record beyond anything the ring can hold: a broken poster. */
+		if (!d.err && cq_room(cq) >= 1)
+			req_err(dc, arena, d, cq, uint16_t(d.exec_bb), 0, MLX5_QPN_SYND_LOCAL_QP_OP_ERR);
+		d.exec_bb = db & 0xffff;
+		return 1;
+	}
+	while (pending > 0 && uint32_t(done) < budget) {
+		if (cq_room(cq) < 1) {
+			dc->ctr.stalls++;
+			break;
+		}
+		uint16_t idx = uint16_t(d.exec_bb);
+		sq_copy(sq, bb_mask, d.exec_bb, 1, wqe);
+		mlx5_qpn_wqe_fields f;
+		mlx5_qpn_wqe_parse_ctrl(wqe, &f);
+		uint32_t nbb = f.ds ? mlx5_qpn_wqe_bbs(f.ds) : 1;
+		if (nbb > MLX5_QPN_WQE_MAX_BBS || nbb > pending)
+			nbb = 1; /* unusable size: complete it in error as one BB */
+		else if (nbb > 1)
+			sq_copy(sq, bb_mask, d.exec_bb + 1, nbb - 1, wqe + MLX5_QPN_SEND_WQE_BB);
+		if (d.err) {
+			req_err(dc, arena, d, cq, idx, f.opcode, MLX5_QPN_SYND_WR_FLUSH_ERR);
+		} else {
+			int synd = mlx5_qpn_wqe_parse_dc_send(wqe, size_t(nbb) * MLX5_QPN_SEND_WQE_BB, &f);
+			uint32_t dctn = f.dqp_dct & 0xffffff;
+			int t = synd ? -1 : lookup(ctx, dctn);
+			if (synd) {
+				req_err(dc, arena, d, cq, idx, f.opcode, uint8_t(synd));
+			} else if (t < 0 || !dc->dct[t].live) {
+				/* Nobody answers: the requester's retries run out. */
+				req_err(dc, arena, d, cq, idx, f.opcode,
+					MLX5_QPN_SYND_TRANSPORT_RETRY_EXC_ERR);
+			} else if (dc->dct[t].dc_key != f.dc_key) {
+				/* DC key violation: the DCT refuses; the requester sees a remote
+				 * access error and nothing is delivered. */
+				req_err(dc, arena, d, cq, idx, f.opcode, MLX5_QPN_SYND_REMOTE_ACCESS_ERR);
+			} else {
+				SimDcDct &dt = dc->dct[t];
+				SimDcCq &rcq = dc->cq[dt.cq];
+				bool sig = f.fm_ce_se & MLX5_QPN_WQE_CTRL_CQ_UPDATE;
+				uint32_t need_r = (&rcq == &cq) ? 1 + (sig ? 1 : 0) : 1;
+				if (cq_room(rcq) < need_r) {
+					/* The receiver cannot take it now (receiver-not-ready): retry
+					 * on a later pass, in order. */
+					dc->ctr.stalls++;
+					break;
+				}
+				uint32_t len = f.inl_hdr & ~MLX5_QPN_INLINE_SEG;
+				rx_deliver(arena, dt, d.qpn, f.data, len);
+				mlx5_qpn_cqe_fields r = {};
+				r.opcode = MLX5_QPN_PRM_CQE_RESP_SEND;
+				r.qpn = dt.number;
+				r.src_qpn = d.qpn;
+				r.byte_cnt = len;
+				r.wqe_counter = uint16_t(dt.rx_pi);
+				cqe_write(dc, arena, rcq, r);
+				dt.rx_pi++;
+				dc->ctr.delivered++;
+				if (sig) {
+					mlx5_qpn_cqe_fields q = {};
+					q.opcode = MLX5_QPN_PRM_CQE_REQ;
+					q.wqe_opcode = f.opcode;
+					q.qpn = d.qpn;
+					q.byte_cnt = len;
+					q.wqe_counter = idx;
+					cqe_write(dc, arena, cq, q);
+				}
+			}
+		}
+		d.exec_bb = (d.exec_bb + nbb) & 0xffff;
+		pending -= nbb;
+		dc->ctr.wqes++;
+		done++;
+	}
+	return done;
+}
+
+} // namespace
+
+uint8_t *
+dc_page_ptr(uint8_t *arena, uint32_t page)
+{
+	return arena + size_t(page) * DC_PAGE;
+}
+
+int
+dc_cq_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t log_depth,
+	     uint32_t *idx)
+{
+	if (log_depth < 1 || log_depth > DC_LOG_CQ_MAX)
+		return -EINVAL;
+	int i = slot_alloc(dc->cq, DC_MAX_CQ);
+	if (i < 0)
+		return -ENOMEM;
+	SimDcCq &c = dc->cq[i];
+	uint32_t first, n;
+	int rc = pages_alloc(dc, arena, uint64_t(MLX5_QPN_CQE_SIZE) << log_depth, &first, &n);
+	if (rc)
+		return rc;
+	uint8_t *ring = dc_page_ptr(arena, first);
+	/* Every CQE starts invalid with owner 0: the first pass (owner 0) is not valid until the
+	 * device writes a real opcode. */
+	for (uint32_t k = 0; k < (uint32_t(1) << log_depth); k++)
+		ring[size_t(k) * MLX5_QPN_CQE_SIZE + MLX5_QPN_CQE_OFF_OP_OWN] =
+			uint8_t(MLX5_QPN_CQE_OPCODE_INVALID << 4);
+	c.owner = owner;
+	c.log_depth = uint8_t(log_depth);
+	c.gen = gen;
+	c.refs = 0;
+	c.page = first;
+	c.npages = n;
+	c.pi = 0;
+	c.dbrec[0] = c.dbrec[1] = 0;
+	__atomic_store_n(&c.live, 1, __ATOMIC_RELEASE); /* last: a crash before leaves nothing */
+	dc->ctr.cqs++;
+	*idx = uint32_t(i);
+	return 0;
+}
+
+int
+dc_dci_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t qpn, uint32_t cq,
+	      uint32_t log_bbs, uint32_t uar, uint32_t *idx)
+{
+	if (cq >= DC_MAX_CQ || !dc->cq[cq].live || dc->cq[cq].owner != owner ||
+	    log_bbs > DC_LOG_SQ_MAX + DC_SQ_BB_SHIFT)
+		return -EINVAL;
+	int i = slot_alloc(dc->dci, DC_MAX_DCI);
+	if (i < 0)
+		return -ENOMEM;
+	SimDcDci &d = dc->dci[i];
+	uint32_t first, n;
+	int rc = pages_alloc(dc, arena, uint64_t(MLX5_QPN_SEND_WQE_BB) << log_bbs, &first, &n);
+	if (rc)
+		return rc;
+	d.owner = owner;
+	d.err = 0;
+	d.log_bbs = uint8_t(log_bbs);
+	d.gen = gen;
+	d.qpn = qpn;
+	d.cq = cq;
+	d.page = first;
+	d.npages = n;
+	d.exec_bb = 0;
+	d.uar = uar;
+	d.dbrec[0] = d.dbrec[1] = 0;
+	d.active_pos = dc->nb_active;
+	dc->active[dc->nb_active] = uint16_t(i);
+	__atomic_store_n(&d.live, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&dc->nb_active, dc->nb_active + 1, __ATOMIC_RELEASE);
+	dc->cq[cq].refs++;
+	dc->ctr.dcis++;
+	*idx = uint32_t(i);
+	return 0;
+}
+
+int
+dc_dct_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t number,
+	      uint32_t cq, uint64_t dc_key, uint32_t *idx)
+{
+	if (cq >= DC_MAX_CQ || !dc->cq[cq].live || dc->cq[cq].owner != owner)
+		return -EINVAL;
+	int i = slot_alloc(dc->dct, DC_MAX_DCT);
+	if (i < 0)
+		return -ENOMEM;
+	SimDcDct &t = dc->dct[i];
+	uint32_t first, n;
+	int rc = pages_alloc(dc, arena, uint64_t(DC_RX_SLOTS) * DC_RX_STRIDE, &first, &n);
+	if (rc)
+		return rc;
+	t.owner = owner;
+	t.gen = gen;
+	t.number = number;
+	t.cq = cq;
+	t.page = first;
+	t.npages = n;
+	t.rx_pi = 0;
+	t.dc_key = dc_key;
+	__atomic_store_n(&t.live, 1, __ATOMIC_RELEASE);
+	dc->cq[cq].refs++;
+	dc->ctr.dcts++;
+	*idx = uint32_t(i);
+	return 0;
+}
+
+int
+dc_cq_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen)
+{
+	if (idx >= DC_MAX_CQ || !dc->cq[idx].live || dc->cq[idx].owner != owner ||
+	    dc->cq[idx].gen != gen)
+		return -EINVAL;
+	SimDcCq &c = dc->cq[idx];
+	if (c.refs)
+		return -EBUSY;
+	__atomic_store_n(&c.live, 0, __ATOMIC_RELEASE);
+	pages_mark(dc, c.page, c.npages, false);
+	dc->ctr.cqs--;
+	return 0;
+}
+
+int
+dc_dci_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen)
+{
+	if (idx >= DC_MAX_DCI || !dc->dci[idx].live || dc->dci[idx].owner != owner ||
+	    dc->dci[idx].gen != gen)
+		return -EINVAL;
+	SimDcDci &d = dc->dci[idx];
+	active_remove(dc, idx);
+	__atomic_store_n(&d.live, 0, __ATOMIC_RELEASE);
+	pages_mark(dc, d.page, d.npages, false);
+	if (dc->cq[d.cq].refs)
+		dc->cq[d.cq].refs--;
+	dc->ctr.dcis--;
+	return 0;
+}
+
+int
+dc_dct_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen)
+{
+	if (idx >= DC_MAX_DCT || !dc->dct[idx].live || dc->dct[idx].owner != owner ||
+	    dc->dct[idx].gen != gen)
+		return -EINVAL;
+	SimDcDct &t = dc->dct[idx];
+	__atomic_store_n(&t.live, 0, __ATOMIC_RELEASE);
+	pages_mark(dc, t.page, t.npages, false);
+	if (dc->cq[t.cq].refs)
+		dc->cq[t.cq].refs--;
+	dc->ctr.dcts--;
+	return 0;
+}
+
+void
+dc_owner_release(SimDc *dc, uint16_t owner)
+{
+	/* QPs first, so that their CQs have no users left. */
+	for (uint32_t i = 0; i < DC_MAX_DCI; i++)
+		if (dc->dci[i].live && dc->dci[i].owner == owner)
+			dc_dci_destroy(dc, owner, i, dc->dci[i].gen);
+	for (uint32_t i = 0; i < DC_MAX_DCT; i++)
+		if (dc->dct[i].live && dc->dct[i].owner == owner)
+			dc_dct_destroy(dc, owner, i, dc->dct[i].gen);
+	for (uint32_t i = 0; i < DC_MAX_CQ; i++) {
+		if (dc->cq[i].live && dc->cq[i].owner == owner) {
+			dc->cq[i].refs = 0; /* a QP of another owner on it is impossible (checked) */
+			dc_cq_destroy(dc, owner, i, dc->cq[i].gen);
+		}
+	}
+}
+
+void
+dc_rebuild(SimDc *dc)
+{
+	memset(dc->page_bits, 0, sizeof(dc->page_bits));
+	dc->nb_active = 0;
+	dc->ctr.cqs = dc->ctr.dcis = dc->ctr.dcts = 0;
+	for (uint32_t i = 0; i < DC_MAX_CQ; i++) {
+		if (!dc->cq[i].live)
+			continue;
+		dc->cq[i].refs = 0;
+		pages_mark(dc, dc->cq[i].page, dc->cq[i].npages, true);
+		dc->ctr.cqs++;
+	}
+	for (uint32_t i = 0; i < DC_MAX_DCI; i++) {
+		SimDcDci &d = dc->dci[i];
+		if (!d.live)
+			continue;
+		pages_mark(dc, d.page, d.npages, true);
+		d.active_pos = dc->nb_active;
+		dc->active[dc->nb_active++] = uint16_t(i);
+		dc->cq[d.cq].refs++;
+		dc->ctr.dcis++;
+	}
+	for (uint32_t i = 0; i < DC_MAX_DCT; i++) {
+		if (!dc->dct[i].live)
+			continue;
+		pages_mark(dc, dc->dct[i].page, dc->dct[i].npages, true);
+		dc->cq[dc->dct[i].cq].refs++;
+		dc->ctr.dcts++;
+	}
+}
+
+int
+dc_execute(SimDc *dc, uint8_t *arena, DctLookup lookup, void *ctx)
+{
+	uint32_t total = 0;
+
+	for (uint32_t k = 0; k < dc->nb_active && total < DC_EXEC_BUDGET; k++) {
+		SimDcDci &d = dc->dci[dc->active[k]];
+		uint32_t budget = DC_EXEC_BUDGET - total;
+		if (budget > DC_EXEC_BUDGET_PER_DCI)
+			budget = DC_EXEC_BUDGET_PER_DCI;
+		total += uint32_t(dci_execute(dc, arena, d, lookup, ctx, budget));
+	}
+	return int(total);
+}
+
+} // namespace mlx5_qpn_sim

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef MLX5_QPN_SIM_DC_H
+#define MLX5_QPN_SIM_DC_H
+
+/*
+ * Internal: the DC data path of the emulated device — tables of CQs, DCIs and DCTs and a queue
+ * arena, all inside the device's shared memory (SimShm), and the "firmware" that executes send
+ * WQEs. Every function here runs under the device mutex (sim_dev.cpp takes it); the application
+ * side (post, ring, poll) never calls in: it touches only the queue memory handed out at create
+ * (SQ ring, CQ ring, doorbell records, UAR register), as with a real HCA.
+ *
+ * Cross-process ordering: the application publishes a doorbell record with release order and
+ * the device reads it with acquire; the device publishes each CQE's op_own byte with release and
+ * the poller reads it with acquire; CQ consumer indices go back the same way.
+ */
+
+#include <stdint.h>
+
+namespace mlx5_qpn_sim {
+
+constexpr uint32_t DC_MAX_CQ = 4096;
+constexpr uint32_t DC_MAX_DCI = 4096;
+constexpr uint32_t DC_MAX_DCT = 4096;
+constexpr uint32_t DC_PAGE = 4096;
+constexpr uint64_t DC_ARENA = uint64_t(64) << 20;   /* sparse: pages exist once touched */
+constexpr uint32_t DC_NB_PAGES = uint32_t(DC_ARENA / DC_PAGE);
+constexpr uint32_t DC_LOG_CQ_MAX = 16;
+constexpr uint32_t DC_LOG_SQ_MAX = 12;
+/* Send queues hold 8 BBs per WQE (the largest DC SEND is 6): a full queue of the largest WQEs
+ * fits, so "full" is decided by the WQE count alone. */
+constexpr uint32_t DC_SQ_BB_SHIFT = 3;
+constexpr uint32_t DC_RX_SLOTS = 64;       /* DCT receive ring, see mlx5_qpn_sim.h */
+constexpr uint32_t DC_RX_STRIDE = 320;
+constexpr uint32_t DC_RX_HDR = 64;
+constexpr uint32_t DC_EXEC_BUDGET_PER_DCI = 64;
+constexpr uint32_t DC_EXEC_BUDGET = 8192;
+
+struct alignas(64) SimDcCq {
+	uint32_t live;
+	uint16_t owner;
+	uint8_t log_depth;
+	uint8_t rsvd;
+	uint32_t gen;
+	uint32_t refs;        /* QPs that complete on it */
+	uint32_t page;
+	uint32_t npages;
+	uint32_t pi;          /* producer index (device only) */
+	alignas(64) uint32_t dbrec[2]; /* written by the poller: [0] consumer index, be32 */
+};
+
+struct alignas(64) SimDcDci {
+	uint32_t live;
+	uint16_t owner;
+	uint8_t err;          /* in error: later WQEs are flushed */
+	uint8_t log_bbs;
+	uint32_t gen;
+	uint32_t qpn;
+	uint32_t cq;
+	uint32_t page;
+	uint32_t npages;
+	uint32_t exec_bb;     /* next BB the device executes (device only) */
+	uint32_t active_pos;  /* index in SimDc::active */
+	uint32_t uar;         /* UAR page whose register it rings */
+	alignas(64) uint32_t dbrec[2]; /* written by the poster: [1] send counter, be32 */
+};
+
+struct alignas(64) SimDcDct {
+	uint32_t live;
+	uint16_t owner;
+	uint16_t rsvd;
+	uint32_t gen;
+	uint32_t number;
+	uint32_t cq;
+	uint32_t page;
+	uint32_t npages;
+	uint32_t rx_pi;       /* messages delivered (device only) */
+	uint64_t dc_key;
+};
+
+struct SimDcCounters {
+	uint64_t wqes;        /* WQEs executed (good or error) */
+	uint64_t delivered;   /* SENDs delivered to a DCT */
+	uint64_t err_cqes;    /* error CQEs written (flushes included) */
+	uint64_t stalls;      /* executions postponed for a full CQ */
+	uint32_t cqs, dcis, dcts;
+	uint32_t rsvd;
+};
+
+struct SimDc {
+	uint64_t page_bits[DC_NB_PAGES / 64];
+	uint32_t nb_active;   /* live DCIs, listed in active[] (atomic read by idle checks) */
+	uint32_t rsvd;
+	SimDcCounters ctr;
+	uint16_t active[DC_MAX_DCI];
+	SimDcCq cq[DC_MAX_CQ];
+	SimDcDci dci[DC_MAX_DCI];
+	SimDcDct dct[DC_MAX_DCT];
+};
+
+/* Returns the DCT table index of DCT number dctn, or -1. */
+using DctLookup = int (*)(void *ctx, uint32_t dctn);
+
+uint8_t *dc_page_ptr(uint8_t *arena, uint32_t page);
+
+/* Create; return 0 and the table index, or -ENOMEM (no slot or no arena room), -EINVAL. */
+int dc_cq_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t log_depth,
+		 uint32_t *idx);
+int dc_dci_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t qpn,
+		  uint32_t cq, uint32_t log_bbs, uint32_t uar, uint32_t *idx);
+int dc_dct_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t number,
+		  uint32_t cq, uint64_t dc_key, uint32_t *idx);
+/* Destroy; -EINVAL if it is not (owner, gen)'s; a CQ still used by QPs: -EBUSY. */
+int dc_cq_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen);
+int dc_dci_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen);
+int dc_dct_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen);
+/* Free everything an owner slot holds (its QPNs are records: sim_dev.cpp frees those). */
+void dc_owner_release(SimDc *dc, uint16_t owner);
+/* After a process died inside a command: rebuild the page bitmap, the active list, the refs. */
+void dc_rebuild(SimDc *dc);
+/* Execute rung WQEs of every live DCI (bounded). Returns WQEs executed. */
+int dc_execute(SimDc *dc, uint8_t *arena, DctLookup lookup, void *ctx);
+
+} // namespace mlx5_qpn_sim
+
+#endif
