@@ -310,3 +310,37 @@ TEST(DevConcurrency, ThreadsAllocateThroughTheDriver)
 	EXPECT_EQ(st.pool.in_use, 0u);
 	mlx5_qpn_dev_close(dev);
 }
+
+/* The parser against a few thousand mutated devargs strings: -EINVAL or 0, never a crash (the
+ * libFuzzer target tests/fuzz/fuzz_devargs.cpp does the same at scale under clang). */
+TEST(DevArgs, MutatedStringsAreRefusedCleanly)
+{
+	const std::string seeds[] = {
+		"sim0,guid=0x0002c90300a1b2c3,ports=2,cache=32,reserved_qpn=yes",
+		"ib=mlx5_0,quarantine_us=1000,log_range=4,max_qpns=4096",
+		"sim1,cores=0-3,numa=0,fault_fw_rate=10,fault_fw_status=0xf,limit=64",
+	};
+	const char alphabet[] = "=,x0123456789abcdefsim_ib-:\"' \t";
+	unsigned r = 12345;
+	int accepted = 0, refused = 0;
+	for (int i = 0; i < 6000; i++) {
+		std::string s = seeds[i % 3];
+		int edits = 1 + i % 4;
+		for (int e = 0; e < edits; e++) {
+			r = r * 1103515245u + 12345u;
+			size_t pos = (r >> 8) % (s.size() + 1);
+			char c = alphabet[(r >> 20) % (sizeof(alphabet) - 1)];
+			switch ((r >> 4) % 3) {
+			case 0: s.insert(pos, 1, c); break;
+			case 1: if (pos < s.size()) s.erase(pos, 1); break;
+			default: if (pos < s.size()) s[pos] = c; break;
+			}
+		}
+		struct mlx5_qpn_devargs da;
+		int rc = mlx5_qpn_devargs_parse(s.c_str(), &da);
+		ASSERT_TRUE(rc == 0 || rc == -EINVAL) << s;
+		(rc == 0 ? accepted : refused)++;
+	}
+	EXPECT_GT(refused, 1000);
+	EXPECT_GT(accepted, 10);
+}
