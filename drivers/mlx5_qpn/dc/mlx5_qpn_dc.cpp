@@ -1,20 +1,503 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* DC data path: placeholder until the emulated data path lands (every call -EOPNOTSUPP). */
-#include <cerrno>
+/*
+ * DC data path, driver side: what rdma-core's mlx5 provider does for a DCI, a DCT and a CQ,
+ * over queues the backend hands out. Posting builds mlx5 send WQEs in the SQ ring, ringing
+ * publishes the send counter in the doorbell record and writes the first 8 bytes of the last
+ * control segment to the UAR register, polling reads CQEs by their owner bit and publishes the
+ * consumer index. None of these three calls takes a lock or calls into the device.
+ *
+ * Only the emulated device has a data path here (sim/); on hardware every call is -EOPNOTSUPP.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_common.h>
+#include <rte_log.h>
 
 #include "mlx5_qpn_dc.h"
+#include "mlx5_qpn_dev_internal.h"
+#include "dc/mlx5_qpn_dc_be.h"
+#include "hw/mlx5_qpn_prm_wqe.h"
+#include "sim/mlx5_qpn_sim.h"
+
+RTE_LOG_REGISTER(mlx5_qpn_dc_logtype, mlx5_qpn.dc, INFO);
+
+#define DC_LOG(level, fmt, ...) \
+	rte_log(RTE_LOG_##level, mlx5_qpn_dc_logtype, "mlx5_qpn_dc: " fmt "\n", ##__VA_ARGS__)
+
+static_assert(MLX5_QPN_CQE_REQ == MLX5_QPN_PRM_CQE_REQ, "CQE opcode");
+static_assert(MLX5_QPN_CQE_RESP_SEND == MLX5_QPN_PRM_CQE_RESP_SEND, "CQE opcode");
+static_assert(MLX5_QPN_CQE_REQ_ERR == MLX5_QPN_PRM_CQE_REQ_ERR, "CQE opcode");
+static_assert(MLX5_QPN_CQE_RESP_ERR == MLX5_QPN_PRM_CQE_RESP_ERR, "CQE opcode");
+static_assert(MLX5_QPN_DC_MAX_INLINE == MLX5_QPN_WQE_MAX_INLINE, "inline limit");
+
+namespace {
+
+/* Largest log2 of a send queue in WQEs; the ring has 8 BBs per WQE (the largest SEND has 6). */
+constexpr uint32_t LOG_SQ_MAX = 12;
+constexpr uint32_t SQ_BB_SHIFT = 3;
+
+} // namespace
+
+struct mlx5_qpn_dci;
+
+/* Process-local CQ: its ring is in device memory; the map finds the DCI of a requester CQE
+ * (like the provider's QP table), to return the wr_id and free the send queue slot. */
+struct mlx5_qpn_cq {
+	struct mlx5_qpn_backend *be;
+	struct mlx5_qpn_sim_cq_info info;
+	uint8_t *ring;
+	uint32_t *dbrec;
+	uint32_t ci;
+	uint32_t log_depth;
+	uint32_t nb_qps;
+	uint32_t map_cap;      /* power of two */
+	uint32_t map_used;
+	struct mlx5_qpn_dci **map;
+	struct mlx5_qpn_dci *last;
+};
+
+struct mlx5_qpn_dci {
+	struct mlx5_qpn_cq *cq;
+	struct mlx5_qpn_sim_dci_info info;
+	uint8_t *sq;
+	uint32_t bb_mask;
+	uint32_t pi_bb;        /* BB producer counter */
+	uint32_t rung_bb;      /* last counter published */
+	uint32_t max_wqes;
+	uint32_t posted;
+	uint32_t completed;    /* written by the CQ poller (atomic) */
+	uint8_t last_ctrl[8];  /* first 8 bytes of the last WQE's control segment */
+	uint64_t *wrid;        /* per BB index of a WQE's first BB */
+};
+
+struct mlx5_qpn_dct {
+	struct mlx5_qpn_cq *cq;
+	struct mlx5_qpn_sim_dct_info info;
+};
+
+namespace {
+
+uint32_t
+map_slot(uint32_t qpn, uint32_t cap)
+{
+	return (qpn * 0x9e3779b1u) & (cap - 1);
+}
+
+bool
+map_insert(mlx5_qpn_cq *cq, mlx5_qpn_dci *dci)
+{
+	if ((cq->map_used + 1) * 2 > cq->map_cap) {
+		uint32_t cap = cq->map_cap ? cq->map_cap * 2 : 16;
+		auto **m = static_cast<mlx5_qpn_dci **>(calloc(cap, sizeof(mlx5_qpn_dci *)));
+		if (!m)
+			return false;
+		for (uint32_t i = 0; i < cq->map_cap; i++) {
+			mlx5_qpn_dci *x = cq->map[i];
+			if (!x)
+				continue;
+			uint32_t j = map_slot(x->info.qpn, cap);
+			while (m[j])
+				j = (j + 1) & (cap - 1);
+			m[j] = x;
+		}
+		free(cq->map);
+		cq->map = m;
+		cq->map_cap = cap;
+	}
+	uint32_t j = map_slot(dci->info.qpn, cq->map_cap);
+	while (cq->map[j])
+		j = (j + 1) & (cq->map_cap - 1);
+	cq->map[j] = dci;
+	cq->map_used++;
+	return true;
+}
+
+mlx5_qpn_dci *
+map_find(mlx5_qpn_cq *cq, uint32_t qpn)
+{
+	if (cq->last && cq->last->info.qpn == qpn)
+		return cq->last;
+	if (!cq->map_cap)
+		return nullptr;
+	for (uint32_t j = map_slot(qpn, cq->map_cap);; j = (j + 1) & (cq->map_cap - 1)) {
+		mlx5_qpn_dci *x = cq->map[j];
+		if (!x)
+			return nullptr;
+		if (x->info.qpn == qpn) {
+			cq->last = x;
+			return x;
+		}
+	}
+}
+
+void
+map_remove(mlx5_qpn_cq *cq, mlx5_qpn_dci *dci)
+{
+	if (cq->last == dci)
+		cq->last = nullptr;
+	if (!cq->map_cap)
+		return;
+	uint32_t mask = cq->map_cap - 1;
+	uint32_t i = map_slot(dci->info.qpn, cq->map_cap);
+	while (cq->map[i] && cq->map[i] != dci)
+		i = (i + 1) & mask;
+	if (!cq->map[i])
+		return;
+	/* Backward-shift deletion keeps every probe chain unbroken. */
+	cq->map[i] = nullptr;
+	for (uint32_t j = (i + 1) & mask; cq->map[j]; j = (j + 1) & mask) {
+		uint32_t k = map_slot(cq->map[j]->info.qpn, cq->map_cap);
+		bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+		if (stays)
+			continue;
+		cq->map[i] = cq->map[j];
+		cq->map[j] = nullptr;
+		i = j;
+	}
+	cq->map_used--;
+}
+
+/* The backend of a device with a data path, or NULL (and why, in *rc). */
+mlx5_qpn_backend *
+dc_backend(mlx5_qpn_dev *dev, const char *what, int *rc)
+{
+	if (!dev) {
+		*rc = -EINVAL;
+		return nullptr;
+	}
+	if (mlx5_qpn_dev_is_sim(dev) != 1) {
+		if (what) /* not for the service body, which a loop may call */
+			DC_LOG(ERR, "%s: the DC data path exists only on the emulated device", what);
+		*rc = -EOPNOTSUPP;
+		return nullptr;
+	}
+	mlx5_qpn_backend *be = mlx5_qpn_dev_backend(dev);
+	*rc = be ? 0 : -EINVAL;
+	return be;
+}
+
+} // namespace
 
 extern "C" {
-int mlx5_qpn_cq_create(struct mlx5_qpn_dev *, uint32_t, struct mlx5_qpn_cq **) { return -EOPNOTSUPP; }
-void mlx5_qpn_cq_destroy(struct mlx5_qpn_cq *) {}
-int mlx5_qpn_cq_poll(struct mlx5_qpn_cq *, struct mlx5_qpn_wc *, unsigned int) { return -EINVAL; }
-int mlx5_qpn_dct_create(struct mlx5_qpn_dev *, struct mlx5_qpn_cq *, uint64_t, struct mlx5_qpn_dct **) { return -EOPNOTSUPP; }
-uint32_t mlx5_qpn_dct_number(const struct mlx5_qpn_dct *) { return 0; }
-void mlx5_qpn_dct_destroy(struct mlx5_qpn_dct *) {}
-int mlx5_qpn_dci_create(struct mlx5_qpn_dev *, struct mlx5_qpn_cq *, uint32_t, struct mlx5_qpn_dci **) { return -EOPNOTSUPP; }
-uint32_t mlx5_qpn_dci_qpn(const struct mlx5_qpn_dci *) { return 0; }
-int mlx5_qpn_dci_post_send(struct mlx5_qpn_dci *, uint32_t, uint64_t, const void *, uint32_t, uint64_t) { return -EOPNOTSUPP; }
-void mlx5_qpn_dci_ring(struct mlx5_qpn_dci *) {}
-void mlx5_qpn_dci_destroy(struct mlx5_qpn_dci *) {}
-int mlx5_qpn_dev_service_run(struct mlx5_qpn_dev *) { return -EOPNOTSUPP; }
+
+int
+mlx5_qpn_cq_create_be(struct mlx5_qpn_backend *be, uint32_t log_depth, struct mlx5_qpn_cq **cq)
+{
+	if (!be || !cq)
+		return -EINVAL;
+	if (log_depth < 1 || log_depth > 16) {
+		DC_LOG(ERR, "CQ log_depth %u outside [1, 16]", log_depth);
+		return -EINVAL;
+	}
+	auto *c = static_cast<mlx5_qpn_cq *>(calloc(1, sizeof(mlx5_qpn_cq)));
+	if (!c)
+		return -ENOMEM;
+	int rc = mlx5_qpn_sim_cq_alloc(be, log_depth, &c->info);
+	if (rc) {
+		free(c);
+		return rc;
+	}
+	c->be = be;
+	c->ring = static_cast<uint8_t *>(c->info.ring);
+	c->dbrec = c->info.dbrec;
+	c->log_depth = log_depth;
+	*cq = c;
+	return 0;
 }
+
+int
+mlx5_qpn_cq_create(struct mlx5_qpn_dev *dev, uint32_t log_depth, struct mlx5_qpn_cq **cq)
+{
+	int rc;
+	mlx5_qpn_backend *be = dc_backend(dev, "cq_create", &rc);
+
+	if (!be)
+		return rc;
+	return mlx5_qpn_cq_create_be(be, log_depth, cq);
+}
+
+void
+mlx5_qpn_cq_destroy(struct mlx5_qpn_cq *cq)
+{
+	if (!cq)
+		return;
+	if (cq->nb_qps) {
+		/* Freeing it would let the device write completions into reused memory. */
+		DC_LOG(ERR, "CQ %u is still used by %u QPs: not destroyed", cq->info.cqn, cq->nb_qps);
+		return;
+	}
+	int rc = mlx5_qpn_sim_cq_free(cq->be, &cq->info);
+	if (rc)
+		DC_LOG(ERR, "CQ %u: device refused to destroy it: %s", cq->info.cqn, strerror(-rc));
+	free(cq->map);
+	free(cq);
+}
+
+int
+mlx5_qpn_cq_poll(struct mlx5_qpn_cq *cq, struct mlx5_qpn_wc *wc, unsigned int n)
+{
+	if (!cq || (!wc && n))
+		return -EINVAL;
+	uint32_t mask = (uint32_t(1) << cq->log_depth) - 1;
+	unsigned int k = 0;
+
+	for (; k < n; k++) {
+		uint8_t *cqe = cq->ring + size_t(cq->ci & mask) * MLX5_QPN_CQE_SIZE;
+		uint8_t op_own = __atomic_load_n(cqe + MLX5_QPN_CQE_OFF_OP_OWN, __ATOMIC_ACQUIRE);
+		if (!mlx5_qpn_cqe_is_sw_owned(op_own, cq->ci, cq->log_depth))
+			break;
+		mlx5_qpn_cqe_fields f;
+		mlx5_qpn_cqe_parse(cqe, op_own, &f);
+		mlx5_qpn_wc &w = wc[k];
+		w.wr_id = 0;
+		w.qpn = f.qpn;
+		w.src_qpn = 0;
+		w.byte_len = f.byte_cnt;
+		w.wqe_counter = f.wqe_counter;
+		w.opcode = f.opcode;
+		w.syndrome = f.syndrome;
+		if (f.opcode == MLX5_QPN_CQE_REQ || f.opcode == MLX5_QPN_CQE_REQ_ERR) {
+			mlx5_qpn_dci *d = map_find(cq, f.qpn);
+			if (d) {
+				w.wr_id = d->wrid[f.wqe_counter & d->bb_mask];
+				/* Every WQE completes exactly once (all are signaled; errors
+				 * always complete): its SQ room is free again. */
+				__atomic_store_n(&d->completed, d->completed + 1, __ATOMIC_RELEASE);
+			}
+			if (f.opcode == MLX5_QPN_CQE_REQ_ERR)
+				w.byte_len = 0;
+		} else {
+			w.src_qpn = f.src_qpn;
+		}
+		cq->ci++;
+	}
+	if (k)
+		__atomic_store_n(&cq->dbrec[MLX5_QPN_CQ_SET_CI], rte_cpu_to_be_32(cq->ci & 0xffffff),
+				 __ATOMIC_RELEASE);
+	return int(k);
+}
+
+int
+mlx5_qpn_dct_create_cq(struct mlx5_qpn_cq *cq, uint64_t dc_key, struct mlx5_qpn_dct **dct)
+{
+	if (!cq || !dct)
+		return -EINVAL;
+	auto *t = static_cast<mlx5_qpn_dct *>(calloc(1, sizeof(mlx5_qpn_dct)));
+	if (!t)
+		return -ENOMEM;
+	int rc = mlx5_qpn_sim_dct_alloc(cq->be, &cq->info, dc_key, &t->info);
+	if (rc) {
+		free(t);
+		return rc;
+	}
+	t->cq = cq;
+	cq->nb_qps++;
+	*dct = t;
+	return 0;
+}
+
+int
+mlx5_qpn_dct_create(struct mlx5_qpn_dev *dev, struct mlx5_qpn_cq *cq, uint64_t dc_key,
+		    struct mlx5_qpn_dct **dct)
+{
+	int rc;
+	mlx5_qpn_backend *be = dc_backend(dev, "dct_create", &rc);
+
+	if (!be)
+		return rc;
+	if (!cq || cq->be != be) {
+		DC_LOG(ERR, "dct_create: the CQ is not one of this device");
+		return -EINVAL;
+	}
+	return mlx5_qpn_dct_create_cq(cq, dc_key, dct);
+}
+
+uint32_t
+mlx5_qpn_dct_number(const struct mlx5_qpn_dct *dct)
+{
+	return dct ? dct->info.dctn : 0;
+}
+
+void
+mlx5_qpn_dct_destroy(struct mlx5_qpn_dct *dct)
+{
+	if (!dct)
+		return;
+	int rc = mlx5_qpn_sim_dct_free(dct->cq->be, &dct->info);
+	if (rc)
+		DC_LOG(ERR, "DCT 0x%x: device refused to destroy it: %s", dct->info.dctn,
+		       strerror(-rc));
+	dct->cq->nb_qps--;
+	free(dct);
+}
+
+int
+mlx5_qpn_dct_read(const struct mlx5_qpn_dct *dct, uint16_t wqe_counter, void *buf, uint32_t len)
+{
+	if (!dct || (!buf && len))
+		return -EINVAL;
+	const uint8_t *slot = static_cast<const uint8_t *>(dct->info.rx) +
+			      size_t(wqe_counter % dct->info.rx_slots) * MLX5_QPN_SIM_DC_RX_STRIDE;
+	const uint32_t *w = reinterpret_cast<const uint32_t *>(slot);
+	/* Seqlock read: the device may reuse the slot for a later message meanwhile. */
+	uint32_t s1 = __atomic_load_n(&w[0], __ATOMIC_ACQUIRE);
+	uint32_t cnt = __atomic_load_n(&w[1], __ATOMIC_RELAXED);
+	uint32_t mlen = __atomic_load_n(&w[2], __ATOMIC_RELAXED);
+	if ((s1 & 1) || s1 == 0 || uint16_t(cnt) != wqe_counter || mlen > MLX5_QPN_DC_MAX_INLINE)
+		return -ESTALE;
+	uint32_t n = RTE_MIN(len, mlen);
+	for (uint32_t i = 0; i < n; i++)
+		static_cast<uint8_t *>(buf)[i] =
+			__atomic_load_n(slot + MLX5_QPN_SIM_DC_RX_DATA + i, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&w[0], __ATOMIC_RELAXED) != s1)
+		return -ESTALE;
+	return int(mlen);
+}
+
+int
+mlx5_qpn_dci_create_cq(struct mlx5_qpn_cq *cq, uint32_t log_sq_depth, struct mlx5_qpn_dci **dci)
+{
+	if (!cq || !dci)
+		return -EINVAL;
+	if (log_sq_depth > LOG_SQ_MAX) {
+		DC_LOG(ERR, "DCI log_sq_depth %u above %u", log_sq_depth, LOG_SQ_MAX);
+		return -EINVAL;
+	}
+	uint32_t log_bbs = log_sq_depth + SQ_BB_SHIFT;
+	auto *d = static_cast<mlx5_qpn_dci *>(calloc(1, sizeof(mlx5_qpn_dci)));
+	if (!d)
+		return -ENOMEM;
+	d->wrid = static_cast<uint64_t *>(calloc(size_t(1) << log_bbs, sizeof(uint64_t)));
+	if (!d->wrid) {
+		free(d);
+		return -ENOMEM;
+	}
+	int rc = mlx5_qpn_sim_dci_alloc(cq->be, &cq->info, log_bbs, &d->info);
+	if (rc) {
+		free(d->wrid);
+		free(d);
+		return rc;
+	}
+	if (!map_insert(cq, d)) {
+		mlx5_qpn_sim_dci_free(cq->be, &d->info);
+		free(d->wrid);
+		free(d);
+		return -ENOMEM;
+	}
+	d->cq = cq;
+	d->sq = static_cast<uint8_t *>(d->info.sq);
+	d->bb_mask = (uint32_t(1) << log_bbs) - 1;
+	d->max_wqes = uint32_t(1) << log_sq_depth;
+	cq->nb_qps++;
+	*dci = d;
+	return 0;
+}
+
+int
+mlx5_qpn_dci_create(struct mlx5_qpn_dev *dev, struct mlx5_qpn_cq *cq, uint32_t log_sq_depth,
+		    struct mlx5_qpn_dci **dci)
+{
+	int rc;
+	mlx5_qpn_backend *be = dc_backend(dev, "dci_create", &rc);
+
+	if (!be)
+		return rc;
+	if (!cq || cq->be != be) {
+		DC_LOG(ERR, "dci_create: the CQ is not one of this device");
+		return -EINVAL;
+	}
+	return mlx5_qpn_dci_create_cq(cq, log_sq_depth, dci);
+}
+
+uint32_t
+mlx5_qpn_dci_qpn(const struct mlx5_qpn_dci *dci)
+{
+	return dci ? dci->info.qpn : 0;
+}
+
+int
+mlx5_qpn_dci_post_send(struct mlx5_qpn_dci *dci, uint32_t dctn, uint64_t dc_key, const void *buf,
+		       uint32_t len, uint64_t wr_id)
+{
+	if (!dci || len > MLX5_QPN_DC_MAX_INLINE || (!buf && len) || dctn > 0xffffff)
+		return -EINVAL;
+	if (dci->posted - __atomic_load_n(&dci->completed, __ATOMIC_ACQUIRE) >= dci->max_wqes)
+		return -ENOBUFS;
+	alignas(16) uint8_t wqe[MLX5_QPN_WQE_MAX_BBS * MLX5_QPN_SEND_WQE_BB];
+	int ds = mlx5_qpn_wqe_build_dc_send(wqe, uint16_t(dci->pi_bb), dci->info.qpn, dctn, dc_key,
+					    buf, len, MLX5_QPN_WQE_CTRL_CQ_UPDATE);
+	if (ds < 0)
+		return ds;
+	uint32_t nbb = mlx5_qpn_wqe_bbs(uint32_t(ds));
+	size_t bytes = size_t(ds) * MLX5_QPN_SEND_WQE_DS;
+	/* BB by BB: a WQE that runs past the end of the ring continues at its start. */
+	for (uint32_t i = 0; i < nbb; i++) {
+		size_t off = size_t(i) * MLX5_QPN_SEND_WQE_BB;
+		size_t chunk = RTE_MIN(size_t(MLX5_QPN_SEND_WQE_BB), bytes - off);
+		memcpy(dci->sq + size_t((dci->pi_bb + i) & dci->bb_mask) * MLX5_QPN_SEND_WQE_BB,
+		       wqe + off, chunk);
+	}
+	dci->wrid[dci->pi_bb & dci->bb_mask] = wr_id;
+	memcpy(dci->last_ctrl, wqe, sizeof(dci->last_ctrl));
+	dci->pi_bb += nbb;
+	dci->posted++;
+	return 0;
+}
+
+void
+mlx5_qpn_dci_ring(struct mlx5_qpn_dci *dci)
+{
+	if (!dci || dci->pi_bb == dci->rung_bb)
+		return;
+	/* The record first (the device executes up to it), then the register. */
+	__atomic_store_n(&dci->info.dbrec[MLX5_QPN_SND_DBR], rte_cpu_to_be_32(dci->pi_bb & 0xffff),
+			 __ATOMIC_RELEASE);
+	uint64_t v;
+	memcpy(&v, dci->last_ctrl, sizeof(v));
+	__atomic_store_n(static_cast<uint64_t *>(dci->info.uar_reg), v, __ATOMIC_RELEASE);
+	dci->rung_bb = dci->pi_bb;
+}
+
+void
+mlx5_qpn_dci_destroy(struct mlx5_qpn_dci *dci)
+{
+	if (!dci)
+		return;
+	int rc = mlx5_qpn_sim_dci_free(dci->cq->be, &dci->info);
+	if (rc)
+		DC_LOG(ERR, "DCI 0x%x: device refused to destroy it: %s", dci->info.qpn,
+		       strerror(-rc));
+	map_remove(dci->cq, dci);
+	dci->cq->nb_qps--;
+	free(dci->wrid);
+	free(dci);
+}
+
+int
+mlx5_qpn_dc_service_run_be(struct mlx5_qpn_backend *be)
+{
+	if (!be)
+		return -EINVAL;
+	int rc = mlx5_qpn_sim_dc_run(be);
+	if (rc < 0)
+		return rc;
+	/* Count the doorbell writes too, as the registered service does. */
+	mlx5_qpn_sim_poll(be);
+	return rc;
+}
+
+int
+mlx5_qpn_dev_service_run(struct mlx5_qpn_dev *dev)
+{
+	int rc;
+	mlx5_qpn_backend *be = dc_backend(dev, nullptr, &rc);
+
+	if (!be)
+		return rc;
+	return mlx5_qpn_dc_service_run_be(be);
+}
+
+} /* extern "C" */
