@@ -120,34 +120,33 @@ uint32_t cm_timewait_ms(const run_config &cfg)
 
 void roles_assign(run_ctx *ctx)
 {
-	std::vector<unsigned> workers;
+	/* Plain arrays: lcore ids only. */
+	unsigned workers[RTE_MAX_LCORE], nw = 0, clients[RTE_MAX_LCORE], nc = 0;
 	unsigned lc;
 	RTE_LCORE_FOREACH_WORKER(lc)
-		workers.push_back(lc);
+		workers[nw++] = lc;
 	for (auto &r : ctx->role)
 		r = lcore_role{};
 	ctx->server_lcore = -1;
-	std::vector<unsigned> clients;
-	if (workers.empty()) {
-		clients.push_back(rte_get_main_lcore());
+	if (nw == 0) {
+		clients[nc++] = rte_get_main_lcore();
 		ctx->role[rte_get_main_lcore()].server = true;
-	} else if (workers.size() == 1) {
-		clients.push_back(workers[0]);
+	} else if (nw == 1) {
+		clients[nc++] = workers[0];
 		ctx->role[workers[0]].server = true;
 	} else {
-		ctx->server_lcore = static_cast<int>(workers.back());
-		ctx->role[workers.back()].server = true;
-		workers.pop_back();
-		clients = workers;
+		ctx->server_lcore = static_cast<int>(workers[nw - 1]);
+		ctx->role[workers[nw - 1]].server = true;
+		for (unsigned i = 0; i + 1 < nw; i++)
+			clients[nc++] = workers[i];
 	}
-	unsigned i = 0;
-	for (unsigned c : clients) {
-		ctx->role[c].client = true;
-		ctx->role[c].client_idx = i;
-		ctx->role[c].dev = i % static_cast<unsigned>(ctx->devs.size());
-		i++;
+	for (unsigned i = 0; i < nc; i++) {
+		lcore_role &r = ctx->role[clients[i]];
+		r.client = true;
+		r.client_idx = i;
+		r.dev = i % static_cast<unsigned>(ctx->devs.size());
 	}
-	ctx->nb_clients = i;
+	ctx->nb_clients = nc;
 }
 
 static mlx5_qpn_cm *agent_create(run_ctx *ctx, const char *name, uint64_t guid,
@@ -250,8 +249,8 @@ int cm_glue_init(run_ctx *ctx)
 	cm_glue *g = ctx->cm;
 	const run_config &cfg = *ctx->cfg;
 	roles_assign(ctx);
-	char name[32];
-	snprintf(name, sizeof(name), "tp%u_%u", static_cast<unsigned>(getpid() % 100000),
+	char name[64];
+	snprintf(name, 16, "tp%u_%u", static_cast<unsigned>(getpid() % 100000),
 		 ctx->fabric_seq++);
 	unsigned nodes = static_cast<unsigned>(ctx->devs.size()) + cfg.peers;
 	g->fabric = mlx5_qpn_cm_fabric_create(name, nodes, 4096);
@@ -267,7 +266,7 @@ int cm_glue_init(run_ctx *ctx)
 		auto *c = new client_node();
 		g->clients.push_back(c);
 		c->guid = info.node_guid;
-		snprintf(name, sizeof(name), "client-%s", info.name);
+		snprintf(name, sizeof(name), "client-%.24s", info.name);
 		c->cm = agent_create(ctx, name, c->guid, &c->tp);
 		if (c->cm == nullptr)
 			rc = -ENOMEM;
@@ -293,6 +292,13 @@ int cm_glue_init(run_ctx *ctx)
 		return rc;
 	}
 	return 0;
+}
+
+void cm_glue_free(run_ctx *ctx)
+{
+	cm_glue_fini(ctx);
+	delete ctx->cm;
+	ctx->cm = nullptr;
 }
 
 cm_agent_totals cm_glue_totals(run_ctx *ctx)
@@ -818,8 +824,13 @@ struct client_loop {
 			for (const mini_ev &ev : evs)
 				on_event(ev);
 			evs.clear();
-			if (ctx->data_path)
+			if (ctx->data_path) {
 				on_cqes();
+				/* Sends that found the send queue full (storms): post them now. */
+				for (slot &s : slots)
+					if (s.state == S_SENDING && s.posted < s.msgs)
+						post_more(s);
+			}
 			if (!stopping) {
 				unsigned limit = active_slots;
 				if (mode.churn) {

@@ -2,9 +2,11 @@
 /*
  * qpn-testpmd [EAL options] -- [options]
  *
- * Drives reserved-QPN engines on every lcore against an mlx5_qpn device (the emulated sim0 by
- * default), prints a progress line every second and a summary at the end, and writes the same
- * as JSON with --json.
+ * Drives reserved-QPN engines on the lcores against mlx5_qpn devices (the emulated sim0 by
+ * default): in batch mode for --duration seconds or --connections connections, with a progress
+ * line every second and a summary (and JSON) at the end; with -i at an interactive prompt.
+ * Exit codes: 0 success, 1 run-time failure (probe, engine init, errors during the run),
+ * 2 bad command line.
  */
 #include <cerrno>
 #include <cinttypes>
@@ -12,8 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <getopt.h>
-#include <thread>
 #include <string>
+#include <thread>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -21,35 +23,50 @@
 #include <rte_launch.h>
 #include <rte_lcore.h>
 
+#include "sim/mlx5_qpn_sim.h"
 #include "testpmd.h"
 
-namespace {
+const qpn_engine *const engine_list[4] = {&engine_dci_reconnect, &engine_dct_accept,
+					  &engine_churn, &engine_alloc};
 
-const qpn_engine *const kEngines[] = {&engine_alloc};
-
-const qpn_engine *find_engine(const std::string &name)
+const qpn_engine *engine_find(const std::string &name)
 {
-	for (const qpn_engine *e : kEngines)
+	for (const qpn_engine *e : engine_list)
 		if (name == e->name)
 			return e;
 	return nullptr;
 }
 
+namespace {
+
 void usage(const char *prog)
 {
 	printf("usage: %s [EAL options] -- [options]\n"
-	       "  --qpn-dev=DEVARGS   device (repeatable; default sim0), e.g. sim0,quarantine_us=1000\n"
-	       "                      or ib=mlx5_0\n"
-	       "  --engine=NAME       engine:", prog);
-	for (const qpn_engine *e : kEngines)
+	       "  --qpn-dev=DEVARGS     device (repeatable; default sim0), e.g. sim0,max_qpns=4096\n"
+	       "                        or ib=mlx5_0 (hardware; see doc/guides/app.md)\n"
+	       "  --engine=NAME         engine (default dci-reconnect):", prog);
+	for (const qpn_engine *e : engine_list)
 		printf(" %s", e->name);
-	printf("\n  --duration=SEC      run time (default 3)\n"
-	       "  --connections=N     stop each lcore after N operations\n"
-	       "  --burst=N           QPNs per burst (alloc engine, default 8)\n"
-	       "  --hold=N            QPNs each lcore keeps allocated (alloc engine, default 64)\n"
-	       "  --json=FILE         write the summary as JSON\n"
-	       "  -h, --help          this text\n");
-	for (const qpn_engine *e : kEngines)
+	printf("\n  --duration=SEC        run time (default 3)\n"
+	       "  --connections=N       stop after N connections in total (alloc: per lcore)\n"
+	       "  --peers=N             DC targets, each a CM node of its own (default 1, max 32)\n"
+	       "  --msgs-per-conn=N     SENDs per connection (default 4; 0: none)\n"
+	       "  --inflight=N          connections open at once per client lcore (default 4)\n"
+	       "  --quarantine-us=N     quarantine of released QPNs (default: the CM timewait)\n"
+	       "  --cm-policy=P         live | strict (default strict: pairs held through timewait)\n"
+	       "  --cm-plt=N            CM packet life time exponent (default 10)\n"
+	       "  --cm-ack-delay=N      CA ACK delay exponent (default 10); with the default\n"
+	       "                        both give a timewait of 16 ms\n"
+	       "  --force-shared-qpn    negative control: two connections share one QPN\n"
+	       "  --seed=N              random seed of churn (default 1)\n"
+	       "  --burst=N, --hold=N   alloc engine: QPNs per burst (8), QPNs held per lcore (64)\n"
+	       "  --json=FILE           write the summary as JSON\n"
+	       "  --destroy-sim         remove the emulated devices' shared memory at exit\n"
+	       "  --hw-peer=IP:PORT     hardware mode, active side: the passive qpn-testpmd\n"
+	       "  --hw-port=PORT        hardware mode, passive side: port to listen on (18515)\n"
+	       "  -i, --interactive     interactive prompt\n"
+	       "  -h, --help            this text\n");
+	for (const qpn_engine *e : engine_list)
 		printf("engine %s: %s\n", e->name, e->help);
 }
 
@@ -67,16 +84,35 @@ bool parse_num(const char *opt, const char *v, double lo, double hi, double *out
 	return true;
 }
 
+enum {
+	O_DEV = 256, O_ENGINE, O_DURATION, O_CONNS, O_BURST, O_HOLD, O_JSON, O_PEERS, O_MSGS,
+	O_INFLIGHT, O_QUAR, O_POLICY, O_PLT, O_ACK, O_SHARED, O_SEED, O_DESTROY, O_HWPEER,
+	O_HWPORT,
+};
+
 int parse_args(int argc, char **argv, run_config *cfg)
 {
 	static const struct option opts[] = {
-		{"qpn-dev", required_argument, nullptr, 'd'},
-		{"engine", required_argument, nullptr, 'e'},
-		{"duration", required_argument, nullptr, 't'},
-		{"connections", required_argument, nullptr, 'n'},
-		{"burst", required_argument, nullptr, 'b'},
-		{"hold", required_argument, nullptr, 'H'},
-		{"json", required_argument, nullptr, 'j'},
+		{"qpn-dev", required_argument, nullptr, O_DEV},
+		{"engine", required_argument, nullptr, O_ENGINE},
+		{"duration", required_argument, nullptr, O_DURATION},
+		{"connections", required_argument, nullptr, O_CONNS},
+		{"burst", required_argument, nullptr, O_BURST},
+		{"hold", required_argument, nullptr, O_HOLD},
+		{"json", required_argument, nullptr, O_JSON},
+		{"peers", required_argument, nullptr, O_PEERS},
+		{"msgs-per-conn", required_argument, nullptr, O_MSGS},
+		{"inflight", required_argument, nullptr, O_INFLIGHT},
+		{"quarantine-us", required_argument, nullptr, O_QUAR},
+		{"cm-policy", required_argument, nullptr, O_POLICY},
+		{"cm-plt", required_argument, nullptr, O_PLT},
+		{"cm-ack-delay", required_argument, nullptr, O_ACK},
+		{"force-shared-qpn", no_argument, nullptr, O_SHARED},
+		{"seed", required_argument, nullptr, O_SEED},
+		{"destroy-sim", no_argument, nullptr, O_DESTROY},
+		{"hw-peer", required_argument, nullptr, O_HWPEER},
+		{"hw-port", required_argument, nullptr, O_HWPORT},
+		{"interactive", no_argument, nullptr, 'i'},
 		{"help", no_argument, nullptr, 'h'},
 		{nullptr, 0, nullptr, 0},
 	};
@@ -84,31 +120,90 @@ int parse_args(int argc, char **argv, run_config *cfg)
 	double x;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, nullptr)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hi", opts, nullptr)) != -1) {
 		switch (c) {
-		case 'd': cfg->devargs.push_back(optarg); break;
-		case 'e': cfg->engine = optarg; break;
-		case 't':
+		case O_DEV: cfg->devargs.push_back(optarg); break;
+		case O_ENGINE: cfg->engine = optarg; break;
+		case O_DURATION:
 			if (!parse_num("duration", optarg, 0.01, 86400, &cfg->duration_s))
 				return -EINVAL;
 			break;
-		case 'n':
+		case O_CONNS:
 			if (!parse_num("connections", optarg, 1, 1e15, &x))
 				return -EINVAL;
 			cfg->connections = static_cast<uint64_t>(x);
 			break;
-		case 'b':
+		case O_BURST:
 			if (!parse_num("burst", optarg, 1, 64, &x))
 				return -EINVAL;
 			cfg->burst = static_cast<unsigned>(x);
 			break;
-		case 'H':
+		case O_HOLD:
 			if (!parse_num("hold", optarg, 0, 1 << 20, &x))
 				return -EINVAL;
 			cfg->hold = static_cast<unsigned>(x);
 			break;
-		case 'j': cfg->json = optarg; break;
+		case O_JSON: cfg->json = optarg; break;
+		case O_PEERS:
+			if (!parse_num("peers", optarg, 1, 32, &x))
+				return -EINVAL;
+			cfg->peers = static_cast<unsigned>(x);
+			break;
+		case O_MSGS:
+			if (!parse_num("msgs-per-conn", optarg, 0, 64, &x))
+				return -EINVAL;
+			cfg->msgs_per_conn = static_cast<unsigned>(x);
+			break;
+		case O_INFLIGHT:
+			if (!parse_num("inflight", optarg, 1, 64, &x))
+				return -EINVAL;
+			cfg->inflight = static_cast<unsigned>(x);
+			break;
+		case O_QUAR:
+			if (!parse_num("quarantine-us", optarg, 0, 3600e6, &x))
+				return -EINVAL;
+			cfg->quarantine_us = static_cast<int64_t>(x);
+			break;
+		case O_POLICY:
+			if (strcmp(optarg, "live") == 0) {
+				cfg->policy = MLX5_QPN_CM_POLICY_LIVE;
+			} else if (strcmp(optarg, "strict") == 0) {
+				cfg->policy = MLX5_QPN_CM_POLICY_STRICT;
+			} else {
+				fprintf(stderr, "qpn-testpmd: bad value for --cm-policy: \"%s\" "
+						"(expected live or strict)\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case O_PLT:
+			if (!parse_num("cm-plt", optarg, 0, 31, &x))
+				return -EINVAL;
+			cfg->plt = static_cast<uint8_t>(x);
+			break;
+		case O_ACK:
+			if (!parse_num("cm-ack-delay", optarg, 0, 31, &x))
+				return -EINVAL;
+			cfg->ack_delay = static_cast<uint8_t>(x);
+			break;
+		case O_SHARED: cfg->force_shared_qpn = true; break;
+		case O_SEED:
+			if (!parse_num("seed", optarg, 1, 1e18, &x))
+				return -EINVAL;
+			cfg->seed = static_cast<uint64_t>(x);
+			break;
+		case O_DESTROY: cfg->destroy_sim = true; break;
+		case O_HWPEER: cfg->hw_peer = optarg; break;
+		case O_HWPORT:
+			if (!parse_num("hw-port", optarg, 1, 65535, &x))
+				return -EINVAL;
+			cfg->hw_port = static_cast<unsigned>(x);
+			break;
+		case 'i': cfg->interactive = true; break;
 		case 'h': usage(argv[0]); return 1;
+		case ':':
+			fprintf(stderr, "qpn-testpmd: option \"%s\" needs a value (see --help)\n",
+				argv[optind - 1]);
+			return -EINVAL;
 		default:
 			fprintf(stderr, "qpn-testpmd: unknown option \"%s\" (see --help)\n",
 				argv[optind - 1]);
@@ -121,11 +216,31 @@ int parse_args(int argc, char **argv, run_config *cfg)
 	}
 	if (cfg->devargs.empty())
 		cfg->devargs.push_back("sim0");
+	for (auto &d : cfg->devargs)
+		if (d.find("quarantine_us=") != std::string::npos && cfg->quarantine_us >= 0) {
+			fprintf(stderr, "qpn-testpmd: give the quarantine once: --quarantine-us or the "
+					"devarg quarantine_us, not both\n");
+			return -EINVAL;
+		}
 	return 0;
+}
+
+/* The devargs a device is probed with: the quarantine is a probe-time devarg of the driver;
+ * unless the user set it in the devargs, it is --quarantine-us, by default the CM timewait. */
+std::string devargs_with_quarantine(const std::string &da, int64_t quarantine_us,
+				    const run_config &cfg)
+{
+	if (da.find("quarantine_us=") != std::string::npos)
+		return da;
+	uint64_t q = quarantine_us >= 0 ? static_cast<uint64_t>(quarantine_us)
+					: uint64_t(cm_timewait_ms(cfg)) * 1000u;
+	return da + ",quarantine_us=" + std::to_string(q);
 }
 
 run_ctx *g_ctx;
 const qpn_engine *g_engine;
+bool g_running;
+uint64_t g_start_tsc;
 
 int lcore_main(void *)
 {
@@ -135,16 +250,93 @@ int lcore_main(void *)
 	return 0;
 }
 
-double ns(uint64_t cycles, uint64_t hz) { return static_cast<double>(cycles) * 1e9 / static_cast<double>(hz); }
-
-void step_json(FILE *f, const char *name, const latency_hist &h, uint64_t hz, bool comma)
+void close_devices(run_ctx *ctx)
 {
-	fprintf(f, "    \"%s\": {\"count\": %" PRIu64 ", \"p50_ns\": %.1f, \"p99_ns\": %.1f, "
-		   "\"max_ns\": %.1f}%s\n", name, h.n, ns(h.percentile(50), hz),
-		ns(h.percentile(99), hz), ns(h.max, hz), comma ? "," : "");
+	for (auto *x : ctx->devs)
+		mlx5_qpn_dev_close(x);
+	ctx->devs.clear();
+	ctx->dev = nullptr;
+}
+
+int probe_devices(run_ctx *ctx, int64_t quarantine_us)
+{
+	for (auto &da : ctx->cfg->devargs) {
+		std::string full = devargs_with_quarantine(da, quarantine_us, *ctx->cfg);
+		struct mlx5_qpn_dev *d = nullptr;
+		int rc = mlx5_qpn_dev_probe(full.c_str(), &d);
+		if (rc != 0) {
+			fprintf(stderr, "qpn-testpmd: cannot probe \"%s\": %s\n", da.c_str(),
+				strerror(-rc));
+			close_devices(ctx);
+			return rc;
+		}
+		ctx->devs.push_back(d);
+	}
+	ctx->dev = ctx->devs[0];
+	return 0;
+}
+
+void destroy_sims(const run_config &cfg)
+{
+	for (auto &da : cfg.devargs) {
+		std::string name = da.substr(0, da.find(','));
+		if (name.rfind("sim", 0) == 0)
+			mlx5_qpn_sim_destroy(name.c_str());
+	}
 }
 
 } /* namespace */
+
+bool run_active() { return g_running; }
+
+int devices_reprobe(run_ctx *ctx, int64_t quarantine_us)
+{
+	close_devices(ctx);
+	int rc = probe_devices(ctx, quarantine_us);
+	if (rc == 0)
+		ctx->cfg->quarantine_us = quarantine_us;
+	return rc;
+}
+
+int run_start(run_ctx *ctx, const qpn_engine *e)
+{
+	if (g_running)
+		return -EBUSY;
+	for (auto &l : ctx->lc)
+		l.done.store(false);
+	ctx->stop.store(false);
+	g_engine = e;
+	g_ctx = ctx;
+	int rc = e->init(ctx);
+	if (rc != 0) {
+		fprintf(stderr, "qpn-testpmd: engine %s: %s\n", e->name, strerror(-rc));
+		return rc;
+	}
+	ctx->clients_running.store(ctx->nb_clients);
+	if (e->uses_cm && !ctx->data_path)
+		printf("qpn-testpmd: send step skipped (no data path: %s)\n",
+		       ctx->data_path_note.c_str());
+	g_running = true;
+	g_start_tsc = rte_rdtsc();
+	unsigned lc;
+	RTE_LCORE_FOREACH_WORKER(lc)
+		rte_eal_remote_launch(lcore_main, nullptr, lc);
+	return 0;
+}
+
+void run_stop(run_ctx *ctx, const qpn_engine *e)
+{
+	if (!g_running)
+		return;
+	ctx->stop.store(true);
+	unsigned lc;
+	RTE_LCORE_FOREACH_WORKER(lc)
+		rte_eal_wait_lcore(lc);
+	ctx->run_secs += static_cast<double>(rte_rdtsc() - g_start_tsc) /
+			 static_cast<double>(ctx->tsc_hz);
+	e->fini(ctx);
+	g_running = false;
+}
 
 int main(int argc, char **argv)
 {
@@ -156,14 +348,14 @@ int main(int argc, char **argv)
 	argc -= eal;
 	argv += eal;
 	argv[0] = const_cast<char *>("qpn-testpmd");
-	run_config cfg;
+	static run_config cfg;
 	int rc = parse_args(argc, argv, &cfg);
 	if (rc != 0) {
 		rte_eal_cleanup();
 		return rc > 0 ? 0 : 2;
 	}
-	g_engine = find_engine(cfg.engine);
-	if (g_engine == nullptr) {
+	const qpn_engine *engine = engine_find(cfg.engine);
+	if (engine == nullptr) {
 		fprintf(stderr, "qpn-testpmd: unknown engine \"%s\" (see --help)\n", cfg.engine.c_str());
 		rte_eal_cleanup();
 		return 2;
@@ -171,56 +363,66 @@ int main(int argc, char **argv)
 	static run_ctx ctx;
 	ctx.cfg = &cfg;
 	ctx.tsc_hz = rte_get_tsc_hz();
-	std::vector<struct mlx5_qpn_dev *> devs;
-	for (auto &da : cfg.devargs) {
-		struct mlx5_qpn_dev *d = nullptr;
-		rc = mlx5_qpn_dev_probe(da.c_str(), &d);
-		if (rc != 0) {
-			fprintf(stderr, "qpn-testpmd: cannot probe \"%s\": %s\n", da.c_str(), strerror(-rc));
-			for (auto *x : devs)
-				mlx5_qpn_dev_close(x);
-			rte_eal_cleanup();
-			return 1;
-		}
-		devs.push_back(d);
-	}
-	ctx.dev = devs[0];
-	struct mlx5_qpn_dev_info info;
-	mlx5_qpn_dev_info_get(ctx.dev, &info);
-	printf("qpn-testpmd: engine %s on %u lcores, device %s (%s, GUID %016" PRIx64
-	       ", NUMA %d, cores %s), quarantine %" PRIu64 " us\n", g_engine->name, rte_lcore_count(),
-	       info.name, info.backend, info.node_guid, info.numa_node,
-	       info.cores[0] ? info.cores : "-", info.quarantine_us);
-	rc = g_engine->init(&ctx);
-	if (rc != 0) {
-		fprintf(stderr, "qpn-testpmd: engine %s: %s\n", g_engine->name, strerror(-rc));
-		for (auto *x : devs)
-			mlx5_qpn_dev_close(x);
+	if (probe_devices(&ctx, cfg.quarantine_us) != 0) {
 		rte_eal_cleanup();
 		return 1;
 	}
-	g_ctx = &ctx;
-	unsigned lc;
-	RTE_LCORE_FOREACH_WORKER(lc)
-		rte_eal_remote_launch(lcore_main, nullptr, lc);
+	struct mlx5_qpn_dev_info info;
+	mlx5_qpn_dev_info_get(ctx.dev, &info);
+	printf("qpn-testpmd: engine %s on %u lcores, device %s (%s, GUID %016" PRIx64
+	       ", NUMA %d, cores %s), quarantine %" PRIu64 " us, CM timewait %u ms (%s)\n",
+	       engine->name, rte_lcore_count(), info.name, info.backend, info.node_guid,
+	       info.numa_node, info.cores[0] ? info.cores : "-", info.quarantine_us,
+	       cm_timewait_ms(cfg), cfg.policy == MLX5_QPN_CM_POLICY_STRICT ? "strict" : "live");
 
-	/* The main lcore works too, and prints progress once a second. */
+	if (dev_is_hw(ctx.dev) && engine->uses_cm) {
+		/* Hardware: the CM runs in the kernel, reached through librdmacm. */
+		rc = hw_rdmacm_check(&ctx);
+		close_devices(&ctx);
+		rte_eal_cleanup();
+		return rc == 0 ? 0 : 1;
+	}
+
+	if (cfg.interactive) {
+		rc = cli_run(&ctx, &engine);
+		if (run_active())
+			run_stop(&ctx, engine);
+		close_devices(&ctx);
+		cm_glue_free(&ctx);
+		if (cfg.destroy_sim)
+			destroy_sims(cfg);
+		rte_eal_cleanup();
+		return rc == 0 ? 0 : 1;
+	}
+
+	if (run_start(&ctx, engine) != 0) {
+		close_devices(&ctx);
+		if (cfg.destroy_sim)
+			destroy_sims(cfg);
+		rte_eal_cleanup();
+		return 1;
+	}
 	const uint64_t hz = ctx.tsc_hz;
 	const uint64_t start = rte_rdtsc();
 	const uint64_t end = start + static_cast<uint64_t>(cfg.duration_s * static_cast<double>(hz));
-	uint64_t next_print = start + hz, last_ops = 0;
-	/* With workers, the main lcore monitors and prints (as testpmd's does); alone, it works. */
-	unsigned workers = rte_lcore_count() - 1;
-	if (workers == 0) {
-		/* Alone: run the engine with a deadline set from here. */
+	uint64_t last_ops = 0;
+	unsigned lc;
+	if (rte_lcore_count() == 1) {
+		/* Alone: the main lcore runs the engine; a timer thread ends it. */
 		std::atomic<bool> *stop = &ctx.stop;
-		std::thread timer([stop, &cfg] {
-			usleep(static_cast<useconds_t>(cfg.duration_s * 1e6));
+		std::atomic<bool> finished{false};
+		const double dur = cfg.duration_s;
+		std::thread timer([stop, &finished, dur] {
+			for (double t = 0; t < dur && !finished.load(); t += 0.01)
+				usleep(10000);
 			stop->store(true);
 		});
 		lcore_main(nullptr);
+		finished.store(true);
 		timer.join();
 	} else {
+		/* The main lcore monitors and prints, as testpmd's does. */
+		uint64_t next_print = start + hz;
 		for (;;) {
 			uint64_t now = rte_rdtsc();
 			bool all_done = true;
@@ -229,109 +431,31 @@ int main(int argc, char **argv)
 			if (now >= end || all_done)
 				break;
 			if (now >= next_print) {
-				uint64_t ops = 0;
-				RTE_LCORE_FOREACH_WORKER(lc)
-					ops += ctx.lc[lc].ops.load(std::memory_order_relaxed);
-				struct mlx5_qpn_pool_stats ps;
-				mlx5_qpn_pool_stats_get(mlx5_qpn_dev_pool(ctx.dev), &ps);
-				printf("  [%4.1fs] %" PRIu64 " ops (%.2f M/s), in use %" PRIu64
-				       ", quarantine %" PRIu64 ", free %" PRIu64 "\n",
-				       static_cast<double>(now - start) / static_cast<double>(hz), ops,
-				       static_cast<double>(ops - last_ops) / 1e6, ps.in_use,
-				       ps.in_quarantine, ps.free);
-				fflush(stdout);
-				last_ops = ops;
+				stats_progress(&ctx, static_cast<double>(now - start) /
+							     static_cast<double>(hz), &last_ops);
 				next_print += hz;
 			}
 			usleep(1000);
 		}
-		ctx.stop.store(true);
-		RTE_LCORE_FOREACH_WORKER(lc) {
-			while (!ctx.lc[lc].done.load(std::memory_order_acquire))
-				usleep(100);
-			rte_eal_wait_lcore(lc);
-		}
 	}
-	const double secs = static_cast<double>(rte_rdtsc() - start) / static_cast<double>(hz);
-	g_engine->fini(&ctx);
+	run_stop(&ctx, engine);
 
-	/* Summary. */
-	latency_hist all_alloc, all_free;
-	uint64_t tot_ops = 0, tot_eagain = 0, tot_enospc = 0, tot_err = 0;
-	printf("\n---------------- qpn-testpmd summary: engine %s, %.2f s ----------------\n",
-	       g_engine->name, secs);
-	printf("%-6s %12s %10s %10s %10s %8s %8s %8s\n", "lcore", "ops", "Mops/s", "alloc p50",
-	       "alloc p99", "eagain", "enospc", "errors");
-	RTE_LCORE_FOREACH(lc) {
-		lcore_stats &s = ctx.lc[lc];
-		uint64_t ops = s.ops.load();
-		if (ops == 0 && s.allocs.load() == 0 && s.errors.load() == 0)
-			continue;
-		all_alloc.merge(s.alloc_lat);
-		all_free.merge(s.free_lat);
-		tot_ops += ops;
-		tot_eagain += s.eagain.load();
-		tot_enospc += s.enospc.load();
-		tot_err += s.errors.load();
-		printf("%-6u %12" PRIu64 " %10.3f %8.0fns %8.0fns %8" PRIu64 " %8" PRIu64 " %8" PRIu64 "\n",
-		       lc, ops, static_cast<double>(ops) / secs / 1e6,
-		       ns(s.alloc_lat.percentile(50), hz), ns(s.alloc_lat.percentile(99), hz),
-		       s.eagain.load(), s.enospc.load(), s.errors.load());
-	}
-	printf("total  %12" PRIu64 " %10.3f   alloc p50/p99/max %.0f/%.0f/%.0f ns, free p50/p99/max "
-	       "%.0f/%.0f/%.0f ns\n", tot_ops, static_cast<double>(tot_ops) / secs / 1e6,
-	       ns(all_alloc.percentile(50), hz), ns(all_alloc.percentile(99), hz),
-	       ns(all_alloc.max, hz), ns(all_free.percentile(50), hz), ns(all_free.percentile(99), hz),
-	       ns(all_free.max, hz));
-	struct mlx5_qpn_dev_stats ds;
-	mlx5_qpn_dev_stats_get(ctx.dev, &ds);
-	mlx5_qpn_dev_dump(stdout, ctx.dev);
+	stats_summary(stdout, &ctx, engine);
+	uint64_t errors = 0;
+	RTE_LCORE_FOREACH(lc)
+		errors += ctx.lc[lc].errors.load();
+	errors += ctx.srv.errors.load();
 	if (!cfg.json.empty()) {
-		FILE *f = fopen(cfg.json.c_str(), "w");
-		if (f == nullptr) {
-			fprintf(stderr, "qpn-testpmd: cannot write %s: %s\n", cfg.json.c_str(),
-				strerror(errno));
-			tot_err++;
-		} else {
-			fprintf(f, "{\n  \"engine\": \"%s\",\n  \"duration_s\": %.3f,\n  \"lcores\": %u,\n",
-				g_engine->name, secs, rte_lcore_count());
-			fprintf(f, "  \"connections\": %" PRIu64 ",\n  \"conn_per_sec\": %.1f,\n", tot_ops,
-				static_cast<double>(tot_ops) / secs);
-			fprintf(f, "  \"stale_rejects\": 0,\n  \"rej\": {},\n");
-			fprintf(f, "  \"errors\": {\"eagain\": %" PRIu64 ", \"enospc\": %" PRIu64
-				   ", \"other\": %" PRIu64 "},\n", tot_eagain, tot_enospc, tot_err);
-			fprintf(f, "  \"per_lcore\": [");
-			bool first = true;
-			RTE_LCORE_FOREACH(lc) {
-				uint64_t ops = ctx.lc[lc].ops.load();
-				if (ops == 0)
-					continue;
-				fprintf(f, "%s{\"lcore\": %u, \"ops\": %" PRIu64 ", \"ops_per_sec\": %.1f}",
-					first ? "" : ", ", lc, ops, static_cast<double>(ops) / secs);
-				first = false;
-			}
-			fprintf(f, "],\n  \"steps\": {\n");
-			step_json(f, "alloc", all_alloc, hz, true);
-			step_json(f, "release", all_free, hz, false);
-			fprintf(f, "  },\n  \"pool\": {\"capacity\": %" PRIu64 ", \"in_use\": %" PRIu64
-				   ", \"in_quarantine\": %" PRIu64 ", \"free\": %" PRIu64
-				   ", \"allocs\": %" PRIu64 ", \"frees\": %" PRIu64
-				   ", \"cache_hits\": %" PRIu64 ", \"cache_misses\": %" PRIu64
-				   ", \"steals\": %" PRIu64 ", \"refused_frees\": %" PRIu64 "},\n",
-				ds.pool.capacity, ds.pool.in_use, ds.pool.in_quarantine, ds.pool.free,
-				ds.pool.allocs, ds.pool.frees, ds.pool.cache_hits, ds.pool.cache_misses,
-				ds.pool.steals, ds.pool.refused_frees);
-			fprintf(f, "  \"device\": {\"name\": \"%s\", \"backend\": \"%s\", \"node_guid\": \"%016"
-				   PRIx64 "\", \"ranges_reserved\": %" PRIu64 ", \"qpns_reserved\": %" PRIu64
-				   ", \"reserve_failures\": %" PRIu64 ", \"numa_node\": %d}\n}\n",
-				info.name, info.backend, info.node_guid, ds.ranges_reserved,
-				ds.qpns_reserved, ds.reserve_failures, info.numa_node);
-			fclose(f);
+		if (stats_json(cfg.json.c_str(), &ctx, engine) == 0)
 			printf("JSON summary written to %s\n", cfg.json.c_str());
-		}
+		else
+			errors++;
 	}
-	for (auto *x : devs)
-		mlx5_qpn_dev_close(x);
+	fflush(stdout);
+	close_devices(&ctx);
+	cm_glue_free(&ctx);
+	if (cfg.destroy_sim)
+		destroy_sims(cfg);
 	rte_eal_cleanup();
-	return tot_err == 0 ? 0 : 1;
+	return errors == 0 ? 0 : 1;
 }

@@ -46,6 +46,8 @@ struct run_config {
 	bool interactive = false;           /* -i */
 	bool destroy_sim = false;           /* --destroy-sim: remove emulated devices at exit */
 	uint64_t seed = 1;                  /* --seed (churn) */
+	std::string hw_peer;                /* --hw-peer=IP:PORT (hardware, active side) */
+	unsigned hw_port = 18515;           /* --hw-port (hardware, passive side) */
 };
 
 /* Step histograms of a connection cycle, in TSC cycles. */
@@ -152,6 +154,8 @@ void roles_assign(run_ctx *ctx);
 int cm_glue_init(run_ctx *ctx);
 /* Destroy them (after every lcore returned). */
 void cm_glue_fini(run_ctx *ctx);
+/* Free the wiring itself (at exit). */
+void cm_glue_free(run_ctx *ctx);
 /* The lcore body of the CM engines: client and/or server per ctx->role[lcore]. */
 int cm_lcore_run(run_ctx *ctx, unsigned lcore, const client_mode &mode);
 /* CM timewait of this configuration, in ms. */

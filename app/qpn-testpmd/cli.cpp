@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The interactive prompt (-i), with DPDK's cmdline library: every command is a list of tokens,
+ * so TAB completes and '?' lists the choices with their help strings, as in testpmd.
+ *
+ * The engine runs on the worker lcores between `start` and `stop`; the main lcore keeps the
+ * prompt. Settings that the running engine depends on (engine, quarantine, CM policy) change
+ * only while stopped. Commands print to stdout; the prompt reads stdin until `quit` or EOF, so
+ * it can be driven by a pipe too.
+ */
+#include <cerrno>
+#include <cinttypes>
+#include <cstddef>
+#include <cstring>
+
+#include <cmdline.h>
+#include <cmdline_parse.h>
+#include <cmdline_parse_num.h>
+#include <cmdline_parse_string.h>
+#include <cmdline_socket.h>
+
+#include "testpmd.h"
+
+namespace {
+
+run_ctx *g_cli_ctx;
+const qpn_engine **g_cli_engine;
+
+/* cmdline_parse_inst_t ends in a flexible array, which C++ cannot initialise: this struct has
+ * the same layout with a fixed number of token slots. */
+struct cli_inst {
+	void (*f)(void *, struct cmdline *, void *);
+	void *data;
+	const char *help_str;
+	void *tokens[5];
+};
+
+bool refuse_running(const char *what)
+{
+	if (!run_active())
+		return false;
+	printf("%s: stop the engine first\n", what);
+	return true;
+}
+
+void done() { fflush(stdout); }
+
+/* ---- start / stop / quit / help ---- */
+struct cmd_word {
+	cmdline_fixed_string_t word;
+};
+
+void cmd_start_parsed(void *, struct cmdline *, void *)
+{
+	if (run_active()) {
+		printf("start: already running\n");
+	} else if (rte_lcore_count() < 2) {
+		printf("start: the prompt needs a worker lcore (run with -l 0-1 or more)\n");
+	} else if (run_start(g_cli_ctx, *g_cli_engine) == 0) {
+		printf("started engine %s on %u worker lcore%s\n", (*g_cli_engine)->name,
+		       rte_lcore_count() - 1, rte_lcore_count() == 2 ? "" : "s");
+	}
+	done();
+}
+
+void cmd_stop_parsed(void *, struct cmdline *, void *)
+{
+	if (!run_active()) {
+		printf("stop: not running\n");
+	} else {
+		run_stop(g_cli_ctx, *g_cli_engine);
+		printf("stopped engine %s\n", (*g_cli_engine)->name);
+		stats_summary(stdout, g_cli_ctx, *g_cli_engine);
+	}
+	done();
+}
+
+void cmd_quit_parsed(void *, struct cmdline *cl, void *)
+{
+	if (run_active())
+		run_stop(g_cli_ctx, *g_cli_engine);
+	cmdline_quit(cl);
+}
+
+void cmd_help_parsed(void *, struct cmdline *, void *)
+{
+	printf("commands (TAB completes, '?' lists choices):\n"
+	       "  start                       run the engine on the worker lcores\n"
+	       "  stop                        stop it and print the summary\n"
+	       "  show stats                  summary so far (percentiles once stopped)\n"
+	       "  show lcore stats            per-lcore connections and rejects\n"
+	       "  show device                 devices, their ranges and counters, CM settings\n"
+	       "  show pool                   the QPN pool(s)\n"
+	       "  set engine NAME             dci-reconnect | dct-accept | churn | alloc\n"
+	       "  set quarantine US           re-probe the devices with this quarantine (us)\n"
+	       "  set cm-policy live|strict   CM timewait policy of the next start\n"
+	       "  clear stats                 reset every counter\n"
+	       "  help                        this text\n"
+	       "  quit                        stop and leave\n");
+	done();
+}
+
+cmdline_parse_token_string_t tok_start = TOKEN_STRING_INITIALIZER(cmd_word, word, "start");
+cmdline_parse_token_string_t tok_stop = TOKEN_STRING_INITIALIZER(cmd_word, word, "stop");
+cmdline_parse_token_string_t tok_quit = TOKEN_STRING_INITIALIZER(cmd_word, word, "quit");
+cmdline_parse_token_string_t tok_help = TOKEN_STRING_INITIALIZER(cmd_word, word, "help");
+
+cli_inst cmd_start = {cmd_start_parsed, nullptr, "start: run the engine on the worker lcores",
+		      {&tok_start, nullptr}};
+cli_inst cmd_stop = {cmd_stop_parsed, nullptr, "stop: stop the engine, print the summary",
+		     {&tok_stop, nullptr}};
+cli_inst cmd_quit = {cmd_quit_parsed, nullptr, "quit: stop and leave", {&tok_quit, nullptr}};
+cli_inst cmd_help = {cmd_help_parsed, nullptr, "help: list the commands", {&tok_help, nullptr}};
+
+/* ---- show stats|device|pool, show lcore stats, clear stats ---- */
+struct cmd_two {
+	cmdline_fixed_string_t a;
+	cmdline_fixed_string_t b;
+};
+struct cmd_three {
+	cmdline_fixed_string_t a;
+	cmdline_fixed_string_t b;
+	cmdline_fixed_string_t c;
+};
+
+void cmd_show_parsed(void *res, struct cmdline *, void *)
+{
+	auto *r = static_cast<cmd_two *>(res);
+	if (strcmp(r->b, "stats") == 0) {
+		if (run_active()) {
+			uint64_t last = 0;
+			stats_progress(g_cli_ctx, 0, &last);
+			printf("(running: per-step percentiles in the summary after stop)\n");
+			stats_lcores(stdout, g_cli_ctx);
+		} else {
+			stats_summary(stdout, g_cli_ctx, *g_cli_engine);
+		}
+	} else if (strcmp(r->b, "device") == 0) {
+		show_device(stdout, g_cli_ctx);
+	} else {
+		show_pool(stdout, g_cli_ctx);
+	}
+	done();
+}
+
+void cmd_show_lcore_parsed(void *, struct cmdline *, void *)
+{
+	stats_lcores(stdout, g_cli_ctx);
+	done();
+}
+
+void cmd_clear_parsed(void *, struct cmdline *, void *)
+{
+	if (!refuse_running("clear stats")) {
+		stats_clear(g_cli_ctx);
+		printf("statistics cleared\n");
+	}
+	done();
+}
+
+cmdline_parse_token_string_t tok_show = TOKEN_STRING_INITIALIZER(cmd_two, a, "show");
+cmdline_parse_token_string_t tok_show_what =
+	TOKEN_STRING_INITIALIZER(cmd_two, b, "stats#device#pool");
+cmdline_parse_token_string_t tok_show3 = TOKEN_STRING_INITIALIZER(cmd_three, a, "show");
+cmdline_parse_token_string_t tok_lcore = TOKEN_STRING_INITIALIZER(cmd_three, b, "lcore");
+cmdline_parse_token_string_t tok_lstats = TOKEN_STRING_INITIALIZER(cmd_three, c, "stats");
+cmdline_parse_token_string_t tok_clear = TOKEN_STRING_INITIALIZER(cmd_two, a, "clear");
+cmdline_parse_token_string_t tok_clear_stats = TOKEN_STRING_INITIALIZER(cmd_two, b, "stats");
+
+cli_inst cmd_show = {cmd_show_parsed, nullptr,
+		     "show stats|device|pool: summary, devices and CM settings, QPN pools",
+		     {&tok_show, &tok_show_what, nullptr}};
+cli_inst cmd_show_lcore = {cmd_show_lcore_parsed, nullptr,
+			   "show lcore stats: per-lcore connections and rejects",
+			   {&tok_show3, &tok_lcore, &tok_lstats, nullptr}};
+cli_inst cmd_clear = {cmd_clear_parsed, nullptr, "clear stats: reset every counter",
+		      {&tok_clear, &tok_clear_stats, nullptr}};
+
+/* ---- set engine NAME, set cm-policy P, set quarantine N ---- */
+struct cmd_set_str {
+	cmdline_fixed_string_t set;
+	cmdline_fixed_string_t what;
+	cmdline_fixed_string_t value;
+};
+struct cmd_set_num {
+	cmdline_fixed_string_t set;
+	cmdline_fixed_string_t what;
+	uint64_t value;
+};
+
+void cmd_set_engine_parsed(void *res, struct cmdline *, void *)
+{
+	auto *r = static_cast<cmd_set_str *>(res);
+	if (!refuse_running("set engine")) {
+		const qpn_engine *e = engine_find(r->value);
+		if (e == nullptr) {
+			printf("set engine: unknown engine \"%s\"\n", r->value);
+		} else {
+			*g_cli_engine = e;
+			g_cli_ctx->cfg->engine = e->name;
+			printf("engine: %s\n", e->name);
+		}
+	}
+	done();
+}
+
+void cmd_set_policy_parsed(void *res, struct cmdline *, void *)
+{
+	auto *r = static_cast<cmd_set_str *>(res);
+	if (!refuse_running("set cm-policy")) {
+		g_cli_ctx->cfg->policy = strcmp(r->value, "live") == 0 ? MLX5_QPN_CM_POLICY_LIVE
+								      : MLX5_QPN_CM_POLICY_STRICT;
+		printf("CM policy: %s (from the next start)\n", r->value);
+	}
+	done();
+}
+
+void cmd_set_quarantine_parsed(void *res, struct cmdline *, void *)
+{
+	auto *r = static_cast<cmd_set_num *>(res);
+	if (!refuse_running("set quarantine")) {
+		if (r->value > 3600000000ull) {
+			printf("set quarantine: %" PRIu64 " us is more than an hour\n", r->value);
+		} else {
+			for (auto &d : g_cli_ctx->cfg->devargs)
+				if (d.find("quarantine_us=") != std::string::npos)
+					d.erase(d.find(",quarantine_us="),
+						d.find(',', d.find(",quarantine_us=") + 1) -
+							d.find(",quarantine_us="));
+			int rc = devices_reprobe(g_cli_ctx, static_cast<int64_t>(r->value));
+			if (rc != 0)
+				printf("set quarantine: re-probe failed: %s (devices closed; quit)\n",
+				       strerror(-rc));
+			else
+				printf("quarantine: %" PRIu64 " us (devices re-probed)\n", r->value);
+		}
+	}
+	done();
+}
+
+cmdline_parse_token_string_t tok_set_e = TOKEN_STRING_INITIALIZER(cmd_set_str, set, "set");
+cmdline_parse_token_string_t tok_engine = TOKEN_STRING_INITIALIZER(cmd_set_str, what, "engine");
+cmdline_parse_token_string_t tok_engine_name =
+	TOKEN_STRING_INITIALIZER(cmd_set_str, value, "dci-reconnect#dct-accept#churn#alloc");
+cmdline_parse_token_string_t tok_set_p = TOKEN_STRING_INITIALIZER(cmd_set_str, set, "set");
+cmdline_parse_token_string_t tok_policy =
+	TOKEN_STRING_INITIALIZER(cmd_set_str, what, "cm-policy");
+cmdline_parse_token_string_t tok_policy_name =
+	TOKEN_STRING_INITIALIZER(cmd_set_str, value, "live#strict");
+cmdline_parse_token_string_t tok_set_q = TOKEN_STRING_INITIALIZER(cmd_set_num, set, "set");
+cmdline_parse_token_string_t tok_quar =
+	TOKEN_STRING_INITIALIZER(cmd_set_num, what, "quarantine");
+cmdline_parse_token_num_t tok_quar_us = TOKEN_NUM_INITIALIZER(cmd_set_num, value, RTE_UINT64);
+
+cli_inst cmd_set_engine = {cmd_set_engine_parsed, nullptr,
+			   "set engine dci-reconnect|dct-accept|churn|alloc: engine of the next start",
+			   {&tok_set_e, &tok_engine, &tok_engine_name, nullptr}};
+cli_inst cmd_set_policy = {cmd_set_policy_parsed, nullptr,
+			   "set cm-policy live|strict: CM timewait policy of the next start",
+			   {&tok_set_p, &tok_policy, &tok_policy_name, nullptr}};
+cli_inst cmd_set_quarantine = {cmd_set_quarantine_parsed, nullptr,
+			       "set quarantine <us>: re-probe the devices with this quarantine",
+			       {&tok_set_q, &tok_quar, &tok_quar_us, nullptr}};
+
+cmdline_parse_ctx_t cli_ctx[] = {
+	reinterpret_cast<cmdline_parse_inst_t *>(&cmd_start),
+	reinterpret_cast<cmdline_parse_inst_t *>(&cmd_stop),
+	reinterpret_cast<cmdline_parse_inst_t *>(&cmd_show_lcore),
+	reinterpret_cast<cmdline_parse_inst_t *>(&cmd_show),
+	reinterpret_cast<cmdline_parse_inst_t *>(&cmd_set_engine),
+	reinterpret_cast<cmdline_parse_inst_t *>(&cmd_set_policy),
+	reinterpret_cast<cmdline_parse_inst_t *>(&cmd_set_quarantine),
+	reinterpret_cast<cmdline_parse_inst_t *>(&cmd_clear),
+	reinterpret_cast<cmdline_parse_inst_t *>(&cmd_help),
+	reinterpret_cast<cmdline_parse_inst_t *>(&cmd_quit),
+	nullptr,
+};
+
+} /* namespace */
+
+int cli_run(run_ctx *ctx, const qpn_engine **engine)
+{
+	g_cli_ctx = ctx;
+	g_cli_engine = engine;
+	fflush(stdout); /* the prompt writes to the fd directly: keep the order */
+	struct cmdline *cl = cmdline_stdin_new(cli_ctx, "qpn-testpmd> ");
+	if (cl == nullptr) {
+		fprintf(stderr, "qpn-testpmd: cannot open the prompt\n");
+		return -ENOMEM;
+	}
+	printf("qpn-testpmd interactive: engine %s; type help\n", (*engine)->name);
+	fflush(stdout);
+	cmdline_interact(cl);
+	cmdline_stdin_exit(cl);
+	printf("\nbye\n");
+	return 0;
+}
