@@ -43,7 +43,7 @@ eal=(--no-huge --no-pci -m 512 -l 0-1 --file-prefix="qs$$" --log-level=lib.eal:e
 
 if [ "$mode" = run ]; then
 	exec ./build/app/qpn-testpmd/qpn-testpmd "${eal[@]}" -- \
-		--qpn-dev=sim0 --engine="${QPN_ENGINE:-alloc}" --duration="${QPN_DURATION:-3}" \
+		--qpn-dev=sim0 --engine="${QPN_ENGINE:-dci-reconnect}" --duration="${QPN_DURATION:-3}" \
 		--json=build/qpn-testpmd.json
 fi
 

@@ -201,6 +201,8 @@ void *ctrl_main(void *arg)
 	auto *d = static_cast<mlx5_qpn_dev *>(arg);
 	while (!d->stop.load(std::memory_order_acquire)) {
 		struct mlx5_qpn_pool_stats st;
+		/* Expired quarantine counts as free: release it before judging the low-water mark. */
+		mlx5_qpn_pool_drain(d->pool);
 		if (mlx5_qpn_pool_stats_get(d->pool, &st) == 0 && st.free < d->da.low_water &&
 		    d->held.load(rlx) < d->limit) {
 			std::unique_lock<std::mutex> g(d->grow_mutex, std::try_to_lock);

@@ -167,6 +167,14 @@ int mlx5_qpn_pool_qpn_state(struct mlx5_qpn_pool *pool, uint32_t qpn, uint32_t *
 int mlx5_qpn_pool_next_release(struct mlx5_qpn_pool *pool, uint64_t *when_ns);
 
 /**
+ * Move every QPN whose quarantine has ended back to the free pool now (allocations do this on
+ * their own when a cache refills; a control thread may call it to keep the counters current).
+ *
+ * @return the number of QPNs released from quarantine (>= 0); -EINVAL.
+ */
+int mlx5_qpn_pool_drain(struct mlx5_qpn_pool *pool);
+
+/**
  * Give the calling thread's cache back to the shared pool (ready QPNs are returned, QPNs it
  * holds in quarantine are sealed and handed on). A thread that stops using a pool may call this;
  * a thread that exits does it automatically, and other threads take idle caches when the shared

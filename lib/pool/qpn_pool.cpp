@@ -536,6 +536,13 @@ QPN_COLD int Pool::refill(Cache &c)
 		c.spare.count.store(0, rlx);
 		return 0;
 	}
+	/*
+	 * Expired quarantine first: QPNs whose timewait is over go back before fresh ones are taken,
+	 * so the quarantine holds about rate x time QPNs and the pool does not grow for nothing.
+	 * One clock read and a scan of the bucket heads per batch.
+	 */
+	if (p_->quarantine_ns != 0)
+		drain(now_ns());
 	for (int round = 0; round < 3; round++) {
 		if (pop_free(c.ready)) {
 			bump(c.refills);
@@ -1117,6 +1124,16 @@ int mlx5_qpn_pool_next_release(struct mlx5_qpn_pool *p, uint64_t *when_ns)
 	if (!valid_pool(p) || when_ns == nullptr)
 		return -EINVAL;
 	return Pool(p).quarantine_next(when_ns) ? 0 : -ENOENT;
+}
+
+int mlx5_qpn_pool_drain(struct mlx5_qpn_pool *p)
+{
+	if (!valid_pool(p))
+		return -EINVAL;
+	if (p->quarantine_ns == 0)
+		return 0;
+	uint64_t n = Pool(p).drain(now_ns());
+	return n > INT32_MAX ? INT32_MAX : static_cast<int>(n);
 }
 
 void mlx5_qpn_pool_cache_flush(struct mlx5_qpn_pool *p)
