@@ -77,6 +77,15 @@ int mlx5_qpn_dct_create(struct mlx5_qpn_dev *dev, struct mlx5_qpn_cq *cq, uint64
 /** The DCT number (what a DCI addresses). */
 uint32_t mlx5_qpn_dct_number(const struct mlx5_qpn_dct *dct);
 
+/**
+ * Copy the payload of the message a DCT received with responder completion wqe_counter
+ * (struct mlx5_qpn_wc::wqe_counter) into buf (at most len bytes). Thread safety: the DCT's thread.
+ * @return the message's byte length (may exceed len: truncated copy); -EINVAL;
+ *         -ESTALE the slot was reused by a later message (the ring keeps the last 64).
+ */
+int mlx5_qpn_dct_read(const struct mlx5_qpn_dct *dct, uint16_t wqe_counter, void *buf,
+		      uint32_t len);
+
 /** Destroy a DCT. NULL is ignored. */
 void mlx5_qpn_dct_destroy(struct mlx5_qpn_dct *dct);
 

@@ -36,15 +36,6 @@ int mlx5_qpn_dct_create_cq(struct mlx5_qpn_cq *cq, uint64_t dc_key, struct mlx5_
 /** mlx5_qpn_dev_service_run() on a backend handle. Same returns. */
 int mlx5_qpn_dc_service_run_be(struct mlx5_qpn_backend *be);
 
-/**
- * Copy the payload of the message a DCT received with responder completion wqe_counter
- * (struct mlx5_qpn_wc::wqe_counter) into buf (at most len bytes).
- * @return the message's byte length (may exceed len: truncated copy); -EINVAL;
- *         -ESTALE the slot was reused by a later message (the ring keeps the last 64).
- */
-int mlx5_qpn_dct_read(const struct mlx5_qpn_dct *dct, uint16_t wqe_counter, void *buf,
-		      uint32_t len);
-
 #ifdef __cplusplus
 }
 #endif
