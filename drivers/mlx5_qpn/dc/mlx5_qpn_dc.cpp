@@ -343,15 +343,15 @@ mlx5_qpn_dct_read(const struct mlx5_qpn_dct *dct, uint16_t wqe_counter, void *bu
 	const uint32_t *w = reinterpret_cast<const uint32_t *>(slot);
 	/* Seqlock read: the device may reuse the slot for a later message meanwhile. */
 	uint32_t s1 = __atomic_load_n(&w[0], __ATOMIC_ACQUIRE);
-	uint32_t cnt = __atomic_load_n(&w[1], __ATOMIC_RELAXED);
-	uint32_t mlen = __atomic_load_n(&w[2], __ATOMIC_RELAXED);
+	/* Acquire loads throughout: the closing sequence load stays after them (no fence). */
+	uint32_t cnt = __atomic_load_n(&w[1], __ATOMIC_ACQUIRE);
+	uint32_t mlen = __atomic_load_n(&w[2], __ATOMIC_ACQUIRE);
 	if ((s1 & 1) || s1 == 0 || uint16_t(cnt) != wqe_counter || mlen > MLX5_QPN_DC_MAX_INLINE)
 		return -ESTALE;
 	uint32_t n = RTE_MIN(len, mlen);
 	for (uint32_t i = 0; i < n; i++)
 		static_cast<uint8_t *>(buf)[i] =
-			__atomic_load_n(slot + MLX5_QPN_SIM_DC_RX_DATA + i, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			__atomic_load_n(slot + MLX5_QPN_SIM_DC_RX_DATA + i, __ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&w[0], __ATOMIC_RELAXED) != s1)
 		return -ESTALE;
 	return int(mlen);

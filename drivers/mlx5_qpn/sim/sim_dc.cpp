@@ -145,14 +145,19 @@ rx_deliver(uint8_t *arena, SimDcDct &t, uint32_t src_qpn, const uint8_t *data, u
 	uint8_t *slot = dc_page_ptr(arena, t.page) + size_t(t.rx_pi % DC_RX_SLOTS) * DC_RX_STRIDE;
 	uint32_t *seq = reinterpret_cast<uint32_t *>(slot);
 
-	/* Seqlock: odd while the slot is written, so a reader copying it can tell. */
+	/*
+	 * Seqlock: odd while the slot is written, so a reader copying it can tell. No fences (GCC's
+	 * ThreadSanitizer does not model them): the odd value is set by an acq_rel exchange, which
+	 * keeps the stores below after it, and every field is stored with release, so a reader that
+	 * loads (acquire) any new byte also sees the odd sequence and retries.
+	 */
 	uint32_t s = __atomic_load_n(seq, __ATOMIC_RELAXED);
-	__atomic_store_n(seq, s | 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	__atomic_store_n(reinterpret_cast<uint32_t *>(slot + 4), t.rx_pi, __ATOMIC_RELAXED);
-	__atomic_store_n(reinterpret_cast<uint32_t *>(slot + 8), len, __ATOMIC_RELAXED);
-	__atomic_store_n(reinterpret_cast<uint32_t *>(slot + 12), src_qpn, __ATOMIC_RELAXED);
-	memcpy(slot + DC_RX_HDR, data, len);
+	__atomic_exchange_n(seq, s | 1, __ATOMIC_ACQ_REL);
+	__atomic_store_n(reinterpret_cast<uint32_t *>(slot + 4), t.rx_pi, __ATOMIC_RELEASE);
+	__atomic_store_n(reinterpret_cast<uint32_t *>(slot + 8), len, __ATOMIC_RELEASE);
+	__atomic_store_n(reinterpret_cast<uint32_t *>(slot + 12), src_qpn, __ATOMIC_RELEASE);
+	for (uint32_t i = 0; i < len; i++)
+		__atomic_store_n(slot + DC_RX_HDR + i, data[i], __ATOMIC_RELEASE);
 	__atomic_store_n(seq, (s | 1) + 1, __ATOMIC_RELEASE);
 }
 
