@@ -15,6 +15,11 @@
  * (as rdma-core's DC-over-CM test does): with one QPN per DCT for every connection, the active
  * side would see two live connections to the same (GUID, QPN) and reject the second REP as stale.
  *
+ * Two processes (--role, --fabric): the agents attach to a shared-memory fabric instead; the
+ * server process publishes (service id, node GUID, DCT number, DC key) of each peer in the
+ * fabric's service directory, and the client process takes its peers from there, so it needs
+ * nothing of the server but the fabric name and the device.
+ *
  * Time: the CM gets mlx5_qpn_clock_ns(), the clock of the pool's quarantine, so "quarantine >=
  * timewait" compares like with like. Step latencies are TSC cycles (rte_rdtsc).
  */
@@ -44,6 +49,8 @@ constexpr uint64_t kDcKey = 0x5150'4e44'434b'4559ull;
 constexpr unsigned kMaxSlots = 64;      /* connections one client lcore keeps at once */
 constexpr uint32_t kAgentConns = 16384; /* CM slots per agent (timewait entries included) */
 constexpr uint64_t kDrainNs = 3'000'000'000ull; /* longest wait for open connections at stop */
+constexpr unsigned kShmSlots = 4096;    /* frames pending per node on a shared-memory fabric */
+constexpr double kDirWaitS = 5.0;       /* how long a client waits for a server to publish */
 
 /* A small event copy: what the loops need of struct mlx5_qpn_cm_event. */
 struct mini_ev {
@@ -105,7 +112,12 @@ struct dc_lcore {
 } // namespace
 
 struct cm_glue {
-	mlx5_qpn_cm_fabric *fabric = nullptr;
+	mlx5_qpn_cm_fabric *fabric = nullptr;   /* in-process fabric, or */
+	mlx5_qpn_cm_shm_fabric *shm = nullptr;  /* the shared-memory one (--fabric) */
+	/* The peers clients connect to: this process's server nodes, or the directory's. */
+	std::vector<uint64_t> peer_guid;
+	std::vector<uint32_t> peer_dctn;
+	std::vector<uint64_t> peer_key;
 	std::vector<client_node *> clients; /* per device */
 	std::vector<server_node *> servers; /* per peer */
 	std::vector<dc_dev> dcdev;          /* per device */
@@ -128,7 +140,18 @@ void roles_assign(run_ctx *ctx)
 	for (auto &r : ctx->role)
 		r = lcore_role{};
 	ctx->server_lcore = -1;
-	if (nw == 0) {
+	if (!ctx->cfg->role_client()) {
+		/* Server process: one lcore serves every passive agent; others stay idle. */
+		unsigned srv = nw == 0 ? rte_get_main_lcore() : workers[0];
+		ctx->role[srv].server = true;
+		ctx->server_lcore = nw == 0 ? -1 : static_cast<int>(srv);
+	} else if (!ctx->cfg->role_server()) {
+		/* Client process: every worker (or the main lcore alone) is a client. */
+		if (nw == 0)
+			clients[nc++] = rte_get_main_lcore();
+		for (unsigned i = 0; i < nw; i++)
+			clients[nc++] = workers[i];
+	} else if (nw == 0) {
 		clients[nc++] = rte_get_main_lcore();
 		ctx->role[rte_get_main_lcore()].server = true;
 	} else if (nw == 1) {
@@ -152,7 +175,8 @@ void roles_assign(run_ctx *ctx)
 static mlx5_qpn_cm *agent_create(run_ctx *ctx, const char *name, uint64_t guid,
 				 mlx5_qpn_cm_transport *tp)
 {
-	int rc = mlx5_qpn_cm_fabric_attach(ctx->cm->fabric, guid, tp);
+	int rc = ctx->cm->shm != nullptr ? mlx5_qpn_cm_shm_attach(ctx->cm->shm, guid, tp)
+					 : mlx5_qpn_cm_fabric_attach(ctx->cm->fabric, guid, tp);
 	if (rc != 0) {
 		fprintf(stderr, "qpn-testpmd: cannot attach CM node %s (GUID %016" PRIx64 "): %s\n",
 			name, guid, strerror(-rc));
@@ -208,7 +232,8 @@ static int dc_init(run_ctx *ctx)
 	for (size_t d = 0; d < ctx->devs.size() && rc == 0; d++) {
 		what = "mlx5_qpn_cq_create";
 		rc = mlx5_qpn_cq_create(ctx->devs[d], 12, &g->dcdev[d].cq);
-		for (unsigned p = 0; p < ctx->cfg->peers && rc == 0; p++) {
+		unsigned nb_dct = ctx->cfg->role_server() ? ctx->cfg->peers : 0;
+		for (unsigned p = 0; p < nb_dct && rc == 0; p++) {
 			mlx5_qpn_dct *t = nullptr;
 			what = "mlx5_qpn_dct_create";
 			rc = mlx5_qpn_dct_create(ctx->devs[d], g->dcdev[d].cq, kDcKey, &t);
@@ -230,6 +255,18 @@ static int dc_init(run_ctx *ctx)
 			rc = mlx5_qpn_dci_create(dev, g->dcl[lc].cq, 8, &g->dcl[lc].dci);
 		}
 	}
+	if (rc == 0 && !ctx->cfg->role_server()) {
+		/* Client process: the DCTs are the server's, as published. */
+		for (auto &d : g->dcdev)
+			d.dctn = g->peer_dctn;
+		for (uint32_t n : g->peer_dctn)
+			if (n == 0) {
+				dc_fini(ctx);
+				ctx->data_path_note = "the server published no DCT (its "
+						      "--msgs-per-conn=0 or no data path)";
+				return 0;
+			}
+	}
 	if (rc == 0) {
 		ctx->data_path = true;
 		return 0;
@@ -242,6 +279,35 @@ static int dc_init(run_ctx *ctx)
 	return rc;
 }
 
+/* Client process: wait for the server process to publish its peers, take up to --peers. */
+static int peers_from_directory(run_ctx *ctx)
+{
+	cm_glue *g = ctx->cm;
+	const run_config &cfg = *ctx->cfg;
+	mlx5_qpn_cm_shm_service svc[MLX5_QPN_CM_SHM_MAX_SERVICES];
+	const uint64_t deadline = mlx5_qpn_clock_ns() + static_cast<uint64_t>(kDirWaitS * 1e9);
+	int n;
+	while ((n = mlx5_qpn_cm_shm_lookup(g->shm, kServiceId, svc,
+					    MLX5_QPN_CM_SHM_MAX_SERVICES)) == 0 &&
+	       mlx5_qpn_clock_ns() < deadline)
+		usleep(10000);
+	if (n <= 0) {
+		fprintf(stderr, "qpn-testpmd: no server on CM fabric \"%s\" after %.0f s (start "
+				"qpn-testpmd --role=server --fabric=%s first)\n",
+			cfg.fabric.c_str(), kDirWaitS, cfg.fabric.c_str());
+		return -ETIMEDOUT;
+	}
+	unsigned take = std::min(static_cast<unsigned>(n), cfg.peers);
+	for (unsigned i = 0; i < take; i++) {
+		g->peer_guid.push_back(svc[i].node_guid);
+		g->peer_dctn.push_back(svc[i].dct_number);
+		g->peer_key.push_back(svc[i].dc_key);
+	}
+	printf("qpn-testpmd: %d server node(s) on CM fabric \"%s\" (pid %d), using %u\n", n,
+	       cfg.fabric.c_str(), static_cast<int>(svc[0].pid), take);
+	return 0;
+}
+
 int cm_glue_init(run_ctx *ctx)
 {
 	if (ctx->cm == nullptr)
@@ -250,17 +316,32 @@ int cm_glue_init(run_ctx *ctx)
 	const run_config &cfg = *ctx->cfg;
 	roles_assign(ctx);
 	char name[64];
-	snprintf(name, 16, "tp%u_%u", static_cast<unsigned>(getpid() % 100000),
-		 ctx->fabric_seq++);
-	unsigned nodes = static_cast<unsigned>(ctx->devs.size()) + cfg.peers;
-	g->fabric = mlx5_qpn_cm_fabric_create(name, nodes, 4096);
-	if (g->fabric == nullptr) {
-		fprintf(stderr, "qpn-testpmd: cannot create the CM fabric: %s\n",
-			rte_strerror(rte_errno));
-		return -ENOMEM;
+	g->peer_guid.clear();
+	g->peer_dctn.clear();
+	g->peer_key.clear();
+	if (!cfg.fabric.empty()) {
+		int rc = mlx5_qpn_cm_shm_fabric_open(cfg.fabric.c_str(), MLX5_QPN_CM_SHM_MAX_NODES,
+						     kShmSlots, &g->shm);
+		if (rc != 0) {
+			fprintf(stderr, "qpn-testpmd: cannot open the CM fabric \"%s\": %s\n",
+				cfg.fabric.c_str(), strerror(-rc));
+			return rc;
+		}
+	} else {
+		snprintf(name, 16, "tp%u_%u", static_cast<unsigned>(getpid() % 100000),
+			 ctx->fabric_seq++);
+		unsigned nodes = static_cast<unsigned>(ctx->devs.size()) + cfg.peers;
+		g->fabric = mlx5_qpn_cm_fabric_create(name, nodes, 4096);
+		if (g->fabric == nullptr) {
+			fprintf(stderr, "qpn-testpmd: cannot create the CM fabric: %s\n",
+				rte_strerror(rte_errno));
+			return -ENOMEM;
+		}
 	}
 	int rc = 0;
-	for (size_t d = 0; d < ctx->devs.size() && rc == 0; d++) {
+	if (!cfg.role_server())
+		rc = peers_from_directory(ctx);
+	for (size_t d = 0; d < ctx->devs.size() && rc == 0 && cfg.role_client(); d++) {
 		mlx5_qpn_dev_info info;
 		mlx5_qpn_dev_info_get(ctx->devs[d], &info);
 		auto *c = new client_node();
@@ -273,7 +354,7 @@ int cm_glue_init(run_ctx *ctx)
 	}
 	mlx5_qpn_dev_info info0;
 	mlx5_qpn_dev_info_get(ctx->dev, &info0);
-	for (unsigned p = 0; p < cfg.peers && rc == 0; p++) {
+	for (unsigned p = 0; p < cfg.peers && rc == 0 && cfg.role_server(); p++) {
 		auto *s = new server_node();
 		g->servers.push_back(s);
 		/* A GUID of its own, as a remote node: the device GUID with the top byte flipped. */
@@ -285,8 +366,26 @@ int cm_glue_init(run_ctx *ctx)
 		else if ((rc = mlx5_qpn_cm_listen(s->cm, kServiceId)) != 0)
 			fprintf(stderr, "qpn-testpmd: listen: %s\n", strerror(-rc));
 	}
+	for (server_node *s : g->servers) {
+		g->peer_guid.push_back(s->guid);
+		g->peer_key.push_back(kDcKey);
+	}
 	if (rc == 0)
 		rc = dc_init(ctx);
+	if (rc == 0 && cfg.role_server() && g->shm != nullptr) {
+		/* Publish each peer for client processes (DCT 0: no data path here). */
+		for (size_t p = 0; p < g->servers.size() && rc == 0; p++) {
+			mlx5_qpn_cm_shm_service svc{};
+			svc.service_id = kServiceId;
+			svc.node_guid = g->servers[p]->guid;
+			svc.dc_key = kDcKey;
+			svc.dct_number = ctx->data_path ? g->dcdev[0].dctn[p] : 0;
+			rc = mlx5_qpn_cm_shm_publish(g->shm, &svc);
+			if (rc != 0)
+				fprintf(stderr, "qpn-testpmd: cannot publish server %zu on fabric "
+						"\"%s\": %s\n", p, cfg.fabric.c_str(), strerror(-rc));
+		}
+	}
 	if (rc != 0) {
 		cm_glue_fini(ctx);
 		return rc;
@@ -307,7 +406,7 @@ cm_agent_totals cm_glue_totals(run_ctx *ctx)
 	cm_glue *g = ctx->cm;
 	if (g == nullptr)
 		return t;
-	if (g->fabric == nullptr)
+	if (g->fabric == nullptr && g->shm == nullptr)
 		return g->last;
 	auto add = [&t](mlx5_qpn_cm *cm) {
 		mlx5_qpn_cm_stats s;
@@ -325,7 +424,8 @@ cm_agent_totals cm_glue_totals(run_ctx *ctx)
 		add(c->cm);
 	for (auto *s : g->servers)
 		add(s->cm);
-	t.fabric_drops = mlx5_qpn_cm_fabric_drops(g->fabric);
+	t.fabric_drops = g->shm != nullptr ? mlx5_qpn_cm_shm_drops(g->shm)
+					   : mlx5_qpn_cm_fabric_drops(g->fabric);
 	t.stale_rejects_sent += g->last.stale_rejects_sent;
 	t.stale_dreqs += g->last.stale_dreqs;
 	t.retransmits += g->last.retransmits;
@@ -342,7 +442,7 @@ void cm_glue_fini(run_ctx *ctx)
 	cm_glue *g = ctx->cm;
 	if (g == nullptr)
 		return;
-	if (g->fabric != nullptr)
+	if (g->fabric != nullptr || g->shm != nullptr)
 		g->last = cm_glue_totals(ctx); /* keep the counters for the summary */
 	dc_fini(ctx);
 	for (auto *c : g->clients) {
@@ -360,6 +460,10 @@ void cm_glue_fini(run_ctx *ctx)
 	g->servers.clear();
 	mlx5_qpn_cm_fabric_destroy(g->fabric);
 	g->fabric = nullptr;
+	/* Detaches this process's nodes and withdraws its directory entries; the segment stays
+	 * for the other process (remove it with mlx5_qpn_cm_shm_unlink() or rm /dev/shm/...). */
+	mlx5_qpn_cm_shm_fabric_close(g->shm);
+	g->shm = nullptr;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -627,13 +731,14 @@ struct client_loop {
 	void post_more(slot &s)
 	{
 		const uint32_t dctn = ctx->cm->dcdev[ctx->role[lcore].dev].dctn[s.peer];
+		const uint64_t key = ctx->cm->peer_key[s.peer];
 		uint8_t payload[64];
 		memset(payload, 0x5a, sizeof(payload));
 		unsigned idx = static_cast<unsigned>(&s - slots);
 		unsigned before = s.posted;
 		while (s.posted < s.msgs) {
 			uint64_t wr_id = (uint64_t(idx) << 32) | s.posted;
-			int rc = mlx5_qpn_dci_post_send(dc->dci, dctn, kDcKey, payload, sizeof(payload),
+			int rc = mlx5_qpn_dci_post_send(dc->dci, dctn, key, payload, sizeof(payload),
 							wr_id);
 			if (rc == -ENOBUFS)
 				break; /* send queue full: post the rest after completions */
@@ -723,7 +828,8 @@ struct client_loop {
 		const run_config &cfg = *ctx->cfg;
 		unsigned idx = static_cast<unsigned>(&s - slots);
 		s = slot{};
-		s.peer = mode.churn ? rng.below(cfg.peers) : (rr++ % cfg.peers);
+		const unsigned nb_peers = static_cast<unsigned>(ctx->cm->peer_guid.size());
+		s.peer = mode.churn ? rng.below(nb_peers) : (rr++ % nb_peers);
 		s.msgs = cfg.msgs_per_conn;
 		if (mode.churn) {
 			s.msgs = rng.below(2 * cfg.msgs_per_conn + 1);
@@ -755,7 +861,7 @@ struct client_loop {
 		}
 		node->lock.lock();
 		s.t_conn = rte_rdtsc();
-		int rc = mlx5_qpn_cm_connect(node->cm, ctx->cm->servers[s.peer]->guid, kServiceId,
+		int rc = mlx5_qpn_cm_connect(node->cm, ctx->cm->peer_guid[s.peer], kServiceId,
 					     s.qpn, nullptr, 0, mlx5_qpn_clock_ns(), &s.conn_id);
 		if (rc == 0)
 			node->owner[s.conn_id] = lcore;
@@ -820,6 +926,11 @@ struct client_loop {
 				drain_deadline = mlx5_qpn_clock_ns() + kDrainNs;
 			if (server)
 				server_poll(ctx);
+			else if (ctx->data_path && !ctx->cfg->role_server())
+				/* No server lcore in this process: execute our doorbells here (the
+				 * server process's service may run them too; the device serialises). */
+				for (mlx5_qpn_dev *d : ctx->devs)
+					mlx5_qpn_dev_service_run(d);
 			poll_agent();
 			for (const mini_ev &ev : evs)
 				on_event(ev);
@@ -891,7 +1002,10 @@ int cm_lcore_run(run_ctx *ctx, unsigned lcore, const client_mode &mode)
 		return 0;
 	}
 	if (r.server) {
-		while (ctx->clients_running.load(std::memory_order_acquire) != 0)
+		/* A server process has no clients: it serves until the run is stopped. */
+		const bool alone = !ctx->cfg->role_client();
+		while (ctx->clients_running.load(std::memory_order_acquire) != 0 ||
+		       (alone && !ctx->stop.load(std::memory_order_acquire)))
 			server_poll(ctx);
 		/* The last frames (DREPs already sent) need no answer; done. */
 		server_poll(ctx);

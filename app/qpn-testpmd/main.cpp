@@ -22,6 +22,7 @@
 #include <rte_eal.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
+#include <rte_pause.h>
 
 #include "sim/mlx5_qpn_sim.h"
 #include "testpmd.h"
@@ -64,6 +65,9 @@ void usage(const char *prog)
 	       "  --destroy-sim         remove the emulated devices' shared memory at exit\n"
 	       "  --hw-peer=IP:PORT     hardware mode, active side: the passive qpn-testpmd\n"
 	       "  --hw-port=PORT        hardware mode, passive side: port to listen on (18515)\n"
+	       "  --role=R              both | client | server (default both: one process); client\n"
+	       "                        and server are two processes sharing --fabric and the device\n"
+	       "  --fabric=NAME         CM over the shared-memory fabric NAME (default: in-process)\n"
 	       "  -i, --interactive     interactive prompt\n"
 	       "  -h, --help            this text\n");
 	for (const qpn_engine *e : engine_list)
@@ -87,7 +91,7 @@ bool parse_num(const char *opt, const char *v, double lo, double hi, double *out
 enum {
 	O_DEV = 256, O_ENGINE, O_DURATION, O_CONNS, O_BURST, O_HOLD, O_JSON, O_PEERS, O_MSGS,
 	O_INFLIGHT, O_QUAR, O_POLICY, O_PLT, O_ACK, O_SHARED, O_SEED, O_DESTROY, O_HWPEER,
-	O_HWPORT,
+	O_HWPORT, O_ROLE, O_FABRIC,
 };
 
 int parse_args(int argc, char **argv, run_config *cfg)
@@ -112,18 +116,44 @@ int parse_args(int argc, char **argv, run_config *cfg)
 		{"destroy-sim", no_argument, nullptr, O_DESTROY},
 		{"hw-peer", required_argument, nullptr, O_HWPEER},
 		{"hw-port", required_argument, nullptr, O_HWPORT},
+		{"role", required_argument, nullptr, O_ROLE},
+		{"fabric", required_argument, nullptr, O_FABRIC},
 		{"interactive", no_argument, nullptr, 'i'},
 		{"help", no_argument, nullptr, 'h'},
 		{nullptr, 0, nullptr, 0},
 	};
 	int c;
 	double x;
+	bool engine_set = false;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":hi", opts, nullptr)) != -1) {
 		switch (c) {
 		case O_DEV: cfg->devargs.push_back(optarg); break;
-		case O_ENGINE: cfg->engine = optarg; break;
+		case O_ENGINE:
+			cfg->engine = optarg;
+			engine_set = true;
+			break;
+		case O_ROLE:
+			if (strcmp(optarg, "both") != 0 && strcmp(optarg, "client") != 0 &&
+			    strcmp(optarg, "server") != 0) {
+				fprintf(stderr, "qpn-testpmd: bad value for --role: \"%s\" (expected "
+						"both, client or server)\n", optarg);
+				return -EINVAL;
+			}
+			cfg->role = optarg;
+			break;
+		case O_FABRIC:
+			if (optarg[0] == '\0' || strlen(optarg) > MLX5_QPN_CM_SHM_NAMESIZE ||
+			    strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					   "0123456789_.-") != strlen(optarg)) {
+				fprintf(stderr, "qpn-testpmd: bad value for --fabric: \"%s\" (1..%d "
+						"characters from [A-Za-z0-9_.-])\n", optarg,
+					MLX5_QPN_CM_SHM_NAMESIZE);
+				return -EINVAL;
+			}
+			cfg->fabric = optarg;
+			break;
 		case O_DURATION:
 			if (!parse_num("duration", optarg, 0.01, 86400, &cfg->duration_s))
 				return -EINVAL;
@@ -216,6 +246,32 @@ int parse_args(int argc, char **argv, run_config *cfg)
 	}
 	if (cfg->devargs.empty())
 		cfg->devargs.push_back("sim0");
+	if (cfg->role != "both") {
+		/* Two processes: the CM fabric must be the shared one and both sides must open the
+		 * same (one) device; the server runs the passive side whatever the engine. */
+		if (cfg->fabric.empty()) {
+			fprintf(stderr, "qpn-testpmd: --role=%s needs --fabric=NAME (the same in both "
+					"processes)\n", cfg->role.c_str());
+			return -EINVAL;
+		}
+		if (cfg->devargs.size() != 1) {
+			fprintf(stderr, "qpn-testpmd: --role=%s takes exactly one --qpn-dev\n",
+				cfg->role.c_str());
+			return -EINVAL;
+		}
+		if (cfg->role == "server") {
+			if (engine_set && cfg->engine != "dct-accept" && cfg->engine != "dci-reconnect") {
+				fprintf(stderr, "qpn-testpmd: --role=server runs the passive side: "
+						"--engine=%s does not apply\n", cfg->engine.c_str());
+				return -EINVAL;
+			}
+			cfg->engine = "dct-accept";
+		} else if (cfg->engine != "dci-reconnect" && cfg->engine != "churn") {
+			fprintf(stderr, "qpn-testpmd: --role=client runs the active side: use "
+					"--engine=dci-reconnect or churn\n");
+			return -EINVAL;
+		}
+	}
 	for (auto &d : cfg->devargs)
 		if (d.find("quarantine_us=") != std::string::npos && cfg->quarantine_us >= 0) {
 			fprintf(stderr, "qpn-testpmd: give the quarantine once: --quarantine-us or the "
@@ -330,8 +386,14 @@ void run_stop(run_ctx *ctx, const qpn_engine *e)
 		return;
 	ctx->stop.store(true);
 	unsigned lc;
-	RTE_LCORE_FOREACH_WORKER(lc)
+	RTE_LCORE_FOREACH_WORKER(lc) {
 		rte_eal_wait_lcore(lc);
+		/* The acquire pairs with the worker's release of `done`: what it wrote (CM agents,
+		 * histograms) is visible here in the C++ model, which ThreadSanitizer checks (it cannot
+		 * see the hand-over inside an uninstrumented rte_eal_wait_lcore). */
+		while (!ctx->lc[lc].done.load(std::memory_order_acquire))
+			rte_pause();
+	}
 	ctx->run_secs += static_cast<double>(rte_rdtsc() - g_start_tsc) /
 			 static_cast<double>(ctx->tsc_hz);
 	e->fini(ctx);
@@ -374,6 +436,10 @@ int main(int argc, char **argv)
 	       engine->name, rte_lcore_count(), info.name, info.backend, info.node_guid,
 	       info.numa_node, info.cores[0] ? info.cores : "-", info.quarantine_us,
 	       cm_timewait_ms(cfg), cfg.policy == MLX5_QPN_CM_POLICY_STRICT ? "strict" : "live");
+
+	if (cfg.role != "both" || !cfg.fabric.empty())
+		printf("qpn-testpmd: role %s, CM fabric \"%s\" (shared memory /dev/shm/mlx5_qpn_cmfab_%s)"
+		       "\n", cfg.role.c_str(), cfg.fabric.c_str(), cfg.fabric.c_str());
 
 	if (dev_is_hw(ctx.dev) && engine->uses_cm) {
 		/* Hardware: the CM runs in the kernel, reached through librdmacm. */

@@ -160,6 +160,8 @@ void stats_progress(run_ctx *ctx, double t, uint64_t *last_ops)
 		for (auto &r : ctx->lc[lc].rej)
 			rej += r.load(std::memory_order_relaxed);
 	}
+	if (ctx->nb_clients == 0) /* a server process: its connections are the server's */
+		ops += ctx->srv.ops.load(std::memory_order_relaxed);
 	struct mlx5_qpn_pool_stats ps;
 	mlx5_qpn_pool_stats_get(mlx5_qpn_dev_pool(ctx->dev), &ps);
 	printf("  [%5.1fs] %" PRIu64 " conns (%.0f/s), rej %" PRIu64 ", stale %" PRIu64
@@ -308,6 +310,8 @@ int stats_json(const char *path, run_ctx *ctx, const qpn_engine *e)
 		e->name, ctx->run_secs, rte_lcore_count());
 	fprintf(f, "  \"measured_side\": \"%s\",\n",
 		e->uses_cm ? (e->passive_side ? "passive" : "active") : "pool");
+	fprintf(f, "  \"role\": \"%s\",\n  \"fabric\": \"%s\",\n", cfg.role.c_str(),
+		cfg.fabric.c_str());
 	fprintf(f, "  \"cm_policy\": \"%s\",\n  \"timewait_ms\": %u,\n",
 		cfg.policy == MLX5_QPN_CM_POLICY_STRICT ? "strict" : "live", cm_timewait_ms(cfg));
 	struct mlx5_qpn_dev_info info;

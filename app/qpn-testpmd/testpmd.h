@@ -13,6 +13,12 @@
  * device's doorbell service) and the others are *client* lcores; with a single worker that
  * worker runs the client and polls the server side in the same loop; with no worker the main
  * lcore does both (batch mode only).
+ *
+ * Two processes (--role=server / --role=client, see doc/guides/app.md): the CM agents attach to
+ * a shared-memory fabric (--fabric) instead of the in-process one; the server process has no
+ * client lcore (its first worker serves until the run ends) and publishes its nodes and DCTs in
+ * the fabric's service directory; the client process has no server lcore, reads the directory
+ * and runs the device's doorbell service itself.
  */
 #include <atomic>
 #include <cstdint>
@@ -48,6 +54,10 @@ struct run_config {
 	uint64_t seed = 1;                  /* --seed (churn) */
 	std::string hw_peer;                /* --hw-peer=IP:PORT (hardware, active side) */
 	unsigned hw_port = 18515;           /* --hw-port (hardware, passive side) */
+	std::string role = "both";          /* --role: both | client | server */
+	std::string fabric;                 /* --fabric: shared-memory CM fabric ("": in-process) */
+	bool role_client() const { return role != "server"; }
+	bool role_server() const { return role != "client"; }
 };
 
 /* Step histograms of a connection cycle, in TSC cycles. */

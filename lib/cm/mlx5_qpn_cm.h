@@ -456,6 +456,110 @@ int mlx5_qpn_cm_fabric_attach(struct mlx5_qpn_cm_fabric *fabric, uint64_t guid,
 /** Frames the fabric dropped (unknown destination or full ring). */
 uint64_t mlx5_qpn_cm_fabric_drops(const struct mlx5_qpn_cm_fabric *fabric);
 
+
+/* ---- Cross-process transport over POSIX shared memory ---- */
+
+/**
+ * A fabric in POSIX shared memory ("/mlx5_qpn_cmfab_<name>"), shared by every process that
+ * opens the same name: the way two separate DPDK primaries (each with its own --file-prefix and
+ * no hugepages) exchange CM frames. It holds a fixed table of nodes (GUID, owner pid) and per
+ * node a bounded lock-free queue of fixed-size frame slots (many senders in any process, one
+ * receiver), plus a small *service directory* where a passive side publishes what an active side
+ * needs to reach it (service id, node GUID, DCT number, DC key).
+ *
+ * Delivery is best effort, as on a real fabric: a frame to an unknown GUID or to a full queue is
+ * dropped and counted (the CM retransmits); a send never blocks. A node whose owner process died
+ * is reclaimed by the next attach that needs a slot or names its GUID; frames still queued for a
+ * node's previous owner are discarded (and counted) by the new one. Its directory entries are
+ * ignored once the publisher is dead.
+ *
+ * No EAL is needed (plain shared memory and atomics): a fork()ed child may open the fabric by
+ * name. A handle must not be used across fork(); the child opens its own.
+ *
+ * Known limit: a sender that dies between reserving a queue slot and publishing it (a window of
+ * one 256-byte copy) leaves that queue stalled until the segment is unlinked.
+ *
+ * Thread safety: send (the transport hook) is safe from any thread of any process; recv_burst of
+ * one node from one thread at a time; open/attach/detach/publish/close from any thread.
+ */
+struct mlx5_qpn_cm_shm_fabric;
+
+/** Most nodes of a shared-memory fabric. */
+#define MLX5_QPN_CM_SHM_MAX_NODES 64
+/** Entries of the service directory. */
+#define MLX5_QPN_CM_SHM_MAX_SERVICES 64
+/** Longest fabric name (without the NUL): letters, digits, '_', '-', '.'. */
+#define MLX5_QPN_CM_SHM_NAMESIZE 32
+
+/**
+ * Open (creating it if needed) the fabric @p name. Creation and a concurrent open are
+ * serialised by a file lock on the segment; a segment left half-initialised by a crashed creator
+ * is initialised again. The creator's geometry wins: later openers get the existing one
+ * (@p max_nodes and @p slots_per_node are then only checked for range).
+ *
+ * @param max_nodes       1..MLX5_QPN_CM_SHM_MAX_NODES.
+ * @param slots_per_node  frames pending per node: a power of two in 2..65536. Memory is
+ *                        reserved sparsely: pages are used as queues fill.
+ * @param[out] out        the handle.
+ * @return 0; -EINVAL (bad name or geometry); -EPROTO (a segment of another layout version);
+ *         -ENOMEM; another negative errno from shm_open/ftruncate/mmap (e.g. -EACCES).
+ */
+int mlx5_qpn_cm_shm_fabric_open(const char *name, unsigned int max_nodes,
+				unsigned int slots_per_node, struct mlx5_qpn_cm_shm_fabric **out);
+
+/**
+ * Attach node @p guid, owned by this process, and fill @p tp with its transport. The transport
+ * stays valid until the node is detached or the handle closed; do not call it after that (right
+ * after a detach its hooks answer -ENOTCONN, but a later attach through the same handle may
+ * reuse them).
+ * @return 0; -EINVAL; -EEXIST (@p guid attached by a live process); -ENOSPC (every node slot
+ *         used by a live process).
+ */
+int mlx5_qpn_cm_shm_attach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid,
+			   struct mlx5_qpn_cm_transport *tp);
+
+/**
+ * Detach node @p guid attached through this handle, and withdraw its directory entries.
+ * @return 0; -EINVAL; -ENOENT (not attached through this handle).
+ */
+int mlx5_qpn_cm_shm_detach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid);
+
+/** Detach every node of this handle and unmap the segment (it stays). NULL: no-op. */
+void mlx5_qpn_cm_shm_fabric_close(struct mlx5_qpn_cm_shm_fabric *fab);
+
+/**
+ * Remove the segment's name (processes that have it open keep using it).
+ * @return 0; -EINVAL (bad name); -ENOENT.
+ */
+int mlx5_qpn_cm_shm_unlink(const char *name);
+
+/** Frames the fabric dropped, all processes together (unknown GUID, full queue, stale frame). */
+uint64_t mlx5_qpn_cm_shm_drops(const struct mlx5_qpn_cm_shm_fabric *fab);
+
+/** One service directory entry. */
+struct mlx5_qpn_cm_shm_service {
+	uint64_t service_id;  /**< CM service id the node listens on. */
+	uint64_t node_guid;   /**< The listening node (attached through the publishing handle). */
+	uint64_t dc_key;      /**< DC key of the DCT behind it (0 if none). */
+	uint32_t dct_number;  /**< DCT number (0 if none). */
+	int32_t pid;          /**< Publisher's pid (filled by publish). */
+};
+
+/**
+ * Publish an entry; it is withdrawn when its node is detached (or ignored once the publisher
+ * died). @p svc->node_guid must be attached through @p fab.
+ * @return 0; -EINVAL; -ENOENT (node not attached here); -ENOSPC (directory full).
+ */
+int mlx5_qpn_cm_shm_publish(struct mlx5_qpn_cm_shm_fabric *fab,
+			    const struct mlx5_qpn_cm_shm_service *svc);
+
+/**
+ * Copy up to @p n live entries of @p service_id, in directory order.
+ * @return how many were copied (0: none published yet); -EINVAL.
+ */
+int mlx5_qpn_cm_shm_lookup(const struct mlx5_qpn_cm_shm_fabric *fab, uint64_t service_id,
+			   struct mlx5_qpn_cm_shm_service *out, unsigned int n);
+
 #ifdef __cplusplus
 }
 #endif

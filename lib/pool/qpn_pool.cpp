@@ -873,8 +873,11 @@ struct mlx5_qpn_pool *mlx5_qpn_pool_create(const struct mlx5_qpn_pool_params *pr
 	p->free_top.store(head_make(kNil, 0), rlx);
 	for (auto &b : p->bucket)
 		b.store(head_make(kNil, 0), rlx);
-	rte_spinlock_init(&p->range_lock);
-	rte_spinlock_init(&p->stats_lock);
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+	pthread_mutex_init(&p->range_lock, &ma);
+	pthread_mutexattr_destroy(&ma);
 	for (auto &c : p->caches) {
 		c.ready.head.store(kNil, rlx);
 		c.spare.head.store(kNil, rlx);
@@ -926,6 +929,7 @@ void mlx5_qpn_pool_free_pool(struct mlx5_qpn_pool *p)
 			break;
 		}
 	p->magic = 0;
+	pthread_mutex_destroy(&p->range_lock);
 	const struct rte_memzone *mz = rte_memzone_lookup(zname);
 	if (mz != nullptr)
 		rte_memzone_free(mz);
@@ -938,12 +942,12 @@ int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *p, uint32_t first, uint32_t co
 	if (!valid_pool(p) || count == 0 || first > MLX5_QPN_MAX || count - 1 > MLX5_QPN_MAX - first)
 		return -EINVAL;
 	Pool pool(p);
-	rte_spinlock_lock(&p->range_lock);
+	pthread_mutex_lock(&p->range_lock);
 	uint32_t n = p->nb_ranges.load(rlx);
 	for (uint32_t i = 0; i < n; i++) {
 		const Range &r = p->ranges[i];
 		if (first < r.first + r.count && r.first < first + count) {
-			rte_spinlock_unlock(&p->range_lock);
+			pthread_mutex_unlock(&p->range_lock);
 			POOL_LOG(ERR, "pool %s: range [0x%x, +%u) overlaps [0x%x, +%u)", p->name,
 				 first, count, r.first, r.count);
 			return -EINVAL;
@@ -951,7 +955,7 @@ int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *p, uint32_t first, uint32_t co
 	}
 	uint32_t base = p->nb_slots.load(rlx);
 	if (n == MLX5_QPN_MAX_RANGES || count > p->capacity - base) {
-		rte_spinlock_unlock(&p->range_lock);
+		pthread_mutex_unlock(&p->range_lock);
 		POOL_LOG(ERR, "pool %s: no room for %u more QPNs (%u of %u used, %u ranges)", p->name,
 			 count, base, p->capacity, n);
 		return -ENOSPC;
@@ -984,7 +988,7 @@ int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *p, uint32_t first, uint32_t co
 	}
 	p->sorted[pos].store(static_cast<uint16_t>(n), rel);
 	p->sorted_seq.fetch_add(1, rel);
-	rte_spinlock_unlock(&p->range_lock);
+	pthread_mutex_unlock(&p->range_lock);
 	pool.push_free(base, base + count - 1);
 	return 0;
 }
@@ -1193,9 +1197,10 @@ int mlx5_qpn_pool_stats_get(struct mlx5_qpn_pool *p, struct mlx5_qpn_pool_stats 
 	uint64_t a, f, q;
 	uint32_t cl;
 	EventCounters e = sum_events(p, &a, &f, &q, &cl);
-	rte_spinlock_lock(&p->stats_lock);
-	const EventCounters b = p->stats_base;
-	rte_spinlock_unlock(&p->stats_lock);
+	const EventBase &bb = p->stats_base;
+	const EventCounters b = {bb.hits.load(rlx), bb.misses.load(rlx), bb.refills.load(rlx),
+				 bb.flushes.load(rlx), bb.steals.load(rlx), bb.refused.load(rlx),
+				 bb.enospc.load(rlx), bb.eagain.load(rlx)};
 	memset(st, 0, sizeof(*st));
 	st->capacity = p->nb_slots.load(acq);
 	st->in_use = a - f;
@@ -1225,9 +1230,15 @@ void mlx5_qpn_pool_stats_reset(struct mlx5_qpn_pool *p)
 	uint64_t a, f, q;
 	uint32_t cl;
 	EventCounters e = sum_events(p, &a, &f, &q, &cl);
-	rte_spinlock_lock(&p->stats_lock);
-	p->stats_base = e;
-	rte_spinlock_unlock(&p->stats_lock);
+	EventBase &b = p->stats_base;
+	b.hits.store(e.hits, rlx);
+	b.misses.store(e.misses, rlx);
+	b.refills.store(e.refills, rlx);
+	b.flushes.store(e.flushes, rlx);
+	b.steals.store(e.steals, rlx);
+	b.refused.store(e.refused, rlx);
+	b.enospc.store(e.enospc, rlx);
+	b.eagain.store(e.eagain, rlx);
 }
 
 void mlx5_qpn_pool_dump(FILE *f, struct mlx5_qpn_pool *p)

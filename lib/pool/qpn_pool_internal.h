@@ -21,7 +21,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include <rte_spinlock.h>
+#include <pthread.h>
 
 #include "mlx5_qpn_config.h"
 #include "mlx5_qpn_pool.h"
@@ -129,6 +129,12 @@ struct EventCounters {
 	uint64_t hits, misses, refills, flushes, steals, refused, enospc, eagain;
 };
 
+/* The stats_reset() baseline: atomics, as a reset may race with readers (a reader may see a
+ * baseline that is half old, half new: fine for counters). */
+struct EventBase {
+	std::atomic<uint64_t> hits, misses, refills, flushes, steals, refused, enospc, eagain;
+};
+
 } /* namespace qpn */
 
 struct mlx5_qpn_pool {
@@ -151,15 +157,16 @@ struct mlx5_qpn_pool {
 	std::atomic<uint64_t> bypass_quarantined;
 	std::atomic<uint64_t> bypass_refused;
 
-	alignas(64) rte_spinlock_t range_lock;   /* writers of the range table only */
+	/* Writers of the range table only (slow path). A process-shared pthread mutex rather than an
+	 * rte_spinlock: ThreadSanitizer models the former, not DPDK's inline-asm lock. */
+	alignas(64) pthread_mutex_t range_lock;
 	std::atomic<uint32_t> nb_ranges;         /* published ranges (release) */
 	std::atomic<uint32_t> nb_slots;          /* slots used by published ranges */
 	std::atomic<uint32_t> sorted_seq;        /* seqlock over sorted[] */
 	std::atomic<uint16_t> sorted[MLX5_QPN_MAX_RANGES]; /* range indices ordered by first QPN */
 	qpn::Range ranges[MLX5_QPN_MAX_RANGES];  /* append-only; entry i immutable once published */
 
-	qpn::EventCounters stats_base;           /* mlx5_qpn_pool_stats_reset() snapshot */
-	rte_spinlock_t stats_lock;
+	qpn::EventBase stats_base;               /* mlx5_qpn_pool_stats_reset() snapshot */
 
 	qpn::Cache caches[MLX5_QPN_MAX_CACHES];
 	/* followed by std::atomic<uint64_t> slots[capacity] */

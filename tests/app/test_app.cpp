@@ -4,8 +4,8 @@
  * from this executable's path <build>/tests/qpn_tests) runs as a subprocess with its own EAL
  * file prefix and its own emulated device, in batch mode for about a second with --json, and
  * the JSON is checked: the proof that quarantine >= timewait gives zero stale rejects, the two
- * negative controls that produce them, every engine, the prompt driven through stdin, and the
- * error exits.
+ * negative controls that produce them, every engine, the prompt driven through stdin, the
+ * error exits, and client and server as two processes over a shared-memory CM fabric.
  */
 #include <gtest/gtest.h>
 
@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "mlx5_qpn_cm.h"
 #include "sim/mlx5_qpn_sim.h"
 
 namespace {
@@ -338,4 +339,98 @@ TEST_F(AppTest, AppBadDevargsFailsCleanly)
 	run_result r = run("0-1", cat("--qpn-dev=", dev, ",colour=red --duration=1"), dev, "", false);
 	EXPECT_EQ(r.status, 1) << r.output;
 	EXPECT_NE(r.output.find("colour=red"), std::string::npos) << r.output;
+}
+
+/* Two processes on one emulated device: a server (passive side, --role=server) in the
+ * background and a client (--role=client) that finds it through the shared-memory CM fabric's
+ * service directory. Each is its own DPDK primary (own --file-prefix); the client's worker is on
+ * the other core (--main-lcore=1) so the two busy loops do not share one. */
+TEST_F(AppTest, AppTwoProcessClientServer)
+{
+	std::string dev = next_name();
+	std::string fab = cat("fab", std::to_string(getpid()));
+	mlx5_qpn_cm_shm_unlink(fab.c_str());
+	std::string sjson = cat(::testing::TempDir(), "qpn_app_", dev, "_srv.json");
+	std::string sout = cat(::testing::TempDir(), "qpn_app_", dev, "_srv.out");
+	std::remove(sjson.c_str());
+	std::string scmd = cat("timeout -k 5 30 ", app_, " --no-huge --no-pci -m 256 -l 0-1 "
+			       "--file-prefix=", dev, "s --log-level=lib.eal:error -- --role=server "
+			       "--fabric=", fab, " --qpn-dev=", dev, " --duration=3 --json=", sjson,
+			       " < /dev/null > ", sout, " 2>&1");
+	FILE *srv = popen(scmd.c_str(), "r");
+	ASSERT_NE(srv, nullptr);
+	/* The client waits (up to 5 s) for the server to publish its node and DCT. */
+	run_result c = run("0-1 --main-lcore=1",
+			   cat("--role=client --fabric=", fab, " --qpn-dev=", dev, " --duration=1.5"),
+			   cat(dev, "c"));
+	int st = pclose(srv);
+	run_result s;
+	s.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	{
+		std::ifstream jf(sjson), of(sout);
+		std::stringstream js, os;
+		js << jf.rdbuf();
+		os << of.rdbuf();
+		s.json = js.str();
+		s.output = os.str();
+	}
+	std::remove(sjson.c_str());
+	std::remove(sout.c_str());
+	EXPECT_EQ(mlx5_qpn_cm_shm_unlink(fab.c_str()), 0) << "the fabric segment was created";
+
+	EXPECT_RUN_OK(c);
+	EXPECT_RUN_OK(s);
+	EXPECT_NE(c.output.find("server node(s) on CM fabric"), std::string::npos) << c.output;
+	EXPECT_EQ(json_str(c.json, "role"), "client");
+	EXPECT_EQ(json_str(s.json, "role"), "server");
+	EXPECT_EQ(json_str(s.json, "engine"), "dct-accept");
+	EXPECT_EQ(json_str(s.json, "measured_side"), "passive");
+	double cc = json_num(c.json, "connections"), sc = json_num(s.json, "connections");
+	EXPECT_GT(cc, 0);
+	EXPECT_GT(sc, 0);
+	/* Every connection the client completed was accepted and closed by the server. */
+	EXPECT_GE(sc, cc);
+	EXPECT_EQ(json_num(c.json, "stale_rejects"), 0);
+	EXPECT_EQ(json_num(s.json, "stale_rejects"), 0);
+	EXPECT_EQ(json_num(s.json, "cm.stale_rejects_sent"), 0);
+	EXPECT_EQ(json_num(c.json, "cm.stale_rejects_sent"), 0);
+	EXPECT_EQ(json_num(c.json, "errors.other"), 0);
+	EXPECT_EQ(json_num(s.json, "errors.other"), 0);
+	/* Both ends on the same device: same node GUID. */
+	EXPECT_EQ(json_str(c.json, "device.node_guid"), json_str(s.json, "device.node_guid"));
+	if (c.json.find("\"data_path\": true") != std::string::npos) {
+		/* The client's SENDs were received by the server process's DCT. */
+		EXPECT_GT(json_num(c.json, "data.sends"), 0);
+		EXPECT_EQ(json_num(c.json, "data.error_completions"), 0);
+		EXPECT_EQ(json_num(c.json, "data.sends"), json_num(c.json, "data.completions"));
+		EXPECT_GE(json_num(s.json, "data.received"), json_num(c.json, "data.completions"));
+	}
+}
+
+/* One process over the shared-memory fabric (--role=both --fabric): same results as in-process. */
+TEST_F(AppTest, AppOneProcessOverSharedMemoryFabric)
+{
+	std::string dev = next_name();
+	std::string fab = cat("fab1_", std::to_string(getpid()));
+	run_result r = run("0-1", cat("--fabric=", fab, " --qpn-dev=", dev, " --peers=2 --duration=0.5 "
+			   "--destroy-sim"), dev);
+	mlx5_qpn_cm_shm_unlink(fab.c_str());
+	EXPECT_RUN_OK(r);
+	EXPECT_EQ(json_str(r.json, "fabric"), fab);
+	EXPECT_GT(json_num(r.json, "connections"), 100);
+	EXPECT_EQ(json_num(r.json, "stale_rejects"), 0);
+	EXPECT_EQ(json_num(r.json, "errors.other"), 0);
+}
+
+TEST_F(AppTest, AppRoleNeedsFabric)
+{
+	std::string dev = next_name();
+	run_result r = run("0-1", cat("--qpn-dev=", dev, " --role=server"), dev, "", false);
+	EXPECT_EQ(r.status, 2) << r.output;
+	EXPECT_NE(r.output.find("needs --fabric"), std::string::npos) << r.output;
+	r = run("0-1", cat("--qpn-dev=", dev, " --role=client --fabric=f --engine=alloc"), dev, "",
+		false);
+	EXPECT_EQ(r.status, 2) << r.output;
+	r = run("0-1", cat("--qpn-dev=", dev, " --role=primary --fabric=f"), dev, "", false);
+	EXPECT_EQ(r.status, 2) << r.output;
 }
