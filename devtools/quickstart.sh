@@ -49,11 +49,26 @@ fi
 
 # test: the suite, then the sanitizer builds of it. Each meson test is its own process with its
 # own EAL file prefix; the sanitizer builds run the same suites.
-meson test -C build --print-errorlogs --num-processes 2
+passed=0
+failed=0
+run_suite() { # build-dir [env...]: runs meson test, adds its Ok/Fail counts, fails on failure
+	local dir=$1; shift
+	local log="$dir/quickstart-test.log" rc=0
+	env "$@" meson test -C "$dir" --print-errorlogs --num-processes 2 --timeout-multiplier "$mult" \
+		2>&1 | tee "$log" || rc=1
+	passed=$((passed + $(awk '/^Ok:/ {print $2}' "$log" | tail -1)))
+	failed=$((failed + $(awk '/^Fail:/ {print $2}' "$log" | tail -1)))
+	[ $rc -eq 0 ] || { echo "tests: $passed passed, $failed failed"; exit 1; }
+}
+
+mult=1
+run_suite build
 setup build-asan -Db_sanitize=address,undefined -Dbuildtype=debug -Db_lundef=false
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	meson test -C build-asan --print-errorlogs --num-processes 2 --timeout-multiplier 4
+mult=4
+run_suite build-asan ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 setup build-tsan -Db_sanitize=thread -Dbuildtype=debug -Db_lundef=false
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/config/tsan.supp" \
-	meson test -C build-tsan --print-errorlogs --num-processes 2 --timeout-multiplier 6
+mult=6
+run_suite build-tsan "TSAN_OPTIONS=halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/config/tsan.supp"
 echo "quickstart: all tests passed (release, ASan+UBSan, TSan)"
+echo "tests: $passed passed, $failed failed"
