@@ -537,11 +537,14 @@ QPN_COLD int Pool::refill(Cache &c)
 		return 0;
 	}
 	/*
-	 * Expired quarantine first: QPNs whose timewait is over go back before fresh ones are taken,
-	 * so the quarantine holds about rate x time QPNs and the pool does not grow for nothing.
-	 * One clock read and a scan of the bucket heads per batch.
+	 * Expired quarantine before fresh stock, every 8th refill of a cache (a clock read and a scan
+	 * of the bucket heads; every refill would cost ~10% of the quarantine fast path): the
+	 * quarantine then holds about rate x time QPNs instead of growing until the free stack runs
+	 * dry. A device's control thread also drains it every millisecond.
 	 */
-	if (p_->quarantine_ns != 0)
+	uint32_t nr = c.refill_seq.load(rlx) + 1;
+	c.refill_seq.store(nr, rlx);
+	if (p_->quarantine_ns != 0 && (nr & 7) == 0)
 		drain(now_ns());
 	for (int round = 0; round < 3; round++) {
 		if (pop_free(c.ready)) {
@@ -1056,38 +1059,44 @@ int mlx5_qpn_pool_alloc_bulk(struct mlx5_qpn_pool *p, uint32_t *qpns, unsigned i
 	return rc;
 }
 
-int mlx5_qpn_pool_free(struct mlx5_qpn_pool *p, uint32_t qpn)
+} /* extern "C" */
+
+namespace {
+
+/* A refusal is counted in the caller's cache, or pool-wide for a cacheless caller. */
+inline void count_refused(mlx5_qpn_pool *p, Cache *c)
+{
+	if (c != nullptr)
+		bump(c->refused);
+	else
+		p->bypass_refused.fetch_add(1, rlx);
+}
+
+inline int free_checked(mlx5_qpn_pool *p, uint32_t qpn, bool check_gen, uint32_t generation)
 {
 	if (unlikely(!valid_pool(p)))
 		return -EINVAL;
 	Pool pool(p);
 	Cache *c = enter(p);
-	int rc = pool.free_one(c, qpn, false, 0);
-	if (unlikely(rc != 0)) {
-		if (c != nullptr)
-			bump(c->refused);
-		else
-			p->bypass_refused.fetch_add(1, rlx);
-	}
+	int rc = pool.free_one(c, qpn, check_gen, generation);
+	if (unlikely(rc != 0))
+		count_refused(p, c);
 	leave(c);
 	return rc;
 }
 
+} /* namespace */
+
+extern "C" {
+
+int mlx5_qpn_pool_free(struct mlx5_qpn_pool *p, uint32_t qpn)
+{
+	return free_checked(p, qpn, false, 0);
+}
+
 int mlx5_qpn_pool_free_gen(struct mlx5_qpn_pool *p, uint32_t qpn, uint32_t generation)
 {
-	if (!valid_pool(p))
-		return -EINVAL;
-	Pool pool(p);
-	Cache *c = enter(p);
-	int rc = pool.free_one(c, qpn, true, generation);
-	if (rc != 0) {
-		if (c != nullptr)
-			bump(c->refused);
-		else
-			p->bypass_refused.fetch_add(1, rlx);
-	}
-	leave(c);
-	return rc;
+	return free_checked(p, qpn, true, generation);
 }
 
 int mlx5_qpn_pool_free_bulk(struct mlx5_qpn_pool *p, const uint32_t *qpns, unsigned int n)
@@ -1099,10 +1108,7 @@ int mlx5_qpn_pool_free_bulk(struct mlx5_qpn_pool *p, const uint32_t *qpns, unsig
 	int rc = 0;
 	for (unsigned int i = 0; i < n; i++)
 		if (pool.free_one(c, qpns[i], false, 0) != 0) {
-			if (c != nullptr)
-				bump(c->refused);
-			else
-				p->bypass_refused.fetch_add(1, rlx);
+			count_refused(p, c);
 			rc = -EINVAL;
 		}
 	leave(c);

@@ -101,6 +101,7 @@ struct alignas(64) Cache {
 	std::atomic<uint32_t> busy;  /* owner is inside a pool call */
 	std::atomic<uint32_t> steal; /* a thief holds the cache: owner bypasses it */
 	std::atomic<uint32_t> range_hint;
+	std::atomic<uint32_t> refill_seq; /* refills so far: paces the quarantine drain */
 	Chain ready;  /* free QPNs, LIFO: alloc pops here */
 	Chain spare;  /* a second full batch: hysteresis between refill and flush */
 	Chain open;   /* released QPNs not yet time-stamped (quarantine only) */
