@@ -196,18 +196,53 @@ int grow(mlx5_qpn_dev *d, uint64_t seen)
 }
 
 /* The control thread: reserve ahead of need so that the fast path rarely meets an empty pool. */
+/*
+ * Give the newest range back to the device when the pool holds much more than it needs: at least
+ * two ranges above the low-water mark (the hysteresis keeps it from fighting the growth below).
+ * Only whole RESERVED_QPN objects, and only when all their QPNs are free (the pool refuses
+ * otherwise, -EBUSY: try an older one next time). Caller holds grow_mutex.
+ */
+int shrink_locked(mlx5_qpn_dev *d, uint64_t free_now)
+{
+	if (d->source != MLX5_QPN_SRC_OBJECTS || d->objs.size() < 2)
+		return -ENOENT;
+	uint64_t rsize = 1ull << d->log_range;
+	if (free_now < d->da.low_water + 2 * rsize)
+		return -ENOENT;
+	for (size_t k = d->objs.size(); k-- > 1;) { /* newest first; the first range stays */
+		mlx5_qpn_range_obj o = d->objs[k];
+		if ((1ull << o.log_size) + d->da.low_water > free_now)
+			continue;
+		if (mlx5_qpn_pool_range_remove(d->pool, o.first_qpn) != 0)
+			continue;
+		release_obj(d, o); /* held, ranges_released */
+		d->objs.erase(d->objs.begin() + static_cast<long>(k));
+		return 0;
+	}
+	return -EBUSY;
+}
+
+/* The control thread: reserve ahead of need so that the fast path rarely meets an empty pool,
+ * and give ranges back when the pool holds far more than it uses. */
 void *ctrl_main(void *arg)
 {
 	auto *d = static_cast<mlx5_qpn_dev *>(arg);
+	unsigned tick = 0;
 	while (!d->stop.load(std::memory_order_acquire)) {
 		struct mlx5_qpn_pool_stats st;
 		/* Expired quarantine counts as free: release it before judging the low-water mark. */
 		mlx5_qpn_pool_drain(d->pool);
-		if (mlx5_qpn_pool_stats_get(d->pool, &st) == 0 && st.free < d->da.low_water &&
-		    d->held.load(rlx) < d->limit) {
+		if (mlx5_qpn_pool_stats_get(d->pool, &st) == 0) {
 			std::unique_lock<std::mutex> g(d->grow_mutex, std::try_to_lock);
-			if (g.owns_lock() && grow_locked(d) == 0)
-				d->bg_reserves.fetch_add(1, rlx);
+			if (!g.owns_lock()) {
+				/* someone else is talking to the device */
+			} else if (st.free < d->da.low_water && d->held.load(rlx) < d->limit) {
+				if (grow_locked(d) == 0)
+					d->bg_reserves.fetch_add(1, rlx);
+			} else if (++tick % 100 == 0) {
+				/* A removal walks the free list once: at most every 100 ms. */
+				shrink_locked(d, st.free);
+			}
 		}
 		usleep(1000);
 	}
@@ -331,8 +366,10 @@ int mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **out)
 	prm.name = d->pool_name;
 	prm.quarantine_ns = d->da.quarantine_us * 1000;
 	prm.cache_size = d->da.cache;
-	/* Sized for max_qpns, whichever source is chosen below (ordinary QPs have other limits). */
-	prm.capacity = std::min<uint32_t>(d->da.max_qpns, (1u << 24) - 1);
+	/* Sized for max_qpns whichever source is chosen below, plus room for eight ranges: a range
+	 * given back to the device leaves its slots unused for a grace period (pool docs). */
+	prm.capacity = static_cast<uint32_t>(std::min<uint64_t>(
+		uint64_t(d->da.max_qpns) + 8 * (1ull << d->log_range), (1u << 24) - 1));
 	prm.socket_id = SOCKET_ID_ANY;
 	if (d->numa_node >= 0) {
 		/* Place the pool on the device's socket when EAL has memory there. */

@@ -106,6 +106,19 @@ void mlx5_qpn_pool_free_pool(struct mlx5_qpn_pool *pool);
 int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *pool, uint32_t first, uint32_t count);
 
 /**
+ * Take the range that starts at `first` out of the pool, so that its QPNs can go back to their
+ * device. It succeeds only when every QPN of the range is free (not allocated, not in
+ * quarantine, not in a busy thread's cache); idle caches are emptied first. The pool holds its
+ * free list for one pass over it meanwhile: an allocation that finds nothing else free waits for
+ * that pass. The range's slots are reused by a later range of the same size after a grace period
+ * (1 s or the quarantine time, whichever is longer).
+ *
+ * @return 0; -EBUSY if some of its QPNs are not free (try again later); -ENOENT if no range of
+ *         the pool starts at `first`; -EINVAL.
+ */
+int mlx5_qpn_pool_range_remove(struct mlx5_qpn_pool *pool, uint32_t first);
+
+/**
  * Allocate one QPN.
  *
  * @param[out] qpn        the QPN.

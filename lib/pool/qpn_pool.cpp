@@ -22,6 +22,7 @@
 #include <rte_log.h>
 #include <rte_malloc.h>
 #include <rte_memzone.h>
+#include <rte_pause.h>
 #include <rte_prefetch.h>
 
 #include "qpn_pool_internal.h"
@@ -185,6 +186,7 @@ public:
 	int alloc_bypass(uint32_t *qpn, uint32_t *gen);
 	int free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen);
 	int refill(Cache &c);
+	bool wait_collector() const;
 
 	mlx5_qpn_pool *p_;
 
@@ -201,8 +203,9 @@ QPN_HOT bool Pool::qpn_to_slot(uint32_t qpn, uint32_t *slot_out, std::atomic<uin
 		uint32_t h = hint->load(rlx);
 		if (h < p_->nb_ranges.load(acq)) {
 			const Range &r = p_->ranges[h];
-			if (qpn - r.first < r.count) {
-				*slot_out = r.base + (qpn - r.first);
+			uint32_t f = r.first.load(rlx);
+			if (qpn - f < r.count.load(rlx)) {
+				*slot_out = r.base.load(rlx) + (qpn - f);
 				return true;
 			}
 		}
@@ -218,19 +221,21 @@ QPN_COLD bool Pool::qpn_to_slot_slow(uint32_t qpn, uint32_t *slot_out, std::atom
 		uint32_t s1 = p_->sorted_seq.load(acq);
 		if (s1 & 1)
 			continue;
-		n = p_->nb_ranges.load(acq);
+		n = p_->nb_sorted.load(acq);
+		uint32_t nr = p_->nb_ranges.load(acq);
 		uint32_t lo = 0, hi = n, found = UINT32_MAX;
 		while (lo < hi) {
 			uint32_t mid = (lo + hi) / 2;
 			/* acquire: keeps the closing seq load below after every index load */
 			uint32_t ri = p_->sorted[mid].load(acq);
-			if (ri >= n) { /* torn read: the seqlock check below retries */
+			if (ri >= nr) { /* torn read: the seqlock check below retries */
 				break;
 			}
 			const Range &r = p_->ranges[ri];
-			if (qpn < r.first)
+			uint32_t f = r.first.load(acq);
+			if (qpn < f)
 				hi = mid;
-			else if (qpn - r.first >= r.count)
+			else if (qpn - f >= r.count.load(acq))
 				lo = mid + 1;
 			else {
 				found = ri;
@@ -244,7 +249,7 @@ QPN_COLD bool Pool::qpn_to_slot_slow(uint32_t qpn, uint32_t *slot_out, std::atom
 		if (hint != nullptr)
 			hint->store(found, rlx);
 		const Range &r = p_->ranges[found];
-		*slot_out = r.base + (qpn - r.first);
+		*slot_out = r.base.load(rlx) + (qpn - r.first.load(rlx));
 		return true;
 	}
 }
@@ -252,26 +257,30 @@ QPN_COLD bool Pool::qpn_to_slot_slow(uint32_t qpn, uint32_t *slot_out, std::atom
 QPN_HOT uint32_t Pool::slot_to_qpn(uint32_t s, std::atomic<uint32_t> *hint) const
 {
 	uint32_t h = hint != nullptr ? hint->load(rlx) : 0;
-	if (h < p_->nb_ranges.load(acq) && s - p_->ranges[h].base < p_->ranges[h].count)
-		return p_->ranges[h].first + (s - p_->ranges[h].base);
+	if (h < p_->nb_ranges.load(acq)) {
+		const Range &r = p_->ranges[h];
+		uint32_t b = r.base.load(rlx);
+		if (s - b < r.count.load(rlx))
+			return r.first.load(rlx) + (s - b);
+	}
 	return slot_to_qpn_slow(s, hint);
 }
 
 QPN_COLD uint32_t Pool::slot_to_qpn_slow(uint32_t s, std::atomic<uint32_t> *hint) const
 {
+	/* The live range whose slot region holds s. A linear scan: regions of removed ranges are
+	 * taken again by later ranges, so bases are not ordered by index (slow path only). */
 	uint32_t n = p_->nb_ranges.load(acq);
-	/* Slot bases grow with the range index: binary search the append-only table. */
-	uint32_t lo = 0, hi = n;
-	while (hi - lo > 1) {
-		uint32_t mid = (lo + hi) / 2;
-		if (p_->ranges[mid].base <= s)
-			lo = mid;
-		else
-			hi = mid;
+	for (uint32_t i = 0; i < n; i++) {
+		const Range &r = p_->ranges[i];
+		uint32_t b = r.base.load(acq);
+		if (s - b < r.count.load(acq)) {
+			if (hint != nullptr)
+				hint->store(i, rlx);
+			return r.first.load(rlx) + (s - b);
+		}
 	}
-	if (hint != nullptr)
-		hint->store(lo, rlx);
-	return p_->ranges[lo].first + (s - p_->ranges[lo].base);
+	return kNil; /* not reached: an allocated slot belongs to a live range */
 }
 
 /* Mark [head..tail] (count long, linked by next) as a batch: head.aux = tail, tail.aux = count. */
@@ -527,6 +536,20 @@ bool Pool::anything_held(const Cache *self) const
  * quarantine buckets, else steal idle caches. Fails with -ENOSPC when no QPN is anywhere, and
  * with -EAGAIN when some exist but are in quarantine (or in a cache whose owner is mid-call).
  */
+/*
+ * range_remove() holds the free stack for one pass over it: an allocation that found the pool
+ * empty in that window waits for it (the only wait in the pool, and only while a range is being
+ * removed). Returns true if it waited, so the caller looks again.
+ */
+QPN_COLD bool Pool::wait_collector() const
+{
+	if (p_->collecting.load(acq) == 0)
+		return false;
+	while (p_->collecting.load(acq) != 0)
+		rte_pause();
+	return true;
+}
+
 QPN_COLD int Pool::refill(Cache &c)
 {
 	if (c.spare.count.load(rlx) != 0) {
@@ -557,6 +580,8 @@ QPN_COLD int Pool::refill(Cache &c)
 		if (p_->quarantine_ns != 0 && drain(now) != 0)
 			continue;
 		if (round == 0 && steal(&c) != 0)
+			continue;
+		if (wait_collector())
 			continue;
 		break;
 	}
@@ -608,6 +633,8 @@ QPN_COLD int Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen)
 	if (!ok && p_->quarantine_ns != 0 && drain(now_ns()) != 0)
 		ok = pop_free(b);
 	if (!ok && steal(nullptr) != 0)
+		ok = pop_free(b);
+	if (!ok && wait_collector())
 		ok = pop_free(b);
 	if (!ok) {
 		uint64_t when;
@@ -940,6 +967,37 @@ void mlx5_qpn_pool_free_pool(struct mlx5_qpn_pool *p)
 	rte_free(p);
 }
 
+/* Insert entry ri into the sorted index (range_lock held), under the seqlock. */
+static void sorted_insert(mlx5_qpn_pool *p, uint32_t ri, uint32_t first)
+{
+	uint32_t n = p->nb_sorted.load(rlx);
+	/* acq_rel: the index stores below cannot move above the odd sequence number; release
+	 * stores: a reader that sees a new index entry also sees the odd number, and retries. */
+	p->sorted_seq.fetch_add(1, acq_rel);
+	uint32_t pos = n;
+	while (pos > 0 && p->ranges[p->sorted[pos - 1].load(rlx)].first.load(rlx) > first) {
+		p->sorted[pos].store(p->sorted[pos - 1].load(rlx), rel);
+		pos--;
+	}
+	p->sorted[pos].store(static_cast<uint16_t>(ri), rel);
+	p->nb_sorted.store(n + 1, rel);
+	p->sorted_seq.fetch_add(1, rel);
+}
+
+/* Take entry ri out of the sorted index (range_lock held), under the seqlock. */
+static void sorted_remove(mlx5_qpn_pool *p, uint32_t ri)
+{
+	uint32_t n = p->nb_sorted.load(rlx);
+	p->sorted_seq.fetch_add(1, acq_rel);
+	uint32_t pos = 0;
+	while (pos < n && p->sorted[pos].load(rlx) != ri)
+		pos++;
+	for (; pos + 1 < n; pos++)
+		p->sorted[pos].store(p->sorted[pos + 1].load(rlx), rel);
+	p->nb_sorted.store(n - 1, rel);
+	p->sorted_seq.fetch_add(1, rel);
+}
+
 int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *p, uint32_t first, uint32_t count)
 {
 	if (!valid_pool(p) || count == 0 || first > MLX5_QPN_MAX || count - 1 > MLX5_QPN_MAX - first)
@@ -947,21 +1005,37 @@ int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *p, uint32_t first, uint32_t co
 	Pool pool(p);
 	pthread_mutex_lock(&p->range_lock);
 	uint32_t n = p->nb_ranges.load(rlx);
+	const uint64_t now = now_ns();
+	const uint64_t grace = p->quarantine_ns > kRegionGraceNs ? p->quarantine_ns : kRegionGraceNs;
+	uint32_t reuse = UINT32_MAX;
 	for (uint32_t i = 0; i < n; i++) {
 		const Range &r = p->ranges[i];
-		if (first < r.first + r.count && r.first < first + count) {
+		uint32_t rf = r.first.load(rlx), rc = r.count.load(rlx);
+		if (rc != 0 && first < rf + rc && rf < first + count) {
 			pthread_mutex_unlock(&p->range_lock);
 			POOL_LOG(ERR, "pool %s: range [0x%x, +%u) overlaps [0x%x, +%u)", p->name,
-				 first, count, r.first, r.count);
+				 first, count, rf, rc);
 			return -EINVAL;
 		}
+		/* A removed entry of the same size, past its grace period: take it and its slots. */
+		uint64_t rem = r.removed_ns.load(rlx);
+		if (rc == 0 && rem != 0 && reuse == UINT32_MAX && r.size.load(rlx) == count &&
+		    now - rem >= grace)
+			reuse = i;
 	}
-	uint32_t base = p->nb_slots.load(rlx);
-	if (n == MLX5_QPN_MAX_RANGES || count > p->capacity - base) {
-		pthread_mutex_unlock(&p->range_lock);
-		POOL_LOG(ERR, "pool %s: no room for %u more QPNs (%u of %u used, %u ranges)", p->name,
-			 count, base, p->capacity, n);
-		return -ENOSPC;
+	uint32_t ri, base;
+	if (reuse != UINT32_MAX) {
+		ri = reuse;
+		base = p->ranges[ri].base.load(rlx);
+	} else {
+		ri = n;
+		base = p->nb_slots.load(rlx);
+		if (n == MLX5_QPN_MAX_RANGES || count > p->capacity - base) {
+			pthread_mutex_unlock(&p->range_lock);
+			POOL_LOG(ERR, "pool %s: no room for %u more QPNs (%u of %u slots used, %u ranges)",
+				 p->name, count, base, p->capacity, n);
+			return -ENOSPC;
+		}
 	}
 	/* Lay the new slots out as batches of the cache size, linked into one chain. */
 	for (uint32_t i = 0; i < count; i++) {
@@ -976,24 +1050,139 @@ int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *p, uint32_t first, uint32_t co
 			aux = bend - bstart;           /* tail: the length */
 		pool.slot(s).store(slot_make(next, aux, kFree, 0), rlx);
 	}
-	p->ranges[n] = Range{first, count, base, 0};
-	p->nb_slots.store(base + count, rel);
-	p->nb_ranges.store(n + 1, rel);
-	/* Insert into the sorted index under the seqlock. */
-	/* acq_rel: the index stores below cannot move above the odd sequence number */
-	p->sorted_seq.fetch_add(1, acq_rel);
-	uint32_t pos = n;
-	/* Release stores: a reader that sees a new index entry also sees the odd sequence number
-	 * before it, and retries. */
-	while (pos > 0 && p->ranges[p->sorted[pos - 1].load(rlx)].first > first) {
-		p->sorted[pos].store(p->sorted[pos - 1].load(rlx), rel);
-		pos--;
+	Range &r = p->ranges[ri];
+	r.first.store(first, rlx);
+	r.base.store(base, rlx);
+	r.size.store(count, rlx);
+	r.removed_ns.store(0, rlx);
+	r.count.store(count, rel); /* last: the entry matches nothing until now */
+	if (ri == n) {
+		p->nb_slots.store(base + count, rel);
+		p->nb_ranges.store(n + 1, rel);
 	}
-	p->sorted[pos].store(static_cast<uint16_t>(n), rel);
-	p->sorted_seq.fetch_add(1, rel);
+	p->live_slots.fetch_add(count, rel);
+	sorted_insert(p, ri, first);
 	pthread_mutex_unlock(&p->range_lock);
 	pool.push_free(base, base + count - 1);
 	return 0;
+}
+
+int mlx5_qpn_pool_range_remove(struct mlx5_qpn_pool *p, uint32_t first)
+{
+	if (!valid_pool(p) || first > MLX5_QPN_MAX)
+		return -EINVAL;
+	Pool pool(p);
+	pthread_mutex_lock(&p->range_lock);
+	uint32_t n = p->nb_ranges.load(rlx), ri = UINT32_MAX;
+	for (uint32_t i = 0; i < n; i++)
+		if (p->ranges[i].count.load(rlx) != 0 && p->ranges[i].first.load(rlx) == first)
+			ri = i;
+	if (ri == UINT32_MAX) {
+		pthread_mutex_unlock(&p->range_lock);
+		return -ENOENT;
+	}
+	Range &r = p->ranges[ri];
+	const uint32_t base = r.base.load(rlx), cnt = r.count.load(rlx);
+	auto in_range = [&](uint32_t s) { return s - base < cnt; };
+	/* QPNs of the range left in idle caches go to the free stack first. */
+	pool.steal(nullptr);
+	/*
+	 * Hold the whole free stack privately while it is examined: allocations that find the
+	 * shared pool empty meanwhile wait for `collecting` to clear (see refill()), so none fails
+	 * for want of QPNs that are only being looked at.
+	 */
+	p->collecting.store(1, rel);
+	uint64_t top = p->free_top.load(acq);
+	while (!p->free_top.compare_exchange_weak(top,
+			head_make(kNil, (head_tag(top) + 1) & kTagMask), acq_rel, acq))
+		;
+	uint32_t head = head_idx(top);
+	/* Pass 1: are all the range's QPNs here? */
+	uint32_t found = 0;
+	for (uint32_t b = head; b != kNil;) {
+		uint64_t hw = pool.slot(b).load(rlx);
+		uint32_t t = slot_aux(hw);
+		for (uint32_t s = b;;) {
+			uint64_t w = pool.slot(s).load(rlx);
+			found += in_range(s);
+			if (s == t)
+				break;
+			s = slot_next(w);
+		}
+		b = slot_next(pool.slot(t).load(rlx));
+	}
+	int rc = -EBUSY;
+	uint32_t new_head = head, new_tail = kNil;
+	if (found == cnt) {
+		/* Pass 2: relink everything else into batches, retire the range's slots. */
+		new_head = kNil;
+		uint32_t bh = kNil, bt = kNil, bn = 0;
+		auto close_batch = [&]() {
+			if (bn == 0)
+				return;
+			auto &hs = pool.slot(bh);
+			hs.store(slot_with_aux(hs.load(rlx), bt), rlx);
+			if (bt != bh) {
+				auto &ts = pool.slot(bt);
+				ts.store(slot_with_aux(ts.load(rlx), bn), rlx);
+			}
+			if (new_head == kNil)
+				new_head = bh;
+			else {
+				auto &ps = pool.slot(new_tail);
+				ps.store(slot_with_next(ps.load(rlx), bh), rlx);
+			}
+			new_tail = bt;
+			bh = bt = kNil;
+			bn = 0;
+		};
+		for (uint32_t b = head; b != kNil;) {
+			uint64_t hw = pool.slot(b).load(rlx);
+			uint32_t t = slot_aux(hw);
+			uint32_t next_batch = slot_next(pool.slot(t).load(rlx));
+			for (uint32_t s = b;;) {
+				uint64_t w = pool.slot(s).load(rlx);
+				uint32_t nx = slot_next(w);
+				if (in_range(s)) {
+					pool.slot(s).store(slot_make(kNil, kNil, kRetired, slot_gen(w)), rlx);
+				} else {
+					if (bn == 0)
+						bh = s;
+					else {
+						auto &ps = pool.slot(bt);
+						ps.store(slot_with_next(ps.load(rlx), s), rlx);
+					}
+					bt = s;
+					if (++bn == p->batch)
+						close_batch();
+				}
+				if (s == t)
+					break;
+				s = nx;
+			}
+			b = next_batch;
+		}
+		close_batch();
+		r.removed_ns.store(now_ns(), rlx);
+		r.count.store(0, rel);
+		p->live_slots.fetch_sub(cnt, rel);
+		sorted_remove(p, ri);
+		rc = 0;
+	} else if (head != kNil) {
+		/* Not all here: put the stack back as it was. Find its last tail. */
+		for (uint32_t b = head; b != kNil;) {
+			uint32_t t = slot_aux(pool.slot(b).load(rlx));
+			new_tail = t;
+			b = slot_next(pool.slot(t).load(rlx));
+		}
+	}
+	if (new_head != kNil)
+		pool.push_free(new_head, new_tail);
+	p->collecting.store(0, rel);
+	pthread_mutex_unlock(&p->range_lock);
+	if (rc == 0)
+		POOL_LOG(DEBUG, "pool %s: range [0x%x, +%u) removed", p->name, first, cnt);
+	return rc;
 }
 
 int mlx5_qpn_pool_alloc_gen(struct mlx5_qpn_pool *p, uint32_t *qpn, uint32_t *generation)
@@ -1208,7 +1397,7 @@ int mlx5_qpn_pool_stats_get(struct mlx5_qpn_pool *p, struct mlx5_qpn_pool_stats 
 				 bb.flushes.load(rlx), bb.steals.load(rlx), bb.refused.load(rlx),
 				 bb.enospc.load(rlx), bb.eagain.load(rlx)};
 	memset(st, 0, sizeof(*st));
-	st->capacity = p->nb_slots.load(acq);
+	st->capacity = p->live_slots.load(acq);
 	st->in_use = a - f;
 	uint64_t rel_q = p->released.load(rlx);
 	st->in_quarantine = q > rel_q ? q - rel_q : 0;
@@ -1267,8 +1456,12 @@ void mlx5_qpn_pool_dump(FILE *f, struct mlx5_qpn_pool *p)
 			i = n - 4;
 			continue;
 		}
-		fprintf(f, "  range %u: [0x%06x, 0x%06x] (%u QPNs)\n", i, p->ranges[i].first,
-			p->ranges[i].first + p->ranges[i].count - 1, p->ranges[i].count);
+		const Range &r = p->ranges[i];
+		uint32_t c = r.count.load(rlx), rf = r.first.load(rlx);
+		if (c == 0)
+			fprintf(f, "  range %u: removed (was [0x%06x, +%u])\n", i, rf, r.size.load(rlx));
+		else
+			fprintf(f, "  range %u: [0x%06x, 0x%06x] (%u QPNs)\n", i, rf, rf + c - 1, c);
 	}
 	fprintf(f, "  in_use %" PRIu64 " in_quarantine %" PRIu64 " free %" PRIu64 "\n", st.in_use,
 		st.in_quarantine, st.free);

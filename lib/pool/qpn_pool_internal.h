@@ -37,6 +37,7 @@ enum SlotState : uint64_t {
 	kFree = 0,       /* in a cache or the free stack: may be handed out */
 	kInUse = 1,      /* handed out; only free() leaves this state, by CAS */
 	kQuarantine = 2, /* released; not before its batch's epoch has expired */
+	kRetired = 3,    /* its range was removed from the pool: in no list, never handed out */
 };
 
 /*
@@ -74,11 +75,19 @@ constexpr uint64_t kTagMask = (1ull << 40) - 1;
 
 /* ---- ranges ---------------------------------------------------------------------------------- */
 
+/*
+ * A range of QPNs and the slots that stand for them. `count` is `size` while the range is in the
+ * pool and 0 once it was removed, so that a removed range matches no QPN and no slot. A removed
+ * entry (and its slot region) is taken again by a later range of the same size only after a grace
+ * period (kRegionGraceNs), so that a reader that loaded the old values has long finished with
+ * them. The fields are atomics because of that reuse; readers load them relaxed (plain loads).
+ */
 struct Range {
-	uint32_t first; /* first QPN */
-	uint32_t count; /* QPNs */
-	uint32_t base;  /* slot index of `first`; ranges get consecutive slot bases */
-	uint32_t rsvd;
+	std::atomic<uint32_t> first;      /* first QPN */
+	std::atomic<uint32_t> count;      /* QPNs while live; 0 once removed */
+	std::atomic<uint32_t> base;       /* slot index of `first` */
+	std::atomic<uint32_t> size;       /* QPNs (and slots) of the entry */
+	std::atomic<uint64_t> removed_ns; /* when it was removed; 0 while live */
 };
 
 /* ---- per-thread cache ----------------------------------------------------------------------- */
@@ -124,6 +133,7 @@ struct alignas(64) Cache {
 /* Time buckets of the shared quarantine. A bucket holds batches whose epochs map to it; its
  * head carries the newest epoch pushed into it, so a drain can never release anything early. */
 constexpr unsigned kBuckets = 16;
+constexpr uint64_t kRegionGraceNs = 1000000000ull; /* 1 s, or the quarantine if longer */
 constexpr uint64_t kPoolMagic = 0x4d4c5835514e5031ull; /* "MLX5QNP1" */
 
 struct EventCounters {
@@ -161,8 +171,11 @@ struct mlx5_qpn_pool {
 	/* Writers of the range table only (slow path). A process-shared pthread mutex rather than an
 	 * rte_spinlock: ThreadSanitizer models the former, not DPDK's inline-asm lock. */
 	alignas(64) pthread_mutex_t range_lock;
-	std::atomic<uint32_t> nb_ranges;         /* published ranges (release) */
-	std::atomic<uint32_t> nb_slots;          /* slots used by published ranges */
+	std::atomic<uint32_t> nb_ranges;         /* published range entries, removed ones included */
+	std::atomic<uint32_t> nb_sorted;         /* live ranges in sorted[] */
+	std::atomic<uint32_t> collecting;        /* range_remove() holds the free stack */
+	std::atomic<uint32_t> nb_slots;          /* high-water mark of the slot regions used */
+	std::atomic<uint32_t> live_slots;        /* slots of live ranges (the capacity) */
 	std::atomic<uint32_t> sorted_seq;        /* seqlock over sorted[] */
 	std::atomic<uint16_t> sorted[MLX5_QPN_MAX_RANGES]; /* range indices ordered by first QPN */
 	qpn::Range ranges[MLX5_QPN_MAX_RANGES];  /* append-only; entry i immutable once published */

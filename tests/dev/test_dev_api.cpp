@@ -344,3 +344,34 @@ TEST(DevArgs, MutatedStringsAreRefusedCleanly)
 	EXPECT_GT(refused, 1000);
 	EXPECT_GT(accepted, 10);
 }
+
+/* Ranges go back to the device while it runs once the pool holds far more than it needs. */
+TEST(DevProbe, IdleRangesGoBackToTheDevice)
+{
+	SimName n;
+	std::string args = n.str() + ",quarantine_us=0,log_max_alloc=4,max_qpns=256,cache=4,low_water=4";
+	struct mlx5_qpn_dev *dev = nullptr;
+	ASSERT_EQ(mlx5_qpn_dev_probe(args.c_str(), &dev), 0);
+	uint32_t q[96];
+	ASSERT_EQ(mlx5_qpn_reserved_alloc_bulk(dev, q, 96), 0); /* 6 ranges of 16 */
+	struct mlx5_qpn_dev_stats st;
+	ASSERT_EQ(mlx5_qpn_dev_stats_get(dev, &st), 0);
+	EXPECT_GE(st.qpns_reserved, 96u);
+	ASSERT_EQ(mlx5_qpn_reserved_dealloc_bulk(dev, q, 96), 0);
+	/* The control thread looks every 100 ms; give it a few seconds on a loaded machine. */
+	for (int i = 0; i < 400; i++) {
+		ASSERT_EQ(mlx5_qpn_dev_stats_get(dev, &st), 0);
+		if (st.ranges_released >= 2)
+			break;
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	}
+	EXPECT_GE(st.ranges_released, 2u);
+	EXPECT_LT(st.pool.capacity, 96u);
+	EXPECT_EQ(st.pool.in_use, 0u);
+	/* What is left still works, and growing again works too. */
+	ASSERT_EQ(mlx5_qpn_reserved_alloc_bulk(dev, q, 96), 0);
+	std::set<uint32_t> uniq(q, q + 96);
+	EXPECT_EQ(uniq.size(), 96u);
+	ASSERT_EQ(mlx5_qpn_reserved_dealloc_bulk(dev, q, 96), 0);
+	mlx5_qpn_dev_close(dev);
+}
