@@ -47,9 +47,9 @@ struct mlx5_qpn_dev_info {
 	uint64_t node_guid;             /**< Node GUID (host order). */
 	enum mlx5_qpn_source source;    /**< How QPNs are reserved. */
 	uint8_t reserved_qpn_cap;       /**< general_obj_types bit 44. */
-	uint8_t log_reserved_qpn_granularity;
-	uint8_t log_reserved_qpn_max_alloc;
-	uint8_t log_max_num_reserved_qpn;
+	uint8_t log_reserved_qpn_granularity; /**< Smallest RESERVED_QPN object: 2^g QPNs. */
+	uint8_t log_reserved_qpn_max_alloc;   /**< Largest RESERVED_QPN object: 2^m QPNs. */
+	uint8_t log_max_num_reserved_qpn;     /**< Most reserved QPNs in total: 2^n. */
 	uint32_t log_range;             /**< log2 QPNs per reservation used. */
 	uint32_t max_qpns;              /**< Most QPNs the pool may hold. */
 	uint64_t quarantine_us;         /**< Quarantine of released QPNs. */

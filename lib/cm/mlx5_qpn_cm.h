@@ -218,6 +218,8 @@ struct mlx5_qpn_cm_frame {
 	uint16_t len;                         /**< Frame length. */
 	uint8_t data[MLX5_QPN_CM_FRAME_MAX];  /**< Frame bytes. */
 };
+
+/** How an agent sends and receives frames: a struct of hooks (ring fabric, shm fabric, ...). */
 struct mlx5_qpn_cm_transport {
 	void *ctx;  /**< Passed to the hooks. */
 	/** Send a frame to node @p dst_guid; 0 or a negative errno (the frame is then lost). */
@@ -269,8 +271,13 @@ int mlx5_qpn_cm_unlisten(struct mlx5_qpn_cm *cm, uint64_t service_id);
 /**
  * Active side: open a connection to @p remote_guid by sending a REQ.
  *
+ * @param cm          the agent.
+ * @param remote_guid the passive side's node GUID.
+ * @param service_id  the service it listens on.
  * @param local_qpn   this side's QPN (24 bits), presented in the REQ.
- * @param pd, pd_len  private data for the REQ (at most 92 bytes); pd may be NULL if pd_len is 0.
+ * @param pd          private data for the REQ; may be NULL if pd_len is 0.
+ * @param pd_len      private data length (at most 92 bytes).
+ * @param now_ns      the caller's clock.
  * @param[out] conn_id the new connection's local comm id.
  * @return 0; -EINVAL (bad argument); -ENOSPC (no free slot); -ENOBUFS (frame could not be
  *         queued or sent: the connection is not created).
@@ -335,7 +342,10 @@ int mlx5_qpn_cm_poll(struct mlx5_qpn_cm *cm, uint64_t now_ns);
 
 /**
  * Take the oldest frame of the outbox (agents without a transport).
+ * @param cm           the agent.
  * @param[out] dst_guid destination node.
+ * @param buf          where the frame is copied.
+ * @param size         bytes available at buf.
  * @return the frame length; -EINVAL; -EAGAIN (empty); -ENOSPC (@p size too small; the frame
  *         stays queued).
  */
@@ -379,11 +389,11 @@ struct mlx5_qpn_cm_conn_info {
 	uint32_t state;          /**< enum mlx5_qpn_cm_state. */
 	uint8_t active;          /**< 1: active side, 0: passive side. */
 	uint8_t pair_in_table;   /**< 1 while (remote_guid, remote_qpn) is in the stale table. */
-	uint64_t remote_guid;
+	uint64_t remote_guid;    /**< Peer's node GUID. */
 	uint32_t remote_comm_id; /**< Peer's comm id (0 until known). */
-	uint32_t local_qpn;
-	uint32_t remote_qpn;
-	uint64_t service_id;
+	uint32_t local_qpn;      /**< This side's QPN (presented in the REQ or REP). */
+	uint32_t remote_qpn;     /**< The peer's QPN (0 until known). */
+	uint64_t service_id;     /**< Service the connection is for. */
 	uint64_t timer_ns;       /**< Next timer (retransmit or timewait end), 0 if none. */
 	uint32_t timewait_ms;    /**< Timewait this connection gets (or got). */
 };
@@ -497,6 +507,7 @@ struct mlx5_qpn_cm_shm_fabric;
  * is initialised again. The creator's geometry wins: later openers get the existing one
  * (@p max_nodes and @p slots_per_node are then only checked for range).
  *
+ * @param name            the fabric (at most MLX5_QPN_CM_SHM_NAMESIZE characters).
  * @param max_nodes       1..MLX5_QPN_CM_SHM_MAX_NODES.
  * @param slots_per_node  frames pending per node: a power of two in 2..65536. Memory is
  *                        reserved sparsely: pages are used as queues fill.

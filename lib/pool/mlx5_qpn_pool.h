@@ -121,6 +121,7 @@ int mlx5_qpn_pool_range_remove(struct mlx5_qpn_pool *pool, uint32_t first);
 /**
  * Allocate one QPN.
  *
+ * @param pool            the pool.
  * @param[out] qpn        the QPN.
  * @param[out] generation if not NULL, the QPN's generation: it changes at every hand-out, so a
  *                        data path can tell an old owner's completion from a new owner's.
@@ -167,6 +168,8 @@ int mlx5_qpn_pool_free_bulk(struct mlx5_qpn_pool *pool, const uint32_t *qpns, un
 /**
  * Read the state of one QPN.
  *
+ * @param pool             the pool.
+ * @param qpn              the QPN.
  * @param[out] generation  if not NULL, the current generation.
  * @return 1 if allocated, 0 if free or in quarantine, -EINVAL if outside every range.
  */
