@@ -1518,6 +1518,36 @@ mlx5_qpn_sim_cq_free(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_cq_i
 	return dc_cmd_end(d, 0, rc, "DESTROY_CQ");
 }
 
+/* Is the CQ behind `handle` live and opened by this handle (its generation still current)? */
+static bool
+cq_is_mine(const SimDc *dc, const SimDev *d, uint64_t handle)
+{
+	uint32_t i = uint32_t(handle);
+	return dc->cq[i].live && dc->cq[i].owner == d->slot && dc->cq[i].gen == uint32_t(handle >> 32);
+}
+
+/* DESTROY of a DCI or DCT (rec says which): the queue first, then its number in the QPN table. */
+static int
+dc_qp_destroy_cmd(struct mlx5_qpn_backend *be, uint64_t handle, uint32_t max, uint8_t rec,
+		  const char *what)
+{
+	uint8_t st = 0;
+	if (!handle_ok(handle, max))
+		return -EINVAL;
+	int rc = dc_cmd_begin(be, CMD_DESTROY, &st);
+	if (rc)
+		return rc;
+	SimDev *d = to_dev(be);
+	SimDc *dc = &d->shm->dc;
+	uint32_t idx = uint32_t(handle), gen = uint32_t(handle >> 32);
+	uint32_t qpn = rec == REC_DCI ? dc->dci[idx].qpn : dc->dct[idx].number;
+	rc = rec == REC_DCI ? dc_dci_destroy(dc, d->slot, idx, gen)
+			    : dc_dct_destroy(dc, d->slot, idx, gen);
+	if (rc == 0)
+		dc_qpn_free(d, qpn, rec);
+	return dc_cmd_end(d, 0, rc, what);
+}
+
 int
 mlx5_qpn_sim_dci_alloc(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_cq_info *cq,
 		       uint32_t log_sq_bbs, struct mlx5_qpn_sim_dci_info *dci)
@@ -1546,8 +1576,7 @@ mlx5_qpn_sim_dci_alloc(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_cq
 	SimShm *s = d->shm;
 	SimDc *dc = &s->dc;
 	uint32_t cqi = uint32_t(cq->handle);
-	if (!st && (!dc->cq[cqi].live || dc->cq[cqi].owner != d->slot ||
-		    dc->cq[cqi].gen != uint32_t(cq->handle >> 32)))
+	if (!st && !cq_is_mine(dc, d, cq->handle))
 		rc = -EINVAL;
 	uint32_t qpn = 0;
 	if (!st && !rc)
@@ -1575,20 +1604,9 @@ mlx5_qpn_sim_dci_alloc(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_cq
 int
 mlx5_qpn_sim_dci_free(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_dci_info *dci)
 {
-	uint8_t st = 0;
-	if (!dci || !handle_ok(dci->handle, DC_MAX_DCI))
+	if (!dci)
 		return -EINVAL;
-	int rc = dc_cmd_begin(be, CMD_DESTROY, &st);
-	if (rc)
-		return rc;
-	SimDev *d = to_dev(be);
-	SimDc *dc = &d->shm->dc;
-	uint32_t idx = uint32_t(dci->handle);
-	uint32_t qpn = dc->dci[idx].qpn;
-	rc = dc_dci_destroy(dc, d->slot, idx, uint32_t(dci->handle >> 32));
-	if (rc == 0)
-		dc_qpn_free(d, qpn, REC_DCI);
-	return dc_cmd_end(d, 0, rc, "DESTROY_QP (DCI)");
+	return dc_qp_destroy_cmd(be, dci->handle, DC_MAX_DCI, REC_DCI, "DESTROY_QP (DCI)");
 }
 
 int
@@ -1605,8 +1623,7 @@ mlx5_qpn_sim_dct_alloc(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_cq
 	SimShm *s = d->shm;
 	SimDc *dc = &s->dc;
 	uint32_t cqi = uint32_t(cq->handle);
-	if (!st && (!dc->cq[cqi].live || dc->cq[cqi].owner != d->slot ||
-		    dc->cq[cqi].gen != uint32_t(cq->handle >> 32)))
+	if (!st && !cq_is_mine(dc, d, cq->handle))
 		rc = -EINVAL;
 	uint32_t number = 0;
 	if (!st && !rc)
@@ -1631,20 +1648,9 @@ mlx5_qpn_sim_dct_alloc(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_cq
 int
 mlx5_qpn_sim_dct_free(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_dct_info *dct)
 {
-	uint8_t st = 0;
-	if (!dct || !handle_ok(dct->handle, DC_MAX_DCT))
+	if (!dct)
 		return -EINVAL;
-	int rc = dc_cmd_begin(be, CMD_DESTROY, &st);
-	if (rc)
-		return rc;
-	SimDev *d = to_dev(be);
-	SimDc *dc = &d->shm->dc;
-	uint32_t idx = uint32_t(dct->handle);
-	uint32_t number = dc->dct[idx].number;
-	rc = dc_dct_destroy(dc, d->slot, idx, uint32_t(dct->handle >> 32));
-	if (rc == 0)
-		dc_qpn_free(d, number, REC_DCT);
-	return dc_cmd_end(d, 0, rc, "DESTROY_DCT");
+	return dc_qp_destroy_cmd(be, dct->handle, DC_MAX_DCT, REC_DCT, "DESTROY_DCT");
 }
 
 int
