@@ -321,8 +321,10 @@ int probe_devices(run_ctx *ctx, int64_t quarantine_us)
 		struct mlx5_qpn_dev *d = nullptr;
 		int rc = mlx5_qpn_dev_probe(full.c_str(), &d);
 		if (rc != 0) {
-			fprintf(stderr, "qpn-testpmd: cannot probe \"%s\": %s\n", da.c_str(),
-				strerror(-rc));
+			/* The driver already said why in one line for these; add nothing. */
+			if (rc != -EINVAL && rc != -ENODEV && rc != -EOPNOTSUPP && rc != -EEXIST)
+				fprintf(stderr, "qpn-testpmd: cannot probe \"%s\": %s\n", da.c_str(),
+					strerror(-rc));
 			close_devices(ctx);
 			return rc;
 		}
