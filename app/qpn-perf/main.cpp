@@ -44,7 +44,7 @@
 #include <mlx5_qpn_pool.h>
 
 #include "perf.h"
-#include "perf_json.h"
+#include "json_writer.h"
 
 RTE_LOG_REGISTER(perf_logtype, mlx5_qpn.perf, INFO);
 
@@ -772,7 +772,7 @@ perf_loadavg(void)
 }
 
 void
-perf_json_series(perf_json &js, const char *key, const std::vector<double> &v)
+json_writer_series(json_writer &js, const char *key, const std::vector<double> &v)
 {
 	js.key(key);
 	js.arr();
@@ -791,7 +791,7 @@ perf_write_json(const struct perf_opts *o, std::vector<perf_state> &st, bool sca
 		PERF_LOG(ERR, "cannot write %s: %s", o->json.c_str(), strerror(errno));
 		return -errno;
 	}
-	perf_json js(f);
+	json_writer js(f);
 	perf_state *ours = perf_find(st, "qpnpool");
 
 	js.obj();
@@ -870,8 +870,8 @@ perf_write_json(const struct perf_opts *o, std::vector<perf_state> &st, bool sca
 			js.kv("ratio_to_ours", perf_ratio(med, ref));
 			js.kv("ops_per_run", r.n);
 			js.kv("failures", r.failures);
-			perf_json_series(js, "ns_per_op", r.ns);
-			perf_json_series(js, "cycles_per_op", r.cycles);
+			json_writer_series(js, "ns_per_op", r.ns);
+			json_writer_series(js, "cycles_per_op", r.cycles);
 			js.end_obj();
 		}
 		js.end_obj();
@@ -895,9 +895,9 @@ perf_write_json(const struct perf_opts *o, std::vector<perf_state> &st, bool sca
 			js.kv("ours_over_peer_2lcore", perf_ratio(ref, m2));
 			js.kv("ops_per_lcore_per_run", s.scaling.n);
 			js.kv("failures", s.scaling.failures);
-			perf_json_series(js, "mops_2lcore", s.scaling.mops);
-			perf_json_series(js, "ns_per_op_lcore0", s.scaling.lcore_ns[0]);
-			perf_json_series(js, "ns_per_op_lcore1", s.scaling.lcore_ns[1]);
+			json_writer_series(js, "mops_2lcore", s.scaling.mops);
+			json_writer_series(js, "ns_per_op_lcore0", s.scaling.lcore_ns[0]);
+			json_writer_series(js, "ns_per_op_lcore1", s.scaling.lcore_ns[1]);
 			js.end_obj();
 		}
 		js.end_obj();

@@ -10,7 +10,7 @@
 
 #include <mlx5_qpn.h>
 
-#include "perf_json.h"
+#include "json_writer.h"
 #include "perf_loop.h"
 #include "sim/mlx5_qpn_sim.h"
 
@@ -59,7 +59,7 @@ qpndev_lcore_fini(void *ctx)
 }
 
 void
-qpndev_stats_json(void *ctx, struct perf_json *js)
+qpndev_stats_json(void *ctx, struct json_writer *js)
 {
 	struct mlx5_qpn_dev_stats st;
 

@@ -15,7 +15,7 @@
 #include <mlx5_qpn_pool.h>
 
 #include "perf_loop.h"
-#include "perf_json.h"
+#include "json_writer.h"
 
 namespace {
 
@@ -85,7 +85,7 @@ qpnpool_lcore_fini(void *ctx)
 }
 
 void
-qpnpool_stats_json(void *ctx, struct perf_json *js)
+qpnpool_stats_json(void *ctx, struct json_writer *js)
 {
 	struct mlx5_qpn_pool_stats st;
 

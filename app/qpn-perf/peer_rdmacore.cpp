@@ -22,7 +22,7 @@
 #include <rte_common.h>
 
 #include "perf_loop.h"
-#include "perf_json.h"
+#include "json_writer.h"
 
 namespace {
 
@@ -234,7 +234,7 @@ rc_footprint(void *p)
 }
 
 void
-rc_stats_json(void *p, struct perf_json *js)
+rc_stats_json(void *p, struct json_writer *js)
 {
 	struct rc_ctx *c = static_cast<struct rc_ctx *>(p);
 

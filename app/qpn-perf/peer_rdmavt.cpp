@@ -22,7 +22,7 @@
 #include <new>
 
 #include "perf_loop.h"
-#include "perf_json.h"
+#include "json_writer.h"
 
 namespace {
 
@@ -186,7 +186,7 @@ rv_footprint(void *p)
 }
 
 void
-rv_stats_json(void *p, struct perf_json *js)
+rv_stats_json(void *p, struct json_writer *js)
 {
 	struct rv_ctx *c = static_cast<struct rv_ctx *>(p);
 

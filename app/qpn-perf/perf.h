@@ -19,7 +19,7 @@
 
 #include <rte_log.h>
 
-struct perf_json;
+struct json_writer;
 
 /** Largest bulk size the loops support. */
 #define PERF_MAX_BURST 256
@@ -67,7 +67,7 @@ struct perf_peer {
 	/** Optional: bytes the peer holds outside the DPDK heap (self-accounted). */
 	uint64_t (*footprint)(void *ctx);
 	/** Optional: write peer-specific counters as JSON members (see json.h). */
-	void (*stats_json)(void *ctx, struct perf_json *js);
+	void (*stats_json)(void *ctx, struct json_writer *js);
 	/** Destroy the context. */
 	void (*teardown)(void *ctx);
 };

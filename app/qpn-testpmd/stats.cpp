@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "mlx5_qpn_dc.h"
+#include "json_writer.h"
 #include "testpmd.h"
 
 const char *const step_names[STEP_NB] = {"alloc", "req_rep", "rtu", "send_cqe",
@@ -306,80 +307,120 @@ int stats_json(const char *path, run_ctx *ctx, const qpn_engine *e)
 	const uint64_t hz = ctx->tsc_hz;
 	const double secs = ctx->run_secs > 0 ? ctx->run_secs : 1e-9;
 	const run_config &cfg = *ctx->cfg;
-	fprintf(f, "{\n  \"engine\": \"%s\",\n  \"duration_s\": %.3f,\n  \"lcores\": %u,\n",
-		e->name, ctx->run_secs, rte_lcore_count());
-	fprintf(f, "  \"measured_side\": \"%s\",\n",
-		e->uses_cm ? (e->passive_side ? "passive" : "active") : "pool");
-	fprintf(f, "  \"role\": \"%s\",\n  \"fabric\": \"%s\",\n", cfg.role.c_str(),
-		cfg.fabric.c_str());
-	fprintf(f, "  \"cm_policy\": \"%s\",\n  \"timewait_ms\": %u,\n",
-		cfg.policy == MLX5_QPN_CM_POLICY_STRICT ? "strict" : "live", cm_timewait_ms(cfg));
 	struct mlx5_qpn_dev_info info;
 	mlx5_qpn_dev_info_get(ctx->dev, &info);
-	fprintf(f, "  \"quarantine_us\": %" PRIu64 ",\n  \"data_path\": %s,\n", info.quarantine_us,
-		ctx->data_path ? "true" : "false");
-	fprintf(f, "  \"connections\": %" PRIu64 ",\n  \"conn_per_sec\": %.1f,\n", t.conns,
-		static_cast<double>(t.conns) / secs);
-	fprintf(f, "  \"conn_per_sec_per_lcore\": %.1f,\n",
-		static_cast<double>(t.conns) / secs / (t.measured_lcores ? t.measured_lcores : 1));
-	fprintf(f, "  \"pool_share\": %.6f,\n", pool_share(t));
-	fprintf(f, "  \"stale_rejects\": %" PRIu64 ",\n  \"rej\": {", t.stale);
-	bool first = true;
-	for (unsigned r = 0; r < MLX5_QPN_CM_REJ_REASON_SLOTS; r++)
-		if (t.rej[r] != 0) {
-			fprintf(f, "%s\"%s\": %" PRIu64, first ? "" : ", ",
-				mlx5_qpn_cm_rej_reason_name(uint16_t(r)), t.rej[r]);
-			first = false;
-		}
-	fprintf(f, "},\n");
+	struct mlx5_qpn_dev_stats ds;
+	mlx5_qpn_dev_stats_get(ctx->dev, &ds);
 	cm_agent_totals a = cm_glue_totals(ctx);
-	fprintf(f, "  \"cm\": {\"established\": %" PRIu64 ", \"stale_rejects_sent\": %" PRIu64
-		   ", \"stale_dreqs\": %" PRIu64 ", \"retransmits\": %" PRIu64 ", \"timeouts\": %"
-		   PRIu64 ", \"fabric_drops\": %" PRIu64 ", \"closed_by_peer\": %" PRIu64 "},\n",
-		a.established, a.stale_rejects_sent, a.stale_dreqs, a.retransmits, a.timeouts,
-		a.fabric_drops, t.peer_disc);
-	fprintf(f, "  \"data\": {\"sends\": %" PRIu64 ", \"completions\": %" PRIu64
-		   ", \"error_completions\": %" PRIu64 ", \"received\": %" PRIu64 "},\n",
-		t.sends, t.cqes, t.cqe_err, ctx->srv.recvs.load());
-	fprintf(f, "  \"errors\": {\"eagain\": %" PRIu64 ", \"enospc\": %" PRIu64
-		   ", \"other\": %" PRIu64 "},\n", t.eagain, t.enospc, t.errors);
-	fprintf(f, "  \"per_lcore\": [");
-	first = true;
+
+	json_writer js(f);
+	js.obj();
+	js.kv("engine", e->name);
+	js.kv("duration_s", ctx->run_secs);
+	js.kv("lcores", uint64_t(rte_lcore_count()));
+	js.kv("measured_side", e->uses_cm ? (e->passive_side ? "passive" : "active") : "pool");
+	js.kv("role", cfg.role.c_str());
+	js.kv("fabric", cfg.fabric.c_str());
+	js.kv("cm_policy", cfg.policy == MLX5_QPN_CM_POLICY_STRICT ? "strict" : "live");
+	js.kv("timewait_ms", uint64_t(cm_timewait_ms(cfg)));
+	js.kv("quarantine_us", info.quarantine_us);
+	js.kv_bool("data_path", ctx->data_path);
+	js.kv("connections", t.conns);
+	js.kv("conn_per_sec", static_cast<double>(t.conns) / secs);
+	js.kv("conn_per_sec_per_lcore",
+	      static_cast<double>(t.conns) / secs / (t.measured_lcores ? t.measured_lcores : 1));
+	js.kv("pool_share", pool_share(t));
+	js.kv("stale_rejects", t.stale);
+	js.key("rej");
+	js.obj();
+	for (unsigned r = 0; r < MLX5_QPN_CM_REJ_REASON_SLOTS; r++)
+		if (t.rej[r] != 0)
+			js.kv(mlx5_qpn_cm_rej_reason_name(uint16_t(r)), t.rej[r]);
+	js.end_obj();
+	js.key("cm");
+	js.obj();
+	js.kv("established", a.established);
+	js.kv("stale_rejects_sent", a.stale_rejects_sent);
+	js.kv("stale_dreqs", a.stale_dreqs);
+	js.kv("retransmits", a.retransmits);
+	js.kv("timeouts", a.timeouts);
+	js.kv("fabric_drops", a.fabric_drops);
+	js.kv("closed_by_peer", t.peer_disc);
+	js.end_obj();
+	js.key("data");
+	js.obj();
+	js.kv("sends", t.sends);
+	js.kv("completions", t.cqes);
+	js.kv("error_completions", t.cqe_err);
+	js.kv("received", ctx->srv.recvs.load());
+	js.end_obj();
+	js.key("errors");
+	js.obj();
+	js.kv("eagain", t.eagain);
+	js.kv("enospc", t.enospc);
+	js.kv("other", t.errors);
+	js.end_obj();
+	js.key("per_lcore");
+	js.arr();
 	unsigned lc;
 	RTE_LCORE_FOREACH(lc) {
 		const lcore_stats &s = ctx->lc[lc];
 		if (!lcore_used(s))
 			continue;
-		fprintf(f, "%s{\"lcore\": %u, \"role\": \"%s\", \"connections\": %" PRIu64
-			   ", \"conn_per_sec\": %.1f}",
-			first ? "" : ", ", lc, role_name(ctx, lc), s.ops.load(),
-			static_cast<double>(s.ops.load()) / secs);
-		first = false;
+		js.obj();
+		js.kv("lcore", uint64_t(lc));
+		js.kv("role", role_name(ctx, lc));
+		js.kv("connections", s.ops.load());
+		js.kv("conn_per_sec", static_cast<double>(s.ops.load()) / secs);
+		js.end_obj();
 	}
-	fprintf(f, "],\n  \"steps\": {\n");
+	js.end_arr();
+	js.key("steps");
+	js.obj();
 	for (unsigned i = 0; i < STEP_NB; i++) {
 		const latency_hist &h = t.hist[i];
-		fprintf(f, "    \"%s\": {\"count\": %" PRIu64 ", \"p50_ns\": %.1f, \"p99_ns\": %.1f, "
-			   "\"max_ns\": %.1f}%s\n",
-			step_names[i], h.n, ns(h.percentile(50), hz), ns(h.percentile(99), hz),
-			ns(h.max, hz), i + 1 < STEP_NB ? "," : "");
+		js.key(step_names[i]);
+		js.obj();
+		js.kv("count", h.n);
+		js.kv("p50_ns", ns(h.percentile(50), hz));
+		js.kv("p99_ns", ns(h.percentile(99), hz));
+		js.kv("max_ns", ns(h.max, hz));
+		js.end_obj();
 	}
-	struct mlx5_qpn_dev_stats ds;
-	mlx5_qpn_dev_stats_get(ctx->dev, &ds);
-	fprintf(f, "  },\n  \"pool\": {\"capacity\": %" PRIu64 ", \"in_use\": %" PRIu64
-		   ", \"in_quarantine\": %" PRIu64 ", \"free\": %" PRIu64 ", \"allocs\": %" PRIu64
-		   ", \"frees\": %" PRIu64 ", \"cache_hits\": %" PRIu64 ", \"cache_misses\": %" PRIu64
-		   ", \"steals\": %" PRIu64 ", \"refused_frees\": %" PRIu64 ", \"eagain\": %" PRIu64
-		   "},\n",
-		ds.pool.capacity, ds.pool.in_use, ds.pool.in_quarantine, ds.pool.free,
-		ds.pool.allocs, ds.pool.frees, ds.pool.cache_hits, ds.pool.cache_misses,
-		ds.pool.steals, ds.pool.refused_frees, ds.pool.eagain);
-	fprintf(f, "  \"device\": {\"name\": \"%s\", \"backend\": \"%s\", \"node_guid\": \"%016" PRIx64
-		   "\", \"ranges_reserved\": %" PRIu64 ", \"ranges_released\": %" PRIu64
-		   ", \"qpns_reserved\": %" PRIu64 ", \"reserve_failures\": %" PRIu64
-		   ", \"numa_node\": %d}\n}\n",
-		info.name, info.backend, info.node_guid, ds.ranges_reserved, ds.ranges_released,
-		ds.qpns_reserved, ds.reserve_failures, info.numa_node);
-	int rc = fclose(f) == 0 ? 0 : -errno;
+	js.end_obj();
+	js.key("pool");
+	js.obj();
+	js.kv("capacity", ds.pool.capacity);
+	js.kv("in_use", ds.pool.in_use);
+	js.kv("in_quarantine", ds.pool.in_quarantine);
+	js.kv("free", ds.pool.free);
+	js.kv("allocs", ds.pool.allocs);
+	js.kv("frees", ds.pool.frees);
+	js.kv("cache_hits", ds.pool.cache_hits);
+	js.kv("cache_misses", ds.pool.cache_misses);
+	js.kv("steals", ds.pool.steals);
+	js.kv("refused_frees", ds.pool.refused_frees);
+	js.kv("eagain", ds.pool.eagain);
+	js.end_obj();
+	js.key("device");
+	js.obj();
+	char guid[24];
+	snprintf(guid, sizeof(guid), "%016" PRIx64, info.node_guid);
+	js.kv("name", info.name);
+	js.kv("backend", info.backend);
+	js.kv("node_guid", guid);
+	js.kv("ranges_reserved", ds.ranges_reserved);
+	js.kv("ranges_released", ds.ranges_released);
+	js.kv("qpns_reserved", ds.qpns_reserved);
+	js.kv("reserve_failures", ds.reserve_failures);
+	js.key("numa_node");
+	if (info.numa_node < 0)
+		js.null();
+	else
+		js.num(uint64_t(info.numa_node));
+	js.end_obj();
+	js.end_obj();
+	bool ok = js.ok();
+	int rc = fclose(f) == 0 && ok ? 0 : -EIO;
 	return rc;
 }

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <math.h>
 
-#include "perf_json.h"
+#include "json_writer.h"
 
 void
-perf_json::newline()
+json_writer::newline()
 {
 	fputc('\n', f_);
 	for (int i = 0; i < depth_; i++)
@@ -13,7 +13,7 @@ perf_json::newline()
 
 /* Separator and indentation owed before any value or key at the current level. */
 void
-perf_json::before_value()
+json_writer::before_value()
 {
 	if (after_key_) {
 		after_key_ = false;
@@ -28,7 +28,7 @@ perf_json::before_value()
 }
 
 void
-perf_json::key(const char *k)
+json_writer::key(const char *k)
 {
 	before_value();
 	write_str(k != nullptr ? k : "");
@@ -37,7 +37,7 @@ perf_json::key(const char *k)
 }
 
 void
-perf_json::obj()
+json_writer::obj()
 {
 	before_value();
 	fputc('{', f_);
@@ -49,7 +49,7 @@ perf_json::obj()
 }
 
 void
-perf_json::arr()
+json_writer::arr()
 {
 	before_value();
 	fputc('[', f_);
@@ -61,7 +61,7 @@ perf_json::arr()
 }
 
 void
-perf_json::end_obj()
+json_writer::end_obj()
 {
 	bool empty;
 
@@ -79,7 +79,7 @@ perf_json::end_obj()
 }
 
 void
-perf_json::end_arr()
+json_writer::end_arr()
 {
 	bool empty;
 
@@ -95,7 +95,7 @@ perf_json::end_arr()
 }
 
 void
-perf_json::str(const char *s)
+json_writer::str(const char *s)
 {
 	if (s == nullptr) {
 		null();
@@ -106,7 +106,7 @@ perf_json::str(const char *s)
 }
 
 void
-perf_json::write_str(const char *s)
+json_writer::write_str(const char *s)
 {
 	fputc('"', f_);
 	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
@@ -127,14 +127,14 @@ perf_json::write_str(const char *s)
 }
 
 void
-perf_json::num(uint64_t v)
+json_writer::num(uint64_t v)
 {
 	before_value();
 	fprintf(f_, "%llu", (unsigned long long)v);
 }
 
 void
-perf_json::num(double v)
+json_writer::num(double v)
 {
 	before_value();
 	if (!isfinite(v))
@@ -144,14 +144,14 @@ perf_json::num(double v)
 }
 
 void
-perf_json::boolean(bool v)
+json_writer::boolean(bool v)
 {
 	before_value();
 	fputs(v ? "true" : "false", f_);
 }
 
 void
-perf_json::null()
+json_writer::null()
 {
 	before_value();
 	fputs("null", f_);

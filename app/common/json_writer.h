@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-#ifndef QPN_PERF_JSON_H
-#define QPN_PERF_JSON_H
+#ifndef QPN_APP_JSON_WRITER_H
+#define QPN_APP_JSON_WRITER_H
 
 /**
  * @file
- * A minimal streaming JSON writer (no external library is available, and the benchmark needs
+ * A minimal streaming JSON writer for the apps (no JSON library is installed, and the apps need
  * only objects, arrays, strings, integers, doubles and booleans).
  *
  * Commas and indentation are handled by the writer; the caller only nests begin/end calls.
@@ -14,8 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-struct perf_json {
-	explicit perf_json(FILE *f) : f_(f) {}
+struct json_writer {
+	explicit json_writer(FILE *f) : f_(f) {}
 
 	/* Values: inside an array, or after key(). */
 	void obj();
@@ -51,4 +51,4 @@ private:
 	bool ok_ = true;
 };
 
-#endif /* QPN_PERF_JSON_H */
+#endif /* QPN_APP_JSON_WRITER_H */
