@@ -56,6 +56,9 @@ struct mlx5_qpn_dev_info {
 	int numa_node;                  /**< Device's NUMA node, -1 if unknown. */
 	char cores[128];                /**< Cores near the device, hwloc list syntax ("0-3"). */
 	const char *pool_name;          /**< The pool behind the device (mlx5_qpn_pool_lookup()). */
+	int secondary;                  /**< 1: this handle is a secondary process's attachment. */
+	int32_t primary_pid;            /**< pid of the primary that probed the device (0: none
+					     published, e.g. DPDK IPC off). */
 };
 
 /** Device counters (the pool's are in the pool's stats). */
@@ -68,6 +71,9 @@ struct mlx5_qpn_dev_stats {
 	uint64_t sync_reserves;          /**< Reservations made on the allocation path (pool empty). */
 	uint64_t bg_reserves;            /**< Reservations made ahead of need by the control thread. */
 	int last_error;                  /**< Last reservation error (negative errno), 0 if none. */
+	uint64_t mp_grow_requests;       /**< Grow requests: sent (secondary), handled (primary). */
+	uint64_t mp_ipc_grows;           /**< Ranges the primary reserved for secondaries' requests. */
+	uint64_t mp_dead_reclaimed;      /**< Dead processes whose QPNs the pool reclaimed. */
 };
 
 /**

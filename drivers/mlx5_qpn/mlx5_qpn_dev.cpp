@@ -27,6 +27,7 @@
 #include "mlx5_qpn_dev_log.h"
 #include "mlx5_qpn_devargs.h"
 #include "mlx5_qpn_locality.h"
+#include "mlx5_qpn_mp.h"
 #include "mlx5_qpn_ops.h"
 
 RTE_LOG_REGISTER(mlx5_qpn_dev_logtype, mlx5_qpn.dev, NOTICE);
@@ -60,6 +61,8 @@ struct mlx5_qpn_dev {
 	std::atomic<bool> stop{false};
 	pthread_t ctrl{};
 	bool ctrl_running = false;
+	struct mlx5_qpn_mp *mp = nullptr; /* multi-process: mlx5_qpn_mp.cpp */
+	bool secondary = false;           /* attached to a primary's device: never reserves */
 };
 
 namespace {
@@ -181,7 +184,7 @@ int grow_locked(mlx5_qpn_dev *d)
 		d->reserve_failures.fetch_add(1, rlx);
 		d->last_error.store(rc, rlx);
 	} else {
-		d->grown.fetch_add(1, std::memory_order_release);
+		mlx5_qpn_mp_note_grow(d->mp, d->grown.fetch_add(1, std::memory_order_release) + 1);
 	}
 	return rc;
 }
@@ -189,6 +192,8 @@ int grow_locked(mlx5_qpn_dev *d)
 /* Reserve more unless another thread did since the caller saw `seen` (then just retry). */
 int grow(mlx5_qpn_dev *d, uint64_t seen)
 {
+	if (d->secondary)
+		return mlx5_qpn_mp_grow(d->mp, 0); /* the primary grows; its counter, not ours */
 	std::lock_guard<std::mutex> g(d->grow_mutex);
 	if (d->grown.load(std::memory_order_acquire) != seen)
 		return 0;
@@ -232,6 +237,7 @@ void *ctrl_main(void *arg)
 		struct mlx5_qpn_pool_stats st;
 		/* Expired quarantine counts as free: release it before judging the low-water mark. */
 		mlx5_qpn_pool_drain(d->pool);
+		mlx5_qpn_mp_tick(d->mp, d->pool);
 		if (mlx5_qpn_pool_stats_get(d->pool, &st) == 0) {
 			std::unique_lock<std::mutex> g(d->grow_mutex, std::try_to_lock);
 			if (!g.owns_lock()) {
@@ -287,11 +293,12 @@ int choose_source(mlx5_qpn_dev *d)
 
 void destroy(mlx5_qpn_dev *d)
 {
+	mlx5_qpn_mp_close(d->mp); /* primary: no more IPC grows; secondary: detach */
 	if (d->ctrl_running) {
 		d->stop.store(true, std::memory_order_release);
 		pthread_join(d->ctrl, nullptr);
 	}
-	if (d->pool != nullptr)
+	if (d->pool != nullptr && !d->secondary)
 		mlx5_qpn_pool_free_pool(d->pool);
 	{
 		std::lock_guard<std::mutex> g(d->grow_mutex);
@@ -304,9 +311,74 @@ void destroy(mlx5_qpn_dev *d)
 	delete d;
 }
 
+/* Multi-process (mlx5_qpn_mp.h): the primary publishes what a secondary must use as it is. */
+void publish(mlx5_qpn_dev *d, const char *devargs)
+{
+	mlx5_qpn_mp_devinfo di = {};
+	di.caps = d->caps;
+	di.source = d->source;
+	di.log_range = d->log_range;
+	di.limit = d->limit;
+	di.numa_node = d->numa_node;
+	snprintf(di.cores, sizeof(di.cores), "%s", d->cores);
+	snprintf(di.pool_name, sizeof(di.pool_name), "%s", d->pool_name);
+	int rc = mlx5_qpn_mp_publish(d, d->da.name, devargs, &di, &d->mp);
+	if (rc != 0)
+		DEV_LOG(WARNING, "%s: secondary processes cannot attach: %s", d->da.name,
+			strerror(-rc));
+}
+
+/* A secondary attaches to the primary's device and pool and opens its own backend handle (for
+ * the data path); it never reserves ranges (no control thread, grow() asks the primary). */
+int probe_secondary(mlx5_qpn_dev *d, const char *devargs, mlx5_qpn_dev **out)
+{
+	mlx5_qpn_devargs mine = d->da;
+	mlx5_qpn_mp_devinfo di;
+	int rc = mlx5_qpn_mp_attach(&mine, devargs, &d->da, &di, &d->pool, &d->mp);
+	if (rc != 0) {
+		delete d;
+		return rc;
+	}
+	d->secondary = true;
+	d->caps = di.caps;
+	d->source = static_cast<mlx5_qpn_source>(di.source);
+	d->log_range = di.log_range;
+	d->limit = di.limit;
+	d->numa_node = di.numa_node;
+	snprintf(d->cores, sizeof(d->cores), "%s", di.cores);
+	snprintf(d->pool_name, sizeof(d->pool_name), "%s", di.pool_name);
+	d->ops = d->da.kind == MLX5_QPN_BACKEND_SIM ? &mlx5_qpn_sim_ops : &mlx5_qpn_hw_ops;
+	rc = d->ops->open(&d->da, &d->be);
+	if (rc != 0) {
+		d->be = nullptr;
+		destroy(d);
+		return rc;
+	}
+	DEV_LOG(INFO, "%s: secondary process attached to the primary's device (pool %s)",
+		d->da.name, d->pool_name);
+	std::lock_guard<std::mutex> g(g_devs_mutex);
+	g_devs.push_back(d);
+	*out = d;
+	return 0;
+}
+
 } /* namespace */
 
 extern "C" {
+
+int mlx5_qpn_dev_grow_if(struct mlx5_qpn_dev *d, uint64_t seen, int force, uint64_t *grown)
+{
+	std::lock_guard<std::mutex> g(d->grow_mutex);
+	int rc = 0;
+	if (force || d->grown.load(std::memory_order_acquire) == seen) {
+		rc = grow_locked(d);
+		rc = rc == 0 ? 1 : rc;
+	}
+	if (rc == 1)
+		d->sync_reserves.fetch_add(1, rlx);
+	*grown = d->grown.load(std::memory_order_acquire);
+	return rc;
+}
 
 int mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **out)
 {
@@ -329,6 +401,8 @@ int mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **out)
 				return -EEXIST;
 			}
 	}
+	if (rte_eal_process_type() == RTE_PROC_SECONDARY)
+		return probe_secondary(d, devargs, out);
 	d->ops = d->da.kind == MLX5_QPN_BACKEND_SIM ? &mlx5_qpn_sim_ops : &mlx5_qpn_hw_ops;
 	rc = d->ops->open(&d->da, &d->be);
 	if (rc != 0) {
@@ -406,6 +480,7 @@ int mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **out)
 		PRIu64 ", quarantine %" PRIu64 " us", d->da.name,
 		d->da.kind == MLX5_QPN_BACKEND_SIM ? "emulated" : "hardware", d->caps.node_guid,
 		source_name(d->source), d->log_range, d->limit, d->da.quarantine_us);
+	publish(d, devargs);
 	{
 		std::lock_guard<std::mutex> g(g_devs_mutex);
 		g_devs.push_back(d);
@@ -507,8 +582,10 @@ int mlx5_qpn_reserved_alloc(struct mlx5_qpn_dev *d, uint32_t *qpn)
 		if (rc == 0 || (rc != -ENOSPC && rc != -EAGAIN))
 			break;
 		int g = grow(d, seen);
-		if (g != 0)
+		if (g != 0) {
+			rc = g == -ENODEV ? g : rc; /* a secondary whose primary is gone */
 			break;
+		}
 		d->sync_reserves.fetch_add(1, rlx);
 		rc = mlx5_qpn_pool_alloc(d->pool, qpn);
 	}
@@ -532,8 +609,11 @@ int mlx5_qpn_reserved_alloc_bulk(struct mlx5_qpn_dev *d, uint32_t *qpns, unsigne
 		rc = mlx5_qpn_pool_alloc_bulk(d->pool, qpns, n);
 		if (rc != -ENOSPC && rc != -EAGAIN)
 			break;
-		if (grow(d, seen) != 0)
+		int g = grow(d, seen);
+		if (g != 0) {
+			rc = g == -ENODEV ? g : rc;
 			break;
+		}
 		d->sync_reserves.fetch_add(1, rlx);
 		rc = mlx5_qpn_pool_alloc_bulk(d->pool, qpns, n);
 	}
@@ -556,6 +636,8 @@ int mlx5_qpn_dev_grow(struct mlx5_qpn_dev *d)
 {
 	if (d == nullptr)
 		return -EINVAL;
+	if (d->secondary)
+		return mlx5_qpn_mp_grow(d->mp, 1);
 	std::lock_guard<std::mutex> g(d->grow_mutex);
 	return grow_locked(d);
 }
@@ -579,6 +661,8 @@ int mlx5_qpn_dev_info_get(struct mlx5_qpn_dev *d, struct mlx5_qpn_dev_info *info
 	info->numa_node = d->numa_node;
 	snprintf(info->cores, sizeof(info->cores), "%s", d->cores);
 	info->pool_name = d->pool_name;
+	info->secondary = d->secondary;
+	mlx5_qpn_mp_counters(d->mp, nullptr, nullptr, nullptr, &info->primary_pid);
 	return 0;
 }
 
@@ -595,6 +679,8 @@ int mlx5_qpn_dev_stats_get(struct mlx5_qpn_dev *d, struct mlx5_qpn_dev_stats *st
 	st->sync_reserves = d->sync_reserves.load(rlx);
 	st->bg_reserves = d->bg_reserves.load(rlx);
 	st->last_error = d->last_error.load(rlx);
+	mlx5_qpn_mp_counters(d->mp, &st->mp_grow_requests, &st->mp_ipc_grows,
+			     &st->mp_dead_reclaimed, nullptr);
 	return 0;
 }
 
