@@ -90,6 +90,7 @@ struct mlx5_qpn_mp {
 	std::atomic<uint64_t> grow_requests{0};
 	std::atomic<uint64_t> dead_reclaimed{0};
 	std::atomic<uint64_t> next_tick_ns{0};
+	std::atomic<uint64_t> full_until_ns{0}; /* secondary: the primary said -ENOSPC lately */
 	std::atomic<bool> dead_logged{false};
 };
 
@@ -140,6 +141,8 @@ int handler(const struct rte_mp_msg *msg, const void *peer)
 			mp->info->ipc_requests.fetch_add(1, rlx);
 			reclaim(mp);
 			rep.rc = mlx5_qpn_dev_grow_if(mp->dev, req.seen, req.force != 0, &rep.grown);
+			/* The mirror may lag (grows before publish): the next request sees it right. */
+			mp->info->grown.store(rep.grown, std::memory_order_release);
 			if (rep.rc == 1)
 				mp->info->ipc_grows.fetch_add(1, rlx);
 			break;
@@ -398,6 +401,10 @@ int mlx5_qpn_mp_grow(struct mlx5_qpn_mp *mp, int force)
 	if (rc != 0)
 		return rc;
 	reclaim(mp);
+	/* The device limit is reached: do not ask again for 10 ms (a caller looping on an empty pool
+	 * would otherwise keep the primary's IPC thread busy; a shrink makes room again later). */
+	if (!force && mlx5_qpn_clock_ns() < mp->full_until_ns.load(rlx))
+		return -ENOSPC;
 	mp->grow_requests.fetch_add(1, rlx);
 	MpReq req = {};
 	req.op = 1;
@@ -424,6 +431,8 @@ int mlx5_qpn_mp_grow(struct mlx5_qpn_mp *mp, int force)
 			mp->name, MLX5_QPN_MP_TIMEOUT_MS, r != 0 ? rte_strerror(err) : "no reply");
 		return -ETIMEDOUT;
 	}
+	if (rep.rc == -ENOSPC)
+		mp->full_until_ns.store(mlx5_qpn_clock_ns() + 10000000ull, rlx);
 	return rep.rc < 0 ? rep.rc : 0;
 }
 

@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "mp_test_util.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <dirent.h>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace mp_test {
+
+namespace {
+
+constexpr unsigned kPagesWanted = 32; /* 64 MiB of 2 MiB pages: a few small instances */
+
+long meminfo(const char *key)
+{
+	std::ifstream f("/proc/meminfo");
+	std::string k;
+	long v;
+	std::string unit;
+	std::string line;
+	while (std::getline(f, line)) {
+		std::istringstream is(line);
+		if (is >> k >> v && k == std::string(key) + ":")
+			return v;
+	}
+	return -1;
+}
+
+bool hugetlbfs_mounted()
+{
+	std::ifstream f("/proc/mounts");
+	std::string dev, dir, type;
+	std::string line;
+	while (std::getline(f, line)) {
+		std::istringstream is(line);
+		if (is >> dev >> dir >> type && type == "hugetlbfs")
+			return true;
+	}
+	return false;
+}
+
+std::string build_dir()
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return "";
+	buf[n] = '\0';
+	std::string exe(buf);
+	std::string dir = exe.substr(0, exe.rfind('/')); /* <build>/tests */
+	return dir.substr(0, dir.rfind('/'));
+}
+
+} /* namespace */
+
+uint64_t now_ns()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+std::string helper_path() { return build_dir() + "/tests/mp/qpn_mp_proc"; }
+std::string testpmd_path() { return build_dir() + "/app/qpn-testpmd/qpn-testpmd"; }
+
+std::string hugepages_ready()
+{
+	if (geteuid() == 0) {
+		long total = meminfo("HugePages_Total"), free = meminfo("HugePages_Free");
+		if (free >= 0 && free < long(kPagesWanted)) {
+			std::ofstream("/proc/sys/vm/nr_hugepages") << (total + long(kPagesWanted) - free);
+		}
+		if (!hugetlbfs_mounted()) {
+			mkdir("/dev/hugepages", 0755);
+			mount("nodev", "/dev/hugepages", "hugetlbfs", 0, nullptr);
+		}
+	}
+	if (!hugetlbfs_mounted())
+		return "DPDK multi-process needs hugepages: no hugetlbfs is mounted (and not root to "
+		       "mount one)";
+	if (meminfo("HugePages_Free") < long(kPagesWanted / 2))
+		return "DPDK multi-process needs hugepages: fewer than 16 free (and not root to reserve "
+		       "more)";
+	if (geteuid() != 0 && access("/dev/hugepages", W_OK) != 0)
+		return "DPDK multi-process needs hugepages: /dev/hugepages is not writable";
+	return "";
+}
+
+void remove_instance(const std::string &prefix)
+{
+	std::ifstream f("/proc/mounts");
+	std::string dev, dir, type, line;
+	std::vector<std::string> dirs;
+	while (std::getline(f, line)) {
+		std::istringstream is(line);
+		if (is >> dev >> dir >> type && type == "hugetlbfs")
+			dirs.push_back(dir);
+	}
+	std::string want = prefix + "map_";
+	for (auto &d : dirs) {
+		DIR *dp = opendir(d.c_str());
+		if (dp == nullptr)
+			continue;
+		while (struct dirent *e = readdir(dp))
+			if (strncmp(e->d_name, want.c_str(), want.size()) == 0)
+				unlink((d + "/" + e->d_name).c_str());
+		closedir(dp);
+	}
+	std::string run = std::string(geteuid() == 0 ? "/var/run/dpdk/" : "/tmp/dpdk/") + prefix;
+	if (DIR *dp = opendir(run.c_str())) {
+		while (struct dirent *e = readdir(dp))
+			if (e->d_name[0] != '.')
+				unlink((run + "/" + e->d_name).c_str());
+		closedir(dp);
+		rmdir(run.c_str());
+	}
+}
+
+/* ---- Proc ------------------------------------------------------------------------------------ */
+
+Proc::~Proc()
+{
+	if (pid_ > 0 && !reaped_) {
+		kill(pid_, SIGKILL);
+		waitpid(pid_, nullptr, 0);
+	}
+	if (in_ >= 0)
+		close(in_);
+	if (outfd_ >= 0)
+		close(outfd_);
+}
+
+bool Proc::start(const std::vector<std::string> &argv)
+{
+	int pin[2], pout[2];
+	if (pipe2(pin, O_CLOEXEC) != 0 || pipe2(pout, O_CLOEXEC) != 0)
+		return false;
+	std::vector<char *> av;
+	for (auto &a : argv)
+		av.push_back(const_cast<char *>(a.c_str()));
+	av.push_back(nullptr);
+	pid_ = fork();
+	if (pid_ < 0)
+		return false;
+	if (pid_ == 0) {
+		dup2(pin[0], 0);
+		dup2(pout[1], 1);
+		dup2(pout[1], 2);
+		execv(av[0], av.data());
+		_exit(127);
+	}
+	close(pin[0]);
+	close(pout[1]);
+	in_ = pin[1];
+	outfd_ = pout[0];
+	return true;
+}
+
+bool Proc::read_more(int timeout_ms)
+{
+	struct pollfd p = {outfd_, POLLIN, 0};
+	if (poll(&p, 1, timeout_ms) <= 0)
+		return false;
+	char b[4096];
+	ssize_t n = read(outfd_, b, sizeof(b));
+	if (n <= 0)
+		return false;
+	buf_.append(b, size_t(n));
+	return true;
+}
+
+std::string Proc::reply(int timeout_ms)
+{
+	uint64_t end = now_ns() + uint64_t(timeout_ms) * 1000000ull;
+	for (;;) {
+		size_t nl;
+		while ((nl = buf_.find('\n')) != std::string::npos) {
+			std::string line = buf_.substr(0, nl);
+			buf_.erase(0, nl + 1);
+			out_ += line + "\n";
+			if (line.rfind("@ ", 0) == 0)
+				return line.substr(2);
+		}
+		uint64_t now = now_ns();
+		if (now >= end || !read_more(int((end - now) / 1000000 + 1)))
+			return "";
+	}
+}
+
+std::string Proc::cmd(const std::string &line, int timeout_ms)
+{
+	std::string l = line + "\n";
+	if (write(in_, l.data(), l.size()) != ssize_t(l.size()))
+		return "";
+	return reply(timeout_ms);
+}
+
+void Proc::close_stdin()
+{
+	if (in_ >= 0)
+		close(in_);
+	in_ = -1;
+}
+
+void Proc::kill9()
+{
+	if (pid_ > 0 && !reaped_)
+		kill(pid_, SIGKILL);
+}
+
+int Proc::wait(int timeout_ms)
+{
+	if (pid_ <= 0)
+		return -1;
+	uint64_t end = now_ns() + uint64_t(timeout_ms) * 1000000ull;
+	while (!reaped_) {
+		int st;
+		pid_t r = waitpid(pid_, &st, WNOHANG);
+		if (r == pid_) {
+			reaped_ = true;
+			status_ = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+			break;
+		}
+		/* keep draining its output so that it never blocks on a full pipe */
+		read_more(10);
+		if (now_ns() >= end)
+			kill(pid_, SIGKILL);
+	}
+	while (read_more(0)) {
+	}
+	out_ += buf_;
+	buf_.clear();
+	return status_;
+}
+
+/* ---- checker --------------------------------------------------------------------------------- */
+
+CheckResult check_logs(const std::vector<LogSpec> &logs, uint64_t q)
+{
+	struct Holding {
+		uint64_t from, until; /* until: UINT64_MAX if still held by a live process */
+		size_t log;
+	};
+	CheckResult r;
+	std::map<uint32_t, std::vector<Holding>> by_qpn;
+	for (size_t li = 0; li < logs.size(); li++) {
+		std::ifstream f(logs[li].path);
+		std::map<uint32_t, uint64_t> open; /* qpn -> alloc time */
+		std::string line;
+		while (std::getline(f, line)) {
+			char k;
+			unsigned qpn;
+			unsigned long long t;
+			if (sscanf(line.c_str(), "%c %u %llu", &k, &qpn, &t) != 3)
+				continue; /* a torn last line of a killed process */
+			if (k == 'A') {
+				r.allocs++;
+				open[qpn] = t;
+			} else if (k == 'f') {
+				auto it = open.find(qpn);
+				if (it != open.end()) {
+					by_qpn[qpn].push_back({it->second, t, li});
+					open.erase(it);
+				}
+			} else if (k == 'F') {
+				r.frees++;
+			}
+		}
+		for (auto &o : open)
+			by_qpn[o.first].push_back({o.second, logs[li].killed_at_ns != 0
+								     ? logs[li].killed_at_ns
+								     : UINT64_MAX, li});
+	}
+	for (auto &e : by_qpn) {
+		auto &v = e.second;
+		r.holdings += v.size();
+		std::sort(v.begin(), v.end(),
+			  [](const Holding &a, const Holding &b) { return a.from < b.from; });
+		for (size_t i = 1; i < v.size(); i++) {
+			const Holding &a = v[i - 1], &b = v[i];
+			bool bad = a.until == UINT64_MAX || b.from < a.until + q;
+			if (!bad)
+				continue;
+			if (r.violations++ == 0) {
+				char m[256];
+				snprintf(m, sizeof(m), "QPN 0x%06x: held by log %zu from %llu until %llu, "
+					 "handed out to log %zu at %llu (quarantine %llu ns)", e.first,
+					 a.log, (unsigned long long)a.from, (unsigned long long)a.until,
+					 b.log, (unsigned long long)b.from, (unsigned long long)q);
+				r.first = m;
+			}
+		}
+	}
+	return r;
+}
+
+} /* namespace mp_test */
