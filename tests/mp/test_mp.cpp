@@ -355,10 +355,10 @@ TEST(MpChecker, MpCheckerFindsEarlyReuse)
 	};
 	/* a: 5 held 100..200; 6 held from 100 when killed at 300. */
 	write(a, "A 5 100\nf 5 200\nF 5 201 0\nA 6 100\n");
-	write(b, "A 5 1200\nA 6 1300\nf 6 1400\nF 6 1401 0\nA 7 1\n");
+	write(b, "A 5 1200\nA 6 1400\nf 6 1500\nF 6 1501 0\nA 7 1\n");
 	EXPECT_EQ(check_logs({{a, 300}, {b, 0}}, 1000).violations, 0u);
 	EXPECT_EQ(check_logs({{a, 300}, {b, 0}}, 1001).violations, 1u); /* 5 at 1200 < 200 + 1001 */
-	EXPECT_EQ(check_logs({{a, 300}, {b, 0}}, 1101).violations, 2u); /* and 6 at 1300 < 300 + 1101 */
+	EXPECT_EQ(check_logs({{a, 300}, {b, 0}}, 1101).violations, 2u); /* and 6 at 1400 < 300 + 1101 */
 	EXPECT_EQ(check_logs({{a, 0}, {b, 0}}, 0).violations, 1u);      /* 6 still held by live a */
 	std::remove(a.c_str());
 	std::remove(b.c_str());
