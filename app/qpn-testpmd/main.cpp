@@ -438,6 +438,12 @@ int main(int argc, char **argv)
 	       engine->name, rte_lcore_count(), info.name, info.backend, info.node_guid,
 	       info.numa_node, info.cores[0] ? info.cores : "-", info.quarantine_us,
 	       cm_timewait_ms(cfg), cfg.policy == MLX5_QPN_CM_POLICY_STRICT ? "strict" : "live");
+	if (info.secondary) {
+		/* --proc-type=secondary: the device and its pool are the primary's (driver.md §14). */
+		printf("qpn-testpmd: secondary process: device %s of the primary (pid %d)\n", info.name,
+		       int(info.primary_pid));
+		cfg.destroy_sim = false;
+	}
 
 	if (cfg.role != "both" || !cfg.fabric.empty())
 		printf("qpn-testpmd: role %s, CM fabric \"%s\" (shared memory /dev/shm/mlx5_qpn_cmfab_%s)"

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "mlx5_qpn_cm.h"
+#include "mp/mp_test_util.h"
 #include "sim/mlx5_qpn_sim.h"
 
 namespace {
@@ -433,4 +434,49 @@ TEST_F(AppTest, AppRoleNeedsFabric)
 	EXPECT_EQ(r.status, 2) << r.output;
 	r = run("0-1", cat("--qpn-dev=", dev, " --role=primary --fabric=f"), dev, "", false);
 	EXPECT_EQ(r.status, 2) << r.output;
+}
+
+/* qpn-testpmd as a DPDK secondary client (--proc-type=secondary) beside a primary qpn-testpmd
+ * whose alloc engine runs meanwhile: the secondary attaches to the primary's device and pool and
+ * runs its own engine without errors; the primary carries on and stops cleanly. Needs hugepages
+ * (DPDK secondaries do): as root the test sets them up, else it skips. */
+TEST_F(AppTest, AppSecondaryClientBesidePrimary)
+{
+	std::string why = mp_test::hugepages_ready();
+	if (!why.empty())
+		GTEST_SKIP() << why;
+	std::string dev = next_name();
+	std::string prefix = cat("qpn_app_mp_", dev);
+	std::string json = cat(::testing::TempDir(), "qpn_app_", prefix, ".json");
+	std::remove(json.c_str());
+	mp_test::Proc prim;
+	ASSERT_TRUE(prim.start({app_, "-l", "0-1", "--no-pci", cat("--file-prefix=", prefix),
+				"--log-level=lib.eal:error", "--", cat("--qpn-dev=", dev),
+				"--engine=alloc", "-i"}));
+	ASSERT_TRUE(prim.send("start"));
+	ASSERT_TRUE(prim.wait_output("started engine alloc")) << prim.output();
+	mp_test::Proc sec;
+	ASSERT_TRUE(sec.start({app_, "-l", "0", "--no-pci", "--proc-type=secondary",
+			       cat("--file-prefix=", prefix), "--log-level=lib.eal:error", "--",
+			       cat("--qpn-dev=", dev), "--engine=alloc", "--duration=0.5",
+			       cat("--json=", json)}));
+	sec.close_stdin();
+	int st = sec.wait();
+	ASSERT_TRUE(prim.send("stop"));
+	ASSERT_TRUE(prim.send("quit"));
+	prim.close_stdin();
+	EXPECT_EQ(prim.wait(), 0) << prim.output();
+	mp_test::remove_instance(prefix);
+	EXPECT_EQ(st, 0) << sec.output();
+	EXPECT_NE(sec.output().find(cat("secondary process: device ", dev, " of the primary")),
+		  std::string::npos) << sec.output();
+	std::ifstream jf(json);
+	std::stringstream ss;
+	ss << jf.rdbuf();
+	std::string js = ss.str();
+	std::remove(json.c_str());
+	EXPECT_EQ(json_str(js, "engine"), "alloc") << sec.output();
+	EXPECT_GT(json_num(js, "connections"), 100);
+	EXPECT_EQ(json_num(js, "errors.other"), 0);
+	EXPECT_NE(prim.output().find("stopped engine alloc"), std::string::npos) << prim.output();
 }

@@ -210,6 +210,24 @@ std::string Proc::cmd(const std::string &line, int timeout_ms)
 	return reply(timeout_ms);
 }
 
+bool Proc::send(const std::string &line)
+{
+	std::string l = line + "\n";
+	return write(in_, l.data(), l.size()) == ssize_t(l.size());
+}
+
+bool Proc::wait_output(const std::string &needle, int timeout_ms)
+{
+	uint64_t end = now_ns() + uint64_t(timeout_ms) * 1000000ull;
+	for (;;) {
+		if (out_.find(needle) != std::string::npos || buf_.find(needle) != std::string::npos)
+			return true;
+		uint64_t now = now_ns();
+		if (now >= end || !read_more(int((end - now) / 1000000 + 1)))
+			return false;
+	}
+}
+
 void Proc::close_stdin()
 {
 	if (in_ >= 0)

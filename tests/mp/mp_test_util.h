@@ -45,6 +45,10 @@ public:
 	std::string reply(int timeout_ms = 60000);
 	/* Send a command line and wait for its reply. */
 	std::string cmd(const std::string &line, int timeout_ms = 60000);
+	/* Send a line without waiting for a reply. */
+	bool send(const std::string &line);
+	/* Wait until the output holds `needle` (at most timeout_ms). */
+	bool wait_output(const std::string &needle, int timeout_ms = 60000);
 	void close_stdin();
 	void kill9();
 	/* Wait for exit (at most timeout_ms, then SIGKILL). Exit code, or -signal. */
