@@ -20,6 +20,14 @@
  *
  * Thread safety: alloc/dealloc/stats may be called from any thread concurrently; probe and close
  * of one device must not race with each other or with other calls on that device.
+ *
+ * Multi-process (doc/guides/driver.md §14): in a DPDK secondary process, mlx5_qpn_dev_probe()
+ * attaches to the device its primary probed and shares the primary's pool. A secondary never
+ * reserves from the device: when its pool is dry it asks the primary (DPDK IPC) to grow it. Its
+ * devargs must agree with the primary's (a bare name always does). When the primary dies, the
+ * secondary's slow paths (probe, an allocation that finds the pool empty, grow) fail with
+ * -ENODEV and one log line; until it meets one, its fast path may still hand out QPNs already in
+ * the pool. The primary must close the device last.
  */
 
 #include <stdint.h>
@@ -77,11 +85,14 @@ struct mlx5_qpn_dev_stats {
 };
 
 /**
- * Probe a device from devargs and reserve its first range.
+ * Probe a device from devargs and reserve its first range; in a DPDK secondary process, attach
+ * to the device the primary probed (no reservation).
  *
  * @param devargs  "sim0[,key=value...]" or "ib=mlx5_0[,key=value...]".
  * @param[out] dev the device.
- * @return 0; -EINVAL bad devargs (one log line names the key); -EEXIST already probed;
+ * @return 0; -EINVAL bad devargs (one log line names the key), or in a secondary a devarg that
+ *         differs from the primary's; -EEXIST already probed;
+ *         -ENODEV (secondary) no primary has probed the device, or the primary is dead;
  *         -ENODEV no such device (one log line, e.g. `no RDMA device "mlx5_0" (0 devices found)`);
  *         -EOPNOTSUPP no reserved-QPN support with reserved_qpn=yes; -ENOMEM; other device errors.
  */
@@ -100,7 +111,8 @@ void mlx5_qpn_dev_close(struct mlx5_qpn_dev *dev);
  * Allocate one reserved QPN (mlx5dv_reserved_qpn_alloc()).
  *
  * @return 0; -EAGAIN all free QPNs are in quarantine and the device gives no more;
- *         -ENOSPC none left and the device gives no more; -EOPNOTSUPP no support; -EINVAL.
+ *         -ENOSPC none left and the device gives no more; -EOPNOTSUPP no support; -EINVAL;
+ *         -ENODEV (secondary) the pool is empty and the primary is gone.
  */
 int mlx5_qpn_reserved_alloc(struct mlx5_qpn_dev *dev, uint32_t *qpn);
 
@@ -132,7 +144,9 @@ void mlx5_qpn_dev_dump(FILE *f, struct mlx5_qpn_dev *dev);
 
 /**
  * Reserve one more range now (normally the control thread and the allocation path do this).
- * @return 0; -ENOSPC the pool or the device limit is full; device errors.
+ * In a secondary, the primary reserves it (DPDK IPC).
+ * @return 0; -ENOSPC the pool or the device limit is full; device errors; (secondary) -ENODEV
+ *         the primary is gone, -ETIMEDOUT it did not answer.
  */
 int mlx5_qpn_dev_grow(struct mlx5_qpn_dev *dev);
 
