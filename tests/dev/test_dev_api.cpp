@@ -9,11 +9,15 @@
 #include <atomic>
 #include <mutex>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <thread>
 #include <unistd.h>
 #include <vector>
+
+#include <rte_log.h>
 
 #include "mlx5_qpn.h"
 #include "mlx5_qpn_devargs.h"
@@ -83,6 +87,93 @@ TEST(DevArgs, GoodAndBadTable)
 		struct mlx5_qpn_devargs da;
 		EXPECT_EQ(mlx5_qpn_devargs_parse(c.args, &da), c.rc) << "devargs: \"" << c.args << "\"";
 	}
+}
+
+/* The log lines of one parse: rte_log goes to a memory stream for the duration. */
+static std::string devargs_log(const char *args, int *rc, struct mlx5_qpn_devargs *da)
+{
+	char *buf = nullptr;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	FILE *saved = rte_log_get_stream();
+	rte_openlog_stream(f);
+	*rc = mlx5_qpn_devargs_parse(args, da);
+	rte_openlog_stream(saved == stderr ? nullptr : saved);
+	fclose(f);
+	std::string out(buf != nullptr ? buf : "", len);
+	free(buf);
+	return out;
+}
+
+/*
+ * Every refusal of the guide (doc/guides/driver.md §3), each with the one log line it gives: the
+ * offending text exactly as written (a pair with whitespace quoted, escapes visible), never a
+ * piece that the kvargs tokenizer made of it ("k==v" is not reported as "=v").
+ */
+TEST(DevArgs, RefusalsNameTheTextAsWritten)
+{
+	struct Case {
+		const char *args;
+		const char *line; /* the whole log line */
+	};
+	const Case cases[] = {
+		{"sim0,cache==8", "mlx5_qpn: bad devarg cache==8: more than one '=' (expected key=value)"},
+		{"ib==mlx5_0", "mlx5_qpn: bad devarg ib==mlx5_0: more than one '=' (expected key=value)"},
+		{"sim0,cache=8=9", "mlx5_qpn: bad devarg cache=8=9: more than one '=' (expected key=value)"},
+		{"sim0,=8", "mlx5_qpn: bad devarg =8: empty key"},
+		{"sim0,cache", "mlx5_qpn: bad devarg cache: bare key (expected key=value)"},
+		{"sim0,cache=", "mlx5_qpn: bad devarg cache=: empty value"},
+		{"sim0,cache=8,", "mlx5_qpn: bad devarg sim0,cache=8,: empty pair (a trailing ',')"},
+		{"sim0,", "mlx5_qpn: bad devarg sim0,: empty pair (a trailing ',')"},
+		{"sim0,,cache=8", "mlx5_qpn: bad devarg sim0,,cache=8: empty pair (a leading or doubled ',')"},
+		{"sim0,cache=8,,ports=2", "mlx5_qpn: bad devarg sim0,cache=8,,ports=2: empty pair (a doubled ',')"},
+		{"sim0,cache=\t8", "mlx5_qpn: bad devarg \"cache=\\t8\": whitespace or control character (devargs take none)"},
+		{"sim0,cache=8 ", "mlx5_qpn: bad devarg \"cache=8 \": whitespace or control character (devargs take none)"},
+		{"sim0, cache=8", "mlx5_qpn: bad devarg \" cache=8\": whitespace or control character (devargs take none)"},
+		{"ib=mlx5 0", "mlx5_qpn: bad devarg \"ib=mlx5 0\": whitespace or control character (devargs take none)"},
+		{"sim0 ", "mlx5_qpn: bad devarg \"sim0 \": whitespace or control character (devargs take none)"},
+		{"sim0,cache=8,cache=16", "mlx5_qpn: bad devarg cache=16: duplicate key"},
+		{"sim0,colour=red", "mlx5_qpn: bad devarg colour=red: unknown key"},
+		{"sim0,cores=[0,1]", "mlx5_qpn: bad devarg cores=[0,1]: a [list] value (none of these keys takes one; cores: use 0-3 or 0:2:4)"},
+		{"sim0,cache=010", "mlx5_qpn: bad devarg cache=010: not a number (decimal, or hex with 0x; no sign, no leading zero)"},
+		{"sim0,cache=+8", "mlx5_qpn: bad devarg cache=+8: not a number (decimal, or hex with 0x; no sign, no leading zero)"},
+		{"sim0,cache=1e3", "mlx5_qpn: bad devarg cache=1e3: not a number (decimal, or hex with 0x; no sign, no leading zero)"},
+		{"sim0,cache=0x", "mlx5_qpn: bad devarg cache=0x: not a number (decimal, or hex with 0x; no sign, no leading zero)"},
+		{"sim0,cache=0", "mlx5_qpn: bad devarg cache=0: out of range [1, 65536]"},
+		{"sim0,cache=99999999999999999999999", "mlx5_qpn: bad devarg cache=99999999999999999999999: out of range [1, 65536]"},
+		{"sim0,guid=::1", "mlx5_qpn: bad devarg guid=::1: expected a non-zero 64-bit hex GUID"},
+		{"sim0,guid=0x00000000000000001", "mlx5_qpn: bad devarg guid=0x00000000000000001: expected a non-zero 64-bit hex GUID"},
+		{"sim0,cores=3-0", "mlx5_qpn: bad devarg cores=3-0: expected a core list such as 0-3 or 0:2:4 (< 64 characters)"},
+		{"sim0,cores=0::1", "mlx5_qpn: bad devarg cores=0::1: expected a core list such as 0-3 or 0:2:4 (< 64 characters)"},
+		{"ib=mlx5/0", "mlx5_qpn: bad devarg ib=mlx5/0: name may hold letters, digits, _, - and ."},
+		{"ib=mlx5_0,ports=2", "mlx5_qpn: bad devarg ports=2: only the emulated device (simN) takes this key"},
+		{"", "mlx5_qpn: bad devarg \"\": no device (expected simN or ib=NAME)"},
+		{"eth0", "mlx5_qpn: bad devarg eth0: unknown device (expected simN or ib=NAME)"},
+	};
+	for (const auto &c : cases) {
+		struct mlx5_qpn_devargs da;
+		int rc = 0;
+		std::string log = devargs_log(c.args, &rc, &da);
+		EXPECT_EQ(rc, -EINVAL) << "devargs: \"" << c.args << "\"";
+		EXPECT_EQ(log, std::string(c.line) + "\n") << "devargs: \"" << c.args << "\"";
+	}
+}
+
+/* Numbers are decimal or 0x-hex; 0 alone is fine; GUIDs take their three documented forms. */
+TEST(DevArgs, NumberAndGuidForms)
+{
+	struct mlx5_qpn_devargs da;
+	ASSERT_EQ(mlx5_qpn_devargs_parse("sim0,cache=0x10,quarantine_us=0,limit=0X20", &da), 0);
+	EXPECT_EQ(da.cache, 16u);
+	EXPECT_EQ(da.quarantine_us, 0u);
+	EXPECT_EQ(da.limit, 32u);
+	ASSERT_EQ(mlx5_qpn_devargs_parse("sim0,guid=00:02:c9:03:00:a1:b2:c3", &da), 0);
+	EXPECT_EQ(da.guid, 0x0002c90300a1b2c3ull);
+	ASSERT_EQ(mlx5_qpn_devargs_parse("sim0,guid=0002:c903:00a1:b2c3,cores=0-1:4", &da), 0);
+	EXPECT_EQ(da.guid, 0x0002c90300a1b2c3ull);
+	EXPECT_STREQ(da.cores, "0-1:4");
+	ASSERT_EQ(mlx5_qpn_devargs_parse("cache=8,ib=mlx5_bond.0-1", &da), 0);
+	EXPECT_STREQ(da.name, "mlx5_bond.0-1");
 }
 
 TEST(DevArgs, ValuesAndDefaults)
