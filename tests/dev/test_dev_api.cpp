@@ -20,6 +20,7 @@
 #include <rte_log.h>
 
 #include "mlx5_qpn.h"
+#include "mlx5_qpn_dev_internal.h"
 #include "mlx5_qpn_devargs.h"
 #include "sim/mlx5_qpn_sim.h"
 
@@ -342,6 +343,68 @@ TEST(DevProbe, FirmwareErrorsAreRetriedLaterNotLost)
 	for (uint32_t q : got)
 		EXPECT_EQ(mlx5_qpn_reserved_dealloc(dev, q), 0);
 	mlx5_qpn_dev_close(dev);
+}
+
+/*
+ * A device whose firmware refuses every reservation (fault_fw_after=1: only the probe's first range
+ * is created) is not asked again by every allocation that finds the pool empty: after a failure the
+ * driver backs off (1 ms doubling to 1 s), the allocations get the pool's error without a firmware
+ * command, and one warning says so. Counted in firmware commands (the emulated device's own
+ * counter), not in time: 20000 failing allocations issue a handful of commands (one per back-off
+ * step that ends during the burst), not 20000.
+ */
+TEST(DevProbe, FailingReservationsBackOff)
+{
+	SimName n;
+	std::string args = n.str() + ",quarantine_us=0,log_max_alloc=3,max_qpns=4096,fault_fw_after=1";
+	char *buf = nullptr;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+	ASSERT_NE(mem, nullptr);
+	rte_openlog_stream(mem);
+	struct mlx5_qpn_dev *dev = nullptr;
+	ASSERT_EQ(mlx5_qpn_dev_probe(args.c_str(), &dev), 0);
+	std::vector<uint32_t> held;
+	uint32_t x;
+	while (mlx5_qpn_reserved_alloc(dev, &x) == 0)
+		held.push_back(x);
+	ASSERT_EQ(held.size(), 8u) << "the first range only";
+	struct mlx5_qpn_sim_stats before, after;
+	ASSERT_EQ(mlx5_qpn_sim_stats_get(mlx5_qpn_dev_backend(dev), &before), 0);
+	const int kBurst = 20000;
+	int refused = 0;
+	for (int i = 0; i < kBurst; i++) {
+		int rc = mlx5_qpn_reserved_alloc(dev, &x);
+		EXPECT_TRUE(rc == -ENOSPC || rc == -EAGAIN) << rc;
+		refused += rc != 0;
+	}
+	uint32_t bulk[16];
+	for (int i = 0; i < 100; i++)
+		EXPECT_NE(mlx5_qpn_reserved_alloc_bulk(dev, bulk, 16), 0);
+	ASSERT_EQ(mlx5_qpn_sim_stats_get(mlx5_qpn_dev_backend(dev), &after), 0);
+	EXPECT_EQ(refused, kBurst);
+	uint64_t commands = after.commands - before.commands;
+	RecordProperty("fw_commands_in_burst", std::to_string(commands));
+	EXPECT_LE(commands, 64u) << "firmware commands during " << kBurst << " failing allocations";
+	struct mlx5_qpn_dev_stats st;
+	ASSERT_EQ(mlx5_qpn_dev_stats_get(dev, &st), 0);
+	EXPECT_GT(st.backoff_skips, 0u);
+	EXPECT_GE(st.reserve_failures, 1u);
+	EXPECT_LE(st.reserve_failures, 64u + 2);
+	EXPECT_NE(st.last_error, 0);
+	for (uint32_t q : held)
+		EXPECT_EQ(mlx5_qpn_reserved_dealloc(dev, q), 0);
+	mlx5_qpn_dev_close(dev);
+	rte_openlog_stream(nullptr);
+	fclose(mem);
+	std::string log(buf, len);
+	free(buf);
+	size_t first = 0, lines = 0;
+	for (size_t at = 0; (at = log.find("reserving QPNs", at)) != std::string::npos; at++)
+		lines++;
+	first = log.find("reserving QPNs from the device failed");
+	EXPECT_NE(first, std::string::npos) << log;
+	EXPECT_LE(lines, 2u) << "one warning per streak (and one per 10 s): " << log;
 }
 
 TEST(DevConcurrency, ThreadsAllocateThroughTheDriver)
