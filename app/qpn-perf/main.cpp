@@ -993,7 +993,8 @@ perf_check_only(const std::string &only)
 		for (const auto *p : perf_all_peers)
 			known = known || name == p->name;
 		if (!known) {
-			PERF_LOG(ERR, "--only: unknown peer '%s'", name.c_str());
+			perf_bad("--only", only.c_str(),
+				 ("unknown peer '" + name + "'; see --help for the list").c_str());
 			return false;
 		}
 		pos = end + 1;
