@@ -47,6 +47,17 @@ if [ "$mode" = run ]; then
 		--json=build/qpn-testpmd.json
 fi
 
+# Multi-process tests (DPDK primary + secondary) need hugepages: set them up as root, else say so
+# (those tests then skip with one line each).
+if [ "$(id -u)" -eq 0 ]; then
+	[ "$(cat /proc/sys/vm/nr_hugepages)" -ge 64 ] || echo 64 > /proc/sys/vm/nr_hugepages || true
+	mkdir -p /dev/hugepages
+	mountpoint -q /dev/hugepages || mount -t hugetlbfs nodev /dev/hugepages || true
+fi
+if ! mountpoint -q /dev/hugepages 2>/dev/null || [ "$(cat /proc/sys/vm/nr_hugepages)" -lt 64 ]; then
+	echo "quickstart: no hugepages (needs root): the multi-process tests will be skipped"
+fi
+
 # test: the suite, then the sanitizer builds of it. Each meson test is its own process with its
 # own EAL file prefix; the sanitizer builds run the same suites.
 passed=0

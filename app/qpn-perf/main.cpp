@@ -45,6 +45,7 @@
 
 #include "perf.h"
 #include "json_writer.h"
+#include "opt_num.h"
 
 RTE_LOG_REGISTER(perf_logtype, mlx5_qpn.perf, INFO);
 
@@ -111,21 +112,24 @@ perf_usage(const char *prog)
 	       prog);
 }
 
-/* Strict unsigned parse: digits only, within [min, max]. */
+/* Numeric options: the apps' one number parser (app/common/opt_num.h); one line naming the
+ * option and the value as typed. */
 bool
-perf_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+perf_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
+	std::string why;
 
-	if (s == nullptr || *s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v < min || v > max)
-		return false;
-	*out = v;
-	return true;
+	if (opt_num_u64(s, min, max, out, &why))
+		return true;
+	fprintf(stderr, "%s\n", opt_num_error("qpn-perf", opt, s, why).c_str());
+	return false;
+}
+
+int
+perf_bad(const char *opt, const char *value, const char *why)
+{
+	fprintf(stderr, "%s\n", opt_num_error("qpn-perf", opt, value, why).c_str());
+	return -EINVAL;
 }
 
 /* Returns 0, or -EINVAL after one readable error line. */
@@ -138,40 +142,45 @@ perf_parse_args(int argc, char **argv, struct perf_opts *o)
 
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "", perf_long_opts, nullptr)) != -1) {
-		const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+	int li = -1;
+	while ((opt = getopt_long(argc, argv, ":", perf_long_opts, &li)) != -1) {
+		/* The option's name as --NAME (the value may be in the next argument). */
+		std::string long_name = li >= 0 ? std::string("--") + perf_long_opts[li].name : "";
+		const char *name = li >= 0 ? long_name.c_str()
+			: (optind > 0 && optind <= argc ? argv[optind - 1] : "?");
+		li = -1;
 
 		switch (opt) {
 		case OPT_ITER:
-			if (!perf_parse_u64(optarg, 1000, UINT64_C(10000000000), &v))
-				goto bad;
+			if (!perf_parse_u64(name, optarg, 1000, UINT64_C(10000000000), &v))
+				return -EINVAL;
 			o->iterations = v;
 			set_iter = true;
 			break;
 		case OPT_REPEAT:
-			if (!perf_parse_u64(optarg, 1, 1000, &v))
-				goto bad;
+			if (!perf_parse_u64(name, optarg, 1, 1000, &v))
+				return -EINVAL;
 			o->repeat = (unsigned int)v;
 			set_repeat = true;
 			break;
 		case OPT_CACHE:
-			if (!perf_parse_u64(optarg, 1, 65536, &v))
-				goto bad;
+			if (!perf_parse_u64(name, optarg, 1, 65536, &v))
+				return -EINVAL;
 			o->cache = (uint32_t)v;
 			break;
 		case OPT_RANGE:
-			if (!perf_parse_u64(optarg, 1024, MLX5_QPN_MAX - perf_first_qpn, &v))
-				goto bad;
+			if (!perf_parse_u64(name, optarg, 1024, MLX5_QPN_MAX - perf_first_qpn, &v))
+				return -EINVAL;
 			o->range = (uint32_t)v;
 			break;
 		case OPT_QUAR:
-			if (!perf_parse_u64(optarg, 0, 10000000, &v))
-				goto bad;
+			if (!perf_parse_u64(name, optarg, 0, 10000000, &v))
+				return -EINVAL;
 			o->quarantine_us = v;
 			break;
 		case OPT_BURST:
-			if (!perf_parse_u64(optarg, 0, PERF_MAX_BURST, &v))
-				goto bad;
+			if (!perf_parse_u64(name, optarg, 0, PERF_MAX_BURST, &v))
+				return -EINVAL;
 			o->burst = (unsigned int)v;
 			break;
 		case OPT_LCORES:
@@ -180,43 +189,43 @@ perf_parse_args(int argc, char **argv, struct perf_opts *o)
 			else if (optarg != nullptr && strcmp(optarg, "off") == 0)
 				o->lcores = false;
 			else
-				goto bad;
+				return perf_bad(name, optarg, "expected on or off");
 			break;
 		case OPT_JSON:
 			if (optarg == nullptr || *optarg == '\0')
-				goto bad;
+				return perf_bad(name, optarg, "empty; expected a file name");
 			o->json = optarg;
 			break;
 		case OPT_ONLY:
 			if (optarg == nullptr || *optarg == '\0')
-				goto bad;
+				return perf_bad(name, optarg, "empty; expected a list of peers");
 			o->only = optarg;
 			break;
 		case OPT_QUICK:
 			o->quick = true;
 			break;
 		case OPT_BLOCK_LOG:
-			if (!perf_parse_u64(optarg, 0, 20, &v))
-				goto bad;
+			if (!perf_parse_u64(name, optarg, 0, 20, &v))
+				return -EINVAL;
 			o->block_log = (unsigned int)v;
 			break;
 		case OPT_BUDGET:
-			if (!perf_parse_u64(optarg, 1, 60000, &v))
-				goto bad;
+			if (!perf_parse_u64(name, optarg, 1, 60000, &v))
+				return -EINVAL;
 			o->budget_ms = v;
 			set_budget = true;
 			break;
 		case OPT_HELP:
 			perf_usage(argv[0]);
 			return 1;
+		case ':':
+			fprintf(stderr, "qpn-perf: option \"%s\" needs a value (see --help)\n",
+				argv[optind - 1]);
+			return -EINVAL;
 		default:
 			PERF_LOG(ERR, "unknown option '%s' (see --help)", name);
 			return -EINVAL;
 		}
-		continue;
-bad:
-		PERF_LOG(ERR, "bad value in '%s' (see --help)", name);
-		return -EINVAL;
 	}
 	if (optind < argc) {
 		PERF_LOG(ERR, "unexpected argument '%s' (see --help)", argv[optind]);
@@ -984,7 +993,8 @@ perf_check_only(const std::string &only)
 		for (const auto *p : perf_all_peers)
 			known = known || name == p->name;
 		if (!known) {
-			PERF_LOG(ERR, "--only: unknown peer '%s'", name.c_str());
+			perf_bad("--only", only.c_str(),
+				 ("unknown peer '" + name + "'; see --help for the list").c_str());
 			return false;
 		}
 		pos = end + 1;

@@ -19,6 +19,7 @@
 #include <cmdline_parse_string.h>
 #include <cmdline_socket.h>
 
+#include "opt_num.h"
 #include "testpmd.h"
 
 namespace {
@@ -185,7 +186,7 @@ struct cmd_set_str {
 struct cmd_set_num {
 	cmdline_fixed_string_t set;
 	cmdline_fixed_string_t what;
-	uint64_t value;
+	cmdline_fixed_string_t value; /* any one token, parsed by opt_num_u64() */
 };
 
 void cmd_set_engine_parsed(void *res, struct cmdline *, void *)
@@ -218,23 +219,28 @@ void cmd_set_policy_parsed(void *res, struct cmdline *, void *)
 void cmd_set_quarantine_parsed(void *res, struct cmdline *, void *)
 {
 	auto *r = static_cast<cmd_set_num *>(res);
-	if (!refuse_running("set quarantine")) {
-		if (r->value > 3600000000ull) {
-			printf("set quarantine: %" PRIu64 " us is more than an hour\n", r->value);
-		} else {
-			for (auto &d : g_cli_ctx->cfg->devargs)
-				if (d.find("quarantine_us=") != std::string::npos)
-					d.erase(d.find(",quarantine_us="),
-						d.find(',', d.find(",quarantine_us=") + 1) -
-							d.find(",quarantine_us="));
-			int rc = devices_reprobe(g_cli_ctx, static_cast<int64_t>(r->value));
-			if (rc != 0)
-				printf("set quarantine: re-probe failed: %s (devices closed; quit)\n",
-				       strerror(-rc));
-			else
-				printf("quarantine: %" PRIu64 " us (devices re-probed)\n", r->value);
-		}
+	if (refuse_running("set quarantine")) {
+		done();
+		return;
 	}
+	/* The value is a string token parsed by the apps' one number parser: cmdline's own
+	 * RTE_UINT64 token takes 0x/0b/octal forms and answers a bad value with "Bad arguments",
+	 * which names neither the command nor the value. */
+	uint64_t us;
+	std::string why;
+	if (!opt_num_u64(r->value, 0, kMaxQuarantineUs, &us, &why)) {
+		printf("%s\n", opt_num_error("qpn-testpmd", "set quarantine", r->value, why).c_str());
+		done();
+		return;
+	}
+	/* The new quarantine replaces a devarg quarantine_us the user gave. */
+	for (auto &d : g_cli_ctx->cfg->devargs)
+		d = devargs_without_key(d, "quarantine_us");
+	int rc = devices_reprobe(g_cli_ctx, static_cast<int64_t>(us));
+	if (rc != 0)
+		printf("set quarantine: re-probe failed: %s (devices closed; quit)\n", strerror(-rc));
+	else
+		printf("quarantine: %" PRIu64 " us (devices re-probed)\n", us);
 	done();
 }
 
@@ -250,7 +256,7 @@ cmdline_parse_token_string_t tok_policy_name =
 cmdline_parse_token_string_t tok_set_q = TOKEN_STRING_INITIALIZER(cmd_set_num, set, "set");
 cmdline_parse_token_string_t tok_quar =
 	TOKEN_STRING_INITIALIZER(cmd_set_num, what, "quarantine");
-cmdline_parse_token_num_t tok_quar_us = TOKEN_NUM_INITIALIZER(cmd_set_num, value, RTE_UINT64);
+cmdline_parse_token_string_t tok_quar_us = TOKEN_STRING_INITIALIZER(cmd_set_num, value, nullptr);
 
 cli_inst cmd_set_engine = {cmd_set_engine_parsed, nullptr,
 			   "set engine dci-reconnect|dct-accept|churn|alloc: engine of the next start",

@@ -21,6 +21,7 @@
 #include <rte_cycles.h>
 
 #include "hw/mlx5_qpn_glue.h"
+#include "opt_num.h"
 #include "testpmd.h"
 
 bool dev_is_hw(struct mlx5_qpn_dev *dev)
@@ -54,20 +55,27 @@ int next_event(const mlx5_qpn_glue *g, rdma_event_channel *ch, rdma_cm_id **id, 
 	return type;
 }
 
-bool parse_peer(const std::string &s, sockaddr_in *sa)
+bool parse_peer(const std::string &s, sockaddr_in *sa, std::string *why)
 {
 	size_t colon = s.rfind(':');
-	if (colon == std::string::npos)
+	if (colon == std::string::npos) {
+		*why = "expected IPv4:PORT";
 		return false;
+	}
 	std::string host = s.substr(0, colon);
-	char *end = nullptr;
-	unsigned long port = strtoul(s.c_str() + colon + 1, &end, 10);
-	if (*end != '\0' || port == 0 || port > 65535)
+	uint64_t port;
+	if (!opt_num_u64(s.c_str() + colon + 1, 1, 65535, &port, why)) {
+		*why = "port: " + *why;
 		return false;
+	}
 	memset(sa, 0, sizeof(*sa));
 	sa->sin_family = AF_INET;
 	sa->sin_port = htons(static_cast<uint16_t>(port));
-	return inet_pton(AF_INET, host.c_str(), &sa->sin_addr) == 1;
+	if (inet_pton(AF_INET, host.c_str(), &sa->sin_addr) != 1) {
+		*why = "expected IPv4:PORT (a dotted IPv4 address)";
+		return false;
+	}
+	return true;
 }
 
 /* One active connection cycle. 0, or a negative errno; *rej gets a REJ status. */
@@ -210,6 +218,12 @@ int server_run(run_ctx *ctx, const mlx5_qpn_glue *g, lcore_stats &st, uint64_t d
 
 } /* namespace */
 
+bool hw_peer_valid(const std::string &s, std::string *why)
+{
+	sockaddr_in sa;
+	return parse_peer(s, &sa, why);
+}
+
 int hw_rdmacm_check(run_ctx *ctx)
 {
 	const mlx5_qpn_glue *g = mlx5_qpn_glue_cm_get();
@@ -230,7 +244,8 @@ int hw_rdmacm_check(run_ctx *ctx)
 		rc = server_run(ctx, g, ctx->srv, deadline);
 	} else {
 		sockaddr_in dst;
-		if (!parse_peer(ctx->cfg->hw_peer, &dst)) {
+		std::string why;
+		if (!parse_peer(ctx->cfg->hw_peer, &dst, &why)) {
 			fprintf(stderr, "qpn-testpmd: hardware mode needs --hw-peer=IPv4:PORT (the "
 					"passive qpn-testpmd)\n");
 			return -EINVAL;

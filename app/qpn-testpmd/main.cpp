@@ -22,8 +22,11 @@
 #include <rte_eal.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
+#include <rte_log.h>
 #include <rte_pause.h>
 
+#include "mlx5_qpn_devargs.h"
+#include "opt_num.h"
 #include "sim/mlx5_qpn_sim.h"
 #include "testpmd.h"
 
@@ -74,18 +77,55 @@ void usage(const char *prog)
 		printf("engine %s: %s\n", e->name, e->help);
 }
 
-bool parse_num(const char *opt, const char *v, double lo, double hi, double *out)
+/* Numeric options: app/common/opt_num.h, one line naming the option and the value as typed. */
+bool opt_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
 {
-	char *end = nullptr;
-	errno = 0;
-	double x = strtod(v, &end);
-	if (errno != 0 || end == v || *end != '\0' || x < lo || x > hi) {
-		fprintf(stderr, "qpn-testpmd: bad value for --%s: \"%s\" (expected %g..%g)\n", opt, v,
-			lo, hi);
+	std::string why;
+	if (opt_num_u64(v, lo, hi, out, &why))
+		return true;
+	fprintf(stderr, "%s\n", opt_num_error("qpn-testpmd", opt, v, why).c_str());
+	return false;
+}
+
+template <typename T> bool opt_uint(const char *opt, const char *v, uint64_t lo, uint64_t hi, T *out)
+{
+	uint64_t x;
+	if (!opt_u64(opt, v, lo, hi, &x))
 		return false;
-	}
-	*out = x;
+	*out = static_cast<T>(x);
 	return true;
+}
+
+/*
+ * A --qpn-dev value is checked as typed, before anything is added to it, so that a bad one is
+ * reported as the user wrote it and under the option's name (the driver's reason, without its
+ * prefix, in the same line). Nothing is probed yet, so nothing is left behind.
+ */
+bool check_devargs(const char *v)
+{
+	char *buf = nullptr;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+	if (mem != nullptr)
+		rte_openlog_stream(mem);
+	struct mlx5_qpn_devargs da;
+	int rc = mlx5_qpn_devargs_parse(v, &da);
+	if (mem != nullptr) {
+		rte_openlog_stream(nullptr);
+		fclose(mem);
+	}
+	std::string why = buf != nullptr ? std::string(buf, len) : std::string();
+	free(buf);
+	if (rc == 0)
+		return true;
+	while (!why.empty() && why.back() == '\n')
+		why.pop_back();
+	if (why.compare(0, 10, "mlx5_qpn: ") == 0)
+		why.erase(0, 10);
+	if (why.empty())
+		why = "refused by the driver";
+	fprintf(stderr, "%s\n", opt_num_error("qpn-testpmd", "--qpn-dev", v, why).c_str());
+	return false;
 }
 
 enum {
@@ -123,13 +163,17 @@ int parse_args(int argc, char **argv, run_config *cfg)
 		{nullptr, 0, nullptr, 0},
 	};
 	int c;
-	double x;
+	std::string why;
 	bool engine_set = false;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":hi", opts, nullptr)) != -1) {
 		switch (c) {
-		case O_DEV: cfg->devargs.push_back(optarg); break;
+		case O_DEV:
+			if (!check_devargs(optarg))
+				return -EINVAL;
+			cfg->devargs.push_back(optarg);
+			break;
 		case O_ENGINE:
 			cfg->engine = optarg;
 			engine_set = true;
@@ -155,44 +199,41 @@ int parse_args(int argc, char **argv, run_config *cfg)
 			cfg->fabric = optarg;
 			break;
 		case O_DURATION:
-			if (!parse_num("duration", optarg, 0.01, 86400, &cfg->duration_s))
+			if (!opt_num_decimal(optarg, 0.01, 86400, &cfg->duration_s, &why)) {
+				fprintf(stderr, "%s\n",
+					opt_num_error("qpn-testpmd", "--duration", optarg, why).c_str());
 				return -EINVAL;
+			}
 			break;
 		case O_CONNS:
-			if (!parse_num("connections", optarg, 1, 1e15, &x))
+			if (!opt_uint("--connections", optarg, 1, 1000000000000000ull, &cfg->connections))
 				return -EINVAL;
-			cfg->connections = static_cast<uint64_t>(x);
 			break;
 		case O_BURST:
-			if (!parse_num("burst", optarg, 1, 64, &x))
+			if (!opt_uint("--burst", optarg, 1, 64, &cfg->burst))
 				return -EINVAL;
-			cfg->burst = static_cast<unsigned>(x);
 			break;
 		case O_HOLD:
-			if (!parse_num("hold", optarg, 0, 1 << 20, &x))
+			if (!opt_uint("--hold", optarg, 0, 1 << 20, &cfg->hold))
 				return -EINVAL;
-			cfg->hold = static_cast<unsigned>(x);
 			break;
 		case O_JSON: cfg->json = optarg; break;
 		case O_PEERS:
-			if (!parse_num("peers", optarg, 1, 32, &x))
+			if (!opt_uint("--peers", optarg, 1, 32, &cfg->peers))
 				return -EINVAL;
-			cfg->peers = static_cast<unsigned>(x);
 			break;
 		case O_MSGS:
-			if (!parse_num("msgs-per-conn", optarg, 0, 64, &x))
+			if (!opt_uint("--msgs-per-conn", optarg, 0, 64, &cfg->msgs_per_conn))
 				return -EINVAL;
-			cfg->msgs_per_conn = static_cast<unsigned>(x);
 			break;
 		case O_INFLIGHT:
-			if (!parse_num("inflight", optarg, 1, 64, &x))
+			if (!opt_uint("--inflight", optarg, 1, 64, &cfg->inflight))
 				return -EINVAL;
-			cfg->inflight = static_cast<unsigned>(x);
 			break;
 		case O_QUAR:
-			if (!parse_num("quarantine-us", optarg, 0, 3600e6, &x))
+			if (!opt_uint("--quarantine-us", optarg, 0, kMaxQuarantineUs,
+				      &cfg->quarantine_us))
 				return -EINVAL;
-			cfg->quarantine_us = static_cast<int64_t>(x);
 			break;
 		case O_POLICY:
 			if (strcmp(optarg, "live") == 0) {
@@ -206,27 +247,30 @@ int parse_args(int argc, char **argv, run_config *cfg)
 			}
 			break;
 		case O_PLT:
-			if (!parse_num("cm-plt", optarg, 0, 31, &x))
+			if (!opt_uint("--cm-plt", optarg, 0, 31, &cfg->plt))
 				return -EINVAL;
-			cfg->plt = static_cast<uint8_t>(x);
 			break;
 		case O_ACK:
-			if (!parse_num("cm-ack-delay", optarg, 0, 31, &x))
+			if (!opt_uint("--cm-ack-delay", optarg, 0, 31, &cfg->ack_delay))
 				return -EINVAL;
-			cfg->ack_delay = static_cast<uint8_t>(x);
 			break;
 		case O_SHARED: cfg->force_shared_qpn = true; break;
 		case O_SEED:
-			if (!parse_num("seed", optarg, 1, 1e18, &x))
+			if (!opt_uint("--seed", optarg, 1, 1000000000000000000ull, &cfg->seed))
 				return -EINVAL;
-			cfg->seed = static_cast<uint64_t>(x);
 			break;
 		case O_DESTROY: cfg->destroy_sim = true; break;
-		case O_HWPEER: cfg->hw_peer = optarg; break;
-		case O_HWPORT:
-			if (!parse_num("hw-port", optarg, 1, 65535, &x))
+		case O_HWPEER:
+			if (!hw_peer_valid(optarg, &why)) {
+				fprintf(stderr, "%s\n",
+					opt_num_error("qpn-testpmd", "--hw-peer", optarg, why).c_str());
 				return -EINVAL;
-			cfg->hw_port = static_cast<unsigned>(x);
+			}
+			cfg->hw_peer = optarg;
+			break;
+		case O_HWPORT:
+			if (!opt_uint("--hw-port", optarg, 1, 65535, &cfg->hw_port))
+				return -EINVAL;
 			break;
 		case 'i': cfg->interactive = true; break;
 		case 'h': usage(argv[0]); return 1;
@@ -273,20 +317,37 @@ int parse_args(int argc, char **argv, run_config *cfg)
 		}
 	}
 	for (auto &d : cfg->devargs)
-		if (d.find("quarantine_us=") != std::string::npos && cfg->quarantine_us >= 0) {
+		if (devargs_has_key(d, "quarantine_us") && cfg->quarantine_us >= 0) {
 			fprintf(stderr, "qpn-testpmd: give the quarantine once: --quarantine-us or the "
 					"devarg quarantine_us, not both\n");
 			return -EINVAL;
 		}
+	/* The default quarantine is the CM timewait, which the CM options can make longer than the
+	 * driver takes: say so in the options' terms, not as a devarg the user never typed. */
+	if (cfg->quarantine_us < 0 && uint64_t(cm_timewait_ms(*cfg)) * 1000u > kMaxQuarantineUs) {
+		bool all_set = true;
+		for (auto &d : cfg->devargs)
+			all_set &= devargs_has_key(d, "quarantine_us");
+		if (!all_set) {
+			fprintf(stderr, "qpn-testpmd: --cm-plt=%u --cm-ack-delay=%u give a CM timewait of "
+					"%u ms, longer than the longest quarantine (%" PRIu64 " ms) that "
+					"the default --quarantine-us would take from it: lower them, or "
+					"give --quarantine-us\n", cfg->plt, cfg->ack_delay,
+				cm_timewait_ms(*cfg), kMaxQuarantineUs / 1000);
+			return -EINVAL;
+		}
+	}
 	return 0;
 }
 
 /* The devargs a device is probed with: the quarantine is a probe-time devarg of the driver;
- * unless the user set it in the devargs, it is --quarantine-us, by default the CM timewait. */
+ * unless the user set it in the devargs, it is --quarantine-us, by default the CM timewait.
+ * The user's devargs were checked as typed (check_devargs), so appending one pair keeps them
+ * valid; the quarantine itself was checked as an option (parse_args). */
 std::string devargs_with_quarantine(const std::string &da, int64_t quarantine_us,
 				    const run_config &cfg)
 {
-	if (da.find("quarantine_us=") != std::string::npos)
+	if (devargs_has_key(da, "quarantine_us"))
 		return da;
 	uint64_t q = quarantine_us >= 0 ? static_cast<uint64_t>(quarantine_us)
 					: uint64_t(cm_timewait_ms(cfg)) * 1000u;
@@ -346,6 +407,39 @@ void destroy_sims(const run_config &cfg)
 } /* namespace */
 
 bool run_active() { return g_running; }
+
+/* Checked devargs have no empty pair, no '[' list and no '=' but one per pair: a split on ','
+ * gives exactly the driver's pairs (the first may be the bare device name). */
+bool devargs_has_key(const std::string &da, const char *key)
+{
+	const std::string want = std::string(key) + "=";
+	size_t at = 0;
+	for (;;) {
+		if (da.compare(at, want.size(), want) == 0)
+			return true;
+		size_t comma = da.find(',', at);
+		if (comma == std::string::npos)
+			return false;
+		at = comma + 1;
+	}
+}
+
+std::string devargs_without_key(const std::string &da, const char *key)
+{
+	const std::string want = std::string(key) + "=";
+	std::string out;
+	size_t at = 0;
+	for (;;) {
+		size_t comma = da.find(',', at);
+		std::string pair = da.substr(at, comma == std::string::npos ? std::string::npos
+									    : comma - at);
+		if (pair.compare(0, want.size(), want) != 0)
+			out += (out.empty() ? "" : ",") + pair;
+		if (comma == std::string::npos)
+			return out;
+		at = comma + 1;
+	}
+}
 
 int devices_reprobe(run_ctx *ctx, int64_t quarantine_us)
 {

@@ -194,6 +194,15 @@ void run_stop(run_ctx *ctx, const qpn_engine *e);
 bool run_active();
 /* Re-probe every device with a new quarantine (stopped only). */
 int devices_reprobe(run_ctx *ctx, int64_t quarantine_us);
+/* The longest quarantine, in us: the driver's bound on its devarg quarantine_us (one hour). */
+constexpr uint64_t kMaxQuarantineUs = 3600ull * 1000 * 1000;
+/* Whether checked devargs hold the key KEY (exact key, not a substring); the devargs without it. */
+bool devargs_has_key(const std::string &da, const char *key);
+std::string devargs_without_key(const std::string &da, const char *key);
+
+/* ---- hw_rdmacm.cpp ---- */
+/* Whether s is IPv4:PORT (PORT 1..65535), as --hw-peer needs it; *why says what is wrong. */
+bool hw_peer_valid(const std::string &s, std::string *why);
 
 /* ---- cli.cpp ---- */
 int cli_run(run_ctx *ctx, const qpn_engine **engine);

@@ -79,6 +79,13 @@ struct mlx5_qpn_dev_stats {
 	uint64_t sync_reserves;          /**< Reservations made on the allocation path (pool empty). */
 	uint64_t bg_reserves;            /**< Reservations made ahead of need by the control thread. */
 	int last_error;                  /**< Last reservation error (negative errno), 0 if none. */
+	/**
+	 * Reservations not attempted because the back-off after a failed one was running: after a
+	 * failure the driver sends the device no reservation for 1 ms, doubling per further
+	 * failure up to 1 s, until one succeeds. Meanwhile mlx5_qpn_reserved_alloc() returns the
+	 * pool's -ENOSPC/-EAGAIN at once, and the control thread waits.
+	 */
+	uint64_t backoff_skips;
 	uint64_t mp_grow_requests;       /**< Grow requests: sent (secondary), handled (primary). */
 	uint64_t mp_ipc_grows;           /**< Ranges the primary reserved for secondaries' requests. */
 	uint64_t mp_dead_reclaimed;      /**< Dead processes whose QPNs the pool reclaimed. */

@@ -58,6 +58,15 @@ struct mlx5_qpn_dev {
 	std::atomic<uint64_t> reserve_failures{0}, sync_reserves{0}, bg_reserves{0};
 	std::atomic<int> last_error{0};
 
+	/* Back-off after a failed reservation (see backoff_failed()): no device command before
+	 * backoff_until (mlx5_qpn_clock_ns()); read without the mutex by the allocation path. */
+	std::atomic<uint64_t> backoff_until{0};
+	std::atomic<uint64_t> backoff_skips{0};
+	uint64_t backoff_ns = 0;          /* current step, 0: not backing off (grow_mutex) */
+	uint64_t fail_streak = 0;         /* failed reservations in a row (grow_mutex) */
+	uint64_t fail_logged = 0;         /* fail_streak at the last warning (grow_mutex) */
+	uint64_t warn_next_ns = 0;        /* no warning before this (grow_mutex) */
+
 	std::atomic<bool> stop{false};
 	pthread_t ctrl{};
 	bool ctrl_running = false;
@@ -149,6 +158,63 @@ int grow_singles(mlx5_qpn_dev *d, uint32_t n)
 	return 0;
 }
 
+/*
+ * Back-off. A device that refuses reservations (a persistent firmware error, a full range table)
+ * would otherwise be asked again by every allocation that finds the pool empty and by the control
+ * thread every 1 ms: tens of thousands of firmware commands a second that cannot succeed. After a
+ * failed reservation no reservation is attempted for backoff_ns, which starts at 1 ms and doubles
+ * up to 1 s per further failure; a success resets it. The allocation path then returns the
+ * pool's -ENOSPC/-EAGAIN without a command (counted in backoff_skips). One WARNING starts a
+ * streak of failures; while it lasts, at most one more line every 10 s says how many followed.
+ */
+constexpr uint64_t kBackoffMinNs = 1000000ull;       /* 1 ms */
+constexpr uint64_t kBackoffMaxNs = 1000000000ull;    /* 1 s */
+constexpr uint64_t kBackoffWarnNs = 10000000000ull;  /* 10 s between warnings */
+
+/* Whether the back-off forbids a device command now (counts the skip). */
+bool backoff_running(mlx5_qpn_dev *d)
+{
+	uint64_t until = d->backoff_until.load(std::memory_order_acquire);
+	if (until == 0 || mlx5_qpn_clock_ns() >= until)
+		return false;
+	d->backoff_skips.fetch_add(1, rlx);
+	return true;
+}
+
+/* A reservation reached the device and failed (rc). Caller holds grow_mutex. */
+void backoff_failed(mlx5_qpn_dev *d, int rc)
+{
+	uint64_t now = mlx5_qpn_clock_ns();
+	d->backoff_ns = d->backoff_ns == 0 ? kBackoffMinNs
+					   : std::min(d->backoff_ns * 2, kBackoffMaxNs);
+	d->backoff_until.store(now + d->backoff_ns, std::memory_order_release);
+	d->fail_streak++;
+	if (d->fail_streak == 1 || now >= d->warn_next_ns) {
+		if (d->fail_streak == 1)
+			DEV_LOG(WARNING, "%s: reserving QPNs from the device failed (%s); retrying with "
+				"back-off from 1 ms up to 1 s", d->da.name, strerror(-rc));
+		else
+			DEV_LOG(WARNING, "%s: reserving QPNs still fails (%s): %" PRIu64 " failures "
+				"since the last message, retrying every %" PRIu64 " ms", d->da.name,
+				strerror(-rc), d->fail_streak - d->fail_logged, d->backoff_ns / 1000000);
+		d->fail_logged = d->fail_streak;
+		d->warn_next_ns = now + kBackoffWarnNs;
+	}
+}
+
+/* A reservation succeeded. Caller holds grow_mutex. */
+void backoff_reset(mlx5_qpn_dev *d)
+{
+	if (d->fail_streak != 0)
+		DEV_LOG(NOTICE, "%s: reserving QPNs works again after %" PRIu64 " failures",
+			d->da.name, d->fail_streak);
+	d->backoff_ns = 0;
+	d->fail_streak = 0;
+	d->fail_logged = 0;
+	d->warn_next_ns = 0;
+	d->backoff_until.store(0, std::memory_order_release);
+}
+
 /* Reserve one more range from the device into the pool. Caller holds grow_mutex. */
 int grow_locked(mlx5_qpn_dev *d)
 {
@@ -183,20 +249,27 @@ int grow_locked(mlx5_qpn_dev *d)
 	if (rc != 0) {
 		d->reserve_failures.fetch_add(1, rlx);
 		d->last_error.store(rc, rlx);
+		backoff_failed(d, rc);
 	} else {
 		mlx5_qpn_mp_note_grow(d->mp, d->grown.fetch_add(1, std::memory_order_release) + 1);
+		backoff_reset(d);
 	}
 	return rc;
 }
 
-/* Reserve more unless another thread did since the caller saw `seen` (then just retry). */
+/* Reserve more unless another thread did since the caller saw `seen` (then just retry), or the
+ * back-off after a failure is running (-EAGAIN: the caller returns the pool's error). */
 int grow(mlx5_qpn_dev *d, uint64_t seen)
 {
 	if (d->secondary)
 		return mlx5_qpn_mp_grow(d->mp, 0); /* the primary grows; its counter, not ours */
+	if (backoff_running(d))
+		return -EAGAIN; /* checked before the mutex too: waiting for it would be a stall */
 	std::lock_guard<std::mutex> g(d->grow_mutex);
 	if (d->grown.load(std::memory_order_acquire) != seen)
 		return 0;
+	if (backoff_running(d))
+		return -EAGAIN;
 	return grow_locked(d);
 }
 
@@ -243,7 +316,7 @@ void *ctrl_main(void *arg)
 			if (!g.owns_lock()) {
 				/* someone else is talking to the device */
 			} else if (st.free < d->da.low_water && d->held.load(rlx) < d->limit) {
-				if (grow_locked(d) == 0)
+				if (!backoff_running(d) && grow_locked(d) == 0)
 					d->bg_reserves.fetch_add(1, rlx);
 			} else if (++tick % 100 == 0) {
 				/* A removal walks the free list once: at most every 100 ms. */
@@ -370,7 +443,9 @@ int mlx5_qpn_dev_grow_if(struct mlx5_qpn_dev *d, uint64_t seen, int force, uint6
 {
 	std::lock_guard<std::mutex> g(d->grow_mutex);
 	int rc = 0;
-	if (force || d->grown.load(std::memory_order_acquire) == seen) {
+	if (!force && backoff_running(d))
+		rc = -EAGAIN; /* as the primary's own allocation path: no device command meanwhile */
+	else if (force || d->grown.load(std::memory_order_acquire) == seen) {
 		rc = grow_locked(d);
 		rc = rc == 0 ? 1 : rc;
 	}
@@ -679,6 +754,7 @@ int mlx5_qpn_dev_stats_get(struct mlx5_qpn_dev *d, struct mlx5_qpn_dev_stats *st
 	st->sync_reserves = d->sync_reserves.load(rlx);
 	st->bg_reserves = d->bg_reserves.load(rlx);
 	st->last_error = d->last_error.load(rlx);
+	st->backoff_skips = d->backoff_skips.load(rlx);
 	mlx5_qpn_mp_counters(d->mp, &st->mp_grow_requests, &st->mp_ipc_grows,
 			     &st->mp_dead_reclaimed, nullptr);
 	return 0;

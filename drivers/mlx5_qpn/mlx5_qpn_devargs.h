@@ -7,8 +7,10 @@
  * Device arguments of the mlx5_qpn driver, in DPDK's "name,key=value,..." syntax.
  *
  * The first token names the device: "simN..." (any name that starts with "sim") is the emulated
- * mlx5 device, "ib=<ibv device name>" is a real device through rdma-core. Keys are parsed with
- * rte_kvargs against an allow-list; see doc/guides/driver.md for the table.
+ * mlx5 device, "ib=<ibv device name>" is a real device through rdma-core. The grammar (single
+ * commas, KEY=VALUE with one '=', no whitespace, no duplicates, numbers decimal or 0x-hex without
+ * a leading zero) is checked on the text as written, then rte_kvargs splits it and each key is
+ * checked against an allow-list; see doc/guides/driver.md §3 for the keys and every refusal.
  */
 
 #include <stdint.h>
@@ -73,8 +75,9 @@ struct mlx5_qpn_devargs {
 /**
  * Parse devargs into *da (all defaults first).
  *
- * @return 0; -EINVAL for an unknown key, a bad or out-of-range value, a duplicate key, an empty
- *         value or a bad device name — one log line names the key and the value.
+ * @return 0; -EINVAL for a malformed list (empty pair, bare key, "k==v", empty key or value,
+ *         whitespace, a [list]), an unknown or duplicate key, a bad or out-of-range value or a bad
+ *         device name: one log line names the offending text as written.
  */
 int mlx5_qpn_devargs_parse(const char *devargs, struct mlx5_qpn_devargs *da);
 

@@ -338,8 +338,155 @@ TEST_F(AppTest, AppBadDevargsFailsCleanly)
 {
 	std::string dev = next_name();
 	run_result r = run("0-1", cat("--qpn-dev=", dev, ",colour=red --duration=1"), dev, "", false);
-	EXPECT_EQ(r.status, 1) << r.output;
+	/* A devarg the driver's parser refuses is a bad command line (checked before any probe). */
+	EXPECT_EQ(r.status, 2) << r.output;
 	EXPECT_NE(r.output.find("colour=red"), std::string::npos) << r.output;
+}
+
+/* Every line the app printed that is not EAL's. */
+std::string app_lines(const std::string &out)
+{
+	std::string keep;
+	size_t at = 0;
+	while (at < out.size()) {
+		size_t nl = out.find('\n', at);
+		std::string line = out.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+		if (line.rfind("EAL", 0) != 0 && line.rfind("TELEMETRY", 0) != 0 && !line.empty())
+			keep += line + "\n";
+		if (nl == std::string::npos)
+			break;
+		at = nl + 1;
+	}
+	return keep;
+}
+
+/*
+ * Hostile values of every numeric option: each is refused with exit 2 and exactly one line that
+ * names the option and the value as typed, and no device is created (nothing left behind).
+ * Before, strtod took "nan" (--peers=nan died of SIGFPE, --duration=nan never ended) and
+ * "inf"/"1e3"/" 5", and a value cast to an integer silently became 0.
+ */
+TEST_F(AppTest, AppHostileNumbersRefusedAsOptions)
+{
+	struct Case {
+		const char *opt;
+		const char *line;
+	};
+	const Case cases[] = {
+		{"--peers=nan", "qpn-testpmd: bad value for --peers: \"nan\" (not a decimal integer; expected an integer in 1..32)"},
+		{"--duration=nan", "qpn-testpmd: bad value for --duration: \"nan\" (not a decimal number; expected a decimal number in 0.01..86400)"},
+		{"--duration=inf", "qpn-testpmd: bad value for --duration: \"inf\" (not a decimal number; expected a decimal number in 0.01..86400)"},
+		{"--duration=-1", "qpn-testpmd: bad value for --duration: \"-1\" (not a decimal number; expected a decimal number in 0.01..86400)"},
+		{"--duration=1e3", "qpn-testpmd: bad value for --duration: \"1e3\" (not a decimal number; expected a decimal number in 0.01..86400)"},
+		{"--duration=", "qpn-testpmd: bad value for --duration: \"\" (empty; expected a decimal number in 0.01..86400)"},
+		{"--connections=99999999999999999999", "qpn-testpmd: bad value for --connections: \"99999999999999999999\" (out of range; expected an integer in 1..1000000000000000)"},
+		{"--msgs-per-conn=nan", "qpn-testpmd: bad value for --msgs-per-conn: \"nan\" (not a decimal integer; expected an integer in 0..64)"},
+		{"--inflight=4x", "qpn-testpmd: bad value for --inflight: \"4x\" (not a decimal integer; expected an integer in 1..64)"},
+		{"--quarantine-us=nan", "qpn-testpmd: bad value for --quarantine-us: \"nan\" (not a decimal integer; expected an integer in 0..3600000000)"},
+		{"--quarantine-us=-5", "qpn-testpmd: bad value for --quarantine-us: \"-5\" (not a decimal integer; expected an integer in 0..3600000000)"},
+		{"--cm-plt=inf", "qpn-testpmd: bad value for --cm-plt: \"inf\" (not a decimal integer; expected an integer in 0..31)"},
+		{"--cm-ack-delay=1.5", "qpn-testpmd: bad value for --cm-ack-delay: \"1.5\" (not a decimal integer; expected an integer in 0..31)"},
+		{"--seed=0x10", "qpn-testpmd: bad value for --seed: \"0x10\" (not a decimal integer; expected an integer in 1..1000000000000000000)"},
+		{"--burst=0", "qpn-testpmd: bad value for --burst: \"0\" (out of range; expected an integer in 1..64)"},
+		{"--hold=1e6", "qpn-testpmd: bad value for --hold: \"1e6\" (not a decimal integer; expected an integer in 0..1048576)"},
+		{"--hw-port=65536", "qpn-testpmd: bad value for --hw-port: \"65536\" (out of range; expected an integer in 1..65535)"},
+		{"--hw-peer=10.0.0.1:nan", "qpn-testpmd: bad value for --hw-peer: \"10.0.0.1:nan\" (port: not a decimal integer; expected an integer in 1..65535)"},
+	};
+	for (const auto &c : cases) {
+		std::string dev = next_name();
+		run_result r = run("0-1", cat("--qpn-dev=", dev, " --duration=0.2 ", c.opt), dev, "", false);
+		EXPECT_EQ(r.status, 2) << c.opt << "\n" << r.output;
+		EXPECT_EQ(app_lines(r.output), cat(c.line, "\n")) << c.opt;
+		EXPECT_NE(access(cat("/dev/shm/mlx5_qpn_", dev).c_str(), F_OK), 0) << c.opt;
+	}
+}
+
+/*
+ * An option is reported as the option the user typed, never as a devarg they did not: a bad
+ * --qpn-dev is named as typed (before, "sim,cache=8," became "sim,cache=8,,quarantine_us=16000"
+ * in the driver's error), and CM exponents whose timewait exceeds the longest quarantine are
+ * refused as options (before: "bad devarg quarantine_us=8388608000").
+ */
+TEST_F(AppTest, AppOptionsNeverReportedAsDevargs)
+{
+	std::string dev = next_name();
+	run_result r = run("0-1", cat("--qpn-dev=", dev, ",cache=8, --duration=0.2"), dev, "", false);
+	EXPECT_EQ(r.status, 2) << r.output;
+	EXPECT_EQ(app_lines(r.output),
+		  cat("qpn-testpmd: bad value for --qpn-dev: \"", dev, ",cache=8,\" (bad devarg ", dev,
+		      ",cache=8,: empty pair (a trailing ','))\n"));
+	r = run("0-1", cat("--qpn-dev=", dev, ",cache==8 --duration=0.2"), dev, "", false);
+	EXPECT_EQ(r.status, 2) << r.output;
+	EXPECT_EQ(app_lines(r.output),
+		  cat("qpn-testpmd: bad value for --qpn-dev: \"", dev, ",cache==8\" (bad devarg "
+		      "cache==8: more than one '=' (expected key=value))\n"));
+	r = run("0-1", cat("--qpn-dev=", dev, " --cm-plt=31 --duration=0.2"), dev, "", false);
+	EXPECT_EQ(r.status, 2) << r.output;
+	EXPECT_EQ(r.output.find("devarg"), std::string::npos) << r.output;
+	EXPECT_NE(r.output.find("--cm-plt=31 --cm-ack-delay=10 give a CM timewait of 8388608 ms"),
+		  std::string::npos) << r.output;
+	EXPECT_NE(access(cat("/dev/shm/mlx5_qpn_", dev).c_str(), F_OK), 0);
+	/* With an explicit quarantine the same exponents are fine. */
+	r = run("0-1", cat("--qpn-dev=", dev, " --cm-plt=31 --quarantine-us=1000 --engine=alloc "
+			   "--duration=0.2 --destroy-sim"), dev);
+	EXPECT_EQ(r.status, 0) << r.output;
+}
+
+/* The prompt's numeric `set` refuses the same values in one line naming the command and the
+ * value, and keeps running (before, cmdline's RTE_UINT64 token took 0x10 and answered "nan"
+ * with a bare "Bad arguments"). A devarg quarantine_us given first is replaced, not mangled. */
+TEST_F(AppTest, AppPromptRefusesHostileNumbers)
+{
+	std::string dev = next_name();
+	run_result r = run("0-1", cat("--qpn-dev=", dev, ",quarantine_us=5000 -i --destroy-sim"), dev,
+			   "set quarantine nan\nset quarantine 0x10\nset quarantine -1\n"
+			   "set quarantine 3600000001\nset quarantine 7000\nshow device\nquit\n",
+			   false);
+	EXPECT_EQ(r.status, 0) << r.output;
+	for (const char *v : {"nan", "0x10", "-1"})
+		EXPECT_NE(r.output.find(cat("qpn-testpmd: bad value for set quarantine: \"", v,
+					    "\" (not a decimal integer; expected an integer in "
+					    "0..3600000000)")), std::string::npos) << v << r.output;
+	EXPECT_NE(r.output.find("qpn-testpmd: bad value for set quarantine: \"3600000001\" (out of "
+				"range; expected an integer in 0..3600000000)"), std::string::npos)
+		<< r.output;
+	EXPECT_NE(r.output.find("quarantine: 7000 us (devices re-probed)"), std::string::npos)
+		<< r.output;
+	EXPECT_NE(r.output.find("quarantine 7000 us"), std::string::npos) << r.output;
+	EXPECT_EQ(r.output.find("Bad arguments"), std::string::npos) << r.output;
+}
+
+/* qpn-perf's options: the same parser, the same one line, exit 2. */
+TEST_F(AppTest, AppPerfHostileOptionsRefused)
+{
+	std::string perf = app_.substr(0, app_.rfind("/qpn-testpmd/")) + "/qpn-perf/qpn-perf";
+	ASSERT_EQ(access(perf.c_str(), X_OK), 0) << perf;
+	struct Case {
+		const char *opt;
+		const char *line;
+	};
+	const Case cases[] = {
+		{"--cache=nan", "qpn-perf: bad value for --cache: \"nan\" (not a decimal integer; expected an integer in 1..65536)"},
+		{"--repeat=-1", "qpn-perf: bad value for --repeat: \"-1\" (not a decimal integer; expected an integer in 1..1000)"},
+		{"--budget-ms=99999999999999999999", "qpn-perf: bad value for --budget-ms: \"99999999999999999999\" (out of range; expected an integer in 1..60000)"},
+		{"--lcores=maybe", "qpn-perf: bad value for --lcores: \"maybe\" (expected on or off)"},
+		{"--range", "qpn-perf: option \"--range\" needs a value (see --help)"},
+	};
+	for (const auto &c : cases) {
+		std::string cmd = cat("timeout -k 5 60 ", perf, " --no-huge --no-pci -m 256 -l 0-1 "
+				      "--file-prefix=perfbad", std::to_string(getpid()),
+				      " --log-level=lib.eal:error -- ", c.opt, " < /dev/null 2>&1");
+		FILE *p = popen(cmd.c_str(), "r");
+		ASSERT_NE(p, nullptr);
+		std::string out;
+		char buf[4096];
+		size_t got;
+		while ((got = fread(buf, 1, sizeof(buf), p)) > 0)
+			out.append(buf, got);
+		int st = pclose(p);
+		EXPECT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 2) << c.opt << "\n" << out;
+		EXPECT_EQ(app_lines(out), cat(c.line, "\n")) << c.opt;
+	}
 }
 
 /* Two processes on one emulated device: a server (passive side, --role=server) in the

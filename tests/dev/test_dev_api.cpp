@@ -9,13 +9,18 @@
 #include <atomic>
 #include <mutex>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <thread>
 #include <unistd.h>
 #include <vector>
 
+#include <rte_log.h>
+
 #include "mlx5_qpn.h"
+#include "mlx5_qpn_dev_internal.h"
 #include "mlx5_qpn_devargs.h"
 #include "sim/mlx5_qpn_sim.h"
 
@@ -83,6 +88,93 @@ TEST(DevArgs, GoodAndBadTable)
 		struct mlx5_qpn_devargs da;
 		EXPECT_EQ(mlx5_qpn_devargs_parse(c.args, &da), c.rc) << "devargs: \"" << c.args << "\"";
 	}
+}
+
+/* The log lines of one parse: rte_log goes to a memory stream for the duration. */
+static std::string devargs_log(const char *args, int *rc, struct mlx5_qpn_devargs *da)
+{
+	char *buf = nullptr;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	FILE *saved = rte_log_get_stream();
+	rte_openlog_stream(f);
+	*rc = mlx5_qpn_devargs_parse(args, da);
+	rte_openlog_stream(saved == stderr ? nullptr : saved);
+	fclose(f);
+	std::string out(buf != nullptr ? buf : "", len);
+	free(buf);
+	return out;
+}
+
+/*
+ * Every refusal of the guide (doc/guides/driver.md §3), each with the one log line it gives: the
+ * offending text exactly as written (a pair with whitespace quoted, escapes visible), never a
+ * piece that the kvargs tokenizer made of it ("k==v" is not reported as "=v").
+ */
+TEST(DevArgs, RefusalsNameTheTextAsWritten)
+{
+	struct Case {
+		const char *args;
+		const char *line; /* the whole log line */
+	};
+	const Case cases[] = {
+		{"sim0,cache==8", "mlx5_qpn: bad devarg cache==8: more than one '=' (expected key=value)"},
+		{"ib==mlx5_0", "mlx5_qpn: bad devarg ib==mlx5_0: more than one '=' (expected key=value)"},
+		{"sim0,cache=8=9", "mlx5_qpn: bad devarg cache=8=9: more than one '=' (expected key=value)"},
+		{"sim0,=8", "mlx5_qpn: bad devarg =8: empty key"},
+		{"sim0,cache", "mlx5_qpn: bad devarg cache: bare key (expected key=value)"},
+		{"sim0,cache=", "mlx5_qpn: bad devarg cache=: empty value"},
+		{"sim0,cache=8,", "mlx5_qpn: bad devarg sim0,cache=8,: empty pair (a trailing ',')"},
+		{"sim0,", "mlx5_qpn: bad devarg sim0,: empty pair (a trailing ',')"},
+		{"sim0,,cache=8", "mlx5_qpn: bad devarg sim0,,cache=8: empty pair (a leading or doubled ',')"},
+		{"sim0,cache=8,,ports=2", "mlx5_qpn: bad devarg sim0,cache=8,,ports=2: empty pair (a doubled ',')"},
+		{"sim0,cache=\t8", "mlx5_qpn: bad devarg \"cache=\\t8\": whitespace or control character (devargs take none)"},
+		{"sim0,cache=8 ", "mlx5_qpn: bad devarg \"cache=8 \": whitespace or control character (devargs take none)"},
+		{"sim0, cache=8", "mlx5_qpn: bad devarg \" cache=8\": whitespace or control character (devargs take none)"},
+		{"ib=mlx5 0", "mlx5_qpn: bad devarg \"ib=mlx5 0\": whitespace or control character (devargs take none)"},
+		{"sim0 ", "mlx5_qpn: bad devarg \"sim0 \": whitespace or control character (devargs take none)"},
+		{"sim0,cache=8,cache=16", "mlx5_qpn: bad devarg cache=16: duplicate key"},
+		{"sim0,colour=red", "mlx5_qpn: bad devarg colour=red: unknown key"},
+		{"sim0,cores=[0,1]", "mlx5_qpn: bad devarg cores=[0,1]: a [list] value (none of these keys takes one; cores: use 0-3 or 0:2:4)"},
+		{"sim0,cache=010", "mlx5_qpn: bad devarg cache=010: not a number (decimal, or hex with 0x; no sign, no leading zero)"},
+		{"sim0,cache=+8", "mlx5_qpn: bad devarg cache=+8: not a number (decimal, or hex with 0x; no sign, no leading zero)"},
+		{"sim0,cache=1e3", "mlx5_qpn: bad devarg cache=1e3: not a number (decimal, or hex with 0x; no sign, no leading zero)"},
+		{"sim0,cache=0x", "mlx5_qpn: bad devarg cache=0x: not a number (decimal, or hex with 0x; no sign, no leading zero)"},
+		{"sim0,cache=0", "mlx5_qpn: bad devarg cache=0: out of range [1, 65536]"},
+		{"sim0,cache=99999999999999999999999", "mlx5_qpn: bad devarg cache=99999999999999999999999: out of range [1, 65536]"},
+		{"sim0,guid=::1", "mlx5_qpn: bad devarg guid=::1: expected a non-zero 64-bit hex GUID"},
+		{"sim0,guid=0x00000000000000001", "mlx5_qpn: bad devarg guid=0x00000000000000001: expected a non-zero 64-bit hex GUID"},
+		{"sim0,cores=3-0", "mlx5_qpn: bad devarg cores=3-0: expected a core list such as 0-3 or 0:2:4 (< 64 characters)"},
+		{"sim0,cores=0::1", "mlx5_qpn: bad devarg cores=0::1: expected a core list such as 0-3 or 0:2:4 (< 64 characters)"},
+		{"ib=mlx5/0", "mlx5_qpn: bad devarg ib=mlx5/0: name may hold letters, digits, _, - and ."},
+		{"ib=mlx5_0,ports=2", "mlx5_qpn: bad devarg ports=2: only the emulated device (simN) takes this key"},
+		{"", "mlx5_qpn: bad devarg \"\": no device (expected simN or ib=NAME)"},
+		{"eth0", "mlx5_qpn: bad devarg eth0: unknown device (expected simN or ib=NAME)"},
+	};
+	for (const auto &c : cases) {
+		struct mlx5_qpn_devargs da;
+		int rc = 0;
+		std::string log = devargs_log(c.args, &rc, &da);
+		EXPECT_EQ(rc, -EINVAL) << "devargs: \"" << c.args << "\"";
+		EXPECT_EQ(log, std::string(c.line) + "\n") << "devargs: \"" << c.args << "\"";
+	}
+}
+
+/* Numbers are decimal or 0x-hex; 0 alone is fine; GUIDs take their three documented forms. */
+TEST(DevArgs, NumberAndGuidForms)
+{
+	struct mlx5_qpn_devargs da;
+	ASSERT_EQ(mlx5_qpn_devargs_parse("sim0,cache=0x10,quarantine_us=0,limit=0X20", &da), 0);
+	EXPECT_EQ(da.cache, 16u);
+	EXPECT_EQ(da.quarantine_us, 0u);
+	EXPECT_EQ(da.limit, 32u);
+	ASSERT_EQ(mlx5_qpn_devargs_parse("sim0,guid=00:02:c9:03:00:a1:b2:c3", &da), 0);
+	EXPECT_EQ(da.guid, 0x0002c90300a1b2c3ull);
+	ASSERT_EQ(mlx5_qpn_devargs_parse("sim0,guid=0002:c903:00a1:b2c3,cores=0-1:4", &da), 0);
+	EXPECT_EQ(da.guid, 0x0002c90300a1b2c3ull);
+	EXPECT_STREQ(da.cores, "0-1:4");
+	ASSERT_EQ(mlx5_qpn_devargs_parse("cache=8,ib=mlx5_bond.0-1", &da), 0);
+	EXPECT_STREQ(da.name, "mlx5_bond.0-1");
 }
 
 TEST(DevArgs, ValuesAndDefaults)
@@ -251,6 +343,68 @@ TEST(DevProbe, FirmwareErrorsAreRetriedLaterNotLost)
 	for (uint32_t q : got)
 		EXPECT_EQ(mlx5_qpn_reserved_dealloc(dev, q), 0);
 	mlx5_qpn_dev_close(dev);
+}
+
+/*
+ * A device whose firmware refuses every reservation (fault_fw_after=1: only the probe's first range
+ * is created) is not asked again by every allocation that finds the pool empty: after a failure the
+ * driver backs off (1 ms doubling to 1 s), the allocations get the pool's error without a firmware
+ * command, and one warning says so. Counted in firmware commands (the emulated device's own
+ * counter), not in time: 20000 failing allocations issue a handful of commands (one per back-off
+ * step that ends during the burst), not 20000.
+ */
+TEST(DevProbe, FailingReservationsBackOff)
+{
+	SimName n;
+	std::string args = n.str() + ",quarantine_us=0,log_max_alloc=3,max_qpns=4096,fault_fw_after=1";
+	char *buf = nullptr;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+	ASSERT_NE(mem, nullptr);
+	rte_openlog_stream(mem);
+	struct mlx5_qpn_dev *dev = nullptr;
+	ASSERT_EQ(mlx5_qpn_dev_probe(args.c_str(), &dev), 0);
+	std::vector<uint32_t> held;
+	uint32_t x;
+	while (mlx5_qpn_reserved_alloc(dev, &x) == 0)
+		held.push_back(x);
+	ASSERT_EQ(held.size(), 8u) << "the first range only";
+	struct mlx5_qpn_sim_stats before, after;
+	ASSERT_EQ(mlx5_qpn_sim_stats_get(mlx5_qpn_dev_backend(dev), &before), 0);
+	const int kBurst = 20000;
+	int refused = 0;
+	for (int i = 0; i < kBurst; i++) {
+		int rc = mlx5_qpn_reserved_alloc(dev, &x);
+		EXPECT_TRUE(rc == -ENOSPC || rc == -EAGAIN) << rc;
+		refused += rc != 0;
+	}
+	uint32_t bulk[16];
+	for (int i = 0; i < 100; i++)
+		EXPECT_NE(mlx5_qpn_reserved_alloc_bulk(dev, bulk, 16), 0);
+	ASSERT_EQ(mlx5_qpn_sim_stats_get(mlx5_qpn_dev_backend(dev), &after), 0);
+	EXPECT_EQ(refused, kBurst);
+	uint64_t commands = after.commands - before.commands;
+	RecordProperty("fw_commands_in_burst", std::to_string(commands));
+	EXPECT_LE(commands, 64u) << "firmware commands during " << kBurst << " failing allocations";
+	struct mlx5_qpn_dev_stats st;
+	ASSERT_EQ(mlx5_qpn_dev_stats_get(dev, &st), 0);
+	EXPECT_GT(st.backoff_skips, 0u);
+	EXPECT_GE(st.reserve_failures, 1u);
+	EXPECT_LE(st.reserve_failures, 64u + 2);
+	EXPECT_NE(st.last_error, 0);
+	for (uint32_t q : held)
+		EXPECT_EQ(mlx5_qpn_reserved_dealloc(dev, q), 0);
+	mlx5_qpn_dev_close(dev);
+	rte_openlog_stream(nullptr);
+	fclose(mem);
+	std::string log(buf, len);
+	free(buf);
+	size_t first = 0, lines = 0;
+	for (size_t at = 0; (at = log.find("reserving QPNs", at)) != std::string::npos; at++)
+		lines++;
+	first = log.find("reserving QPNs from the device failed");
+	EXPECT_NE(first, std::string::npos) << log;
+	EXPECT_LE(lines, 2u) << "one warning per streak (and one per 10 s): " << log;
 }
 
 TEST(DevConcurrency, ThreadsAllocateThroughTheDriver)
