@@ -178,6 +178,8 @@ struct SimDev {
 	bool svc_registered;
 	uint32_t svc_id;
 	bool dc_off;          /* data path switched off (mlx5_qpn_sim_dc_enable) */
+	bool fw_first_fit;    /* this opener's objects come from the lowest free block (devarg;
+			       * per handle, so the shared layout does not change) */
 	bool dc_uar_mapped;
 	mlx5_qpn_uar dc_uar;  /* rung by every DCI of this handle, like a shared bfreg */
 };
@@ -789,6 +791,7 @@ sim_open(const mlx5_qpn_devargs *da, mlx5_qpn_backend **out)
 	d->fd = fd;
 	d->pid = getpid();
 	snprintf(d->name, sizeof(d->name), "%s", da->name);
+	d->fw_first_fit = da->fw_first_fit != 0;
 	pthread_mutex_init(&d->lock, nullptr);
 
 	rc = dev_lock(s);
@@ -881,9 +884,13 @@ create_rsvd_qpn(SimDev *d, uint32_t log_size, mlx5_qpn_range_obj *obj)
 		if (s->cfg.limit && s->cfg.limit < lim)
 			lim = s->cfg.limit;
 		int got = -ENOMEM;
+		/* The kernel destroys a dead process's objects at once and the firmware may hand
+		 * their QPNs out next: never be more lenient than that. */
+		reclaim_dead(s);
 		for (int attempt = 0; attempt < 2; attempt++) {
 			if (s->ctr.qpns_reserved + n <= lim && s->recs_live < REC_MAX_LIVE)
-				got = s->table.reserve_block(log_size, prefix_of(s));
+				got = s->table.reserve_block(log_size, prefix_of(s),
+							     d->fw_first_fit);
 			if (got >= 0 || attempt == 1)
 				break;
 			/* No room: dead processes' objects may be what fills it. */
