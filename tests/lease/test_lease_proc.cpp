@@ -50,7 +50,7 @@ struct LeaseSim {
 	~LeaseSim()
 	{
 		mlx5_qpn_sim_destroy(name.c_str());
-		if (guid != 0) { /* the lease file's name (doc/guides/driver.md) */
+		if (guid != 0) { /* mlx5_qpn_sim_destroy() removes it too; a test owns its name */
 			char ln[64];
 			snprintf(ln, sizeof(ln), "/mlx5_qpn_lease_%016" PRIx64, guid);
 			shm_unlink(ln);

@@ -17,6 +17,7 @@
 #include "mlx5_qpn_prm_status.h"
 #include "sim_qpn_table.h"
 #include "sim_dc.h"
+#include "lease/mlx5_qpn_lease.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1697,8 +1698,27 @@ mlx5_qpn_sim_destroy(const char *name)
 	}
 	char shm_name[64];
 	shm_name_of(name, shm_name, sizeof(shm_name));
+	/* The device's lease file goes with it (its GUID: as created, else from the name). */
+	uint64_t guid = guid_from_name(name);
+	int fd = shm_open(shm_name, O_RDONLY | O_CLOEXEC, 0);
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) == 0 && size_t(st.st_size) == sizeof(SimShm)) {
+		size_t len = offsetof(SimShm, cfg) + sizeof(SimCfg);
+		void *p = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+		if (p != MAP_FAILED) {
+			const SimShm *s = static_cast<const SimShm *>(p);
+			if (s->pre.magic == SIM_MAGIC && s->cfg.guid != 0)
+				guid = s->cfg.guid;
+			munmap(p, len);
+		}
+	}
+	if (fd >= 0)
+		close(fd);
 	if (shm_unlink(shm_name) == -1)
 		return -errno;
+	char lease_name[48];
+	qpn::lease::name_of(guid, lease_name, sizeof(lease_name));
+	shm_unlink(lease_name);
 	return 0;
 }
 
