@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -325,5 +326,33 @@ TEST(LeaseKill, ProbeAfterKill)
 	       int(pid), want.size(), h.released.size(), seen.size(), min_d / 1000000,
 	       kQuarUs / 1000);
 	release_all(d, kept);
+	mlx5_qpn_dev_close(d);
+}
+
+/* (c) through the driver: a corrupted lease file makes the probe fail with one line, no crash,
+ * and the device is not touched (the lease is opened before the first reservation). */
+TEST(LeaseClose, CorruptedLeaseRefusesProbe)
+{
+	LeaseSim sim;
+	mlx5_qpn_dev *d = nullptr;
+	ASSERT_EQ(mlx5_qpn_dev_probe(sim.args(256).c_str(), &d), 0);
+	sim.note(d);
+	mlx5_qpn_dev_close(d);
+	char ln[64];
+	snprintf(ln, sizeof(ln), "/mlx5_qpn_lease_%016" PRIx64, sim.guid);
+	shm_unlink(ln);
+	int fd = shm_open(ln, O_RDWR | O_CREAT | O_EXCL, 0600);
+	ASSERT_GE(fd, 0);
+	char junk[4096];
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = char(i * 131 + 7);
+	ASSERT_EQ(write(fd, junk, sizeof(junk)), ssize_t(sizeof(junk)));
+	close(fd);
+	EXPECT_EQ(mlx5_qpn_dev_probe(sim.args(256).c_str(), &d), -EPROTO);
+	shm_unlink(ln);
+	ASSERT_EQ(mlx5_qpn_dev_probe(sim.args(256).c_str(), &d), 0); /* removed: works again */
+	mlx5_qpn_dev_stats st;
+	ASSERT_EQ(mlx5_qpn_dev_stats_get(d, &st), 0);
+	EXPECT_EQ(st.lease_errors, 0u);
 	mlx5_qpn_dev_close(d);
 }
