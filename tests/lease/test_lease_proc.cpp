@@ -63,9 +63,9 @@ struct LeaseSim {
 		if (mlx5_qpn_dev_info_get(d, &in) == 0)
 			guid = in.node_guid;
 	}
-	std::string args(unsigned max_qpns) const
+	std::string args(unsigned max_qpns, uint64_t quar_us = kQuarUs) const
 	{
-		return name + ",quarantine_us=" + std::to_string(kQuarUs) +
+		return name + ",quarantine_us=" + std::to_string(quar_us) +
 		       ",log_max_alloc=6,log_range=6,fw_first_fit=1,cache=8,low_water=0,max_qpns=" +
 		       std::to_string(max_qpns);
 	}
@@ -167,10 +167,10 @@ struct Seen {
  * beyond the quarantine passed. Returns, for each QPN of `want` seen, when its alloc returned.
  */
 std::map<uint32_t, Seen> collect(mlx5_qpn_dev *dev, const std::set<uint32_t> &want,
-				 std::vector<uint32_t> *kept)
+				 std::vector<uint32_t> *kept, uint64_t quar_ns = kQuarNs)
 {
 	std::map<uint32_t, Seen> seen;
-	const uint64_t deadline = mlx5_qpn_clock_ns() + kQuarNs + 30000000000ull;
+	const uint64_t deadline = mlx5_qpn_clock_ns() + quar_ns + 30000000000ull;
 	while (seen.size() < want.size() && mlx5_qpn_clock_ns() < deadline) {
 		uint32_t q;
 		int rc = mlx5_qpn_reserved_alloc(dev, &q);
@@ -192,7 +192,7 @@ std::map<uint32_t, Seen> collect(mlx5_qpn_dev *dev, const std::set<uint32_t> &wa
 
 /* Every QPN of `want` came back, none earlier than letgo + quarantine. Returns the smallest delay. */
 uint64_t check_after(const std::map<uint32_t, Seen> &seen, const std::set<uint32_t> &want,
-		     uint64_t t_letgo, const char *what)
+		     uint64_t t_letgo, const char *what, uint64_t quar_ns = kQuarNs)
 {
 	EXPECT_EQ(seen.size(), want.size()) << what << ": not every QPN let go came back "
 					    << "(the device should hand the range out again)";
@@ -201,10 +201,10 @@ uint64_t check_after(const std::map<uint32_t, Seen> &seen, const std::set<uint32
 	for (auto &[q, s] : seen) {
 		uint64_t d = s.t_after >= t_letgo ? s.t_after - t_letgo : 0;
 		min_delay = std::min(min_delay, d);
-		if (s.t_after < t_letgo + kQuarNs && early++ < 4)
+		if (s.t_after < t_letgo + quar_ns && early++ < 4)
 			ADD_FAILURE() << what << ": QPN 0x" << std::hex << q << std::dec
 				      << " handed out again " << d / 1000 << " us after it was let go"
-				      << " (quarantine " << kQuarUs << " us)";
+				      << " (quarantine " << quar_ns / 1000 << " us)";
 	}
 	EXPECT_EQ(early, 0u) << what << ": QPNs handed out inside the quarantine";
 	return min_delay;
@@ -354,5 +354,39 @@ TEST(LeaseClose, CorruptedLeaseRefusesProbe)
 	mlx5_qpn_dev_stats st;
 	ASSERT_EQ(mlx5_qpn_dev_stats_get(d, &st), 0);
 	EXPECT_EQ(st.lease_errors, 0u);
+	mlx5_qpn_dev_close(d);
+}
+
+/* (b) The reported case: 2048 QPNs (half released into quarantine), a 3 s quarantine, SIGKILL. */
+TEST(LeaseKill, Reported2048Qpns3sQuarantine)
+{
+	constexpr uint64_t q_us = 3000000;
+	LeaseSim sim;
+	mlx5_qpn_dev *d = nullptr;
+	ASSERT_EQ(mlx5_qpn_dev_probe(sim.args(4096, q_us).c_str(), &d), 0);
+	sim.note(d);
+	std::vector<uint32_t> kept(64);
+	for (auto &x : kept)
+		ASSERT_EQ(mlx5_qpn_reserved_alloc(d, &x), 0);
+	Helper h;
+	ASSERT_TRUE(h.start(sim.args(4096, q_us), 2048, 1024)) << "lease_helper did not start";
+	std::set<uint32_t> want(h.held.begin(), h.held.end());
+	want.insert(h.released.begin(), h.released.end());
+	ASSERT_EQ(want.size(), 2048u);
+	pid_t pid = h.pid;
+	uint64_t t_kill = mlx5_qpn_clock_ns();
+	ASSERT_TRUE(h.kill9());
+	auto seen = collect(d, want, &kept, q_us * 1000);
+	uint64_t min_d = check_after(seen, want, t_kill, "survivor after SIGKILL (2048 QPNs)",
+				     q_us * 1000);
+	mlx5_qpn_dev_stats st;
+	ASSERT_EQ(mlx5_qpn_dev_stats_get(d, &st), 0);
+	EXPECT_GT(st.cooled_ranges, 0u);
+	printf("[ kill/2048 ] killed pid %d holding %zu QPNs (%zu in quarantine): %zu handed out "
+	       "again, the first %" PRIu64 " ms after the kill (quarantine %" PRIu64 " ms); %" PRIu64
+	       " ranges cooled\n",
+	       int(pid), want.size(), h.released.size(), seen.size(), min_d / 1000000, q_us / 1000,
+	       st.cooled_ranges);
+	release_all(d, kept);
 	mlx5_qpn_dev_close(d);
 }
