@@ -75,6 +75,12 @@ struct mlx5_qpn_dev_stats {
 	 * pool's -ENOSPC/-EAGAIN at once, and the control thread waits.
 	 */
 	uint64_t backoff_skips;
+	uint64_t cooling_qpns;           /**< QPNs the device gave that the lease file keeps out of
+					      the pool now: let go by a process (closed, crashed or
+					      killed) less than a quarantine ago (invariant 5). */
+	uint64_t cooled_ranges;          /**< Such ranges that went into the pool once cool. */
+	uint64_t lease_errors;           /**< Lease file operations that failed (a range that could
+					      not be recorded is given back to the device). */
 };
 
 /**

@@ -44,7 +44,12 @@ using namespace soak;
 
 namespace {
 
-/* The device every process opens. Commands are slowed so that kills often land inside one. */
+/*
+ * The device every process opens. Commands are slowed so that kills often land inside one, and
+ * the emulated firmware hands out the lowest free block (fw_first_fit), so a range destroyed at a
+ * death comes straight back to the next process — as firmware may — and only the lease keeps
+ * its QPNs out of use for the quarantine.
+ */
 constexpr uint32_t kLogMaxNum = 16; /* the device reserves at most 2^16 QPNs in total */
 
 std::string devargs(const std::string &dev, uint64_t q_ms, bool observer)
@@ -52,7 +57,7 @@ std::string devargs(const std::string &dev, uint64_t q_ms, bool observer)
 	char b[512];
 	snprintf(b, sizeof(b),
 		 "%s,quarantine_us=%" PRIu64 ",cache=16,log_max_alloc=10,log_gran=4,"
-		 "log_max_num=%u,max_qpns=%u,fault_fw_rate=11,slow_cmd_us=50",
+		 "log_max_num=%u,max_qpns=%u,fault_fw_rate=11,slow_cmd_us=50,fw_first_fit=1",
 		 dev.c_str(), q_ms * 1000, kLogMaxNum, observer ? (1u << kLogMaxNum) : 8192u);
 	return b;
 }
