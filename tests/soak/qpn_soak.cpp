@@ -278,7 +278,9 @@ int main(int argc, char **argv)
 		return observer(argv[2], argv[3], strtoull(argv[4], nullptr, 10), argv[5]);
 
 	uint64_t seconds = 0, procs = 3, q_ms = 50, seed = uint64_t(getpid());
-	std::string dir = "/tmp/qpn_soak." + std::to_string(getpid()), json, dev = "simsoak";
+	std::string dir = "/tmp/qpn_soak." + std::to_string(getpid()), json;
+	/* A device of its own: two soaks at once must not share one (their settings differ). */
+	std::string dev = "simsoak" + std::to_string(getpid());
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : nullptr;
@@ -337,7 +339,7 @@ int main(int argc, char **argv)
 	auto start = [&](Slot &s) {
 		s.life = new_life();
 		s.pid = spawn(argv[0], {"--worker", logs[s.life], devargs(dev, q_ms, false),
-					std::to_string(rng()), std::to_string(20000 + rng() % 400000)},
+					std::to_string(rng()), std::to_string(20000 + rng() % 2000000)},
 			      err_path);
 	};
 	std::vector<Slot> slots(procs);
@@ -405,6 +407,8 @@ int main(int argc, char **argv)
 	int obs_st = 0;
 	waitpid(obs, &obs_st, 0);
 
+	/* Everyone has closed the device: remove it and its lease file. */
+	mlx5_qpn_sim_destroy(dev.c_str());
 	for (size_t i = 0; i < lives.size(); i++)
 		lives[i].recs = read_log(logs[i]);
 	Report r = check(lives, q_ms * 1000000ull);
