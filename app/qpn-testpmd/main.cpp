@@ -533,7 +533,7 @@ int main(int argc, char **argv)
 	       info.numa_node, info.cores[0] ? info.cores : "-", info.quarantine_us,
 	       cm_timewait_ms(cfg), cfg.policy == MLX5_QPN_CM_POLICY_STRICT ? "strict" : "live");
 	if (info.secondary) {
-		/* --proc-type=secondary: the device and its pool are the primary's (driver.md §14). */
+		/* --proc-type=secondary: the device and its pool are the primary's (driver.md §15). */
 		printf("qpn-testpmd: secondary process: device %s of the primary (pid %d)\n", info.name,
 		       int(info.primary_pid));
 		cfg.destroy_sim = false;

@@ -21,7 +21,7 @@
  * Thread safety: alloc/dealloc/stats may be called from any thread concurrently; probe and close
  * of one device must not race with each other or with other calls on that device.
  *
- * Multi-process (doc/guides/driver.md §14): in a DPDK secondary process, mlx5_qpn_dev_probe()
+ * Multi-process (doc/guides/driver.md §15): in a DPDK secondary process, mlx5_qpn_dev_probe()
  * attaches to the device its primary probed and shares the primary's pool. A secondary never
  * reserves from the device: when its pool is dry it asks the primary (DPDK IPC) to grow it. Its
  * devargs must agree with the primary's (a bare name always does). When the primary dies, the
@@ -86,6 +86,12 @@ struct mlx5_qpn_dev_stats {
 	 * pool's -ENOSPC/-EAGAIN at once, and the control thread waits.
 	 */
 	uint64_t backoff_skips;
+	uint64_t cooling_qpns;           /**< QPNs the device gave that the lease file keeps out of
+					      the pool now: let go by a process (closed, crashed or
+					      killed) less than a quarantine ago (invariant 5). */
+	uint64_t cooled_ranges;          /**< Such ranges that went into the pool once cool. */
+	uint64_t lease_errors;           /**< Lease file operations that failed (a range that could
+					      not be recorded is given back to the device). */
 	uint64_t mp_grow_requests;       /**< Grow requests: sent (secondary), handled (primary). */
 	uint64_t mp_ipc_grows;           /**< Ranges the primary reserved for secondaries' requests. */
 	uint64_t mp_dead_reclaimed;      /**< Dead processes whose QPNs the pool reclaimed. */

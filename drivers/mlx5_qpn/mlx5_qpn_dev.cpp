@@ -3,6 +3,13 @@
  * The generic driver layer: probe, registry, the reserved-QPN API and the range supply that
  * feeds the pool. Everything that talks to the device (the backend's ops) runs under
  * dev->grow_mutex, which the allocation fast path (the pool) never takes.
+ *
+ * Invariant 5 (a QPN let go by a process that closed, crashed or was killed is not handed out
+ * by anyone before its quarantine has passed) is kept through the per-device lease file
+ * (lease/mlx5_qpn_lease.h), for every backend: each range the device gives is recorded there
+ * before it feeds the pool, and one that overlaps a cooling entry is held aside ("cooling")
+ * until the entry's time has passed; at close the ranges turn cooling in the lease before they
+ * go back to the device.
  */
 #include <algorithm>
 #include <atomic>
@@ -29,6 +36,7 @@
 #include "mlx5_qpn_locality.h"
 #include "mlx5_qpn_mp.h"
 #include "mlx5_qpn_ops.h"
+#include "lease/mlx5_qpn_lease.h"
 
 RTE_LOG_REGISTER(mlx5_qpn_dev_logtype, mlx5_qpn.dev, NOTICE);
 
@@ -72,6 +80,15 @@ struct mlx5_qpn_dev {
 	bool ctrl_running = false;
 	struct mlx5_qpn_mp *mp = nullptr; /* multi-process: mlx5_qpn_mp.cpp */
 	bool secondary = false;           /* attached to a primary's device: never reserves */
+
+	/* Invariant 5 across processes. Under grow_mutex. */
+	qpn::lease::Lease lease;
+	struct Cooling {
+		uint32_t first, count; /* QPNs the device gave us that may not feed the pool yet */
+		uint64_t until_ns;     /* when to look at the lease again */
+	};
+	std::vector<Cooling> cooling;
+	std::atomic<uint64_t> cooling_qpns{0}, cooled_ranges{0}, lease_errors{0};
 };
 
 namespace {
@@ -114,6 +131,83 @@ void release_obj(mlx5_qpn_dev *d, const mlx5_qpn_range_obj &o)
 	d->ranges_released.fetch_add(1, rlx);
 }
 
+/* Process-wide: tells two device instances of one GUID apart in the lease file. */
+std::atomic<uint32_t> g_lease_tag{0};
+
+void lease_error(mlx5_qpn_dev *d, int rc, const char *what)
+{
+	d->lease_errors.fetch_add(1, rlx);
+	DEV_LOG(ERR, "%s: lease file: %s failed: %s", d->da.name, what, strerror(-rc));
+}
+
+/*
+ * The device gave us [first, first + 2^log): record it in the lease as ours and either add it
+ * to the pool (no cooling entry overlaps it) or hold it aside until the lease lets it go.
+ * The object is already in d->objs (close returns it whatever happens here).
+ * @return 0 in the pool; 1 held aside; negative errno (lease full or unusable, or the pool
+ *         refused): the QPNs are in neither, the caller gives the object back.
+ */
+int take_block(mlx5_qpn_dev *d, uint32_t first, uint32_t log)
+{
+	uint64_t until = 0;
+	int rc = d->lease.acquire(first, log, &until);
+	if (rc != 0) {
+		lease_error(d, rc, "recording a range");
+		return rc;
+	}
+	if (until != 0) {
+		d->cooling.push_back({first, 1u << log, until});
+		d->cooling_qpns.fetch_add(1ull << log, rlx);
+		DEV_LOG(INFO, "%s: QPNs 0x%06x..0x%06x were let go by a process less than a quarantine ago: cooling for %" PRIu64 " ms",
+			d->da.name, first, first + (1u << log) - 1,
+			(until - mlx5_qpn_clock_ns()) / 1000000);
+		return 1;
+	}
+	rc = mlx5_qpn_pool_add_range(d->pool, first, 1u << log);
+	if (rc != 0)
+		d->lease.drop(first, log);
+	return rc;
+}
+
+/* Move ranges whose cooling is over into the pool. @return how many. Caller holds grow_mutex. */
+int promote_locked(mlx5_qpn_dev *d)
+{
+	if (d->cooling.empty())
+		return 0;
+	uint64_t now = mlx5_qpn_clock_ns();
+	int n = 0;
+	for (size_t i = 0; i < d->cooling.size();) {
+		auto &c = d->cooling[i];
+		uint64_t until = 0;
+		if (c.until_ns > now) {
+			i++;
+			continue;
+		}
+		int rc = d->lease.check(c.first, c.count, &until);
+		if (rc != 0) {
+			lease_error(d, rc, "checking a cooling range");
+			c.until_ns = now + qpn::lease::Lease::kRecheckNs; /* stays out of the pool */
+			i++;
+			continue;
+		}
+		if (until != 0) {
+			c.until_ns = until;
+			i++;
+			continue;
+		}
+		if (mlx5_qpn_pool_add_range(d->pool, c.first, c.count) != 0) {
+			c.until_ns = now + qpn::lease::Lease::kRecheckNs;
+			i++;
+			continue;
+		}
+		d->cooling_qpns.fetch_sub(c.count, rlx);
+		d->cooled_ranges.fetch_add(1, rlx);
+		d->cooling.erase(d->cooling.begin() + static_cast<long>(i));
+		n++;
+	}
+	return n;
+}
+
 /* One QPN at a time (SINGLE and ORDINARY sources): reserve up to n, add them to the pool as
  * runs of consecutive QPNs (the device's cursor makes most of them consecutive). */
 int grow_singles(mlx5_qpn_dev *d, uint32_t n)
@@ -136,14 +230,29 @@ int grow_singles(mlx5_qpn_dev *d, uint32_t n)
 		return rc != 0 ? rc : -ENOSPC;
 	std::sort(got.begin(), got.end());
 	size_t start = 0;
+	bool any_pool = false;
 	for (size_t i = 1; i <= got.size(); i++) {
 		if (i < got.size() && got[i] == got[i - 1] + 1)
 			continue;
-		int arc = mlx5_qpn_pool_add_range(d->pool, got[start], static_cast<uint32_t>(i - start));
-		if (arc != 0) {
-			/* Pool's range table is full: give this run and every later one back. */
+		/* The run as aligned power-of-two blocks, each recorded in the lease and added to
+		 * the pool or held aside on its own. */
+		int arc = 0;
+		uint32_t fail_from = 0;
+		for (uint32_t q = got[start], end = got[i - 1] + 1; q < end && arc >= 0;) {
+			uint32_t log = 0;
+			while (log < qpn::lease::kMaxLog && (q & ((2u << log) - 1)) == 0 &&
+			       q + (2u << log) <= end)
+				log++;
+			arc = take_block(d, q, log);
+			fail_from = q;
+			any_pool |= arc == 0;
+			q += 1u << log;
+		}
+		if (arc < 0) {
+			/* Pool's range table or the lease is full: give the failed block and every
+			 * later QPN back (the earlier blocks are in the pool or cooling). */
 			for (size_t k = start; k < got.size(); k++)
-				for (auto it = d->objs.begin(); it != d->objs.end(); ++it)
+				for (auto it = d->objs.begin(); it != d->objs.end() && got[k] >= fail_from; ++it)
 					if (it->first_qpn == got[k]) {
 						release_obj(d, *it);
 						d->objs.erase(it);
@@ -155,6 +264,10 @@ int grow_singles(mlx5_qpn_dev *d, uint32_t n)
 	}
 	d->ranges_reserved.fetch_add(got.size(), rlx); /* one device object per QPN here */
 	d->qpns_reserved.fetch_add(got.size(), rlx);
+	if (!any_pool) {
+		d->grown.fetch_add(1, std::memory_order_release);
+		return -EAGAIN; /* all of it must cool first */
+	}
 	return 0;
 }
 
@@ -218,33 +331,56 @@ void backoff_reset(mlx5_qpn_dev *d)
 /* Reserve one more range from the device into the pool. Caller holds grow_mutex. */
 int grow_locked(mlx5_qpn_dev *d)
 {
+	if (promote_locked(d) > 0) {
+		d->grown.fetch_add(1, std::memory_order_release);
+		return 0;
+	}
 	uint64_t held = d->held.load(rlx);
 	if (held >= d->limit)
-		return -ENOSPC;
+		return d->cooling.empty() ? -ENOSPC : -EAGAIN;
 	uint64_t room = d->limit - held;
 	int rc;
 	if (d->source == MLX5_QPN_SRC_OBJECTS) {
-		uint32_t log = d->log_range;
-		while (log > d->caps.log_reserved_qpn_granularity && (1ull << log) > room)
-			log--;
-		if ((1ull << log) > room)
-			return -ENOSPC;
-		mlx5_qpn_range_obj o = {};
-		rc = d->ops->range_reserve ? d->ops->range_reserve(d->be, log, &o) : -EOPNOTSUPP;
-		if (rc == 0) {
-			rc = mlx5_qpn_pool_add_range(d->pool, o.first_qpn, 1u << o.log_size);
-			if (rc == 0) {
-				d->objs.push_back(o);
-				d->held.fetch_add(1ull << o.log_size, rlx);
-				d->ranges_reserved.fetch_add(1, rlx);
-				d->qpns_reserved.fetch_add(1ull << o.log_size, rlx);
-			} else {
-				d->ops->range_release(d->be, &o);
+		/* A range that must cool is held aside (it counts against the limit) and another
+		 * one is asked for, a few times at most. */
+		rc = -ENOSPC;
+		for (int attempt = 0; attempt < 4; attempt++) {
+			held = d->held.load(rlx);
+			room = held < d->limit ? d->limit - held : 0;
+			uint32_t log = d->log_range;
+			while (log > d->caps.log_reserved_qpn_granularity && (1ull << log) > room)
+				log--;
+			if ((1ull << log) > room) {
+				rc = -ENOSPC;
+				break;
 			}
+			mlx5_qpn_range_obj o = {};
+			rc = d->ops->range_reserve ? d->ops->range_reserve(d->be, log, &o) : -EOPNOTSUPP;
+			if (rc != 0)
+				break;
+			d->objs.push_back(o);
+			d->held.fetch_add(1ull << o.log_size, rlx);
+			rc = take_block(d, o.first_qpn, o.log_size);
+			if (rc < 0) {
+				release_obj(d, o); /* held, ranges_released */
+				d->objs.pop_back();
+				break;
+			}
+			d->ranges_reserved.fetch_add(1, rlx);
+			d->qpns_reserved.fetch_add(1ull << o.log_size, rlx);
+			if (rc == 0)
+				break;
+		}
+		if (rc != 0 && !d->cooling.empty() && (rc == 1 || rc == -ENOSPC)) {
+			/* Nothing new for the pool now, but QPNs will come out of cooling. */
+			d->grown.fetch_add(1, std::memory_order_release);
+			return -EAGAIN;
 		}
 	} else {
 		uint64_t n = std::min<uint64_t>(1ull << d->log_range, room);
 		rc = grow_singles(d, static_cast<uint32_t>(n));
+		if (rc == -EAGAIN)
+			return rc; /* reserved, but cooling (grown already bumped) */
 	}
 	if (rc != 0) {
 		d->reserve_failures.fetch_add(1, rlx);
@@ -293,6 +429,8 @@ int shrink_locked(mlx5_qpn_dev *d, uint64_t free_now)
 			continue;
 		if (mlx5_qpn_pool_range_remove(d->pool, o.first_qpn) != 0)
 			continue;
+		/* Wholly free and out of quarantine: it may go at once. */
+		d->lease.drop(o.first_qpn, o.log_size);
 		release_obj(d, o); /* held, ranges_released */
 		d->objs.erase(d->objs.begin() + static_cast<long>(k));
 		return 0;
@@ -315,6 +453,8 @@ void *ctrl_main(void *arg)
 			std::unique_lock<std::mutex> g(d->grow_mutex, std::try_to_lock);
 			if (!g.owns_lock()) {
 				/* someone else is talking to the device */
+			} else if (promote_locked(d) > 0) {
+				d->grown.fetch_add(1, std::memory_order_release);
 			} else if (st.free < d->da.low_water && d->held.load(rlx) < d->limit) {
 				if (!backoff_running(d) && grow_locked(d) == 0)
 					d->bg_reserves.fetch_add(1, rlx);
@@ -336,14 +476,14 @@ int choose_source(mlx5_qpn_dev *d)
 		if (d->caps.reserved_qpn_obj) {
 			d->source = MLX5_QPN_SRC_OBJECTS;
 			int rc = grow_locked(d);
-			if (rc == 0)
-				return 0;
+			if (rc == 0 || (rc == -EAGAIN && !d->objs.empty()))
+				return 0; /* proven, even if what it gave must cool first */
 			DEV_LOG(INFO, "%s: RESERVED_QPN object creation failed (%s); trying "
 				"mlx5dv_reserved_qpn_alloc", d->da.name, strerror(-rc));
 		}
 		d->source = MLX5_QPN_SRC_SINGLE;
 		int rc = grow_locked(d);
-		if (rc == 0)
+		if (rc == 0 || (rc == -EAGAIN && !d->objs.empty()))
 			return 0;
 		if (d->da.reserved_qpn == MLX5_QPN_RSVD_YES) {
 			DEV_LOG(ERR, "%s: no reserved-QPN support (%s) and reserved_qpn=yes", d->da.name,
@@ -361,7 +501,8 @@ int choose_source(mlx5_qpn_dev *d)
 	d->limit = std::min<uint64_t>(d->da.max_qpns, 1ull << d->caps.log_max_qp);
 	if (d->da.limit != 0)
 		d->limit = std::min<uint64_t>(d->limit, d->da.limit);
-	return grow_locked(d);
+	int rc = grow_locked(d);
+	return rc == -EAGAIN && !d->objs.empty() ? 0 : rc;
 }
 
 void destroy(mlx5_qpn_dev *d)
@@ -371,10 +512,31 @@ void destroy(mlx5_qpn_dev *d)
 		d->stop.store(true, std::memory_order_release);
 		pthread_join(d->ctrl, nullptr);
 	}
-	if (d->pool != nullptr && !d->secondary)
-		mlx5_qpn_pool_free_pool(d->pool);
 	{
 		std::lock_guard<std::mutex> g(d->grow_mutex);
+		/*
+		 * Invariant 5: the lease learns when our QPNs may be reused before the device gets
+		 * them back. A range the pool can take out whole (every QPN free, none in
+		 * quarantine) may go at once; every other one cools from now for our quarantine.
+		 */
+		if (d->lease.is_open()) {
+			if (d->pool != nullptr && d->source == MLX5_QPN_SRC_OBJECTS) {
+				mlx5_qpn_pool_drain(d->pool);
+				for (auto &o : d->objs) {
+					bool aside = false;
+					for (auto &c : d->cooling)
+						aside |= c.first == o.first_qpn;
+					if (!aside && mlx5_qpn_pool_range_remove(d->pool, o.first_qpn) == 0)
+						d->lease.drop(o.first_qpn, o.log_size);
+				}
+			}
+			int rc = d->lease.release_all();
+			if (rc != 0)
+				lease_error(d, rc, "recording the close");
+		}
+		if (d->pool != nullptr && !d->secondary) /* a secondary's pool is the primary's */
+			mlx5_qpn_pool_free_pool(d->pool);
+		d->pool = nullptr;
 		for (auto &o : d->objs)
 			release_obj(d, o);
 		d->objs.clear();
@@ -534,6 +696,14 @@ int mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **out)
 		destroy(d);
 		return rc != 0 ? rc : -ENOMEM;
 	}
+	rc = d->lease.open(d->caps.node_guid, g_lease_tag.fetch_add(1, rlx) + 1,
+			   d->da.quarantine_us * 1000);
+	if (rc != 0) {
+		DEV_LOG(ERR, "%s: cannot open the lease file of GUID %016" PRIx64 ": %s", d->da.name,
+			d->caps.node_guid, strerror(-rc));
+		destroy(d);
+		return rc;
+	}
 	{
 		std::lock_guard<std::mutex> g(d->grow_mutex);
 		rc = choose_source(d);
@@ -664,6 +834,8 @@ int mlx5_qpn_reserved_alloc(struct mlx5_qpn_dev *d, uint32_t *qpn)
 		d->sync_reserves.fetch_add(1, rlx);
 		rc = mlx5_qpn_pool_alloc(d->pool, qpn);
 	}
+	if (rc == -ENOSPC && d->cooling_qpns.load(rlx) != 0)
+		rc = -EAGAIN; /* QPNs exist; they are cooling (invariant 5) */
 	return rc;
 }
 
@@ -692,6 +864,8 @@ int mlx5_qpn_reserved_alloc_bulk(struct mlx5_qpn_dev *d, uint32_t *qpns, unsigne
 		d->sync_reserves.fetch_add(1, rlx);
 		rc = mlx5_qpn_pool_alloc_bulk(d->pool, qpns, n);
 	}
+	if (rc == -ENOSPC && d->cooling_qpns.load(rlx) != 0)
+		rc = -EAGAIN;
 	return rc;
 }
 
@@ -755,6 +929,9 @@ int mlx5_qpn_dev_stats_get(struct mlx5_qpn_dev *d, struct mlx5_qpn_dev_stats *st
 	st->bg_reserves = d->bg_reserves.load(rlx);
 	st->last_error = d->last_error.load(rlx);
 	st->backoff_skips = d->backoff_skips.load(rlx);
+	st->cooling_qpns = d->cooling_qpns.load(rlx);
+	st->cooled_ranges = d->cooled_ranges.load(rlx);
+	st->lease_errors = d->lease_errors.load(rlx);
 	mlx5_qpn_mp_counters(d->mp, &st->mp_grow_requests, &st->mp_ipc_grows,
 			     &st->mp_dead_reclaimed, nullptr);
 	return 0;
@@ -780,6 +957,8 @@ void mlx5_qpn_dev_dump(FILE *f, struct mlx5_qpn_dev *d)
 		   ", failures %" PRIu64 " (last %d), on demand %" PRIu64 ", ahead %" PRIu64 "\n",
 		st.ranges_reserved, st.qpns_reserved, st.ranges_released, st.reserve_failures,
 		st.last_error, st.sync_reserves, st.bg_reserves);
+	fprintf(f, "  lease: %" PRIu64 " QPNs cooling, %" PRIu64 " ranges cooled into the pool, %" PRIu64
+		   " lease errors\n", st.cooling_qpns, st.cooled_ranges, st.lease_errors);
 	mlx5_qpn_pool_dump(f, d->pool);
 }
 

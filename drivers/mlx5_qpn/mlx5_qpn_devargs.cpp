@@ -65,6 +65,7 @@ const Key kKeys[] = {
 	U32(fault_fw_status, 0, 0xFF, true),
 	U32(slow_cmd_us, 0, 10 * 1000 * 1000, true),
 	U32(limit, 0, 1u << 24, true),
+	U32(fw_first_fit, 0, 1, true),
 };
 
 const Key *find_key(const char *k)

@@ -4,7 +4,7 @@
 
 /*
  * Internal: DPDK multi-process support of the mlx5_qpn driver (primary and secondary processes
- * of one DPDK instance, as DPDK's mlx5 PMD has them). Not installed. doc/guides/driver.md §14
+ * of one DPDK instance, as DPDK's mlx5 PMD has them). Not installed. doc/guides/driver.md §15
  * states the contract; in short:
  *
  *  - The primary probes the device as always and publishes a small *device info* memzone

@@ -44,7 +44,12 @@ using namespace soak;
 
 namespace {
 
-/* The device every process opens. Commands are slowed so that kills often land inside one. */
+/*
+ * The device every process opens. Commands are slowed so that kills often land inside one, and
+ * the emulated firmware hands out the lowest free block (fw_first_fit), so a range destroyed at a
+ * death comes straight back to the next process — as firmware may — and only the lease keeps
+ * its QPNs out of use for the quarantine.
+ */
 constexpr uint32_t kLogMaxNum = 16; /* the device reserves at most 2^16 QPNs in total */
 
 std::string devargs(const std::string &dev, uint64_t q_ms, bool observer)
@@ -52,7 +57,7 @@ std::string devargs(const std::string &dev, uint64_t q_ms, bool observer)
 	char b[512];
 	snprintf(b, sizeof(b),
 		 "%s,quarantine_us=%" PRIu64 ",cache=16,log_max_alloc=10,log_gran=4,"
-		 "log_max_num=%u,max_qpns=%u,fault_fw_rate=11,slow_cmd_us=50",
+		 "log_max_num=%u,max_qpns=%u,fault_fw_rate=11,slow_cmd_us=50,fw_first_fit=1",
 		 dev.c_str(), q_ms * 1000, kLogMaxNum, observer ? (1u << kLogMaxNum) : 8192u);
 	return b;
 }
@@ -273,7 +278,9 @@ int main(int argc, char **argv)
 		return observer(argv[2], argv[3], strtoull(argv[4], nullptr, 10), argv[5]);
 
 	uint64_t seconds = 0, procs = 3, q_ms = 50, seed = uint64_t(getpid());
-	std::string dir = "/tmp/qpn_soak." + std::to_string(getpid()), json, dev = "simsoak";
+	std::string dir = "/tmp/qpn_soak." + std::to_string(getpid()), json;
+	/* A device of its own: two soaks at once must not share one (their settings differ). */
+	std::string dev = "simsoak" + std::to_string(getpid());
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : nullptr;
@@ -332,7 +339,7 @@ int main(int argc, char **argv)
 	auto start = [&](Slot &s) {
 		s.life = new_life();
 		s.pid = spawn(argv[0], {"--worker", logs[s.life], devargs(dev, q_ms, false),
-					std::to_string(rng()), std::to_string(20000 + rng() % 400000)},
+					std::to_string(rng()), std::to_string(20000 + rng() % 2000000)},
 			      err_path);
 	};
 	std::vector<Slot> slots(procs);
@@ -400,6 +407,8 @@ int main(int argc, char **argv)
 	int obs_st = 0;
 	waitpid(obs, &obs_st, 0);
 
+	/* Everyone has closed the device: remove it and its lease file. */
+	mlx5_qpn_sim_destroy(dev.c_str());
 	for (size_t i = 0; i < lives.size(); i++)
 		lives[i].recs = read_log(logs[i]);
 	Report r = check(lives, q_ms * 1000000ull);

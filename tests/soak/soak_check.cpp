@@ -58,6 +58,7 @@ Report check(const std::vector<Life> &lives, uint64_t q)
 	 * reclaimed when someone is handed them later. (qpn -> kill time) */
 	struct Killed {
 		uint64_t kill_ns;
+		size_t life;
 		bool held; /* held at the kill (else released less than the quarantine before) */
 	};
 	std::unordered_map<uint32_t, std::vector<Killed>> killed_qpns;
@@ -80,7 +81,7 @@ Report check(const std::vector<Life> &lives, uint64_t q)
 				if (it != open.end()) {
 					holds[e.qpn][it->second].let_go = e.t_ns;
 					if (l.kill_ns != 0 && l.kill_ns < e.t_ns + q)
-						killed_qpns[e.qpn].push_back({l.kill_ns, false});
+						killed_qpns[e.qpn].push_back({l.kill_ns, li, false});
 					open.erase(it);
 				}
 				break;
@@ -101,7 +102,7 @@ Report check(const std::vector<Life> &lives, uint64_t q)
 			h.let_go = std::max(end, h.handed);
 			h.by_kill = close_ns == 0 && l.kill_ns != 0;
 			if (h.by_kill)
-				killed_qpns[qpn].push_back({l.kill_ns, true});
+				killed_qpns[qpn].push_back({l.kill_ns, li, true});
 		}
 		if (l.kill_ns != 0)
 			r.kills++;
@@ -122,7 +123,9 @@ Report check(const std::vector<Life> &lives, uint64_t q)
 			continue;
 		for (const Killed &kq : k->second) {
 			for (const Hold &h : hs)
-				if (h.handed > kq.kill_ns) {
+				/* By another process: the victim's own last records can postdate
+				 * the kill's time stamp, which is taken before the signal. */
+				if (h.handed > kq.kill_ns && h.life != kq.life) {
 					r.reclaimed++;
 					if (kq.held)
 						r.min_reclaim_delay_ns = std::min(r.min_reclaim_delay_ns,

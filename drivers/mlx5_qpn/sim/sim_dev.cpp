@@ -17,6 +17,7 @@
 #include "mlx5_qpn_prm_status.h"
 #include "sim_qpn_table.h"
 #include "sim_dc.h"
+#include "lease/mlx5_qpn_lease.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -178,6 +179,8 @@ struct SimDev {
 	bool svc_registered;
 	uint32_t svc_id;
 	bool dc_off;          /* data path switched off (mlx5_qpn_sim_dc_enable) */
+	bool fw_first_fit;    /* this opener's objects come from the lowest free block (devarg;
+			       * per handle, so the shared layout does not change) */
 	bool dc_uar_mapped;
 	mlx5_qpn_uar dc_uar;  /* rung by every DCI of this handle, like a shared bfreg */
 };
@@ -789,6 +792,7 @@ sim_open(const mlx5_qpn_devargs *da, mlx5_qpn_backend **out)
 	d->fd = fd;
 	d->pid = getpid();
 	snprintf(d->name, sizeof(d->name), "%s", da->name);
+	d->fw_first_fit = da->fw_first_fit != 0;
 	pthread_mutex_init(&d->lock, nullptr);
 
 	rc = dev_lock(s);
@@ -881,9 +885,13 @@ create_rsvd_qpn(SimDev *d, uint32_t log_size, mlx5_qpn_range_obj *obj)
 		if (s->cfg.limit && s->cfg.limit < lim)
 			lim = s->cfg.limit;
 		int got = -ENOMEM;
+		/* The kernel destroys a dead process's objects at once and the firmware may hand
+		 * their QPNs out next: never be more lenient than that. */
+		reclaim_dead(s);
 		for (int attempt = 0; attempt < 2; attempt++) {
 			if (s->ctr.qpns_reserved + n <= lim && s->recs_live < REC_MAX_LIVE)
-				got = s->table.reserve_block(log_size, prefix_of(s));
+				got = s->table.reserve_block(log_size, prefix_of(s),
+							     d->fw_first_fit);
 			if (got >= 0 || attempt == 1)
 				break;
 			/* No room: dead processes' objects may be what fills it. */
@@ -1690,8 +1698,27 @@ mlx5_qpn_sim_destroy(const char *name)
 	}
 	char shm_name[64];
 	shm_name_of(name, shm_name, sizeof(shm_name));
+	/* The device's lease file goes with it (its GUID: as created, else from the name). */
+	uint64_t guid = guid_from_name(name);
+	int fd = shm_open(shm_name, O_RDONLY | O_CLOEXEC, 0);
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) == 0 && size_t(st.st_size) == sizeof(SimShm)) {
+		size_t len = offsetof(SimShm, cfg) + sizeof(SimCfg);
+		void *p = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+		if (p != MAP_FAILED) {
+			const SimShm *s = static_cast<const SimShm *>(p);
+			if (s->pre.magic == SIM_MAGIC && s->cfg.guid != 0)
+				guid = s->cfg.guid;
+			munmap(p, len);
+		}
+	}
+	if (fd >= 0)
+		close(fd);
 	if (shm_unlink(shm_name) == -1)
 		return -errno;
+	char lease_name[48];
+	qpn::lease::name_of(guid, lease_name, sizeof(lease_name));
+	shm_unlink(lease_name);
 	return 0;
 }
 

@@ -188,7 +188,7 @@ QpnTable::block_free(uint32_t first, uint32_t n) const
 }
 
 int
-QpnTable::reserve_block(uint32_t log_size, uint8_t prefix)
+QpnTable::reserve_block(uint32_t log_size, uint8_t prefix, bool first_fit)
 {
 	const uint32_t space = space_of(prefix);
 
@@ -197,7 +197,7 @@ QpnTable::reserve_block(uint32_t log_size, uint8_t prefix)
 	const uint32_t n = uint32_t(1) << log_size;
 	uint32_t start = ((last_ + 1) + n - 1) & ~(n - 1);
 
-	if (start >= space)
+	if (start >= space || first_fit)
 		start = 0;
 	for (int pass = 0; pass < 2; pass++) {
 		uint32_t lo = pass ? 0 : start;

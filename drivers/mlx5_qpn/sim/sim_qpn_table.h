@@ -83,8 +83,10 @@ public:
 	 * Take an aligned block of 2^log_size free QPNs (see the file comment for the search order).
 	 * @return the first QPN (prefix OR-ed in for AIP), -EINVAL (log_size too large for the space),
 	 *         -ENOMEM (no free aligned block).
+	 * With first_fit, the search starts at QPN 0 instead (the lowest free aligned block: a
+	 * block just freed is handed out again at once, as firmware may do).
 	 */
-	int reserve_block(uint32_t log_size, uint8_t exclude_prefix);
+	int reserve_block(uint32_t log_size, uint8_t exclude_prefix, bool first_fit = false);
 
 	/** Return a block taken by reserve_block(). -EINVAL if it is not fully allocated. */
 	int free_block(uint32_t first_qpn, uint32_t log_size, uint8_t exclude_prefix);
