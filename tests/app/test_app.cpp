@@ -597,7 +597,8 @@ TEST_F(AppTest, AppSecondaryClientBesidePrimary)
 	std::string json = cat(::testing::TempDir(), "qpn_app_", prefix, ".json");
 	std::remove(json.c_str());
 	mp_test::Proc prim;
-	ASSERT_TRUE(prim.start({app_, "-l", "0-1", "--no-pci", cat("--file-prefix=", prefix),
+	ASSERT_TRUE(prim.start({app_, "-l", "0-1", "--no-pci", mp_test::kPrimaryBaseVa,
+				cat("--file-prefix=", prefix),
 				"--log-level=lib.eal:error", "--", cat("--qpn-dev=", dev),
 				"--engine=alloc", "-i"}));
 	ASSERT_TRUE(prim.send("start"));

@@ -22,6 +22,14 @@ namespace mp_test {
  * usable, else the reason (for GTEST_SKIP). */
 std::string hugepages_ready();
 
+/*
+ * EAL option for a primary whose secondaries must map its memory at the same addresses: a base
+ * far from where the kernel places libraries and sanitizer allocations, inside the application
+ * range of ThreadSanitizer and the high memory of AddressSanitizer (EAL's default hint, 4 GiB,
+ * falls in ASan's shadow gap, so the kernel picks an address a secondary may already use).
+ */
+constexpr const char *kPrimaryBaseVa = "--base-virtaddr=0x7e8000000000";
+
 /* Remove what a DPDK instance with this --file-prefix left behind (a SIGKILLed primary leaves
  * its hugepage files, which would hold the pages). */
 void remove_instance(const std::string &prefix);

@@ -97,8 +97,7 @@ protected:
 	{
 		std::vector<std::string> av = {helper_, "-l", secondary ? "1" : "0", "--no-pci",
 					       cat("--file-prefix=", prefix_), "--log-level=lib.eal:error"};
-		if (secondary)
-			av.push_back("--proc-type=secondary");
+		av.push_back(secondary ? "--proc-type=secondary" : kPrimaryBaseVa);
 		av.push_back("--");
 		av.push_back(cat("--dev=", devargs));
 		av.push_back(cat("--seed=", std::to_string(seed)));
