@@ -507,11 +507,14 @@ int choose_source(mlx5_qpn_dev *d)
 
 void destroy(mlx5_qpn_dev *d)
 {
-	mlx5_qpn_mp_close(d->mp); /* primary: no more IPC grows; secondary: detach */
 	if (d->ctrl_running) {
 		d->stop.store(true, std::memory_order_release);
 		pthread_join(d->ctrl, nullptr);
 	}
+	/* After the control thread (it uses d->mp), before the pool goes: primary: no more IPC
+	 * grows (waits for one in progress); secondary: detach. */
+	mlx5_qpn_mp_close(d->mp);
+	d->mp = nullptr;
 	{
 		std::lock_guard<std::mutex> g(d->grow_mutex);
 		/*
