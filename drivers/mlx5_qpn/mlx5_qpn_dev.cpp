@@ -717,6 +717,7 @@ int mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **out)
 		destroy(d);
 		return rc;
 	}
+	publish(d, devargs); /* before the control thread: it reads d->mp */
 	char tname[RTE_MAX_THREAD_NAME_LEN];
 	snprintf(tname, sizeof(tname), "qpn-%.11s", d->da.name);
 	if (rte_ctrl_thread_create(&d->ctrl, tname, nullptr, ctrl_main, d) == 0)
@@ -728,7 +729,6 @@ int mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **out)
 		PRIu64 ", quarantine %" PRIu64 " us", d->da.name,
 		d->da.kind == MLX5_QPN_BACKEND_SIM ? "emulated" : "hardware", d->caps.node_guid,
 		source_name(d->source), d->log_range, d->limit, d->da.quarantine_us);
-	publish(d, devargs);
 	{
 		std::lock_guard<std::mutex> g(g_devs_mutex);
 		g_devs.push_back(d);

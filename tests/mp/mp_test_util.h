@@ -28,7 +28,7 @@ std::string hugepages_ready();
  * range of ThreadSanitizer and the high memory of AddressSanitizer (EAL's default hint, 4 GiB,
  * falls in ASan's shadow gap, so the kernel picks an address a secondary may already use).
  */
-constexpr const char *kPrimaryBaseVa = "--base-virtaddr=0x7e8000000000";
+constexpr const char *kPrimaryBaseVa = "--base-virtaddr=0x7e8100000000";
 
 /* Remove what a DPDK instance with this --file-prefix left behind (a SIGKILLed primary leaves
  * its hugepage files, which would hold the pages). */
