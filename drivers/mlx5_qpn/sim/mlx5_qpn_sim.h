@@ -122,6 +122,12 @@ int mlx5_qpn_sim_destroy(const char *name);
  */
 uint64_t mlx5_qpn_sim_set_lock_timeout_ns(uint64_t ns);
 
+/**
+ * Test hook: take the device mutex and keep it (a hung or dying command), so that tests can
+ * stop or kill the holder. @return 0 (held); as every command for a mutex that cannot be taken.
+ */
+int mlx5_qpn_sim_test_hold_mutex(struct mlx5_qpn_backend *be);
+
 /*
  * ---- DC data path of the emulated device ----
  *

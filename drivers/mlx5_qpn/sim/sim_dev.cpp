@@ -1791,6 +1791,15 @@ mlx5_qpn_sim_destroy(const char *name)
 	return qpn::shm::segment_unlink(shm_name);
 }
 
+int
+mlx5_qpn_sim_test_hold_mutex(struct mlx5_qpn_backend *be)
+{
+	if (!be)
+		return -EINVAL;
+	SimDev *d = to_dev(be);
+	return dev_lock(d->shm, d->name); /* never unlocked: the caller hangs or dies holding it */
+}
+
 uint64_t
 mlx5_qpn_sim_set_lock_timeout_ns(uint64_t ns)
 {
