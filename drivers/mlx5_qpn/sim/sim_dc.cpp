@@ -336,7 +336,7 @@ dc_dci_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t 
 	    log_bbs > DC_LOG_SQ_MAX + DC_SQ_BB_SHIFT)
 		return -EINVAL;
 	int i = slot_alloc(dc->dci, DC_MAX_DCI);
-	if (i < 0)
+	if (i < 0 || dc->nb_active >= DC_MAX_DCI)
 		return -ENOMEM;
 	SimDcDci &d = dc->dci[i];
 	uint32_t first, n;

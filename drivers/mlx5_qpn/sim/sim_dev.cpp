@@ -782,11 +782,16 @@ shm_attach(qpn::shm::Segment *seg, const mlx5_qpn_devargs *da, SimShm **out, boo
 	size_t fsize = 0;
 	int rc = qpn::shm::segment_file_size(seg, &fsize);
 
-	*reset = true;
+	/* (Re)initialise: a failure later removes what this opener made. */
+	auto fresh = [&] {
+		*reset = true;
+		return shm_create(seg, da, out);
+	};
+	*reset = false;
 	if (rc)
 		return rc;
 	if (seg->created || fsize < sizeof(SimPrefix))
-		return shm_create(seg, da, out); /* new, or its creator died before sizing it */
+		return fresh(); /* new, or its creator died before sizing it */
 
 	SimPrefix pre;
 	rc = qpn::shm::segment_read(seg, &pre, sizeof(pre), 0);
@@ -794,22 +799,19 @@ shm_attach(qpn::shm::Segment *seg, const mlx5_qpn_devargs *da, SimShm **out, boo
 		return rc;
 	if (pre.magic != SIM_MAGIC) {
 		if (pre.magic == 0 && pre.version == 0 && pre.state == 0)
-			return shm_create(seg, da, out); /* its creator died before initialising it */
+			return fresh(); /* its creator died before initialising it */
 		SIM_LOG(ERR, "device %s: shared memory %s is not an emulated device (bad magic); remove it (mlx5_qpn_sim_destroy)",
 			da->name, seg->name);
-		*reset = false;
 		return -EPROTO;
 	}
 	if (!owners_ok(pre)) {
 		SIM_LOG(ERR, "device %s: shared memory %s is corrupted (owner table); remove it (mlx5_qpn_sim_destroy)",
 			da->name, seg->name);
-		*reset = false;
 		return -EPROTO;
 	}
 	if (!any_live_owner(&pre))
-		return shm_create(seg, da, out); /* nobody alive holds it */
+		return fresh(); /* nobody alive holds it */
 
-	*reset = false;
 	if (pre.version != SIM_VERSION || pre.size != sizeof(SimShm) || fsize != sizeof(SimShm) ||
 	    pre.state != SIM_STATE_READY) {
 		SIM_LOG(ERR, "device %s: shared memory %s of layout version %u (size %" PRIu64 ", state 0x%x) is in use by live processes (this build: version %u)",
