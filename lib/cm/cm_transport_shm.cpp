@@ -348,12 +348,13 @@ int shm_send(void *ctx, uint64_t dst_guid, const void *frame, uint16_t len)
  * skip it: its sender is dead, or never marked its claim within the grace period. The claim is
  * then SKIPPED, so a sender that was only slow backs off without touching the slot.
  */
-bool skip_unpublished(Attachment *a, FrameSlot &s, uint64_t pos)
+bool skip_unpublished(Attachment *a, FrameSlot &s, uint64_t pos, const char **why)
 {
 	Header *h = a->fab->h;
 	uint64_t c = s.claim.load(std::memory_order_acquire);
 	const uint64_t posbits = pos_bits(pos);
 	if (claim_pos(c) == posbits) {
+		*why = "its sender died while writing it";
 		if ((c & 3) == CLAIM_SKIPPED)
 			return true;
 		unsigned user = unsigned(c >> 8) & 0xff;
@@ -366,6 +367,7 @@ bool skip_unpublished(Attachment *a, FrameSlot &s, uint64_t pos)
 		if (!dead)
 			return false; /* copying: it finishes soon */
 	} else {
+		*why = "its sender never claimed it (died before, or stalled past the grace period)";
 		uint64_t now = mono_ns();
 		if (a->stall_pos != pos || a->stall_since == 0) {
 			a->stall_pos = pos;
@@ -395,14 +397,20 @@ int shm_recv_burst(void *ctx, mlx5_qpn_cm_frame *frames, unsigned int n)
 	while (got < n) {
 		FrameSlot &s = ring[pos & mask];
 		uint64_t seq = s.seq.load(std::memory_order_acquire);
+		const char *why = "";
 		if (seq != (pos & ~mask) + 1) {
 			/* Empty, a sender still copying, or a sender that died there. */
 			if (node.head.load(std::memory_order_acquire) <= pos ||
-			    !skip_unpublished(self, s, pos))
+			    !skip_unpublished(self, s, pos, &why))
 				break;
+			/* The claim is ours now, but its sender may have published and left just
+			 * before it was judged (its user record is cleared at close): read again. */
+			seq = s.seq.load(std::memory_order_acquire);
+		}
+		if (seq != (pos & ~mask) + 1) {
 			h->drops.fetch_add(1, std::memory_order_relaxed);
-			CM_LOG(WARNING, "shm fabric %s: node %016" PRIx64 ": a sender died before publishing queue position %" PRIu64 "; skipped",
-			       self->fab->name, self->guid, pos);
+			CM_LOG(WARNING, "shm fabric %s: node %016" PRIx64 ": queue position %" PRIu64 " skipped: %s",
+			       self->fab->name, self->guid, pos, why);
 		} else {
 			uint16_t len = s.len;
 			if (s.dst == self->guid && len != 0 && len <= MLX5_QPN_CM_FRAME_MAX) {
