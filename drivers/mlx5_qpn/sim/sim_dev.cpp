@@ -63,7 +63,6 @@ constexpr uint32_t REC_BITS = 18;
 constexpr uint32_t REC_CAP = 1u << REC_BITS;
 constexpr uint32_t REC_MAX_LIVE = REC_CAP / 2;        /* keeps linear probing short */
 constexpr uint32_t OBJ_TYPE_RESERVED_QPN = 0x2c;
-constexpr uint16_t NO_OWNER = 0xffff;
 
 /* DCI and DCT numbers are QPs of the table too; aux holds their DC table index. */
 enum : uint8_t { REC_OBJ = 1, REC_QP = 2, REC_DCI = 3, REC_DCT = 4 };
