@@ -26,6 +26,7 @@
 #include <rte_prefetch.h>
 
 #include "qpn_pool_internal.h"
+#include "qpn_pool_test_hooks.h"
 
 RTE_LOG_REGISTER(mlx5_qpn_pool_logtype, mlx5_qpn.pool, INFO);
 #define POOL_LOG(level, fmt, ...) \
@@ -57,11 +58,15 @@ inline void bump(std::atomic<uint64_t> &c, uint64_t n = 1)
 
 /* ---- clock ---------------------------------------------------------------------------------- */
 
+/* Test seam (qpn_pool_test_hooks.h): 0 outside tests. */
+std::atomic<int64_t> g_clock_offset{0};
+
 uint64_t now_ns()
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec) +
+	       static_cast<uint64_t>(g_clock_offset.load(std::memory_order_relaxed));
 }
 
 /* ---- asymmetric fence for cache stealing ---------------------------------------------------- */
@@ -348,7 +353,7 @@ bool Pool::pop_free(Chain &into)
  */
 void Pool::push_quarantine(uint32_t head, uint32_t tail, uint64_t stamp)
 {
-	uint64_t e = ((stamp - p_->t0_ns) / p_->epoch_ns) & kTagMask;
+	uint64_t e = (stamp > p_->t0_ns ? (stamp - p_->t0_ns) / p_->epoch_ns : 0) & kTagMask;
 	auto &b = p_->bucket[e % kBuckets];
 	auto &ts = slot(tail);
 	uint64_t h = b.load(rlx);
@@ -364,15 +369,32 @@ void Pool::push_quarantine(uint32_t head, uint32_t tail, uint64_t stamp)
 }
 
 /*
- * When a bucket tagged with (40-bit) epoch `tag` may be released. The full epoch is taken as the
- * latest one not after now that has this tag: never earlier than the real one, so a tag that
- * wrapped around makes a release late, never early.
+ * When a bucket tagged with (40-bit) epoch `tag` may be released, for a drainer whose clock read
+ * gave `now`. The full epoch is rebuilt as the one with these 40 bits nearest to now's epoch
+ * (within [-2^39, 2^39) epochs), so it is never earlier than the real one:
+ * - a batch sealed *after* the drainer read its clock carries an epoch newer than now's. It must
+ *   read as "not yet", never as 2^40 epochs old: that reading (the code before this one) released
+ *   such a bucket at once, and its 64-bit product wrapped into an arbitrary time;
+ * - a real epoch is never 2^39 epochs ahead of a clock read (centuries at the smallest epoch), so
+ *   the largest value with these bits below now_e + 2^39 is at least the real epoch;
+ * - a bucket left for more than 2^39 epochs (6 days at the 1 us minimum) reads too late, not early.
+ * The result saturates at UINT64_MAX instead of wrapping.
  */
 uint64_t Pool::bucket_expiry(uint64_t tag, uint64_t now) const
 {
-	uint64_t now_e = (now - p_->t0_ns) / p_->epoch_ns;
-	uint64_t full = now_e - ((now_e - tag) & kTagMask);
-	return p_->t0_ns + (full + 1) * p_->epoch_ns + p_->quarantine_ns;
+	const uint64_t now_e = now > p_->t0_ns ? (now - p_->t0_ns) / p_->epoch_ns : 0;
+	const uint64_t ahead = (tag - now_e) & kTagMask;
+	const uint64_t back = kTagMask + 1 - ahead;
+	uint64_t full;
+	if (ahead <= (kTagMask >> 1) || back > now_e)
+		full = now_e + ahead; /* now or later (a negative epoch cannot be: later too) */
+	else
+		full = now_e - back;
+	uint64_t t;
+	if (__builtin_mul_overflow(full + 1, p_->epoch_ns, &t) ||
+	    __builtin_add_overflow(t, p_->t0_ns, &t) || __builtin_add_overflow(t, p_->quarantine_ns, &t))
+		return UINT64_MAX;
+	return t;
 }
 
 /*
@@ -1474,3 +1496,14 @@ void mlx5_qpn_pool_dump(FILE *f, struct mlx5_qpn_pool *p)
 }
 
 } /* extern "C" */
+
+/* ---- test seams ----------------------------------------------------------------------------- */
+
+namespace qpn {
+
+TestHooks g_test_hooks;
+
+void test_clock_offset_set(int64_t offset_ns) { g_clock_offset.store(offset_ns, rlx); }
+int64_t test_clock_offset_get() { return g_clock_offset.load(rlx); }
+
+} /* namespace qpn */
