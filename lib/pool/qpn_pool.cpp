@@ -1022,7 +1022,8 @@ static void sorted_remove(mlx5_qpn_pool *p, uint32_t ri)
 
 int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *p, uint32_t first, uint32_t count)
 {
-	if (!valid_pool(p) || count == 0 || first > MLX5_QPN_MAX || count - 1 > MLX5_QPN_MAX - first)
+	/* The last QPN must be below 0xFFFFFF: that one is the multicast QPN, never a connection's. */
+	if (!valid_pool(p) || count == 0 || first >= MLX5_QPN_MAX || count > MLX5_QPN_MAX - first)
 		return -EINVAL;
 	Pool pool(p);
 	pthread_mutex_lock(&p->range_lock);
