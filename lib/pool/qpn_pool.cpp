@@ -187,8 +187,8 @@ public:
 	unsigned steal(Cache *self);
 	bool anything_held(const Cache *self) const;
 
-	int alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen);
-	int alloc_bypass(uint32_t *qpn, uint32_t *gen);
+	int alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen, uint32_t flags = 0);
+	int alloc_bypass(uint32_t *qpn, uint32_t *gen, uint32_t flags = 0);
 	int free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen);
 	int refill(Cache &c);
 	bool wait_collector() const;
@@ -616,7 +616,7 @@ QPN_COLD int Pool::refill(Cache &c)
 	return -ENOSPC;
 }
 
-QPN_HOT int Pool::alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen)
+QPN_HOT int Pool::alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen, uint32_t flags)
 {
 	if (c->ready.count.load(rlx) == 0) {
 		if (c->spare.count.load(rlx) == 0)
@@ -640,7 +640,7 @@ QPN_HOT int Pool::alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen)
 	}
 	/* The slot is ours alone (it sat in our cache): a plain store suffices. */
 	uint32_t g = (slot_gen(w) + 1) & kGenMask;
-	slot(s).store(slot_make(kNil, kNil, kInUse, g), rlx);
+	slot(s).store(slot_make(kNil, kNoHolder | flags, kInUse, g), rlx);
 	*qpn = slot_to_qpn(s, &c->range_hint);
 	if (gen != nullptr)
 		*gen = g;
@@ -648,7 +648,7 @@ QPN_HOT int Pool::alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen)
 }
 
 /* No cache for this thread (all claimed, or a thief holds ours): work on the shared pool. */
-QPN_COLD int Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen)
+QPN_COLD int Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen, uint32_t flags)
 {
 	Chain b;
 	bool ok = pop_free(b);
@@ -670,12 +670,19 @@ QPN_COLD int Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen)
 		push_free(rest, t);
 	}
 	uint32_t g = (slot_gen(w) + 1) & kGenMask;
-	slot(s).store(slot_make(kNil, kNil, kInUse, g), rlx);
+	slot(s).store(slot_make(kNil, kNoHolder | flags, kInUse, g), rlx);
 	*qpn = slot_to_qpn(s, nullptr);
 	if (gen != nullptr)
 		*gen = g;
 	p_->bypass_allocs.fetch_add(1, rlx);
 	return 0;
+}
+
+/* In use, handed out (not inside a bulk that may roll back), and of the given generation. */
+QPN_HOT bool freeable(uint64_t w, bool check_gen, uint32_t gen)
+{
+	return slot_state(w) == kInUse && (slot_aux(w) & kUnpublished) == 0 &&
+	       (!check_gen || slot_gen(w) == (gen & kGenMask));
 }
 
 /*
@@ -692,7 +699,7 @@ QPN_HOT int Pool::free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen)
 	uint64_t w = sw.load(rlx);
 	if (c == nullptr) {
 		for (;;) {
-			if (slot_state(w) != kInUse || (check_gen && slot_gen(w) != (gen & kGenMask)))
+			if (!freeable(w, check_gen, gen))
 				return -EINVAL;
 			uint64_t nw = slot_make(kNil, s, quar ? kQuarantine : kFree, slot_gen(w));
 			if (sw.compare_exchange_weak(w, nw, acq_rel, rlx))
@@ -711,7 +718,7 @@ QPN_HOT int Pool::free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen)
 	uint32_t n = into.count.load(rlx);
 	uint32_t head = n != 0 ? into.head.load(rlx) : kNil;
 	for (;;) {
-		if (slot_state(w) != kInUse || (check_gen && slot_gen(w) != (gen & kGenMask)))
+		if (!freeable(w, check_gen, gen))
 			return -EINVAL;
 		uint64_t nw = slot_make(head, kNil, quar ? kQuarantine : kFree, slot_gen(w));
 		if (sw.compare_exchange_weak(w, nw, acq_rel, rlx))
@@ -1236,37 +1243,49 @@ int mlx5_qpn_pool_alloc_bulk(struct mlx5_qpn_pool *p, uint32_t *qpns, unsigned i
 	Cache *c = enter(p);
 	unsigned int got = 0;
 	int rc = 0;
+	/* Taken unpublished: until the bulk has succeeded, no free can take one of them (a racing
+	 * free of a guessed QPN was accepted here, and the rollback then linked the slot into two
+	 * chains). */
 	for (; got < n; got++) {
-		rc = c != nullptr ? pool.alloc_one(c, &qpns[got], nullptr)
-				  : pool.alloc_bypass(&qpns[got], nullptr);
+		rc = c != nullptr ? pool.alloc_one(c, &qpns[got], nullptr, kUnpublished)
+				  : pool.alloc_bypass(&qpns[got], nullptr, kUnpublished);
 		if (rc != 0)
 			break;
 	}
-	if (rc != 0) {
-		/* All or nothing: the ones we took were never handed out, so they skip quarantine. */
-		for (unsigned int i = 0; i < got; i++) {
-			uint32_t s;
-			if (!pool.qpn_to_slot(qpns[i], &s, nullptr))
-				continue;
-			auto &sw = pool.slot(s);
-			uint32_t g = slot_gen(sw.load(rlx));
-			if (c != nullptr) {
-				uint32_t k = c->ready.count.load(rlx);
-				sw.store(slot_make(k ? c->ready.head.load(rlx) : kNil, kNil, kFree, g),
-					 rlx);
-				c->ready.head.store(s, rlx);
-				if (k == 0)
-					c->ready.tail.store(s, rlx);
-				c->ready.count.store(k + 1, rlx);
-			} else {
-				sw.store(slot_make(kNil, s, kFree, g), rlx);
-				pool.push_free(s, s);
-				p->bypass_allocs.fetch_sub(1, rlx);
-			}
-		}
-	} else if (c != nullptr) {
-		bump(c->allocs, n);
+	if (rc != 0 && got != 0) {
+		auto hook = g_test_hooks.bulk_rollback.load(acq);
+		if (hook != nullptr)
+			hook(qpns, got);
 	}
+	std::atomic<uint32_t> *hint = c != nullptr ? &c->range_hint : nullptr;
+	for (unsigned int i = 0; i < got; i++) {
+		uint32_t s;
+		if (!pool.qpn_to_slot(qpns[i], &s, hint))
+			continue; /* not reached: a range with allocated QPNs is never removed */
+		auto &sw = pool.slot(s);
+		uint64_t w = sw.load(rlx);
+		if (rc == 0) {
+			/* Publish. Nobody else writes an unpublished slot: a plain store. */
+			sw.store(slot_with_aux(w, slot_aux(w) & ~kUnpublished), rlx);
+			continue;
+		}
+		/* All or nothing: the ones we took were never handed out, so they skip quarantine. */
+		uint32_t g = slot_gen(w);
+		if (c != nullptr) {
+			uint32_t k = c->ready.count.load(rlx);
+			sw.store(slot_make(k ? c->ready.head.load(rlx) : kNil, kNil, kFree, g), rlx);
+			c->ready.head.store(s, rlx);
+			if (k == 0)
+				c->ready.tail.store(s, rlx);
+			c->ready.count.store(k + 1, rlx);
+		} else {
+			sw.store(slot_make(kNil, s, kFree, g), rlx);
+			pool.push_free(s, s);
+			p->bypass_allocs.fetch_sub(1, rlx);
+		}
+	}
+	if (rc == 0 && c != nullptr)
+		bump(c->allocs, n);
 	leave(c);
 	return rc;
 }
@@ -1338,7 +1357,7 @@ int mlx5_qpn_pool_qpn_state(struct mlx5_qpn_pool *p, uint32_t qpn, uint32_t *gen
 	uint64_t w = pool.slot(s).load(acq);
 	if (generation != nullptr)
 		*generation = slot_gen(w);
-	return slot_state(w) == kInUse ? 1 : 0;
+	return slot_state(w) == kInUse && (slot_aux(w) & kUnpublished) == 0 ? 1 : 0;
 }
 
 int mlx5_qpn_pool_next_release(struct mlx5_qpn_pool *p, uint64_t *when_ns)

@@ -49,6 +49,16 @@ enum SlotState : uint64_t {
  * tail (when head != tail), the batch's length. The generation is bumped at every hand-out.
  */
 constexpr unsigned kGenBits = 14;
+
+/*
+ * In an in-use slot `aux` links nothing; it says who may free the QPN. kUnpublished: taken by an
+ * alloc_bulk() that has not returned yet. Such a QPN was handed to nobody, so free() refuses it
+ * (a guessed or stale QPN must not be released out of a bulk that may still roll back). The low
+ * bits name the holder (kNoHolder: not recorded).
+ */
+constexpr uint32_t kUnpublished = 0x800000;
+constexpr uint32_t kHolderMask = 0x7FFFFF;
+constexpr uint32_t kNoHolder = kHolderMask;
 constexpr uint32_t kGenMask = (1u << kGenBits) - 1;
 
 constexpr uint32_t slot_next(uint64_t w) { return static_cast<uint32_t>(w & 0xFFFFFF); }
