@@ -43,6 +43,7 @@ constexpr auto rlx = std::memory_order_relaxed;
 constexpr auto acq = std::memory_order_acquire;
 constexpr auto rel = std::memory_order_release;
 constexpr auto acq_rel = std::memory_order_acq_rel;
+constexpr auto sc = std::memory_order_seq_cst;
 
 constexpr const char *kZonePrefix = "QPNP_";
 
@@ -186,6 +187,7 @@ public:
 	void flush_cache(Cache &c);
 	unsigned steal(Cache *self);
 	bool anything_held(const Cache *self) const;
+	bool nothing_anywhere(const Cache *self) const;
 
 	int alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen, uint32_t flags = 0);
 	int alloc_bypass(uint32_t *qpn, uint32_t *gen, uint32_t flags = 0);
@@ -310,7 +312,7 @@ void Pool::push_free(uint32_t head, uint32_t last_tail)
 	for (;;) {
 		ts.store(slot_with_next(ts.load(rlx), head_idx(top)), rlx);
 		uint64_t nt = head_make(head, (head_tag(top) + 1) & kTagMask);
-		if (p_->free_top.compare_exchange_weak(top, nt, rel, rlx))
+		if (p_->free_top.compare_exchange_weak(top, nt, sc, rlx))
 			return;
 	}
 }
@@ -337,7 +339,7 @@ bool Pool::pop_free(Chain &into)
 		uint64_t tw = t == h ? hw : slot(t).load(rlx);
 		uint32_t cnt = t == h ? 1 : slot_aux(tw);
 		uint64_t nt = head_make(slot_next(tw), (head_tag(top) + 1) & kTagMask);
-		if (p_->free_top.compare_exchange_weak(top, nt, acq, acq)) {
+		if (p_->free_top.compare_exchange_weak(top, nt, sc, acq)) {
 			into.head.store(h, rlx);
 			into.tail.store(t, rlx);
 			into.count.store(cnt, rlx);
@@ -410,8 +412,16 @@ uint64_t Pool::drain(uint64_t now)
 		while (head_idx(h) != kNil) {
 			if (now < bucket_expiry(head_tag(h), now))
 				break;
-			if (!b.compare_exchange_weak(h, head_make(kNil, head_tag(h)), acq, acq))
+			/* In transit from before the bucket looks empty until after the free stack
+			 * has the chain (see nothing_anywhere()). */
+			p_->transit.fetch_add(1, sc);
+			if (!b.compare_exchange_weak(h, head_make(kNil, head_tag(h)), sc, acq)) {
+				p_->transit.fetch_sub(1, sc);
 				continue;
+			}
+			auto hook = g_test_hooks.drain_holding.load(acq);
+			if (hook != nullptr)
+				hook();
 			/* Walk the batches of the chain to count them and find the last tail. */
 			uint32_t head = head_idx(h), cur = head, last = head;
 			uint64_t n = 0;
@@ -432,6 +442,7 @@ uint64_t Pool::drain(uint64_t now)
 				cur = slot_next(slot(t).load(rlx));
 			}
 			push_free(head, last);
+			p_->transit.fetch_sub(1, sc);
 			total += n;
 			break;
 		}
@@ -447,7 +458,7 @@ bool Pool::quarantine_next(uint64_t *when) const
 	uint64_t best = UINT64_MAX;
 	const uint64_t now = now_ns();
 	for (const auto &b : p_->bucket) {
-		uint64_t h = b.load(acq);
+		uint64_t h = b.load(sc);
 		if (head_idx(h) == kNil)
 			continue;
 		uint64_t exp = bucket_expiry(head_tag(h), now);
@@ -547,10 +558,29 @@ bool Pool::anything_held(const Cache *self) const
 		const Cache &v = p_->caches[i];
 		if (&v == self)
 			continue;
-		if (v.ready.count.load(rlx) + v.spare.count.load(rlx) + v.open.count.load(rlx) != 0)
+		if (v.moving.load(acq) != 0 ||
+		    v.ready.count.load(acq) + v.spare.count.load(acq) + v.open.count.load(acq) != 0)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * The -ENOSPC verdict: no QPN free anywhere, after the caller found the free stack and the
+ * quarantine empty. A QPN can hide from a scan only while some thread moves it between two
+ * homes, and every such move is announced before its source looks empty: `transit` (drain, the
+ * cacheless pop), a cache's `moving` (refill pop), `collecting` (range_remove). Those are read
+ * after the sources, and the free stack once more at the end, so a move that finished in the
+ * meantime is seen at its destination. Any doubt is -EAGAIN: try again.
+ */
+bool Pool::nothing_anywhere(const Cache *self) const
+{
+	uint64_t when;
+	if (p_->transit.load(sc) != 0 || p_->collecting.load(sc) != 0)
+		return false;
+	if (quarantine_next(&when) || anything_held(self))
+		return false;
+	return head_idx(p_->free_top.load(sc)) == kNil;
 }
 
 /*
@@ -592,7 +622,11 @@ QPN_COLD int Pool::refill(Cache &c)
 	if (p_->quarantine_ns != 0 && (nr & 7) == 0)
 		drain(now_ns());
 	for (int round = 0; round < 3; round++) {
-		if (pop_free(c.ready)) {
+		/* Announced before the pop empties the stack, withdrawn once the batch is in `ready`. */
+		c.moving.store(1, rlx);
+		bool got = pop_free(c.ready);
+		c.moving.store(0, rel);
+		if (got) {
 			bump(c.refills);
 			return 0;
 		}
@@ -607,8 +641,7 @@ QPN_COLD int Pool::refill(Cache &c)
 			continue;
 		break;
 	}
-	uint64_t when;
-	if (quarantine_next(&when) || anything_held(&c)) {
+	if (!nothing_anywhere(&c)) {
 		bump(c.eagain);
 		return -EAGAIN;
 	}
@@ -651,6 +684,8 @@ QPN_HOT int Pool::alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen, uint32_t fla
 QPN_COLD int Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen, uint32_t flags)
 {
 	Chain b;
+	/* The popped batch is private until its rest is pushed back: in transit. */
+	p_->transit.fetch_add(1, sc);
 	bool ok = pop_free(b);
 	if (!ok && p_->quarantine_ns != 0 && drain(now_ns()) != 0)
 		ok = pop_free(b);
@@ -659,8 +694,8 @@ QPN_COLD int Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen, uint32_t flags)
 	if (!ok && wait_collector())
 		ok = pop_free(b);
 	if (!ok) {
-		uint64_t when;
-		return (quarantine_next(&when) || anything_held(nullptr)) ? -EAGAIN : -ENOSPC;
+		p_->transit.fetch_sub(1, sc);
+		return nothing_anywhere(nullptr) ? -ENOSPC : -EAGAIN;
 	}
 	uint32_t s = b.head.load(rlx), n = b.count.load(rlx);
 	uint64_t w = slot(s).load(rlx);
@@ -669,6 +704,7 @@ QPN_COLD int Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen, uint32_t flags)
 		chain_write_batch(rest, t, n - 1);
 		push_free(rest, t);
 	}
+	p_->transit.fetch_sub(1, sc);
 	uint32_t g = (slot_gen(w) + 1) & kGenMask;
 	slot(s).store(slot_make(kNil, kNoHolder | flags, kInUse, g), rlx);
 	*qpn = slot_to_qpn(s, nullptr);

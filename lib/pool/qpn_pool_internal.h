@@ -121,6 +121,7 @@ struct alignas(64) Cache {
 	std::atomic<uint32_t> steal; /* a thief holds the cache: owner bypasses it */
 	std::atomic<uint32_t> range_hint;
 	std::atomic<uint32_t> refill_seq; /* refills so far: paces the quarantine drain */
+	std::atomic<uint32_t> moving;     /* a refill is taking a batch off the free stack */
 	Chain ready;  /* free QPNs, LIFO: alloc pops here */
 	Chain spare;  /* a second full batch: hysteresis between refill and flush */
 	Chain open;   /* released QPNs not yet time-stamped (quarantine only) */
@@ -173,6 +174,10 @@ struct mlx5_qpn_pool {
 	alignas(64) std::atomic<uint64_t> free_top;              /* free stack: idx | tag */
 	alignas(64) std::atomic<uint64_t> bucket[qpn::kBuckets]; /* idx | epoch */
 	alignas(64) std::atomic<uint64_t> released;              /* left quarantine (drained) */
+	/* Threads holding QPNs privately between two homes (a drained bucket on its way to the free
+	 * stack, a popped batch on the cacheless path): while non-zero, "nothing free" is -EAGAIN,
+	 * never -ENOSPC. Slow paths only; sequentially consistent with the heads it is read with. */
+	std::atomic<uint32_t> transit;
 	std::atomic<uint64_t> bypass_allocs;                     /* counters of cacheless calls */
 	std::atomic<uint64_t> bypass_frees;
 	std::atomic<uint64_t> bypass_quarantined;
