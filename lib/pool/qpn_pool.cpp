@@ -128,6 +128,11 @@ struct RegEntry {
 	uint64_t uid;
 };
 RegEntry g_registry[64];
+/* Pools freed by this process, most recent last (a ring): tells a stale thread binding from a
+ * live pool that did not fit in the registry. */
+RegEntry g_freed[64];
+uint32_t g_freed_next;
+bool g_reg_overflow; /* some live pool is missing from g_registry */
 
 void registry_add(mlx5_qpn_pool *p)
 {
@@ -138,6 +143,7 @@ void registry_add(mlx5_qpn_pool *p)
 			return;
 		}
 	/* Full: the pool still works; only the automatic flush at thread exit is skipped. */
+	g_reg_overflow = true;
 }
 
 void registry_del(mlx5_qpn_pool *p)
@@ -146,6 +152,21 @@ void registry_del(mlx5_qpn_pool *p)
 	for (auto &e : g_registry)
 		if (e.pool == p)
 			e = {nullptr, 0};
+	g_freed[g_freed_next++ % RTE_DIM(g_freed)] = {p, p->uid};
+}
+
+/* Is the pool of a thread binding still alive in this process? (g_reg_mutex held) */
+bool registry_alive(const mlx5_qpn_pool *p, uint64_t uid)
+{
+	for (const auto &e : g_registry)
+		if (e.pool == p && e.uid == uid)
+			return true;
+	if (!g_reg_overflow)
+		return false;
+	for (const auto &e : g_freed)
+		if (e.pool == p && e.uid == uid)
+			return false;
+	return true; /* unknown: keep it (a live binding dropped would strand its cache claim) */
 }
 
 } /* namespace */
@@ -857,8 +878,18 @@ __attribute__((noinline)) Cache *bind_cache(mlx5_qpn_pool *p)
 			tc.b[i] = tc.b[--tc.n];
 			break;
 		}
-	if (tc.n == RTE_DIM(tc.b))
-		return nullptr;
+	if (tc.n == RTE_DIM(tc.b)) {
+		/* Full: drop the bindings of pools freed since (their cache went with the pool). Without
+		 * this, a thread that had used 8 pools never got a cache again. */
+		std::lock_guard<std::mutex> g(g_reg_mutex);
+		for (uint32_t i = 0; i < tc.n;)
+			if (!registry_alive(tc.b[i].pool, tc.b[i].uid))
+				tc.b[i] = tc.b[--tc.n];
+			else
+				i++;
+		if (tc.n == RTE_DIM(tc.b))
+			return nullptr;
+	}
 	uint64_t me = self_token();
 	unsigned start = rte_lcore_id() < p->nb_caches ? rte_lcore_id() : (gettid() % p->nb_caches);
 	for (uint32_t k = 0; k < p->nb_caches; k++) {
