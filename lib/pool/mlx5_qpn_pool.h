@@ -71,6 +71,8 @@ struct mlx5_qpn_pool_stats {
 	uint64_t eagain;         /**< Allocations that failed with -EAGAIN. */
 	uint32_t nb_ranges;      /**< Ranges in the pool. */
 	uint32_t nb_caches;      /**< Caches currently claimed by threads. */
+	uint64_t dead_processes; /**< Dead processes whose QPNs were reclaimed (not reset). */
+	uint64_t reclaimed;      /**< QPNs recovered from dead processes and interrupted calls. */
 };
 
 /**
@@ -174,6 +176,34 @@ int mlx5_qpn_pool_free_bulk(struct mlx5_qpn_pool *pool, const uint32_t *qpns, un
  * @return 1 if allocated, 0 if free or in quarantine, -EINVAL if outside every range.
  */
 int mlx5_qpn_pool_qpn_state(struct mlx5_qpn_pool *pool, uint32_t qpn, uint32_t *generation);
+
+/**
+ * Recover the QPNs of processes that died while sharing the pool.
+ *
+ * Every process that uses the pool has an entry in the pool's process table (pid and start
+ * time, so a recycled pid is not taken for the dead process); every allocated QPN records the
+ * entry of the process that allocated it. For each process that is gone (no such pid, another
+ * start time, or a zombie), this call takes over its caches (even one it died inside), and puts
+ * every QPN it held in use, had released, or had cached into quarantine, stamped now: none comes
+ * back before the quarantine time has passed since the death was noticed. QPNs it had not handed
+ * out since their last quarantine go straight back to the free pool. A range call
+ * (mlx5_qpn_pool_range_remove(), mlx5_qpn_pool_add_range()) the process died in is undone or
+ * completed so that the pool is consistent.
+ *
+ * The pool runs the same check by itself, rate-limited, when an allocation finds nothing free
+ * and when a thread waits for a range removal whose caller died; this call makes it happen now.
+ * While it runs (an audit of the whole pool, O(capacity)) other threads work without their
+ * caches and cacheless calls wait for it; it gives up after 0.5 s if a live thread stays inside
+ * the pool that long.
+ *
+ * @param pool  the pool.
+ * @return the number of QPNs recovered (>= 0; 0 when no process died); -EINVAL (bad pool);
+ *         -EAGAIN (live threads did not leave the pool in time, or the membarrier(2) needed to
+ *         hold other processes' caches is unavailable: try again); -ENOMEM.
+ *
+ * Thread safety: any thread of any process sharing the pool; concurrent calls serialise.
+ */
+int mlx5_qpn_pool_reclaim_dead(struct mlx5_qpn_pool *pool);
 
 /**
  * Earliest CLOCK_MONOTONIC time (ns) at which a quarantined QPN may become free.

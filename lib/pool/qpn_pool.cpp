@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
+#include <cstdlib>
 #include <ctime>
 #include <mutex>
 
@@ -13,6 +14,7 @@
 #include <new>
 
 #include <linux/membarrier.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -26,6 +28,7 @@
 #include <rte_prefetch.h>
 
 #include "qpn_pool_internal.h"
+#include "qpn_pool_proc.h"
 #include "qpn_pool_test_hooks.h"
 
 RTE_LOG_REGISTER(mlx5_qpn_pool_logtype, mlx5_qpn.pool, INFO);
@@ -68,6 +71,14 @@ uint64_t now_ns()
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec) +
 	       static_cast<uint64_t>(g_clock_offset.load(std::memory_order_relaxed));
+}
+
+/* CLOCK_MONOTONIC without the test offset: deadlines of bounded waits and rate limits. */
+uint64_t real_ns()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 /* ---- asymmetric fence for cache stealing ---------------------------------------------------- */
@@ -115,9 +126,9 @@ bool heavy_barrier(bool other_process)
 	return sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
 }
 
-uint64_t self_token()
+uint64_t self_token(uint32_t proc_plus1)
 {
-	return (static_cast<uint64_t>(getpid()) << 32) | static_cast<uint32_t>(gettid());
+	return owner_make(proc_plus1, static_cast<uint32_t>(getpid()), static_cast<uint32_t>(gettid()));
 }
 
 /* ---- process-local registry: which pools are alive (for thread-exit flushes) ----------------- */
@@ -126,6 +137,7 @@ std::mutex g_reg_mutex;
 struct RegEntry {
 	mlx5_qpn_pool *pool;
 	uint64_t uid;
+	int32_t proc; /* this process's index in the pool's process table; -1: not yet */
 };
 RegEntry g_registry[64];
 /* Pools freed by this process, most recent last (a ring): tells a stale thread binding from a
@@ -139,7 +151,7 @@ void registry_add(mlx5_qpn_pool *p)
 	std::lock_guard<std::mutex> g(g_reg_mutex);
 	for (auto &e : g_registry)
 		if (e.pool == nullptr || e.pool == p) {
-			e = {p, p->uid};
+			e = {p, p->uid, -1};
 			return;
 		}
 	/* Full: the pool still works; only the automatic flush at thread exit is skipped. */
@@ -151,8 +163,38 @@ void registry_del(mlx5_qpn_pool *p)
 	std::lock_guard<std::mutex> g(g_reg_mutex);
 	for (auto &e : g_registry)
 		if (e.pool == p)
-			e = {nullptr, 0};
-	g_freed[g_freed_next++ % RTE_DIM(g_freed)] = {p, p->uid};
+			e = {nullptr, 0, -1};
+	g_freed[g_freed_next++ % RTE_DIM(g_freed)] = {p, p->uid, -1};
+}
+
+/* Find or claim this process's entry in the pool's process table; -1 if the table is full. */
+int32_t proc_register(mlx5_qpn_pool *p)
+{
+	const uint64_t me = proc_self_ident();
+	for (uint32_t i = 0; i < kMaxProcs; i++)
+		if (p->procs[i].ident.load(acq) == me)
+			return static_cast<int32_t>(i);
+	for (uint32_t i = 0; i < kMaxProcs; i++) {
+		uint64_t expect = 0;
+		if (p->procs[i].ident.compare_exchange_strong(expect, me, acq_rel, rlx))
+			return static_cast<int32_t>(i);
+	}
+	return -1;
+}
+
+/* This process's index in the pool's table (process-local cache in the registry). */
+int32_t my_proc(mlx5_qpn_pool *p)
+{
+	{
+		std::lock_guard<std::mutex> g(g_reg_mutex);
+		for (auto &e : g_registry)
+			if (e.pool == p && e.uid == p->uid) {
+				if (e.proc < 0)
+					e.proc = proc_register(p);
+				return e.proc;
+			}
+	}
+	return proc_register(p);
 }
 
 /* Is the pool of a thread binding still alive in this process? (g_reg_mutex held) */
@@ -214,7 +256,14 @@ public:
 	int alloc_bypass(uint32_t *qpn, uint32_t *gen, uint32_t flags = 0);
 	int free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen);
 	int refill(Cache &c);
-	bool wait_collector() const;
+	bool wait_collector(Cache *self);
+
+	/* Crash recovery. */
+	bool holder_dead(uint32_t plus1) const;
+	bool maybe_reclaim(Cache *self);
+	int reclaim(Cache *self, bool block);
+	int reclaim_locked(Cache *self);
+	void wait_stw();
 
 	mlx5_qpn_pool *p_;
 
@@ -547,7 +596,9 @@ void Pool::flush_cache(Cache &c)
 unsigned Pool::steal(Cache *self)
 {
 	unsigned n = 0;
-	uint32_t mypid = static_cast<uint32_t>(getpid());
+	uint32_t mypid = static_cast<uint32_t>(getpid()) & 0x3FFFFF;
+	int32_t me = my_proc(p_);
+	const uint32_t thief = me >= 0 ? static_cast<uint32_t>(me) + 1 : kAnyThief;
 	for (uint32_t i = 0; i < p_->nb_caches; i++) {
 		Cache &v = p_->caches[i];
 		if (&v == self)
@@ -558,9 +609,9 @@ unsigned Pool::steal(Cache *self)
 		if (v.ready.count.load(rlx) + v.spare.count.load(rlx) + v.open.count.load(rlx) == 0)
 			continue;
 		uint32_t expect = 0;
-		if (!v.steal.compare_exchange_strong(expect, 1, acq_rel, rlx))
+		if (!v.steal.compare_exchange_strong(expect, thief, acq_rel, rlx))
 			continue; /* another thief is at it */
-		bool other = static_cast<uint32_t>(owner >> 32) != mypid;
+		bool other = owner_pid(owner) != mypid;
 		if (heavy_barrier(other) && v.busy.load(acq) == 0) {
 			flush_cache(v);
 			n++;
@@ -614,12 +665,24 @@ bool Pool::nothing_anywhere(const Cache *self) const
  * empty in that window waits for it (the only wait in the pool, and only while a range is being
  * removed). Returns true if it waited, so the caller looks again.
  */
-QPN_COLD bool Pool::wait_collector() const
+QPN_COLD bool Pool::wait_collector(Cache *self)
 {
-	if (p_->collecting.load(acq) == 0)
+	uint32_t col = p_->collecting.load(acq);
+	if (col == 0)
 		return false;
-	while (p_->collecting.load(acq) != 0)
+	/* Bounded: a collector that died is detected (its process index is in `collecting`) and
+	 * recovered by a reclaim; one that is only slow is waited for at most ~100 ms, then the
+	 * caller reports -EAGAIN. */
+	const uint64_t deadline = real_ns() + 100 * 1000 * 1000;
+	for (uint32_t i = 1; (col = p_->collecting.load(acq)) != 0; i++) {
 		rte_pause();
+		if ((i & 1023) != 0)
+			continue;
+		if (holder_dead(col))
+			reclaim(self, false);
+		if (real_ns() > deadline)
+			break;
+	}
 	return true;
 }
 
@@ -658,9 +721,14 @@ QPN_COLD int Pool::refill(Cache &c)
 			continue;
 		if (round == 0 && steal(&c) != 0)
 			continue;
-		if (wait_collector())
+		if (wait_collector(&c))
 			continue;
 		break;
+	}
+	/* Nothing anywhere: QPNs of a process that died may be stranded (rate-limited check). */
+	if (maybe_reclaim(&c) && pop_free(c.ready)) {
+		bump(c.refills);
+		return 0;
 	}
 	if (!nothing_anywhere(&c)) {
 		bump(c.eagain);
@@ -692,9 +760,11 @@ QPN_HOT int Pool::alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen, uint32_t fla
 		c->ready.head.store(nx, rlx);
 		rte_prefetch0(&slot(nx));
 	}
-	/* The slot is ours alone (it sat in our cache): a plain store suffices. */
+	/* The slot is ours alone (it sat in our cache): a plain store suffices. It records the
+	 * holder's process (from the owner word, on the cache line already loaded), so that a
+	 * reclaim can recover it if the process dies. */
 	uint32_t g = (slot_gen(w) + 1) & kGenMask;
-	slot(s).store(slot_make(kNil, kNoHolder | flags, kInUse, g), rlx);
+	slot(s).store(slot_make(kNil, owner_holder(c->owner.load(rlx)) | flags, kInUse, g), rlx);
 	*qpn = slot_to_qpn(s, &c->range_hint);
 	if (gen != nullptr)
 		*gen = g;
@@ -712,7 +782,7 @@ QPN_COLD int Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen, uint32_t flags)
 		ok = pop_free(b);
 	if (!ok && steal(nullptr) != 0)
 		ok = pop_free(b);
-	if (!ok && wait_collector())
+	if (!ok && wait_collector(nullptr))
 		ok = pop_free(b);
 	if (!ok) {
 		p_->transit.fetch_sub(1, sc);
@@ -727,7 +797,9 @@ QPN_COLD int Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen, uint32_t flags)
 	}
 	p_->transit.fetch_sub(1, sc);
 	uint32_t g = (slot_gen(w) + 1) & kGenMask;
-	slot(s).store(slot_make(kNil, kNoHolder | flags, kInUse, g), rlx);
+	int32_t me = my_proc(p_);
+	uint32_t holder = me >= 0 ? static_cast<uint32_t>(me) : kNoHolder;
+	slot(s).store(slot_make(kNil, holder | flags, kInUse, g), rlx);
 	*qpn = slot_to_qpn(s, nullptr);
 	if (gen != nullptr)
 		*gen = g;
@@ -800,6 +872,381 @@ QPN_HOT int Pool::free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen)
 		c->ready.count.store(0, rlx);
 	}
 	return 0;
+}
+
+/* ---- crash recovery ------------------------------------------------------------------------- */
+
+/*
+ * A process that dies leaves behind whatever it held: QPNs in use (their slots name it as
+ * holder), its caches (claimed, maybe marked busy mid-call), and any chain it was moving between
+ * two homes at the instant of death (a popped batch, a drained bucket, the free stack held by
+ * range_remove, a slot freed but not yet linked). Rather than repair each of those windows, a
+ * reclaim stops the world and audits the pool:
+ *
+ * 1. it takes the range lock (a robust mutex: a holder that died hands it over with EOWNERDEAD),
+ *    so no range is added or removed and no other reclaim runs;
+ * 2. it sets `stw` and holds every cache like a thief (membarrier, then each live owner's `busy`
+ *    must read 0), and waits until no live process is inside a cacheless call (`busy` of its
+ *    process entry). Now no live thread is moving anything; the dead ones never will;
+ * 3. it marks every slot reachable from a live home (free stack, buckets, live caches), walking
+ *    defensively (indices bounded, nothing visited twice, at most nb_slots steps);
+ * 4. every slot of a live range that is not marked and not in use by a live holder is stranded:
+ *    in use by a dead holder, or in quarantine -> quarantine, stamped now (after the death was
+ *    noticed, so nothing the dead let go comes back before the quarantine: invariant 5); free (it
+ *    left quarantine before, or was never handed out) -> the free stack. A slot is collected
+ *    once, so nothing is doubled (invariant 1) and nothing stays stranded (invariant 4).
+ * 5. dead caches are emptied and unclaimed, dead process entries cleared, counters fixed, and the
+ *    world released.
+ * The fast paths pay nothing for this: alloc writes the holder into the slot word it writes
+ * anyway, and a cache held by the reclaimer is bypassed exactly as one held by a thief.
+ */
+
+/* `plus1` is a process index + 1 from a `collecting` or `steal` word: is that process dead? */
+bool Pool::holder_dead(uint32_t plus1) const
+{
+	if (plus1 == 0 || plus1 - 1 >= kMaxProcs)
+		return false;
+	uint64_t id = p_->procs[plus1 - 1].ident.load(acq);
+	return id != 0 && proc_dead(id);
+}
+
+constexpr uint64_t kDeadCheckNs = 50 * 1000 * 1000; /* automatic death checks: 20 per second */
+constexpr uint64_t kStwWaitNs = 500 * 1000 * 1000;  /* longest a reclaim waits for live threads */
+
+/* Rate-limited, pool-wide: is some process of the table dead? Then reclaim (without blocking). */
+QPN_COLD bool Pool::maybe_reclaim(Cache *self)
+{
+	const uint64_t now = real_ns();
+	uint64_t next = p_->next_check_ns.load(rlx);
+	if (now < next && p_->need_audit.load(acq) == 0)
+		return false;
+	if (!p_->next_check_ns.compare_exchange_strong(next, now + kDeadCheckNs, rlx, rlx))
+		return false; /* another thread checks now */
+	bool any = p_->need_audit.load(acq) != 0;
+	const uint64_t me = proc_self_ident();
+	for (uint32_t i = 0; i < kMaxProcs && !any; i++) {
+		uint64_t id = p_->procs[i].ident.load(acq);
+		any = id != 0 && id != me && proc_dead(id);
+	}
+	return any && reclaim(self, false) > 0;
+}
+
+/* A cacheless caller found a reclaim in progress: wait (bounded checks of the reclaimer). */
+QPN_COLD void Pool::wait_stw()
+{
+	for (uint32_t i = 1;; i++) {
+		uint64_t holder = p_->stw.load(acq);
+		if (holder == 0)
+			return;
+		rte_pause();
+		if ((i & 4095) == 0 && proc_dead(holder))
+			reclaim(nullptr, true); /* its lock comes back EOWNERDEAD: we finish the job */
+		if ((i & 4095) == 0)
+			sched_yield();
+	}
+}
+
+/* Cacheless calls announce themselves in their process entry, so that a reclaim can wait them
+ * out (and ignore the counts of dead processes). */
+class Bypass {
+public:
+	explicit Bypass(Pool &pool)
+	{
+		int32_t me = my_proc(pool.p_);
+		ctr_ = me >= 0 ? &pool.p_->procs[me].busy : &pool.p_->anon_busy;
+		for (;;) {
+			ctr_->fetch_add(1, sc);
+			if (pool.p_->stw.load(sc) == 0)
+				return;
+			ctr_->fetch_sub(1, sc);
+			pool.wait_stw();
+		}
+	}
+	~Bypass() { ctr_->fetch_sub(1, sc); }
+	Bypass(const Bypass &) = delete;
+	Bypass &operator=(const Bypass &) = delete;
+
+private:
+	std::atomic<uint32_t> *ctr_;
+};
+
+/* Lock the range table. A holder that died leaves it to us, with the pool to audit. */
+bool lock_ranges(mlx5_qpn_pool *p, bool block, bool *owner_died)
+{
+	int rc = block ? pthread_mutex_lock(&p->range_lock) : pthread_mutex_trylock(&p->range_lock);
+	*owner_died = false;
+	if (rc == EOWNERDEAD) {
+		pthread_mutex_consistent(&p->range_lock);
+		p->need_audit.store(1, rel);
+		*owner_died = true;
+		POOL_LOG(WARNING, "pool %s: a process died holding the range lock", p->name);
+		return true;
+	}
+	return rc == 0;
+}
+
+int Pool::reclaim(Cache *self, bool block)
+{
+	bool died;
+	if (!lock_ranges(p_, block, &died))
+		return 0; /* another thread is at it (or a range call is running): it will do */
+	int rc = reclaim_locked(self);
+	pthread_mutex_unlock(&p_->range_lock);
+	return rc;
+}
+
+namespace {
+
+/* Visited-slot bitmap of an audit. */
+struct Marks {
+	uint64_t *bits;
+	uint32_t n;
+	bool mark(uint32_t s)
+	{
+		if (s >= n || (bits[s / 64] >> (s % 64)) & 1)
+			return false;
+		bits[s / 64] |= 1ull << (s % 64);
+		return true;
+	}
+	bool marked(uint32_t s) const { return s < n && ((bits[s / 64] >> (s % 64)) & 1); }
+};
+
+} // namespace
+
+/* Range lock held. Returns the number of QPNs recovered, or -EAGAIN / -ENOMEM. */
+int Pool::reclaim_locked(Cache *self)
+{
+	bool dead[kMaxProcs];
+	unsigned nd = 0;
+	const uint64_t me = proc_self_ident();
+	for (uint32_t i = 0; i < kMaxProcs; i++) {
+		uint64_t id = p_->procs[i].ident.load(acq);
+		dead[i] = id != 0 && id != me && proc_dead(id);
+		nd += dead[i];
+	}
+	if (nd == 0 && p_->need_audit.load(acq) == 0)
+		return 0;
+
+	/* 2. Stop the world. */
+	const uint32_t mypid = static_cast<uint32_t>(getpid()) & 0x3FFFFF;
+	int32_t mine = my_proc(p_);
+	const uint32_t thief = mine >= 0 ? static_cast<uint32_t>(mine) + 1 : kAnyThief;
+	const uint32_t nc = p_->nb_caches;
+	bool held[MLX5_QPN_MAX_CACHES] = {};
+	bool cdead[MLX5_QPN_MAX_CACHES] = {};
+	bool other = false;
+	int rc = 0;
+	const uint64_t deadline = real_ns() + kStwWaitNs;
+	p_->stw.store(me, sc);
+	for (uint32_t i = 0; i < nc && rc == 0; i++) {
+		Cache &v = p_->caches[i];
+		if (&v == self)
+			continue;
+		uint64_t owner = v.owner.load(acq);
+		uint32_t op = static_cast<uint32_t>(owner >> 44);
+		if (owner != 0 && op != 0 && op - 1 < kMaxProcs)
+			cdead[i] = dead[op - 1];
+		else if (owner != 0 && op == 0) /* no table entry: the pid alone */
+			cdead[i] = kill(static_cast<pid_t>(owner_pid(owner)), 0) != 0 && errno == ESRCH;
+		for (;;) {
+			uint32_t e = 0;
+			if (v.steal.compare_exchange_strong(e, thief, acq_rel, acq))
+				break;
+			/* A thief that died holding it hands it over; a live one finishes soon. */
+			if (e != kAnyThief && e - 1 < kMaxProcs && dead[e - 1] &&
+			    v.steal.compare_exchange_strong(e, thief, acq_rel, acq))
+				break;
+			if (real_ns() > deadline) {
+				rc = -EAGAIN;
+				break;
+			}
+			sched_yield();
+		}
+		if (rc != 0)
+			break;
+		held[i] = true;
+		other |= owner != 0 && !cdead[i] && owner_pid(owner) != mypid;
+	}
+	if (rc == 0 && !heavy_barrier(other))
+		rc = -EAGAIN; /* cannot prove the live owners are outside */
+	for (uint32_t i = 0; i < nc && rc == 0; i++)
+		while (held[i] && !cdead[i] && p_->caches[i].busy.load(acq) != 0 && rc == 0)
+			if (real_ns() > deadline)
+				rc = -EAGAIN;
+			else
+				sched_yield();
+	for (uint32_t i = 0; i < kMaxProcs && rc == 0; i++)
+		while (!dead[i] && p_->procs[i].busy.load(sc) != 0 && rc == 0)
+			if (real_ns() > deadline)
+				rc = -EAGAIN;
+			else
+				sched_yield();
+	while (rc == 0 && p_->anon_busy.load(sc) != 0)
+		if (real_ns() > deadline)
+			rc = -EAGAIN;
+		else
+			sched_yield();
+
+	/* 3. Mark what live homes hold. */
+	const uint32_t ns = p_->nb_slots.load(acq);
+	Marks m{nullptr, ns};
+	if (rc == 0) {
+		m.bits = static_cast<uint64_t *>(calloc(ns / 64 + 1, sizeof(uint64_t)));
+		if (m.bits == nullptr)
+			rc = -ENOMEM;
+	}
+	uint64_t recovered = 0, inuse = 0;
+	if (rc == 0) {
+		auto walk_batches = [&](uint32_t b) {
+			for (uint32_t steps = 0; b != kNil && steps <= ns;) {
+				if (b >= ns)
+					return;
+				uint32_t t = slot_aux(slot(b).load(acq));
+				for (uint32_t s = b;; steps++) {
+					if (!m.mark(s) || steps > ns)
+						return; /* out of bounds or a loop: stop, the sweep decides */
+					if (s == t)
+						break;
+					s = slot_next(slot(s).load(acq));
+				}
+				b = slot_next(slot(t).load(acq));
+			}
+		};
+		auto walk_chain = [&](const Chain &c) {
+			uint32_t s = c.head.load(acq);
+			for (uint32_t k = c.count.load(acq); k != 0 && m.mark(s); k--)
+				s = slot_next(slot(s).load(acq));
+		};
+		walk_batches(head_idx(p_->free_top.load(acq)));
+		for (auto &b : p_->bucket)
+			walk_batches(head_idx(b.load(acq)));
+		for (uint32_t i = 0; i < nc; i++) {
+			if (cdead[i])
+				continue;
+			const Cache &v = p_->caches[i];
+			walk_chain(v.ready);
+			walk_chain(v.spare);
+			walk_chain(v.open);
+		}
+
+		/* 4. Sweep the live ranges: collect what nobody alive holds or can reach. */
+		uint32_t fh = kNil, ft = kNil, fn = 0, qh = kNil, qt = kNil, qn = 0;
+		const uint64_t stamp = now_ns(); /* after the deaths were noticed */
+		auto flush_free = [&]() {
+			if (fn != 0) {
+				chain_write_batch(fh, ft, fn);
+				push_free(fh, ft);
+			}
+			fh = ft = kNil;
+			fn = 0;
+		};
+		auto flush_quar = [&]() {
+			if (qn != 0) {
+				chain_write_batch(qh, qt, qn);
+				push_quarantine(qh, qt, stamp);
+			}
+			qh = qt = kNil;
+			qn = 0;
+		};
+		const bool quar_on = p_->quarantine_ns != 0;
+		auto collect = [&](uint32_t s, uint64_t w, bool to_free) {
+			to_free |= !quar_on;
+			uint32_t &h = to_free ? fh : qh, &t = to_free ? ft : qt, &n = to_free ? fn : qn;
+			slot(s).store(slot_make(h, kNil, to_free ? kFree : kQuarantine, slot_gen(w)), rlx);
+			if (n == 0)
+				t = s;
+			h = s;
+			recovered++;
+			if (++n == p_->batch) {
+				if (to_free)
+					flush_free();
+				else
+					flush_quar();
+			}
+		};
+		const uint32_t nr = p_->nb_ranges.load(acq);
+		for (uint32_t ri = 0; ri < nr; ri++) {
+			const Range &r = p_->ranges[ri];
+			const uint32_t base = r.base.load(acq), cnt = r.count.load(acq);
+			for (uint32_t s = base; cnt != 0 && s < base + cnt && s < ns; s++) {
+				uint64_t w = slot(s).load(acq);
+				uint64_t st = slot_state(w);
+				if (st == kInUse) {
+					uint32_t hd = slot_aux(w) & kHolderMask;
+					if (hd >= kMaxProcs || !dead[hd])
+						continue;
+					bool unpublished = (slot_aux(w) & kUnpublished) != 0;
+					inuse += !unpublished;
+					collect(s, w, unpublished); /* a bulk's QPN was never handed out */
+				} else if (!m.marked(s)) {
+					collect(s, w, st != kQuarantine);
+				}
+			}
+		}
+		flush_free();
+		flush_quar();
+		free(m.bits);
+	}
+
+	/* 5. Release the world: dead caches emptied and unclaimed, live ones given back. */
+	for (uint32_t i = 0; i < nc; i++) {
+		if (!held[i])
+			continue;
+		Cache &v = p_->caches[i];
+		if (rc == 0 && cdead[i]) {
+			for (Chain *c : {&v.ready, &v.spare, &v.open}) {
+				c->count.store(0, rlx);
+				c->head.store(kNil, rlx);
+				c->tail.store(kNil, rlx);
+			}
+			v.moving.store(0, rlx);
+			v.busy.store(0, rlx);
+			v.owner.store(0, rel);
+		}
+		v.steal.store(0, rel);
+	}
+	if (rc == 0) {
+		for (uint32_t i = 0; i < kMaxProcs; i++)
+			if (dead[i]) {
+				p_->procs[i].busy.store(0, rlx);
+				p_->procs[i].ident.store(0, rel);
+			}
+		/* No live thread is between two homes now; what these still count is the dead's. */
+		p_->transit.store(0, sc);
+		p_->collecting.store(0, rel);
+		if (p_->need_audit.load(acq) != 0) {
+			/* A range call died: its sorted-index update may be half done. Rebuild it. */
+			uint32_t seq = p_->sorted_seq.load(rlx);
+			p_->sorted_seq.store(seq | 1, sc);
+			uint32_t k = 0;
+			const uint32_t nr = p_->nb_ranges.load(acq);
+			for (uint32_t ri = 0; ri < nr; ri++) {
+				if (p_->ranges[ri].count.load(acq) == 0)
+					continue;
+				uint32_t f = p_->ranges[ri].first.load(rlx), pos = k++;
+				while (pos > 0 && p_->ranges[p_->sorted[pos - 1].load(rlx)].first.load(rlx) > f) {
+					p_->sorted[pos].store(p_->sorted[pos - 1].load(rlx), rel);
+					pos--;
+				}
+				p_->sorted[pos].store(static_cast<uint16_t>(ri), rel);
+			}
+			p_->nb_sorted.store(k, rel);
+			p_->sorted_seq.store((seq | 1) + 1, rel);
+			p_->need_audit.store(0, rel);
+		}
+		/* The reclaimed in-use QPNs count as freed into quarantine (in_use stays exact). */
+		p_->bypass_frees.fetch_add(inuse, rlx);
+		p_->bypass_quarantined.fetch_add(inuse, rlx);
+		p_->dead_processes.fetch_add(nd, rlx);
+		p_->reclaimed.fetch_add(recovered, rlx);
+	}
+	p_->stw.store(0, sc);
+	if (rc == 0 && (nd != 0 || recovered != 0))
+		POOL_LOG(INFO, "pool %s: %u dead process(es), %" PRIu64 " QPNs recovered (%" PRIu64
+			 " in use)", p_->name, nd, recovered, inuse);
+	if (rc != 0)
+		return rc;
+	return recovered > INT32_MAX ? INT32_MAX : static_cast<int>(recovered);
 }
 
 } /* namespace */
@@ -890,7 +1337,8 @@ __attribute__((noinline)) Cache *bind_cache(mlx5_qpn_pool *p)
 		if (tc.n == RTE_DIM(tc.b))
 			return nullptr;
 	}
-	uint64_t me = self_token();
+	int32_t proc = my_proc(p);
+	uint64_t me = self_token(proc >= 0 ? static_cast<uint32_t>(proc) + 1 : 0);
 	unsigned start = rte_lcore_id() < p->nb_caches ? rte_lcore_id() : (gettid() % p->nb_caches);
 	for (uint32_t k = 0; k < p->nb_caches; k++) {
 		uint32_t i = (start + k) % p->nb_caches;
@@ -944,6 +1392,96 @@ std::atomic<uint64_t> g_uid_seq{1};
 
 } /* namespace */
 
+static int alloc_bulk_in(Pool &pool, Cache *c, uint32_t *qpns, unsigned int n);
+
+/* ---- fork: a child is a new process of the pool ---------------------------------------------- */
+
+namespace {
+
+/* The child of fork() inherits the forking thread's bindings to its parent's caches and the
+ * parent's process identity: forget both, so it claims its own cache and table entry. */
+void on_fork_child()
+{
+	t_caches.n = 0;
+	proc_forget_self();
+	for (auto &e : g_registry)
+		e.proc = -1;
+	g_barrier.store(static_cast<int>(Barrier::kUnknown), rlx); /* membarrier registration is per mm */
+}
+
+pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
+void install_fork_handler() { pthread_atfork(nullptr, nullptr, on_fork_child); }
+
+bool params_ok(const mlx5_qpn_pool_params *prm)
+{
+	return prm != nullptr && prm->name != nullptr && prm->name[0] != '\0' &&
+	       strlen(prm->name) <= MLX5_QPN_POOL_NAMESIZE && prm->cache_size != 0 &&
+	       prm->cache_size <= 65536 && prm->capacity != 0 && prm->capacity <= kMaxSlots;
+}
+
+} // namespace
+
+size_t qpn_pool_size(uint32_t capacity) { return pool_size(capacity); }
+
+struct mlx5_qpn_pool *qpn_pool_init_at(void *mem, size_t len, const struct mlx5_qpn_pool_params *prm)
+{
+	if (mem == nullptr || !params_ok(prm) || len < pool_size(prm->capacity) ||
+	    reinterpret_cast<uintptr_t>(mem) % alignof(mlx5_qpn_pool) != 0) {
+		rte_errno = EINVAL;
+		return nullptr;
+	}
+	memset(mem, 0, pool_size(prm->capacity));
+	auto *p = new (mem) mlx5_qpn_pool();
+	p->uid = (static_cast<uint64_t>(getpid()) << 32) ^ now_ns() ^ g_uid_seq.fetch_add(1);
+	snprintf(p->name, sizeof(p->name), "%s", prm->name);
+	p->quarantine_ns = prm->quarantine_ns;
+	/* Eight buckets per quarantine time: a batch waits at most one bucket width too long. */
+	p->epoch_ns = prm->quarantine_ns / 8 > 1000 ? prm->quarantine_ns / 8 : 1000;
+	p->t0_ns = now_ns();
+	p->batch = prm->cache_size;
+	p->capacity = prm->capacity;
+	p->socket_id = prm->socket_id;
+	p->nb_caches = MLX5_QPN_MAX_CACHES;
+	p->free_top.store(head_make(kNil, 0), rlx);
+	for (auto &b : p->bucket)
+		b.store(head_make(kNil, 0), rlx);
+	/* Process-shared and robust: a process that dies holding it (inside add_range or
+	 * range_remove) hands it to the next locker with EOWNERDEAD, which audits the pool. */
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(&p->range_lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	for (auto &c : p->caches) {
+		c.ready.head.store(kNil, rlx);
+		c.spare.head.store(kNil, rlx);
+		c.open.head.store(kNil, rlx);
+	}
+	p->magic = kPoolMagic;
+	pthread_once(&g_fork_once, install_fork_handler);
+	registry_add(p);
+	barrier_kind();
+	POOL_LOG(DEBUG, "pool %s: capacity %u, cache %u, quarantine %" PRIu64 " ns, socket %d",
+		 p->name, p->capacity, p->batch, p->quarantine_ns, p->socket_id);
+	return p;
+}
+
+void qpn_pool_fini_at(struct mlx5_qpn_pool *p)
+{
+	if (!valid_pool(p))
+		return;
+	registry_del(p);
+	for (uint32_t i = 0; i < t_caches.n; i++)
+		if (t_caches.b[i].pool == p) {
+			t_caches.b[i] = t_caches.b[--t_caches.n];
+			break;
+		}
+	p->magic = 0;
+	pthread_mutex_destroy(&p->range_lock);
+	p->~mlx5_qpn_pool();
+}
+
 /* ---- public API ----------------------------------------------------------------------------- */
 
 extern "C" {
@@ -952,9 +1490,7 @@ uint64_t mlx5_qpn_clock_ns(void) { return now_ns(); }
 
 struct mlx5_qpn_pool *mlx5_qpn_pool_create(const struct mlx5_qpn_pool_params *prm)
 {
-	if (prm == nullptr || prm->name == nullptr || prm->name[0] == '\0' ||
-	    strlen(prm->name) > MLX5_QPN_POOL_NAMESIZE || prm->cache_size == 0 ||
-	    prm->cache_size > 65536 || prm->capacity == 0 || prm->capacity > kMaxSlots) {
+	if (!params_ok(prm)) {
 		rte_errno = EINVAL;
 		return nullptr;
 	}
@@ -985,36 +1521,8 @@ struct mlx5_qpn_pool *mlx5_qpn_pool_create(const struct mlx5_qpn_pool_params *pr
 		rte_errno = err == EEXIST ? EEXIST : ENOMEM;
 		return nullptr;
 	}
-	auto *p = new (mem) mlx5_qpn_pool();
-	p->uid = (static_cast<uint64_t>(getpid()) << 32) ^ now_ns() ^ g_uid_seq.fetch_add(1);
-	snprintf(p->name, sizeof(p->name), "%s", prm->name);
-	p->quarantine_ns = prm->quarantine_ns;
-	/* Eight buckets per quarantine time: a batch waits at most one bucket width too long. */
-	p->epoch_ns = prm->quarantine_ns / 8 > 1000 ? prm->quarantine_ns / 8 : 1000;
-	p->t0_ns = now_ns();
-	p->batch = prm->cache_size;
-	p->capacity = prm->capacity;
-	p->socket_id = prm->socket_id;
-	p->nb_caches = MLX5_QPN_MAX_CACHES;
-	p->free_top.store(head_make(kNil, 0), rlx);
-	for (auto &b : p->bucket)
-		b.store(head_make(kNil, 0), rlx);
-	pthread_mutexattr_t ma;
-	pthread_mutexattr_init(&ma);
-	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
-	pthread_mutex_init(&p->range_lock, &ma);
-	pthread_mutexattr_destroy(&ma);
-	for (auto &c : p->caches) {
-		c.ready.head.store(kNil, rlx);
-		c.spare.head.store(kNil, rlx);
-		c.open.head.store(kNil, rlx);
-	}
-	p->magic = kPoolMagic;
+	auto *p = qpn_pool_init_at(mem, pool_size(prm->capacity), prm);
 	*static_cast<mlx5_qpn_pool **>(mz->addr) = p;
-	registry_add(p);
-	barrier_kind();
-	POOL_LOG(DEBUG, "pool %s: capacity %u, cache %u, quarantine %" PRIu64 " ns, socket %d",
-		 p->name, p->capacity, p->batch, p->quarantine_ns, p->socket_id);
 	return p;
 }
 
@@ -1036,6 +1544,7 @@ struct mlx5_qpn_pool *mlx5_qpn_pool_lookup(const char *name)
 		rte_errno = ENOENT;
 		return nullptr;
 	}
+	pthread_once(&g_fork_once, install_fork_handler);
 	registry_add(p);
 	barrier_kind();
 	return p;
@@ -1047,19 +1556,12 @@ void mlx5_qpn_pool_free_pool(struct mlx5_qpn_pool *p)
 		return;
 	char zname[RTE_MEMZONE_NAMESIZE];
 	snprintf(zname, sizeof(zname), "%s%s", kZonePrefix, p->name);
-	registry_del(p);
-	/* Forget our own binding so that a pool created later at this address is bound afresh. */
-	for (uint32_t i = 0; i < t_caches.n; i++)
-		if (t_caches.b[i].pool == p) {
-			t_caches.b[i] = t_caches.b[--t_caches.n];
-			break;
-		}
-	p->magic = 0;
-	pthread_mutex_destroy(&p->range_lock);
+	/* Also forgets our own binding, so that a pool created later at this address is bound
+	 * afresh. */
+	qpn_pool_fini_at(p);
 	const struct rte_memzone *mz = rte_memzone_lookup(zname);
 	if (mz != nullptr)
 		rte_memzone_free(mz);
-	p->~mlx5_qpn_pool();
 	rte_free(p);
 }
 
@@ -1100,7 +1602,10 @@ int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *p, uint32_t first, uint32_t co
 	if (!valid_pool(p) || count == 0 || first >= MLX5_QPN_MAX || count > MLX5_QPN_MAX - first)
 		return -EINVAL;
 	Pool pool(p);
-	pthread_mutex_lock(&p->range_lock);
+	bool died;
+	lock_ranges(p, true, &died);
+	if (died)
+		pool.reclaim_locked(nullptr);
 	uint32_t n = p->nb_ranges.load(rlx);
 	const uint64_t now = now_ns();
 	const uint64_t grace = p->quarantine_ns > kRegionGraceNs ? p->quarantine_ns : kRegionGraceNs;
@@ -1164,12 +1669,33 @@ int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *p, uint32_t first, uint32_t co
 	return 0;
 }
 
+} /* extern "C" */
+
+namespace {
+
+/* Points of range_remove() where a test can stop it (test hook remove_stage). */
+enum RemoveStage { kStageHolding = 1, kStageRetiring = 2 };
+
+void remove_stage(int stage)
+{
+	auto hook = g_test_hooks.remove_stage.load(acq);
+	if (hook != nullptr)
+		hook(stage);
+}
+
+} // namespace
+
+extern "C" {
+
 int mlx5_qpn_pool_range_remove(struct mlx5_qpn_pool *p, uint32_t first)
 {
 	if (!valid_pool(p) || first > MLX5_QPN_MAX)
 		return -EINVAL;
 	Pool pool(p);
-	pthread_mutex_lock(&p->range_lock);
+	bool died;
+	lock_ranges(p, true, &died);
+	if (died)
+		pool.reclaim_locked(nullptr);
 	uint32_t n = p->nb_ranges.load(rlx), ri = UINT32_MAX;
 	for (uint32_t i = 0; i < n; i++)
 		if (p->ranges[i].count.load(rlx) != 0 && p->ranges[i].first.load(rlx) == first)
@@ -1188,12 +1714,14 @@ int mlx5_qpn_pool_range_remove(struct mlx5_qpn_pool *p, uint32_t first)
 	 * shared pool empty meanwhile wait for `collecting` to clear (see refill()), so none fails
 	 * for want of QPNs that are only being looked at.
 	 */
-	p->collecting.store(1, rel);
+	int32_t me = my_proc(p);
+	p->collecting.store(me >= 0 ? static_cast<uint32_t>(me) + 1 : kAnyThief, rel);
 	uint64_t top = p->free_top.load(acq);
 	while (!p->free_top.compare_exchange_weak(top,
 			head_make(kNil, (head_tag(top) + 1) & kTagMask), acq_rel, acq))
 		;
 	uint32_t head = head_idx(top);
+	remove_stage(kStageHolding);
 	/* Pass 1: are all the range's QPNs here? */
 	uint32_t found = 0;
 	for (uint32_t b = head; b != kNil;) {
@@ -1242,6 +1770,8 @@ int mlx5_qpn_pool_range_remove(struct mlx5_qpn_pool *p, uint32_t first)
 				uint32_t nx = slot_next(w);
 				if (in_range(s)) {
 					pool.slot(s).store(slot_make(kNil, kNil, kRetired, slot_gen(w)), rlx);
+					if (s == base)
+						remove_stage(kStageRetiring);
 				} else {
 					if (bn == 0)
 						bh = s;
@@ -1288,8 +1818,10 @@ int mlx5_qpn_pool_alloc_gen(struct mlx5_qpn_pool *p, uint32_t *qpn, uint32_t *ge
 		return -EINVAL;
 	Pool pool(p);
 	Cache *c = enter(p);
-	if (unlikely(c == nullptr))
+	if (unlikely(c == nullptr)) {
+		Bypass b(pool);
 		return pool.alloc_bypass(qpn, generation);
+	}
 	int rc = pool.alloc_one(c, qpn, generation);
 	if (likely(rc == 0))
 		bump(c->allocs);
@@ -1308,6 +1840,21 @@ int mlx5_qpn_pool_alloc_bulk(struct mlx5_qpn_pool *p, uint32_t *qpns, unsigned i
 		return -EINVAL;
 	Pool pool(p);
 	Cache *c = enter(p);
+	if (c == nullptr) {
+		Bypass b(pool);
+		return alloc_bulk_in(pool, nullptr, qpns, n);
+	}
+	int rc = alloc_bulk_in(pool, c, qpns, n);
+	leave(c);
+	return rc;
+}
+
+} /* extern "C" */
+
+/* alloc_bulk() with the caller's cache, or cacheless inside a Bypass section. */
+static int alloc_bulk_in(Pool &pool, Cache *c, uint32_t *qpns, unsigned int n)
+{
+	mlx5_qpn_pool *p = pool.p_;
 	unsigned int got = 0;
 	int rc = 0;
 	/* Taken unpublished: until the bulk has succeeded, no free can take one of them (a racing
@@ -1353,9 +1900,10 @@ int mlx5_qpn_pool_alloc_bulk(struct mlx5_qpn_pool *p, uint32_t *qpns, unsigned i
 	}
 	if (rc == 0 && c != nullptr)
 		bump(c->allocs, n);
-	leave(c);
 	return rc;
 }
+
+extern "C" {
 
 } /* extern "C" */
 
@@ -1370,12 +1918,23 @@ inline void count_refused(mlx5_qpn_pool *p, Cache *c)
 		p->bypass_refused.fetch_add(1, rlx);
 }
 
+QPN_COLD int free_cacheless(Pool &pool, uint32_t qpn, bool check_gen, uint32_t generation)
+{
+	Bypass b(pool);
+	int rc = pool.free_one(nullptr, qpn, check_gen, generation);
+	if (rc != 0)
+		count_refused(pool.p_, nullptr);
+	return rc;
+}
+
 inline int free_checked(mlx5_qpn_pool *p, uint32_t qpn, bool check_gen, uint32_t generation)
 {
 	if (unlikely(!valid_pool(p)))
 		return -EINVAL;
 	Pool pool(p);
 	Cache *c = enter(p);
+	if (unlikely(c == nullptr))
+		return free_cacheless(pool, qpn, check_gen, generation);
 	int rc = pool.free_one(c, qpn, check_gen, generation);
 	if (unlikely(rc != 0))
 		count_refused(p, c);
@@ -1404,6 +1963,12 @@ int mlx5_qpn_pool_free_bulk(struct mlx5_qpn_pool *p, const uint32_t *qpns, unsig
 	Pool pool(p);
 	Cache *c = enter(p);
 	int rc = 0;
+	if (c == nullptr) {
+		for (unsigned int i = 0; i < n; i++)
+			if (free_cacheless(pool, qpns[i], false, 0) != 0)
+				rc = -EINVAL;
+		return rc;
+	}
 	for (unsigned int i = 0; i < n; i++)
 		if (pool.free_one(c, qpns[i], false, 0) != 0) {
 			count_refused(p, c);
@@ -1427,6 +1992,13 @@ int mlx5_qpn_pool_qpn_state(struct mlx5_qpn_pool *p, uint32_t qpn, uint32_t *gen
 	return slot_state(w) == kInUse && (slot_aux(w) & kUnpublished) == 0 ? 1 : 0;
 }
 
+int mlx5_qpn_pool_reclaim_dead(struct mlx5_qpn_pool *p)
+{
+	if (!valid_pool(p))
+		return -EINVAL;
+	return Pool(p).reclaim(nullptr, true);
+}
+
 int mlx5_qpn_pool_next_release(struct mlx5_qpn_pool *p, uint64_t *when_ns)
 {
 	if (!valid_pool(p) || when_ns == nullptr)
@@ -1440,7 +2012,9 @@ int mlx5_qpn_pool_drain(struct mlx5_qpn_pool *p)
 		return -EINVAL;
 	if (p->quarantine_ns == 0)
 		return 0;
-	uint64_t n = Pool(p).drain(now_ns());
+	Pool pool(p);
+	Bypass b(pool);
+	uint64_t n = pool.drain(now_ns());
 	return n > INT32_MAX ? INT32_MAX : static_cast<int>(n);
 }
 
@@ -1524,6 +2098,8 @@ int mlx5_qpn_pool_stats_get(struct mlx5_qpn_pool *p, struct mlx5_qpn_pool_stats 
 	st->eagain = e.eagain - b.eagain;
 	st->nb_ranges = p->nb_ranges.load(acq);
 	st->nb_caches = cl;
+	st->dead_processes = p->dead_processes.load(rlx);
+	st->reclaimed = p->reclaimed.load(rlx);
 	return 0;
 }
 

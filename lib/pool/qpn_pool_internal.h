@@ -19,6 +19,7 @@
  */
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include <pthread.h>
@@ -115,10 +116,28 @@ struct Chain {
  * fields are relaxed atomics so that the thief's reads are well defined; on x86 they compile to
  * plain loads and stores.
  */
+/*
+ * Owner word of a cache: who claimed it, in one word so that a claim names its process atomically
+ * (a process that dies right after claiming is still known).
+ *   63       44 43      22 21      0
+ *  +----------+----------+---------+
+ *  | proc + 1 | pid (22) | tid(22) |   proc: index in the pool's process table; 0: none recorded
+ *  +----------+----------+---------+
+ */
+constexpr uint64_t owner_make(uint32_t proc_plus1, uint32_t pid, uint32_t tid)
+{
+	return (static_cast<uint64_t>(proc_plus1) << 44) | (static_cast<uint64_t>(pid & 0x3FFFFF) << 22) |
+	       (tid & 0x3FFFFF);
+}
+constexpr uint32_t owner_pid(uint64_t o) { return static_cast<uint32_t>((o >> 22) & 0x3FFFFF); }
+/* The holder recorded in the slots it allocates: its process index, or kNoHolder. */
+constexpr uint32_t owner_holder(uint64_t o) { return static_cast<uint32_t>((o >> 44) - 1) & kHolderMask; }
+
 struct alignas(64) Cache {
-	std::atomic<uint64_t> owner; /* 0: unclaimed; else pid << 32 | tid */
+	std::atomic<uint64_t> owner; /* 0: unclaimed; else owner_make() */
 	std::atomic<uint32_t> busy;  /* owner is inside a pool call */
-	std::atomic<uint32_t> steal; /* a thief holds the cache: owner bypasses it */
+	std::atomic<uint32_t> steal; /* a thief holds the cache (its process index + 1, or kAnyThief):
+				      * the owner bypasses it */
 	std::atomic<uint32_t> range_hint;
 	std::atomic<uint32_t> refill_seq; /* refills so far: paces the quarantine drain */
 	std::atomic<uint32_t> moving;     /* a refill is taking a batch off the free stack */
@@ -137,6 +156,18 @@ struct alignas(64) Cache {
 	std::atomic<uint64_t> enospc;
 	std::atomic<uint64_t> eagain;
 	std::atomic<uint64_t> quarantined;
+};
+
+/* ---- process table (crash recovery) ---------------------------------------------------------- */
+
+constexpr uint32_t kMaxProcs = 64;
+constexpr uint32_t kAnyThief = 0xFFFFFFFF; /* a thief whose process has no table entry */
+
+/* One process that uses the pool. `ident` (qpn_pool_proc.h: pid + start time) is claimed by CAS
+ * from 0; it is cleared only by a reclaim, after every QPN the process held was recovered. */
+struct alignas(64) ProcEntry {
+	std::atomic<uint64_t> ident;
+	std::atomic<uint32_t> busy; /* its threads inside a cacheless call (see Pool::Bypass) */
 };
 
 /* ---- the pool ------------------------------------------------------------------------------- */
@@ -188,7 +219,8 @@ struct mlx5_qpn_pool {
 	alignas(64) pthread_mutex_t range_lock;
 	std::atomic<uint32_t> nb_ranges;         /* published range entries, removed ones included */
 	std::atomic<uint32_t> nb_sorted;         /* live ranges in sorted[] */
-	std::atomic<uint32_t> collecting;        /* range_remove() holds the free stack */
+	std::atomic<uint32_t> collecting;        /* range_remove() holds the free stack: its process
+						  * index + 1 (kAnyThief if none), 0: nobody */
 	std::atomic<uint32_t> nb_slots;          /* high-water mark of the slot regions used */
 	std::atomic<uint32_t> live_slots;        /* slots of live ranges (the capacity) */
 	std::atomic<uint32_t> sorted_seq;        /* seqlock over sorted[] */
@@ -197,8 +229,33 @@ struct mlx5_qpn_pool {
 
 	qpn::EventBase stats_base;               /* mlx5_qpn_pool_stats_reset() snapshot */
 
+	/* Crash recovery (Pool::reclaim). `stw`: identity of a reclaimer that holds every cache and
+	 * keeps cacheless calls out while it audits the pool, 0: none. */
+	alignas(64) qpn::ProcEntry procs[qpn::kMaxProcs];
+	std::atomic<uint64_t> stw;
+	std::atomic<uint32_t> anon_busy;         /* cacheless calls of processes without an entry */
+	std::atomic<uint32_t> need_audit;        /* the range lock's holder died */
+	std::atomic<uint64_t> next_check_ns;     /* rate limit of the automatic death check */
+	std::atomic<uint64_t> dead_processes;    /* dead processes reclaimed */
+	std::atomic<uint64_t> reclaimed;         /* QPNs recovered from them */
+
 	qpn::Cache caches[MLX5_QPN_MAX_CACHES];
 	/* followed by std::atomic<uint64_t> slots[capacity] */
 };
+
+/* ---- pools in caller-provided memory (tests; mlx5_qpn_pool_create() uses them too) ---------- */
+
+/* Bytes a pool of `capacity` QPNs needs. */
+size_t qpn_pool_size(uint32_t capacity);
+
+/*
+ * Build a pool in `mem` (len >= qpn_pool_size(), 64-byte aligned, zeroed or not). Memory shared
+ * with fork()ed processes (MAP_SHARED) makes a pool they all use; no EAL call is made here.
+ * Returns the pool, or NULL with rte_errno = EINVAL.
+ */
+struct mlx5_qpn_pool *qpn_pool_init_at(void *mem, size_t len, const struct mlx5_qpn_pool_params *prm);
+
+/* Retire a pool built by qpn_pool_init_at(); the memory is the caller's again. */
+void qpn_pool_fini_at(struct mlx5_qpn_pool *pool);
 
 #endif /* QPN_POOL_INTERNAL_H */
