@@ -1032,6 +1032,20 @@ int Pool::reclaim_locked(Cache *self)
 	int32_t mine = my_proc(p_);
 	const uint32_t thief = mine >= 0 ? static_cast<uint32_t>(mine) + 1 : kAnyThief;
 	const uint32_t nc = p_->nb_caches;
+	/* A process killed just before this reclaim may die only while it runs (SIGKILL is delivered
+	 * asynchronously): one found dead later joins the dead; it cannot come back. */
+	auto now_dead = [&](uint32_t proc) {
+		if (proc >= kMaxProcs)
+			return false;
+		if (dead[proc])
+			return true;
+		uint64_t id = p_->procs[proc].ident.load(acq);
+		if (id == 0 || id == me || !proc_dead(id))
+			return false;
+		dead[proc] = true;
+		nd++;
+		return true;
+	};
 	bool held[MLX5_QPN_MAX_CACHES] = {};
 	bool cdead[MLX5_QPN_MAX_CACHES] = {};
 	bool other = false;
@@ -1053,10 +1067,12 @@ int Pool::reclaim_locked(Cache *self)
 			if (v.steal.compare_exchange_strong(e, thief, acq_rel, acq))
 				break;
 			/* A thief that died holding it hands it over; a live one finishes soon. */
-			if (e != kAnyThief && e - 1 < kMaxProcs && dead[e - 1] &&
+			if (e != kAnyThief && e != 0 && now_dead(e - 1) &&
 			    v.steal.compare_exchange_strong(e, thief, acq_rel, acq))
 				break;
 			if (real_ns() > deadline) {
+				POOL_LOG(WARNING, "pool %s: reclaim: cache %u stays held by thief %u",
+					 p_->name, i, e);
 				rc = -EAGAIN;
 				break;
 			}
@@ -1067,25 +1083,40 @@ int Pool::reclaim_locked(Cache *self)
 		held[i] = true;
 		other |= owner != 0 && !cdead[i] && owner_pid(owner) != mypid;
 	}
-	if (rc == 0 && !heavy_barrier(other))
+	if (rc == 0 && !heavy_barrier(other)) {
+		POOL_LOG(WARNING, "pool %s: reclaim: no membarrier", p_->name);
 		rc = -EAGAIN; /* cannot prove the live owners are outside */
-	for (uint32_t i = 0; i < nc && rc == 0; i++)
-		while (held[i] && !cdead[i] && p_->caches[i].busy.load(acq) != 0 && rc == 0)
-			if (real_ns() > deadline)
+	}
+	/* Wait for a live thread to leave the pool (or for its process to turn out dead). */
+	auto wait_zero = [&](const std::atomic<uint32_t> &a, const char *what, uint32_t i,
+			     uint32_t proc) {
+		while (rc == 0 && a.load(sc) != 0) {
+			if (now_dead(proc))
+				return true;
+			if (real_ns() > deadline) {
+				POOL_LOG(WARNING, "pool %s: reclaim: %s %u stays busy", p_->name, what, i);
 				rc = -EAGAIN;
-			else
+			} else {
 				sched_yield();
+			}
+		}
+		return false;
+	};
+	for (uint32_t i = 0; i < nc && rc == 0; i++) {
+		uint32_t op = static_cast<uint32_t>(p_->caches[i].owner.load(acq) >> 44);
+		if (held[i] && !cdead[i] && wait_zero(p_->caches[i].busy, "cache", i, op - 1))
+			cdead[i] = true;
+	}
 	for (uint32_t i = 0; i < kMaxProcs && rc == 0; i++)
-		while (!dead[i] && p_->procs[i].busy.load(sc) != 0 && rc == 0)
-			if (real_ns() > deadline)
-				rc = -EAGAIN;
-			else
-				sched_yield();
-	while (rc == 0 && p_->anon_busy.load(sc) != 0)
-		if (real_ns() > deadline)
-			rc = -EAGAIN;
-		else
-			sched_yield();
+		if (!dead[i])
+			wait_zero(p_->procs[i].busy, "process", i, i);
+	wait_zero(p_->anon_busy, "anonymous", 0, kMaxProcs);
+	/* Caches of processes found dead while waiting (after their own cache was looked at). */
+	for (uint32_t i = 0; i < nc && rc == 0; i++) {
+		uint32_t op = static_cast<uint32_t>(p_->caches[i].owner.load(acq) >> 44);
+		if (held[i] && op != 0 && op - 1 < kMaxProcs && dead[op - 1])
+			cdead[i] = true;
+	}
 
 	/* 3. Mark what live homes hold. */
 	const uint32_t ns = p_->nb_slots.load(acq);
@@ -2081,7 +2112,9 @@ int mlx5_qpn_pool_stats_get(struct mlx5_qpn_pool *p, struct mlx5_qpn_pool_stats 
 				 bb.enospc.load(rlx), bb.eagain.load(rlx)};
 	memset(st, 0, sizeof(*st));
 	st->capacity = p->live_slots.load(acq);
-	st->in_use = a - f;
+	/* A process killed between a slot update and its counter bump skews these by one call:
+	 * never below zero. */
+	st->in_use = a > f ? a - f : 0;
 	uint64_t rel_q = p->released.load(rlx);
 	st->in_quarantine = q > rel_q ? q - rel_q : 0;
 	uint64_t busy = st->in_use + st->in_quarantine;
