@@ -18,8 +18,11 @@
  *   (GUID, QPN) pair in timewait and would reject a REQ that reuses it as stale;
  * - free of a QPN that is not allocated (never was, already freed, outside every range) is
  *   refused with -EINVAL and changes nothing, also when two threads race to free one QPN;
- * - alloc fails with -ENOSPC only when no QPN is free anywhere (other threads' caches included),
- *   and with -EAGAIN when QPNs exist but all of them are in quarantine.
+ * - alloc fails with -ENOSPC only when no QPN is free anywhere (other threads' caches and QPNs
+ *   on their way between two of the pool's lists included), and with -EAGAIN when QPNs exist but
+ *   all of them are in quarantine or in transit;
+ * - a process that dies while sharing the pool costs the others nothing but its own QPNs, which
+ *   come back after the quarantine (see mlx5_qpn_pool_reclaim_dead()).
  *
  * All state lives in one DPDK memzone and holds no process-local pointer, so primary and
  * secondary processes can share a pool (see mlx5_qpn_pool_lookup()).
@@ -102,8 +105,9 @@ void mlx5_qpn_pool_free_pool(struct mlx5_qpn_pool *pool);
  *
  * Ranges may be added while other threads allocate and free.
  *
- * @return 0; -EINVAL if the range is empty, passes QPN 0xFFFFFF or overlaps a range of the
- *         pool; -ENOSPC if the pool's capacity or range table is full.
+ * @return 0; -EINVAL if the range is empty, holds QPN 0xFFFFFF (the multicast QPN: a range may
+ *         end at 0xFFFFFE at most) or overlaps a range of the pool; -ENOSPC if the pool's
+ *         capacity or range table is full.
  */
 int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *pool, uint32_t first, uint32_t count);
 
@@ -114,6 +118,9 @@ int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *pool, uint32_t first, uint32_t
  * free list for one pass over it meanwhile: an allocation that finds nothing else free waits for
  * that pass. The range's slots are reused by a later range of the same size after a grace period
  * (1 s or the quarantine time, whichever is longer).
+ *
+ * If the caller dies during the call, the waiting threads notice it (bounded wait) and a reclaim
+ * (mlx5_qpn_pool_reclaim_dead()) puts the pool back in a consistent state, with the range in it.
  *
  * @return 0; -EBUSY if some of its QPNs are not free (try again later); -ENOENT if no range of
  *         the pool starts at `first`; -EINVAL.
@@ -137,6 +144,10 @@ int mlx5_qpn_pool_alloc(struct mlx5_qpn_pool *pool, uint32_t *qpn);
 
 /**
  * Allocate n QPNs, all or none.
+ *
+ * Until the call returns 0, the QPNs it took are handed to nobody: a free of one of them (a
+ * guessed or stale QPN, from any thread) is refused with -EINVAL, and a failing call gives them
+ * back without quarantine.
  *
  * @return 0 with qpns[0..n) filled; otherwise nothing is allocated and the error is that of
  *         mlx5_qpn_pool_alloc().

@@ -16,6 +16,10 @@
  * the epoch of its newest member). The only atomic read-modify-write on the per-QPN fast path
  * is the compare-and-swap of free() that takes a slot out of "in use": it is what makes a
  * double free refused even when two threads race to free one QPN.
+ *
+ * Crash recovery: a table of the processes that use the pool (pid + start time); a cache's owner
+ * word and an in-use slot's aux name the process; a reclaim stops the world (holds every cache
+ * like a thief) and sweeps what no live home reaches (design_pool.md §11).
  */
 
 #include <atomic>
