@@ -461,7 +461,7 @@ void cm_glue_fini(run_ctx *ctx)
 	mlx5_qpn_cm_fabric_destroy(g->fabric);
 	g->fabric = nullptr;
 	/* Detaches this process's nodes and withdraws its directory entries; the segment stays
-	 * for the other process (remove it with mlx5_qpn_cm_shm_unlink() or rm /dev/shm/...). */
+	 * while the other process uses it, and goes with the last user's close. */
 	mlx5_qpn_cm_shm_fabric_close(g->shm);
 	g->shm = nullptr;
 }

@@ -481,13 +481,22 @@ uint64_t mlx5_qpn_cm_fabric_drops(const struct mlx5_qpn_cm_fabric *fabric);
  * dropped and counted (the CM retransmits); a send never blocks. A node whose owner process died
  * is reclaimed by the next attach that needs a slot or names its GUID; frames still queued for a
  * node's previous owner are discarded (and counted) by the new one. Its directory entries are
- * ignored once the publisher is dead.
+ * ignored once the publisher is dead. Liveness is the pid *and* its start time, so a reused pid
+ * is not taken for a dead owner.
+ *
+ * The segment is its owner's alone (created with O_EXCL and mode 0600; an existing one of another
+ * user or with group/other permission bits is refused with -EACCES); every index and length read
+ * back from it is bounded before use, and a corrupted header gets -EPROTO. The last user to close
+ * removes it.
  *
  * No EAL is needed (plain shared memory and atomics): a fork()ed child may open the fabric by
  * name. A handle must not be used across fork(); the child opens its own.
  *
- * Known limit: a sender that dies between reserving a queue slot and publishing it (a window of
- * one 256-byte copy) leaves that queue stalled until the segment is unlinked.
+ * A sender that dies between reserving a queue slot and publishing it does not stall the queue:
+ * the slot carries a claim word naming its sender, and the receiver skips the slot of a dead
+ * claimer (counted as a drop). The few instructions between reserving a position and claiming it
+ * are covered by a grace period (1 s) instead: a live sender stalled longer than that at that
+ * exact point loses its frame (-ETIMEDOUT, counted).
  *
  * Thread safety: send (the transport hook) is safe from any thread of any process; recv_burst of
  * one node from one thread at a time; open/attach/detach/publish/close from any thread.
@@ -503,8 +512,8 @@ struct mlx5_qpn_cm_shm_fabric;
 
 /**
  * Open (creating it if needed) the fabric @p name. Creation and a concurrent open are
- * serialised by a file lock on the segment; a segment left half-initialised by a crashed creator
- * is initialised again. The creator's geometry wins: later openers get the existing one
+ * serialised by a file lock on the segment, waited for at most a few seconds; a segment left
+ * half-initialised by a crashed creator is initialised again. The creator's geometry wins: later openers get the existing one
  * (@p max_nodes and @p slots_per_node are then only checked for range).
  *
  * @param name            the fabric (at most MLX5_QPN_CM_SHM_NAMESIZE characters).
@@ -512,8 +521,10 @@ struct mlx5_qpn_cm_shm_fabric;
  * @param slots_per_node  frames pending per node: a power of two in 2..65536. Memory is
  *                        reserved sparsely: pages are used as queues fill.
  * @param[out] out        the handle.
- * @return 0; -EINVAL (bad name or geometry); -EPROTO (a segment of another layout version);
- *         -ENOMEM; another negative errno from shm_open/ftruncate/mmap (e.g. -EACCES).
+ * @return 0; -EINVAL (bad name or geometry); -EPROTO (a segment of another layout version, or
+ *         corrupted); -EACCES (a segment another user could reach: wrong owner or mode);
+ *         -ETIMEDOUT (its init lock stayed held); -ENOMEM; another negative errno from
+ *         shm_open/ftruncate/mmap.
  */
 int mlx5_qpn_cm_shm_fabric_open(const char *name, unsigned int max_nodes,
 				unsigned int slots_per_node, struct mlx5_qpn_cm_shm_fabric **out);
@@ -535,7 +546,8 @@ int mlx5_qpn_cm_shm_attach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid,
  */
 int mlx5_qpn_cm_shm_detach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid);
 
-/** Detach every node of this handle and unmap the segment (it stays). NULL: no-op. */
+/** Detach every node of this handle and unmap the segment; the last user's close removes it.
+ * NULL: no-op. */
 void mlx5_qpn_cm_shm_fabric_close(struct mlx5_qpn_cm_shm_fabric *fab);
 
 /**

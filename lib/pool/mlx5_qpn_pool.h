@@ -18,8 +18,11 @@
  *   (GUID, QPN) pair in timewait and would reject a REQ that reuses it as stale;
  * - free of a QPN that is not allocated (never was, already freed, outside every range) is
  *   refused with -EINVAL and changes nothing, also when two threads race to free one QPN;
- * - alloc fails with -ENOSPC only when no QPN is free anywhere (other threads' caches included),
- *   and with -EAGAIN when QPNs exist but all of them are in quarantine.
+ * - alloc fails with -ENOSPC only when no QPN is free anywhere (other threads' caches and QPNs
+ *   on their way between two of the pool's lists included), and with -EAGAIN when QPNs exist but
+ *   all of them are in quarantine or in transit;
+ * - a process that dies while sharing the pool costs the others nothing but its own QPNs, which
+ *   come back after the quarantine (see mlx5_qpn_pool_reclaim_dead()).
  *
  * All state lives in one DPDK memzone and holds no process-local pointer, so primary and
  * secondary processes can share a pool (see mlx5_qpn_pool_lookup()).
@@ -71,6 +74,8 @@ struct mlx5_qpn_pool_stats {
 	uint64_t eagain;         /**< Allocations that failed with -EAGAIN. */
 	uint32_t nb_ranges;      /**< Ranges in the pool. */
 	uint32_t nb_caches;      /**< Caches currently claimed by threads. */
+	uint64_t dead_processes; /**< Dead processes whose QPNs were reclaimed (not reset). */
+	uint64_t reclaimed;      /**< QPNs recovered from dead processes and interrupted calls. */
 };
 
 /**
@@ -100,8 +105,9 @@ void mlx5_qpn_pool_free_pool(struct mlx5_qpn_pool *pool);
  *
  * Ranges may be added while other threads allocate and free.
  *
- * @return 0; -EINVAL if the range is empty, passes QPN 0xFFFFFF or overlaps a range of the
- *         pool; -ENOSPC if the pool's capacity or range table is full.
+ * @return 0; -EINVAL if the range is empty, holds QPN 0xFFFFFF (the multicast QPN: a range may
+ *         end at 0xFFFFFE at most) or overlaps a range of the pool; -ENOSPC if the pool's
+ *         capacity or range table is full.
  */
 int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *pool, uint32_t first, uint32_t count);
 
@@ -112,6 +118,9 @@ int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *pool, uint32_t first, uint32_t
  * free list for one pass over it meanwhile: an allocation that finds nothing else free waits for
  * that pass. The range's slots are reused by a later range of the same size after a grace period
  * (1 s or the quarantine time, whichever is longer).
+ *
+ * If the caller dies during the call, the waiting threads notice it (bounded wait) and a reclaim
+ * (mlx5_qpn_pool_reclaim_dead()) puts the pool back in a consistent state, with the range in it.
  *
  * @return 0; -EBUSY if some of its QPNs are not free (try again later); -ENOENT if no range of
  *         the pool starts at `first`; -EINVAL.
@@ -135,6 +144,10 @@ int mlx5_qpn_pool_alloc(struct mlx5_qpn_pool *pool, uint32_t *qpn);
 
 /**
  * Allocate n QPNs, all or none.
+ *
+ * Until the call returns 0, the QPNs it took are handed to nobody: a free of one of them (a
+ * guessed or stale QPN, from any thread) is refused with -EINVAL, and a failing call gives them
+ * back without quarantine.
  *
  * @return 0 with qpns[0..n) filled; otherwise nothing is allocated and the error is that of
  *         mlx5_qpn_pool_alloc().
@@ -174,6 +187,34 @@ int mlx5_qpn_pool_free_bulk(struct mlx5_qpn_pool *pool, const uint32_t *qpns, un
  * @return 1 if allocated, 0 if free or in quarantine, -EINVAL if outside every range.
  */
 int mlx5_qpn_pool_qpn_state(struct mlx5_qpn_pool *pool, uint32_t qpn, uint32_t *generation);
+
+/**
+ * Recover the QPNs of processes that died while sharing the pool.
+ *
+ * Every process that uses the pool has an entry in the pool's process table (pid and start
+ * time, so a recycled pid is not taken for the dead process); every allocated QPN records the
+ * entry of the process that allocated it. For each process that is gone (no such pid, another
+ * start time, or a zombie), this call takes over its caches (even one it died inside), and puts
+ * every QPN it held in use, had released, or had cached into quarantine, stamped now: none comes
+ * back before the quarantine time has passed since the death was noticed. QPNs it had not handed
+ * out since their last quarantine go straight back to the free pool. A range call
+ * (mlx5_qpn_pool_range_remove(), mlx5_qpn_pool_add_range()) the process died in is undone or
+ * completed so that the pool is consistent.
+ *
+ * The pool runs the same check by itself, rate-limited, when an allocation finds nothing free
+ * and when a thread waits for a range removal whose caller died; this call makes it happen now.
+ * While it runs (an audit of the whole pool, O(capacity)) other threads work without their
+ * caches and cacheless calls wait for it; it gives up after 0.5 s if a live thread stays inside
+ * the pool that long.
+ *
+ * @param pool  the pool.
+ * @return the number of QPNs recovered (>= 0; 0 when no process died); -EINVAL (bad pool);
+ *         -EAGAIN (live threads did not leave the pool in time, or the membarrier(2) needed to
+ *         hold other processes' caches is unavailable: try again); -ENOMEM.
+ *
+ * Thread safety: any thread of any process sharing the pool; concurrent calls serialise.
+ */
+int mlx5_qpn_pool_reclaim_dead(struct mlx5_qpn_pool *pool);
 
 /**
  * Earliest CLOCK_MONOTONIC time (ns) at which a quarantined QPN may become free.

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
+#include <cstdlib>
 #include <ctime>
 #include <mutex>
 
@@ -13,6 +14,7 @@
 #include <new>
 
 #include <linux/membarrier.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -26,6 +28,8 @@
 #include <rte_prefetch.h>
 
 #include "qpn_pool_internal.h"
+#include "qpn_pool_proc.h"
+#include "qpn_pool_test_hooks.h"
 
 RTE_LOG_REGISTER(mlx5_qpn_pool_logtype, mlx5_qpn.pool, INFO);
 #define POOL_LOG(level, fmt, ...) \
@@ -42,6 +46,7 @@ constexpr auto rlx = std::memory_order_relaxed;
 constexpr auto acq = std::memory_order_acquire;
 constexpr auto rel = std::memory_order_release;
 constexpr auto acq_rel = std::memory_order_acq_rel;
+constexpr auto sc = std::memory_order_seq_cst;
 
 constexpr const char *kZonePrefix = "QPNP_";
 
@@ -57,7 +62,19 @@ inline void bump(std::atomic<uint64_t> &c, uint64_t n = 1)
 
 /* ---- clock ---------------------------------------------------------------------------------- */
 
+/* Test seam (qpn_pool_test_hooks.h): 0 outside tests. */
+std::atomic<int64_t> g_clock_offset{0};
+
 uint64_t now_ns()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec) +
+	       static_cast<uint64_t>(g_clock_offset.load(std::memory_order_relaxed));
+}
+
+/* CLOCK_MONOTONIC without the test offset: deadlines of bounded waits and rate limits. */
+uint64_t real_ns()
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -109,9 +126,9 @@ bool heavy_barrier(bool other_process)
 	return sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
 }
 
-uint64_t self_token()
+uint64_t self_token(uint32_t proc_plus1)
 {
-	return (static_cast<uint64_t>(getpid()) << 32) | static_cast<uint32_t>(gettid());
+	return owner_make(proc_plus1, static_cast<uint32_t>(getpid()), static_cast<uint32_t>(gettid()));
 }
 
 /* ---- process-local registry: which pools are alive (for thread-exit flushes) ----------------- */
@@ -120,18 +137,25 @@ std::mutex g_reg_mutex;
 struct RegEntry {
 	mlx5_qpn_pool *pool;
 	uint64_t uid;
+	int32_t proc; /* this process's index in the pool's process table; -1: not yet */
 };
 RegEntry g_registry[64];
+/* Pools freed by this process, most recent last (a ring): tells a stale thread binding from a
+ * live pool that did not fit in the registry. */
+RegEntry g_freed[64];
+uint32_t g_freed_next;
+bool g_reg_overflow; /* some live pool is missing from g_registry */
 
 void registry_add(mlx5_qpn_pool *p)
 {
 	std::lock_guard<std::mutex> g(g_reg_mutex);
 	for (auto &e : g_registry)
 		if (e.pool == nullptr || e.pool == p) {
-			e = {p, p->uid};
+			e = {p, p->uid, -1};
 			return;
 		}
 	/* Full: the pool still works; only the automatic flush at thread exit is skipped. */
+	g_reg_overflow = true;
 }
 
 void registry_del(mlx5_qpn_pool *p)
@@ -139,7 +163,52 @@ void registry_del(mlx5_qpn_pool *p)
 	std::lock_guard<std::mutex> g(g_reg_mutex);
 	for (auto &e : g_registry)
 		if (e.pool == p)
-			e = {nullptr, 0};
+			e = {nullptr, 0, -1};
+	g_freed[g_freed_next++ % RTE_DIM(g_freed)] = {p, p->uid, -1};
+}
+
+/* Find or claim this process's entry in the pool's process table; -1 if the table is full. */
+int32_t proc_register(mlx5_qpn_pool *p)
+{
+	const uint64_t me = proc_self_ident();
+	for (uint32_t i = 0; i < kMaxProcs; i++)
+		if (p->procs[i].ident.load(acq) == me)
+			return static_cast<int32_t>(i);
+	for (uint32_t i = 0; i < kMaxProcs; i++) {
+		uint64_t expect = 0;
+		if (p->procs[i].ident.compare_exchange_strong(expect, me, acq_rel, rlx))
+			return static_cast<int32_t>(i);
+	}
+	return -1;
+}
+
+/* This process's index in the pool's table (process-local cache in the registry). */
+int32_t my_proc(mlx5_qpn_pool *p)
+{
+	{
+		std::lock_guard<std::mutex> g(g_reg_mutex);
+		for (auto &e : g_registry)
+			if (e.pool == p && e.uid == p->uid) {
+				if (e.proc < 0)
+					e.proc = proc_register(p);
+				return e.proc;
+			}
+	}
+	return proc_register(p);
+}
+
+/* Is the pool of a thread binding still alive in this process? (g_reg_mutex held) */
+bool registry_alive(const mlx5_qpn_pool *p, uint64_t uid)
+{
+	for (const auto &e : g_registry)
+		if (e.pool == p && e.uid == uid)
+			return true;
+	if (!g_reg_overflow)
+		return false;
+	for (const auto &e : g_freed)
+		if (e.pool == p && e.uid == uid)
+			return false;
+	return true; /* unknown: keep it (a live binding dropped would strand its cache claim) */
 }
 
 } /* namespace */
@@ -181,12 +250,20 @@ public:
 	void flush_cache(Cache &c);
 	unsigned steal(Cache *self);
 	bool anything_held(const Cache *self) const;
+	bool nothing_anywhere(const Cache *self) const;
 
-	int alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen);
-	int alloc_bypass(uint32_t *qpn, uint32_t *gen);
+	int alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen, uint32_t flags = 0);
+	int alloc_bypass(uint32_t *qpn, uint32_t *gen, uint32_t flags = 0);
 	int free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen);
 	int refill(Cache &c);
-	bool wait_collector() const;
+	bool wait_collector(Cache *self);
+
+	/* Crash recovery. */
+	bool holder_dead(uint32_t plus1) const;
+	bool maybe_reclaim(Cache *self);
+	int reclaim(Cache *self, bool block);
+	int reclaim_locked(Cache *self);
+	void wait_stw();
 
 	mlx5_qpn_pool *p_;
 
@@ -305,7 +382,7 @@ void Pool::push_free(uint32_t head, uint32_t last_tail)
 	for (;;) {
 		ts.store(slot_with_next(ts.load(rlx), head_idx(top)), rlx);
 		uint64_t nt = head_make(head, (head_tag(top) + 1) & kTagMask);
-		if (p_->free_top.compare_exchange_weak(top, nt, rel, rlx))
+		if (p_->free_top.compare_exchange_weak(top, nt, sc, rlx))
 			return;
 	}
 }
@@ -332,7 +409,7 @@ bool Pool::pop_free(Chain &into)
 		uint64_t tw = t == h ? hw : slot(t).load(rlx);
 		uint32_t cnt = t == h ? 1 : slot_aux(tw);
 		uint64_t nt = head_make(slot_next(tw), (head_tag(top) + 1) & kTagMask);
-		if (p_->free_top.compare_exchange_weak(top, nt, acq, acq)) {
+		if (p_->free_top.compare_exchange_weak(top, nt, sc, acq)) {
 			into.head.store(h, rlx);
 			into.tail.store(t, rlx);
 			into.count.store(cnt, rlx);
@@ -348,7 +425,7 @@ bool Pool::pop_free(Chain &into)
  */
 void Pool::push_quarantine(uint32_t head, uint32_t tail, uint64_t stamp)
 {
-	uint64_t e = ((stamp - p_->t0_ns) / p_->epoch_ns) & kTagMask;
+	uint64_t e = (stamp > p_->t0_ns ? (stamp - p_->t0_ns) / p_->epoch_ns : 0) & kTagMask;
 	auto &b = p_->bucket[e % kBuckets];
 	auto &ts = slot(tail);
 	uint64_t h = b.load(rlx);
@@ -364,15 +441,32 @@ void Pool::push_quarantine(uint32_t head, uint32_t tail, uint64_t stamp)
 }
 
 /*
- * When a bucket tagged with (40-bit) epoch `tag` may be released. The full epoch is taken as the
- * latest one not after now that has this tag: never earlier than the real one, so a tag that
- * wrapped around makes a release late, never early.
+ * When a bucket tagged with (40-bit) epoch `tag` may be released, for a drainer whose clock read
+ * gave `now`. The full epoch is rebuilt as the one with these 40 bits nearest to now's epoch
+ * (within [-2^39, 2^39) epochs), so it is never earlier than the real one:
+ * - a batch sealed *after* the drainer read its clock carries an epoch newer than now's. It must
+ *   read as "not yet", never as 2^40 epochs old: that reading (the code before this one) released
+ *   such a bucket at once, and its 64-bit product wrapped into an arbitrary time;
+ * - a real epoch is never 2^39 epochs ahead of a clock read (centuries at the smallest epoch), so
+ *   the largest value with these bits below now_e + 2^39 is at least the real epoch;
+ * - a bucket left for more than 2^39 epochs (6 days at the 1 us minimum) reads too late, not early.
+ * The result saturates at UINT64_MAX instead of wrapping.
  */
 uint64_t Pool::bucket_expiry(uint64_t tag, uint64_t now) const
 {
-	uint64_t now_e = (now - p_->t0_ns) / p_->epoch_ns;
-	uint64_t full = now_e - ((now_e - tag) & kTagMask);
-	return p_->t0_ns + (full + 1) * p_->epoch_ns + p_->quarantine_ns;
+	const uint64_t now_e = now > p_->t0_ns ? (now - p_->t0_ns) / p_->epoch_ns : 0;
+	const uint64_t ahead = (tag - now_e) & kTagMask;
+	const uint64_t back = kTagMask + 1 - ahead;
+	uint64_t full;
+	if (ahead <= (kTagMask >> 1) || back > now_e)
+		full = now_e + ahead; /* now or later (a negative epoch cannot be: later too) */
+	else
+		full = now_e - back;
+	uint64_t t;
+	if (__builtin_mul_overflow(full + 1, p_->epoch_ns, &t) ||
+	    __builtin_add_overflow(t, p_->t0_ns, &t) || __builtin_add_overflow(t, p_->quarantine_ns, &t))
+		return UINT64_MAX;
+	return t;
 }
 
 /*
@@ -388,8 +482,16 @@ uint64_t Pool::drain(uint64_t now)
 		while (head_idx(h) != kNil) {
 			if (now < bucket_expiry(head_tag(h), now))
 				break;
-			if (!b.compare_exchange_weak(h, head_make(kNil, head_tag(h)), acq, acq))
+			/* In transit from before the bucket looks empty until after the free stack
+			 * has the chain (see nothing_anywhere()). */
+			p_->transit.fetch_add(1, sc);
+			if (!b.compare_exchange_weak(h, head_make(kNil, head_tag(h)), sc, acq)) {
+				p_->transit.fetch_sub(1, sc);
 				continue;
+			}
+			auto hook = g_test_hooks.drain_holding.load(acq);
+			if (hook != nullptr)
+				hook();
 			/* Walk the batches of the chain to count them and find the last tail. */
 			uint32_t head = head_idx(h), cur = head, last = head;
 			uint64_t n = 0;
@@ -410,6 +512,7 @@ uint64_t Pool::drain(uint64_t now)
 				cur = slot_next(slot(t).load(rlx));
 			}
 			push_free(head, last);
+			p_->transit.fetch_sub(1, sc);
 			total += n;
 			break;
 		}
@@ -425,7 +528,7 @@ bool Pool::quarantine_next(uint64_t *when) const
 	uint64_t best = UINT64_MAX;
 	const uint64_t now = now_ns();
 	for (const auto &b : p_->bucket) {
-		uint64_t h = b.load(acq);
+		uint64_t h = b.load(sc);
 		if (head_idx(h) == kNil)
 			continue;
 		uint64_t exp = bucket_expiry(head_tag(h), now);
@@ -493,7 +596,9 @@ void Pool::flush_cache(Cache &c)
 unsigned Pool::steal(Cache *self)
 {
 	unsigned n = 0;
-	uint32_t mypid = static_cast<uint32_t>(getpid());
+	uint32_t mypid = static_cast<uint32_t>(getpid()) & 0x3FFFFF;
+	int32_t me = my_proc(p_);
+	const uint32_t thief = me >= 0 ? static_cast<uint32_t>(me) + 1 : kAnyThief;
 	for (uint32_t i = 0; i < p_->nb_caches; i++) {
 		Cache &v = p_->caches[i];
 		if (&v == self)
@@ -504,9 +609,9 @@ unsigned Pool::steal(Cache *self)
 		if (v.ready.count.load(rlx) + v.spare.count.load(rlx) + v.open.count.load(rlx) == 0)
 			continue;
 		uint32_t expect = 0;
-		if (!v.steal.compare_exchange_strong(expect, 1, acq_rel, rlx))
+		if (!v.steal.compare_exchange_strong(expect, thief, acq_rel, rlx))
 			continue; /* another thief is at it */
-		bool other = static_cast<uint32_t>(owner >> 32) != mypid;
+		bool other = owner_pid(owner) != mypid;
 		if (heavy_barrier(other) && v.busy.load(acq) == 0) {
 			flush_cache(v);
 			n++;
@@ -525,10 +630,29 @@ bool Pool::anything_held(const Cache *self) const
 		const Cache &v = p_->caches[i];
 		if (&v == self)
 			continue;
-		if (v.ready.count.load(rlx) + v.spare.count.load(rlx) + v.open.count.load(rlx) != 0)
+		if (v.moving.load(acq) != 0 ||
+		    v.ready.count.load(acq) + v.spare.count.load(acq) + v.open.count.load(acq) != 0)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * The -ENOSPC verdict: no QPN free anywhere, after the caller found the free stack and the
+ * quarantine empty. A QPN can hide from a scan only while some thread moves it between two
+ * homes, and every such move is announced before its source looks empty: `transit` (drain, the
+ * cacheless pop), a cache's `moving` (refill pop), `collecting` (range_remove). Those are read
+ * after the sources, and the free stack once more at the end, so a move that finished in the
+ * meantime is seen at its destination. Any doubt is -EAGAIN: try again.
+ */
+bool Pool::nothing_anywhere(const Cache *self) const
+{
+	uint64_t when;
+	if (p_->transit.load(sc) != 0 || p_->collecting.load(sc) != 0)
+		return false;
+	if (quarantine_next(&when) || anything_held(self))
+		return false;
+	return head_idx(p_->free_top.load(sc)) == kNil;
 }
 
 /*
@@ -541,12 +665,24 @@ bool Pool::anything_held(const Cache *self) const
  * empty in that window waits for it (the only wait in the pool, and only while a range is being
  * removed). Returns true if it waited, so the caller looks again.
  */
-QPN_COLD bool Pool::wait_collector() const
+QPN_COLD bool Pool::wait_collector(Cache *self)
 {
-	if (p_->collecting.load(acq) == 0)
+	uint32_t col = p_->collecting.load(acq);
+	if (col == 0)
 		return false;
-	while (p_->collecting.load(acq) != 0)
+	/* Bounded: a collector that died is detected (its process index is in `collecting`) and
+	 * recovered by a reclaim; one that is only slow is waited for at most ~100 ms, then the
+	 * caller reports -EAGAIN. */
+	const uint64_t deadline = real_ns() + 100 * 1000 * 1000;
+	for (uint32_t i = 1; (col = p_->collecting.load(acq)) != 0; i++) {
 		rte_pause();
+		if ((i & 1023) != 0)
+			continue;
+		if (holder_dead(col))
+			reclaim(self, false);
+		if (real_ns() > deadline)
+			break;
+	}
 	return true;
 }
 
@@ -570,7 +706,11 @@ QPN_COLD int Pool::refill(Cache &c)
 	if (p_->quarantine_ns != 0 && (nr & 7) == 0)
 		drain(now_ns());
 	for (int round = 0; round < 3; round++) {
-		if (pop_free(c.ready)) {
+		/* Announced before the pop empties the stack, withdrawn once the batch is in `ready`. */
+		c.moving.store(1, rlx);
+		bool got = pop_free(c.ready);
+		c.moving.store(0, rel);
+		if (got) {
 			bump(c.refills);
 			return 0;
 		}
@@ -581,12 +721,16 @@ QPN_COLD int Pool::refill(Cache &c)
 			continue;
 		if (round == 0 && steal(&c) != 0)
 			continue;
-		if (wait_collector())
+		if (wait_collector(&c))
 			continue;
 		break;
 	}
-	uint64_t when;
-	if (quarantine_next(&when) || anything_held(&c)) {
+	/* Nothing anywhere: QPNs of a process that died may be stranded (rate-limited check). */
+	if (maybe_reclaim(&c) && pop_free(c.ready)) {
+		bump(c.refills);
+		return 0;
+	}
+	if (!nothing_anywhere(&c)) {
 		bump(c.eagain);
 		return -EAGAIN;
 	}
@@ -594,7 +738,7 @@ QPN_COLD int Pool::refill(Cache &c)
 	return -ENOSPC;
 }
 
-QPN_HOT int Pool::alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen)
+QPN_HOT int Pool::alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen, uint32_t flags)
 {
 	if (c->ready.count.load(rlx) == 0) {
 		if (c->spare.count.load(rlx) == 0)
@@ -616,9 +760,11 @@ QPN_HOT int Pool::alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen)
 		c->ready.head.store(nx, rlx);
 		rte_prefetch0(&slot(nx));
 	}
-	/* The slot is ours alone (it sat in our cache): a plain store suffices. */
+	/* The slot is ours alone (it sat in our cache): a plain store suffices. It records the
+	 * holder's process (from the owner word, on the cache line already loaded), so that a
+	 * reclaim can recover it if the process dies. */
 	uint32_t g = (slot_gen(w) + 1) & kGenMask;
-	slot(s).store(slot_make(kNil, kNil, kInUse, g), rlx);
+	slot(s).store(slot_make(kNil, owner_holder(c->owner.load(rlx)) | flags, kInUse, g), rlx);
 	*qpn = slot_to_qpn(s, &c->range_hint);
 	if (gen != nullptr)
 		*gen = g;
@@ -626,19 +772,21 @@ QPN_HOT int Pool::alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen)
 }
 
 /* No cache for this thread (all claimed, or a thief holds ours): work on the shared pool. */
-QPN_COLD int Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen)
+QPN_COLD int Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen, uint32_t flags)
 {
 	Chain b;
+	/* The popped batch is private until its rest is pushed back: in transit. */
+	p_->transit.fetch_add(1, sc);
 	bool ok = pop_free(b);
 	if (!ok && p_->quarantine_ns != 0 && drain(now_ns()) != 0)
 		ok = pop_free(b);
 	if (!ok && steal(nullptr) != 0)
 		ok = pop_free(b);
-	if (!ok && wait_collector())
+	if (!ok && wait_collector(nullptr))
 		ok = pop_free(b);
 	if (!ok) {
-		uint64_t when;
-		return (quarantine_next(&when) || anything_held(nullptr)) ? -EAGAIN : -ENOSPC;
+		p_->transit.fetch_sub(1, sc);
+		return nothing_anywhere(nullptr) ? -ENOSPC : -EAGAIN;
 	}
 	uint32_t s = b.head.load(rlx), n = b.count.load(rlx);
 	uint64_t w = slot(s).load(rlx);
@@ -647,13 +795,23 @@ QPN_COLD int Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen)
 		chain_write_batch(rest, t, n - 1);
 		push_free(rest, t);
 	}
+	p_->transit.fetch_sub(1, sc);
 	uint32_t g = (slot_gen(w) + 1) & kGenMask;
-	slot(s).store(slot_make(kNil, kNil, kInUse, g), rlx);
+	int32_t me = my_proc(p_);
+	uint32_t holder = me >= 0 ? static_cast<uint32_t>(me) : kNoHolder;
+	slot(s).store(slot_make(kNil, holder | flags, kInUse, g), rlx);
 	*qpn = slot_to_qpn(s, nullptr);
 	if (gen != nullptr)
 		*gen = g;
 	p_->bypass_allocs.fetch_add(1, rlx);
 	return 0;
+}
+
+/* In use, handed out (not inside a bulk that may roll back), and of the given generation. */
+QPN_HOT bool freeable(uint64_t w, bool check_gen, uint32_t gen)
+{
+	return slot_state(w) == kInUse && (slot_aux(w) & kUnpublished) == 0 &&
+	       (!check_gen || slot_gen(w) == (gen & kGenMask));
 }
 
 /*
@@ -670,7 +828,7 @@ QPN_HOT int Pool::free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen)
 	uint64_t w = sw.load(rlx);
 	if (c == nullptr) {
 		for (;;) {
-			if (slot_state(w) != kInUse || (check_gen && slot_gen(w) != (gen & kGenMask)))
+			if (!freeable(w, check_gen, gen))
 				return -EINVAL;
 			uint64_t nw = slot_make(kNil, s, quar ? kQuarantine : kFree, slot_gen(w));
 			if (sw.compare_exchange_weak(w, nw, acq_rel, rlx))
@@ -689,7 +847,7 @@ QPN_HOT int Pool::free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen)
 	uint32_t n = into.count.load(rlx);
 	uint32_t head = n != 0 ? into.head.load(rlx) : kNil;
 	for (;;) {
-		if (slot_state(w) != kInUse || (check_gen && slot_gen(w) != (gen & kGenMask)))
+		if (!freeable(w, check_gen, gen))
 			return -EINVAL;
 		uint64_t nw = slot_make(head, kNil, quar ? kQuarantine : kFree, slot_gen(w));
 		if (sw.compare_exchange_weak(w, nw, acq_rel, rlx))
@@ -714,6 +872,412 @@ QPN_HOT int Pool::free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen)
 		c->ready.count.store(0, rlx);
 	}
 	return 0;
+}
+
+/* ---- crash recovery ------------------------------------------------------------------------- */
+
+/*
+ * A process that dies leaves behind whatever it held: QPNs in use (their slots name it as
+ * holder), its caches (claimed, maybe marked busy mid-call), and any chain it was moving between
+ * two homes at the instant of death (a popped batch, a drained bucket, the free stack held by
+ * range_remove, a slot freed but not yet linked). Rather than repair each of those windows, a
+ * reclaim stops the world and audits the pool:
+ *
+ * 1. it takes the range lock (a robust mutex: a holder that died hands it over with EOWNERDEAD),
+ *    so no range is added or removed and no other reclaim runs;
+ * 2. it sets `stw` and holds every cache like a thief (membarrier, then each live owner's `busy`
+ *    must read 0), and waits until no live process is inside a cacheless call (`busy` of its
+ *    process entry). Now no live thread is moving anything; the dead ones never will;
+ * 3. it marks every slot reachable from a live home (free stack, buckets, live caches), walking
+ *    defensively (indices bounded, nothing visited twice, at most nb_slots steps);
+ * 4. every slot of a live range that is not marked and not in use by a live holder is stranded:
+ *    in use by a dead holder, or in quarantine -> quarantine, stamped now (after the death was
+ *    noticed, so nothing the dead let go comes back before the quarantine: invariant 5); free (it
+ *    left quarantine before, or was never handed out) -> the free stack. A slot is collected
+ *    once, so nothing is doubled (invariant 1) and nothing stays stranded (invariant 4).
+ * 5. dead caches are emptied and unclaimed, dead process entries cleared, counters fixed, and the
+ *    world released.
+ * The fast paths pay nothing for this: alloc writes the holder into the slot word it writes
+ * anyway, and a cache held by the reclaimer is bypassed exactly as one held by a thief.
+ */
+
+/* `plus1` is a process index + 1 from a `collecting` or `steal` word: is that process dead? */
+bool Pool::holder_dead(uint32_t plus1) const
+{
+	if (plus1 == 0 || plus1 - 1 >= kMaxProcs)
+		return false;
+	uint64_t id = p_->procs[plus1 - 1].ident.load(acq);
+	return id != 0 && proc_dead(id);
+}
+
+constexpr uint64_t kDeadCheckNs = 50 * 1000 * 1000; /* automatic death checks: 20 per second */
+constexpr uint64_t kStwWaitNs = 500 * 1000 * 1000;  /* longest a reclaim waits for live threads */
+
+/* Rate-limited, pool-wide: is some process of the table dead? Then reclaim (without blocking). */
+QPN_COLD bool Pool::maybe_reclaim(Cache *self)
+{
+	const uint64_t now = real_ns();
+	uint64_t next = p_->next_check_ns.load(rlx);
+	if (now < next && p_->need_audit.load(acq) == 0)
+		return false;
+	if (!p_->next_check_ns.compare_exchange_strong(next, now + kDeadCheckNs, rlx, rlx))
+		return false; /* another thread checks now */
+	bool any = p_->need_audit.load(acq) != 0;
+	const uint64_t me = proc_self_ident();
+	for (uint32_t i = 0; i < kMaxProcs && !any; i++) {
+		uint64_t id = p_->procs[i].ident.load(acq);
+		any = id != 0 && id != me && proc_dead(id);
+	}
+	return any && reclaim(self, false) > 0;
+}
+
+/* A cacheless caller found a reclaim in progress: wait (bounded checks of the reclaimer). */
+QPN_COLD void Pool::wait_stw()
+{
+	for (uint32_t i = 1;; i++) {
+		uint64_t holder = p_->stw.load(acq);
+		if (holder == 0)
+			return;
+		rte_pause();
+		if ((i & 4095) == 0 && proc_dead(holder))
+			reclaim(nullptr, true); /* its lock comes back EOWNERDEAD: we finish the job */
+		if ((i & 4095) == 0)
+			sched_yield();
+	}
+}
+
+/* Cacheless calls announce themselves in their process entry, so that a reclaim can wait them
+ * out (and ignore the counts of dead processes). */
+class Bypass {
+public:
+	explicit Bypass(Pool &pool)
+	{
+		int32_t me = my_proc(pool.p_);
+		ctr_ = me >= 0 ? &pool.p_->procs[me].busy : &pool.p_->anon_busy;
+		for (;;) {
+			ctr_->fetch_add(1, sc);
+			if (pool.p_->stw.load(sc) == 0)
+				return;
+			ctr_->fetch_sub(1, sc);
+			pool.wait_stw();
+		}
+	}
+	~Bypass() { ctr_->fetch_sub(1, sc); }
+	Bypass(const Bypass &) = delete;
+	Bypass &operator=(const Bypass &) = delete;
+
+private:
+	std::atomic<uint32_t> *ctr_;
+};
+
+/* Lock the range table. A holder that died leaves it to us, with the pool to audit. */
+bool lock_ranges(mlx5_qpn_pool *p, bool block, bool *owner_died)
+{
+	int rc = block ? pthread_mutex_lock(&p->range_lock) : pthread_mutex_trylock(&p->range_lock);
+	*owner_died = false;
+	if (rc == EOWNERDEAD) {
+		pthread_mutex_consistent(&p->range_lock);
+		p->need_audit.store(1, rel);
+		*owner_died = true;
+		POOL_LOG(WARNING, "pool %s: a process died holding the range lock", p->name);
+		return true;
+	}
+	return rc == 0;
+}
+
+int Pool::reclaim(Cache *self, bool block)
+{
+	bool died;
+	if (!lock_ranges(p_, block, &died))
+		return 0; /* another thread is at it (or a range call is running): it will do */
+	int rc = reclaim_locked(self);
+	pthread_mutex_unlock(&p_->range_lock);
+	return rc;
+}
+
+namespace {
+
+/* Visited-slot bitmap of an audit. */
+struct Marks {
+	uint64_t *bits;
+	uint32_t n;
+	bool mark(uint32_t s)
+	{
+		if (s >= n || (bits[s / 64] >> (s % 64)) & 1)
+			return false;
+		bits[s / 64] |= 1ull << (s % 64);
+		return true;
+	}
+	bool marked(uint32_t s) const { return s < n && ((bits[s / 64] >> (s % 64)) & 1); }
+};
+
+} // namespace
+
+/* Range lock held. Returns the number of QPNs recovered, or -EAGAIN / -ENOMEM. */
+int Pool::reclaim_locked(Cache *self)
+{
+	bool dead[kMaxProcs];
+	unsigned nd = 0;
+	const uint64_t me = proc_self_ident();
+	for (uint32_t i = 0; i < kMaxProcs; i++) {
+		uint64_t id = p_->procs[i].ident.load(acq);
+		dead[i] = id != 0 && id != me && proc_dead(id);
+		nd += dead[i];
+	}
+	if (nd == 0 && p_->need_audit.load(acq) == 0)
+		return 0;
+
+	/* 2. Stop the world. */
+	const uint32_t mypid = static_cast<uint32_t>(getpid()) & 0x3FFFFF;
+	int32_t mine = my_proc(p_);
+	const uint32_t thief = mine >= 0 ? static_cast<uint32_t>(mine) + 1 : kAnyThief;
+	const uint32_t nc = p_->nb_caches;
+	/* A process killed just before this reclaim may die only while it runs (SIGKILL is delivered
+	 * asynchronously): one found dead later joins the dead; it cannot come back. */
+	auto now_dead = [&](uint32_t proc) {
+		if (proc >= kMaxProcs)
+			return false;
+		if (dead[proc])
+			return true;
+		uint64_t id = p_->procs[proc].ident.load(acq);
+		if (id == 0 || id == me || !proc_dead(id))
+			return false;
+		dead[proc] = true;
+		nd++;
+		return true;
+	};
+	bool held[MLX5_QPN_MAX_CACHES] = {};
+	bool cdead[MLX5_QPN_MAX_CACHES] = {};
+	bool other = false;
+	int rc = 0;
+	const uint64_t deadline = real_ns() + kStwWaitNs;
+	p_->stw.store(me, sc);
+	for (uint32_t i = 0; i < nc && rc == 0; i++) {
+		Cache &v = p_->caches[i];
+		if (&v == self)
+			continue;
+		uint64_t owner = v.owner.load(acq);
+		uint32_t op = static_cast<uint32_t>(owner >> 44);
+		if (owner != 0 && op != 0 && op - 1 < kMaxProcs)
+			cdead[i] = dead[op - 1];
+		else if (owner != 0 && op == 0) /* no table entry: the pid alone */
+			cdead[i] = kill(static_cast<pid_t>(owner_pid(owner)), 0) != 0 && errno == ESRCH;
+		for (;;) {
+			uint32_t e = 0;
+			if (v.steal.compare_exchange_strong(e, thief, acq_rel, acq))
+				break;
+			/* A thief that died holding it hands it over; a live one finishes soon. */
+			if (e != kAnyThief && e != 0 && now_dead(e - 1) &&
+			    v.steal.compare_exchange_strong(e, thief, acq_rel, acq))
+				break;
+			if (real_ns() > deadline) {
+				POOL_LOG(WARNING, "pool %s: reclaim: cache %u stays held by thief %u",
+					 p_->name, i, e);
+				rc = -EAGAIN;
+				break;
+			}
+			sched_yield();
+		}
+		if (rc != 0)
+			break;
+		held[i] = true;
+		other |= owner != 0 && !cdead[i] && owner_pid(owner) != mypid;
+	}
+	if (rc == 0 && !heavy_barrier(other)) {
+		POOL_LOG(WARNING, "pool %s: reclaim: no membarrier", p_->name);
+		rc = -EAGAIN; /* cannot prove the live owners are outside */
+	}
+	/* Wait for a live thread to leave the pool (or for its process to turn out dead). */
+	auto wait_zero = [&](const std::atomic<uint32_t> &a, const char *what, uint32_t i,
+			     uint32_t proc) {
+		while (rc == 0 && a.load(sc) != 0) {
+			if (now_dead(proc))
+				return true;
+			if (real_ns() > deadline) {
+				POOL_LOG(WARNING, "pool %s: reclaim: %s %u stays busy", p_->name, what, i);
+				rc = -EAGAIN;
+			} else {
+				sched_yield();
+			}
+		}
+		return false;
+	};
+	for (uint32_t i = 0; i < nc && rc == 0; i++) {
+		uint32_t op = static_cast<uint32_t>(p_->caches[i].owner.load(acq) >> 44);
+		if (held[i] && !cdead[i] && wait_zero(p_->caches[i].busy, "cache", i, op - 1))
+			cdead[i] = true;
+	}
+	for (uint32_t i = 0; i < kMaxProcs && rc == 0; i++)
+		if (!dead[i])
+			wait_zero(p_->procs[i].busy, "process", i, i);
+	wait_zero(p_->anon_busy, "anonymous", 0, kMaxProcs);
+	/* Caches of processes found dead while waiting (after their own cache was looked at). */
+	for (uint32_t i = 0; i < nc && rc == 0; i++) {
+		uint32_t op = static_cast<uint32_t>(p_->caches[i].owner.load(acq) >> 44);
+		if (held[i] && op != 0 && op - 1 < kMaxProcs && dead[op - 1])
+			cdead[i] = true;
+	}
+
+	/* 3. Mark what live homes hold. */
+	const uint32_t ns = p_->nb_slots.load(acq);
+	Marks m{nullptr, ns};
+	if (rc == 0) {
+		m.bits = static_cast<uint64_t *>(calloc(ns / 64 + 1, sizeof(uint64_t)));
+		if (m.bits == nullptr)
+			rc = -ENOMEM;
+	}
+	uint64_t recovered = 0, inuse = 0;
+	if (rc == 0) {
+		auto walk_batches = [&](uint32_t b) {
+			for (uint32_t steps = 0; b != kNil && steps <= ns;) {
+				if (b >= ns)
+					return;
+				uint32_t t = slot_aux(slot(b).load(acq));
+				for (uint32_t s = b;; steps++) {
+					if (!m.mark(s) || steps > ns)
+						return; /* out of bounds or a loop: stop, the sweep decides */
+					if (s == t)
+						break;
+					s = slot_next(slot(s).load(acq));
+				}
+				b = slot_next(slot(t).load(acq));
+			}
+		};
+		auto walk_chain = [&](const Chain &c) {
+			uint32_t s = c.head.load(acq);
+			for (uint32_t k = c.count.load(acq); k != 0 && m.mark(s); k--)
+				s = slot_next(slot(s).load(acq));
+		};
+		walk_batches(head_idx(p_->free_top.load(acq)));
+		for (auto &b : p_->bucket)
+			walk_batches(head_idx(b.load(acq)));
+		for (uint32_t i = 0; i < nc; i++) {
+			if (cdead[i])
+				continue;
+			const Cache &v = p_->caches[i];
+			walk_chain(v.ready);
+			walk_chain(v.spare);
+			walk_chain(v.open);
+		}
+
+		/* 4. Sweep the live ranges: collect what nobody alive holds or can reach. */
+		uint32_t fh = kNil, ft = kNil, fn = 0, qh = kNil, qt = kNil, qn = 0;
+		const uint64_t stamp = now_ns(); /* after the deaths were noticed */
+		auto flush_free = [&]() {
+			if (fn != 0) {
+				chain_write_batch(fh, ft, fn);
+				push_free(fh, ft);
+			}
+			fh = ft = kNil;
+			fn = 0;
+		};
+		auto flush_quar = [&]() {
+			if (qn != 0) {
+				chain_write_batch(qh, qt, qn);
+				push_quarantine(qh, qt, stamp);
+			}
+			qh = qt = kNil;
+			qn = 0;
+		};
+		const bool quar_on = p_->quarantine_ns != 0;
+		auto collect = [&](uint32_t s, uint64_t w, bool to_free) {
+			to_free |= !quar_on;
+			uint32_t &h = to_free ? fh : qh, &t = to_free ? ft : qt, &n = to_free ? fn : qn;
+			slot(s).store(slot_make(h, kNil, to_free ? kFree : kQuarantine, slot_gen(w)), rlx);
+			if (n == 0)
+				t = s;
+			h = s;
+			recovered++;
+			if (++n == p_->batch) {
+				if (to_free)
+					flush_free();
+				else
+					flush_quar();
+			}
+		};
+		const uint32_t nr = p_->nb_ranges.load(acq);
+		for (uint32_t ri = 0; ri < nr; ri++) {
+			const Range &r = p_->ranges[ri];
+			const uint32_t base = r.base.load(acq), cnt = r.count.load(acq);
+			for (uint32_t s = base; cnt != 0 && s < base + cnt && s < ns; s++) {
+				uint64_t w = slot(s).load(acq);
+				uint64_t st = slot_state(w);
+				if (st == kInUse) {
+					uint32_t hd = slot_aux(w) & kHolderMask;
+					if (hd >= kMaxProcs || !dead[hd])
+						continue;
+					bool unpublished = (slot_aux(w) & kUnpublished) != 0;
+					inuse += !unpublished;
+					collect(s, w, unpublished); /* a bulk's QPN was never handed out */
+				} else if (!m.marked(s)) {
+					collect(s, w, st != kQuarantine);
+				}
+			}
+		}
+		flush_free();
+		flush_quar();
+		free(m.bits);
+	}
+
+	/* 5. Release the world: dead caches emptied and unclaimed, live ones given back. */
+	for (uint32_t i = 0; i < nc; i++) {
+		if (!held[i])
+			continue;
+		Cache &v = p_->caches[i];
+		if (rc == 0 && cdead[i]) {
+			for (Chain *c : {&v.ready, &v.spare, &v.open}) {
+				c->count.store(0, rlx);
+				c->head.store(kNil, rlx);
+				c->tail.store(kNil, rlx);
+			}
+			v.moving.store(0, rlx);
+			v.busy.store(0, rlx);
+			v.owner.store(0, rel);
+		}
+		v.steal.store(0, rel);
+	}
+	if (rc == 0) {
+		for (uint32_t i = 0; i < kMaxProcs; i++)
+			if (dead[i]) {
+				p_->procs[i].busy.store(0, rlx);
+				p_->procs[i].ident.store(0, rel);
+			}
+		/* No live thread is between two homes now; what these still count is the dead's. */
+		p_->transit.store(0, sc);
+		p_->collecting.store(0, rel);
+		if (p_->need_audit.load(acq) != 0) {
+			/* A range call died: its sorted-index update may be half done. Rebuild it. */
+			uint32_t seq = p_->sorted_seq.load(rlx);
+			p_->sorted_seq.store(seq | 1, sc);
+			uint32_t k = 0;
+			const uint32_t nr = p_->nb_ranges.load(acq);
+			for (uint32_t ri = 0; ri < nr; ri++) {
+				if (p_->ranges[ri].count.load(acq) == 0)
+					continue;
+				uint32_t f = p_->ranges[ri].first.load(rlx), pos = k++;
+				while (pos > 0 && p_->ranges[p_->sorted[pos - 1].load(rlx)].first.load(rlx) > f) {
+					p_->sorted[pos].store(p_->sorted[pos - 1].load(rlx), rel);
+					pos--;
+				}
+				p_->sorted[pos].store(static_cast<uint16_t>(ri), rel);
+			}
+			p_->nb_sorted.store(k, rel);
+			p_->sorted_seq.store((seq | 1) + 1, rel);
+			p_->need_audit.store(0, rel);
+		}
+		/* The reclaimed in-use QPNs count as freed into quarantine (in_use stays exact). */
+		p_->bypass_frees.fetch_add(inuse, rlx);
+		p_->bypass_quarantined.fetch_add(inuse, rlx);
+		p_->dead_processes.fetch_add(nd, rlx);
+		p_->reclaimed.fetch_add(recovered, rlx);
+	}
+	p_->stw.store(0, sc);
+	if (rc == 0 && (nd != 0 || recovered != 0))
+		POOL_LOG(INFO, "pool %s: %u dead process(es), %" PRIu64 " QPNs recovered (%" PRIu64
+			 " in use)", p_->name, nd, recovered, inuse);
+	if (rc != 0)
+		return rc;
+	return recovered > INT32_MAX ? INT32_MAX : static_cast<int>(recovered);
 }
 
 } /* namespace */
@@ -792,9 +1356,20 @@ __attribute__((noinline)) Cache *bind_cache(mlx5_qpn_pool *p)
 			tc.b[i] = tc.b[--tc.n];
 			break;
 		}
-	if (tc.n == RTE_DIM(tc.b))
-		return nullptr;
-	uint64_t me = self_token();
+	if (tc.n == RTE_DIM(tc.b)) {
+		/* Full: drop the bindings of pools freed since (their cache went with the pool). Without
+		 * this, a thread that had used 8 pools never got a cache again. */
+		std::lock_guard<std::mutex> g(g_reg_mutex);
+		for (uint32_t i = 0; i < tc.n;)
+			if (!registry_alive(tc.b[i].pool, tc.b[i].uid))
+				tc.b[i] = tc.b[--tc.n];
+			else
+				i++;
+		if (tc.n == RTE_DIM(tc.b))
+			return nullptr;
+	}
+	int32_t proc = my_proc(p);
+	uint64_t me = self_token(proc >= 0 ? static_cast<uint32_t>(proc) + 1 : 0);
 	unsigned start = rte_lcore_id() < p->nb_caches ? rte_lcore_id() : (gettid() % p->nb_caches);
 	for (uint32_t k = 0; k < p->nb_caches; k++) {
 		uint32_t i = (start + k) % p->nb_caches;
@@ -848,6 +1423,96 @@ std::atomic<uint64_t> g_uid_seq{1};
 
 } /* namespace */
 
+static int alloc_bulk_in(Pool &pool, Cache *c, uint32_t *qpns, unsigned int n);
+
+/* ---- fork: a child is a new process of the pool ---------------------------------------------- */
+
+namespace {
+
+/* The child of fork() inherits the forking thread's bindings to its parent's caches and the
+ * parent's process identity: forget both, so it claims its own cache and table entry. */
+void on_fork_child()
+{
+	t_caches.n = 0;
+	proc_forget_self();
+	for (auto &e : g_registry)
+		e.proc = -1;
+	g_barrier.store(static_cast<int>(Barrier::kUnknown), rlx); /* membarrier registration is per mm */
+}
+
+pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
+void install_fork_handler() { pthread_atfork(nullptr, nullptr, on_fork_child); }
+
+bool params_ok(const mlx5_qpn_pool_params *prm)
+{
+	return prm != nullptr && prm->name != nullptr && prm->name[0] != '\0' &&
+	       strlen(prm->name) <= MLX5_QPN_POOL_NAMESIZE && prm->cache_size != 0 &&
+	       prm->cache_size <= 65536 && prm->capacity != 0 && prm->capacity <= kMaxSlots;
+}
+
+} // namespace
+
+size_t qpn_pool_size(uint32_t capacity) { return pool_size(capacity); }
+
+struct mlx5_qpn_pool *qpn_pool_init_at(void *mem, size_t len, const struct mlx5_qpn_pool_params *prm)
+{
+	if (mem == nullptr || !params_ok(prm) || len < pool_size(prm->capacity) ||
+	    reinterpret_cast<uintptr_t>(mem) % alignof(mlx5_qpn_pool) != 0) {
+		rte_errno = EINVAL;
+		return nullptr;
+	}
+	memset(mem, 0, pool_size(prm->capacity));
+	auto *p = new (mem) mlx5_qpn_pool();
+	p->uid = (static_cast<uint64_t>(getpid()) << 32) ^ now_ns() ^ g_uid_seq.fetch_add(1);
+	snprintf(p->name, sizeof(p->name), "%s", prm->name);
+	p->quarantine_ns = prm->quarantine_ns;
+	/* Eight buckets per quarantine time: a batch waits at most one bucket width too long. */
+	p->epoch_ns = prm->quarantine_ns / 8 > 1000 ? prm->quarantine_ns / 8 : 1000;
+	p->t0_ns = now_ns();
+	p->batch = prm->cache_size;
+	p->capacity = prm->capacity;
+	p->socket_id = prm->socket_id;
+	p->nb_caches = MLX5_QPN_MAX_CACHES;
+	p->free_top.store(head_make(kNil, 0), rlx);
+	for (auto &b : p->bucket)
+		b.store(head_make(kNil, 0), rlx);
+	/* Process-shared and robust: a process that dies holding it (inside add_range or
+	 * range_remove) hands it to the next locker with EOWNERDEAD, which audits the pool. */
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(&p->range_lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	for (auto &c : p->caches) {
+		c.ready.head.store(kNil, rlx);
+		c.spare.head.store(kNil, rlx);
+		c.open.head.store(kNil, rlx);
+	}
+	p->magic = kPoolMagic;
+	pthread_once(&g_fork_once, install_fork_handler);
+	registry_add(p);
+	barrier_kind();
+	POOL_LOG(DEBUG, "pool %s: capacity %u, cache %u, quarantine %" PRIu64 " ns, socket %d",
+		 p->name, p->capacity, p->batch, p->quarantine_ns, p->socket_id);
+	return p;
+}
+
+void qpn_pool_fini_at(struct mlx5_qpn_pool *p)
+{
+	if (!valid_pool(p))
+		return;
+	registry_del(p);
+	for (uint32_t i = 0; i < t_caches.n; i++)
+		if (t_caches.b[i].pool == p) {
+			t_caches.b[i] = t_caches.b[--t_caches.n];
+			break;
+		}
+	p->magic = 0;
+	pthread_mutex_destroy(&p->range_lock);
+	p->~mlx5_qpn_pool();
+}
+
 /* ---- public API ----------------------------------------------------------------------------- */
 
 extern "C" {
@@ -856,9 +1521,7 @@ uint64_t mlx5_qpn_clock_ns(void) { return now_ns(); }
 
 struct mlx5_qpn_pool *mlx5_qpn_pool_create(const struct mlx5_qpn_pool_params *prm)
 {
-	if (prm == nullptr || prm->name == nullptr || prm->name[0] == '\0' ||
-	    strlen(prm->name) > MLX5_QPN_POOL_NAMESIZE || prm->cache_size == 0 ||
-	    prm->cache_size > 65536 || prm->capacity == 0 || prm->capacity > kMaxSlots) {
+	if (!params_ok(prm)) {
 		rte_errno = EINVAL;
 		return nullptr;
 	}
@@ -889,36 +1552,8 @@ struct mlx5_qpn_pool *mlx5_qpn_pool_create(const struct mlx5_qpn_pool_params *pr
 		rte_errno = err == EEXIST ? EEXIST : ENOMEM;
 		return nullptr;
 	}
-	auto *p = new (mem) mlx5_qpn_pool();
-	p->uid = (static_cast<uint64_t>(getpid()) << 32) ^ now_ns() ^ g_uid_seq.fetch_add(1);
-	snprintf(p->name, sizeof(p->name), "%s", prm->name);
-	p->quarantine_ns = prm->quarantine_ns;
-	/* Eight buckets per quarantine time: a batch waits at most one bucket width too long. */
-	p->epoch_ns = prm->quarantine_ns / 8 > 1000 ? prm->quarantine_ns / 8 : 1000;
-	p->t0_ns = now_ns();
-	p->batch = prm->cache_size;
-	p->capacity = prm->capacity;
-	p->socket_id = prm->socket_id;
-	p->nb_caches = MLX5_QPN_MAX_CACHES;
-	p->free_top.store(head_make(kNil, 0), rlx);
-	for (auto &b : p->bucket)
-		b.store(head_make(kNil, 0), rlx);
-	pthread_mutexattr_t ma;
-	pthread_mutexattr_init(&ma);
-	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
-	pthread_mutex_init(&p->range_lock, &ma);
-	pthread_mutexattr_destroy(&ma);
-	for (auto &c : p->caches) {
-		c.ready.head.store(kNil, rlx);
-		c.spare.head.store(kNil, rlx);
-		c.open.head.store(kNil, rlx);
-	}
-	p->magic = kPoolMagic;
+	auto *p = qpn_pool_init_at(mem, pool_size(prm->capacity), prm);
 	*static_cast<mlx5_qpn_pool **>(mz->addr) = p;
-	registry_add(p);
-	barrier_kind();
-	POOL_LOG(DEBUG, "pool %s: capacity %u, cache %u, quarantine %" PRIu64 " ns, socket %d",
-		 p->name, p->capacity, p->batch, p->quarantine_ns, p->socket_id);
 	return p;
 }
 
@@ -940,6 +1575,7 @@ struct mlx5_qpn_pool *mlx5_qpn_pool_lookup(const char *name)
 		rte_errno = ENOENT;
 		return nullptr;
 	}
+	pthread_once(&g_fork_once, install_fork_handler);
 	registry_add(p);
 	barrier_kind();
 	return p;
@@ -951,19 +1587,12 @@ void mlx5_qpn_pool_free_pool(struct mlx5_qpn_pool *p)
 		return;
 	char zname[RTE_MEMZONE_NAMESIZE];
 	snprintf(zname, sizeof(zname), "%s%s", kZonePrefix, p->name);
-	registry_del(p);
-	/* Forget our own binding so that a pool created later at this address is bound afresh. */
-	for (uint32_t i = 0; i < t_caches.n; i++)
-		if (t_caches.b[i].pool == p) {
-			t_caches.b[i] = t_caches.b[--t_caches.n];
-			break;
-		}
-	p->magic = 0;
-	pthread_mutex_destroy(&p->range_lock);
+	/* Also forgets our own binding, so that a pool created later at this address is bound
+	 * afresh. */
+	qpn_pool_fini_at(p);
 	const struct rte_memzone *mz = rte_memzone_lookup(zname);
 	if (mz != nullptr)
 		rte_memzone_free(mz);
-	p->~mlx5_qpn_pool();
 	rte_free(p);
 }
 
@@ -1000,10 +1629,14 @@ static void sorted_remove(mlx5_qpn_pool *p, uint32_t ri)
 
 int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *p, uint32_t first, uint32_t count)
 {
-	if (!valid_pool(p) || count == 0 || first > MLX5_QPN_MAX || count - 1 > MLX5_QPN_MAX - first)
+	/* The last QPN must be below 0xFFFFFF: that one is the multicast QPN, never a connection's. */
+	if (!valid_pool(p) || count == 0 || first >= MLX5_QPN_MAX || count > MLX5_QPN_MAX - first)
 		return -EINVAL;
 	Pool pool(p);
-	pthread_mutex_lock(&p->range_lock);
+	bool died;
+	lock_ranges(p, true, &died);
+	if (died)
+		pool.reclaim_locked(nullptr);
 	uint32_t n = p->nb_ranges.load(rlx);
 	const uint64_t now = now_ns();
 	const uint64_t grace = p->quarantine_ns > kRegionGraceNs ? p->quarantine_ns : kRegionGraceNs;
@@ -1067,12 +1700,33 @@ int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *p, uint32_t first, uint32_t co
 	return 0;
 }
 
+} /* extern "C" */
+
+namespace {
+
+/* Points of range_remove() where a test can stop it (test hook remove_stage). */
+enum RemoveStage { kStageHolding = 1, kStageRetiring = 2 };
+
+void remove_stage(int stage)
+{
+	auto hook = g_test_hooks.remove_stage.load(acq);
+	if (hook != nullptr)
+		hook(stage);
+}
+
+} // namespace
+
+extern "C" {
+
 int mlx5_qpn_pool_range_remove(struct mlx5_qpn_pool *p, uint32_t first)
 {
 	if (!valid_pool(p) || first > MLX5_QPN_MAX)
 		return -EINVAL;
 	Pool pool(p);
-	pthread_mutex_lock(&p->range_lock);
+	bool died;
+	lock_ranges(p, true, &died);
+	if (died)
+		pool.reclaim_locked(nullptr);
 	uint32_t n = p->nb_ranges.load(rlx), ri = UINT32_MAX;
 	for (uint32_t i = 0; i < n; i++)
 		if (p->ranges[i].count.load(rlx) != 0 && p->ranges[i].first.load(rlx) == first)
@@ -1091,12 +1745,14 @@ int mlx5_qpn_pool_range_remove(struct mlx5_qpn_pool *p, uint32_t first)
 	 * shared pool empty meanwhile wait for `collecting` to clear (see refill()), so none fails
 	 * for want of QPNs that are only being looked at.
 	 */
-	p->collecting.store(1, rel);
+	int32_t me = my_proc(p);
+	p->collecting.store(me >= 0 ? static_cast<uint32_t>(me) + 1 : kAnyThief, rel);
 	uint64_t top = p->free_top.load(acq);
 	while (!p->free_top.compare_exchange_weak(top,
 			head_make(kNil, (head_tag(top) + 1) & kTagMask), acq_rel, acq))
 		;
 	uint32_t head = head_idx(top);
+	remove_stage(kStageHolding);
 	/* Pass 1: are all the range's QPNs here? */
 	uint32_t found = 0;
 	for (uint32_t b = head; b != kNil;) {
@@ -1145,6 +1801,8 @@ int mlx5_qpn_pool_range_remove(struct mlx5_qpn_pool *p, uint32_t first)
 				uint32_t nx = slot_next(w);
 				if (in_range(s)) {
 					pool.slot(s).store(slot_make(kNil, kNil, kRetired, slot_gen(w)), rlx);
+					if (s == base)
+						remove_stage(kStageRetiring);
 				} else {
 					if (bn == 0)
 						bh = s;
@@ -1191,8 +1849,10 @@ int mlx5_qpn_pool_alloc_gen(struct mlx5_qpn_pool *p, uint32_t *qpn, uint32_t *ge
 		return -EINVAL;
 	Pool pool(p);
 	Cache *c = enter(p);
-	if (unlikely(c == nullptr))
+	if (unlikely(c == nullptr)) {
+		Bypass b(pool);
 		return pool.alloc_bypass(qpn, generation);
+	}
 	int rc = pool.alloc_one(c, qpn, generation);
 	if (likely(rc == 0))
 		bump(c->allocs);
@@ -1211,42 +1871,70 @@ int mlx5_qpn_pool_alloc_bulk(struct mlx5_qpn_pool *p, uint32_t *qpns, unsigned i
 		return -EINVAL;
 	Pool pool(p);
 	Cache *c = enter(p);
-	unsigned int got = 0;
-	int rc = 0;
-	for (; got < n; got++) {
-		rc = c != nullptr ? pool.alloc_one(c, &qpns[got], nullptr)
-				  : pool.alloc_bypass(&qpns[got], nullptr);
-		if (rc != 0)
-			break;
+	if (c == nullptr) {
+		Bypass b(pool);
+		return alloc_bulk_in(pool, nullptr, qpns, n);
 	}
-	if (rc != 0) {
-		/* All or nothing: the ones we took were never handed out, so they skip quarantine. */
-		for (unsigned int i = 0; i < got; i++) {
-			uint32_t s;
-			if (!pool.qpn_to_slot(qpns[i], &s, nullptr))
-				continue;
-			auto &sw = pool.slot(s);
-			uint32_t g = slot_gen(sw.load(rlx));
-			if (c != nullptr) {
-				uint32_t k = c->ready.count.load(rlx);
-				sw.store(slot_make(k ? c->ready.head.load(rlx) : kNil, kNil, kFree, g),
-					 rlx);
-				c->ready.head.store(s, rlx);
-				if (k == 0)
-					c->ready.tail.store(s, rlx);
-				c->ready.count.store(k + 1, rlx);
-			} else {
-				sw.store(slot_make(kNil, s, kFree, g), rlx);
-				pool.push_free(s, s);
-				p->bypass_allocs.fetch_sub(1, rlx);
-			}
-		}
-	} else if (c != nullptr) {
-		bump(c->allocs, n);
-	}
+	int rc = alloc_bulk_in(pool, c, qpns, n);
 	leave(c);
 	return rc;
 }
+
+} /* extern "C" */
+
+/* alloc_bulk() with the caller's cache, or cacheless inside a Bypass section. */
+static int alloc_bulk_in(Pool &pool, Cache *c, uint32_t *qpns, unsigned int n)
+{
+	mlx5_qpn_pool *p = pool.p_;
+	unsigned int got = 0;
+	int rc = 0;
+	/* Taken unpublished: until the bulk has succeeded, no free can take one of them (a racing
+	 * free of a guessed QPN was accepted here, and the rollback then linked the slot into two
+	 * chains). */
+	for (; got < n; got++) {
+		rc = c != nullptr ? pool.alloc_one(c, &qpns[got], nullptr, kUnpublished)
+				  : pool.alloc_bypass(&qpns[got], nullptr, kUnpublished);
+		if (rc != 0)
+			break;
+	}
+	if (rc != 0 && got != 0) {
+		auto hook = g_test_hooks.bulk_rollback.load(acq);
+		if (hook != nullptr)
+			hook(qpns, got);
+	}
+	std::atomic<uint32_t> *hint = c != nullptr ? &c->range_hint : nullptr;
+	for (unsigned int i = 0; i < got; i++) {
+		uint32_t s;
+		if (!pool.qpn_to_slot(qpns[i], &s, hint))
+			continue; /* not reached: a range with allocated QPNs is never removed */
+		auto &sw = pool.slot(s);
+		uint64_t w = sw.load(rlx);
+		if (rc == 0) {
+			/* Publish. Nobody else writes an unpublished slot: a plain store. */
+			sw.store(slot_with_aux(w, slot_aux(w) & ~kUnpublished), rlx);
+			continue;
+		}
+		/* All or nothing: the ones we took were never handed out, so they skip quarantine. */
+		uint32_t g = slot_gen(w);
+		if (c != nullptr) {
+			uint32_t k = c->ready.count.load(rlx);
+			sw.store(slot_make(k ? c->ready.head.load(rlx) : kNil, kNil, kFree, g), rlx);
+			c->ready.head.store(s, rlx);
+			if (k == 0)
+				c->ready.tail.store(s, rlx);
+			c->ready.count.store(k + 1, rlx);
+		} else {
+			sw.store(slot_make(kNil, s, kFree, g), rlx);
+			pool.push_free(s, s);
+			p->bypass_allocs.fetch_sub(1, rlx);
+		}
+	}
+	if (rc == 0 && c != nullptr)
+		bump(c->allocs, n);
+	return rc;
+}
+
+extern "C" {
 
 } /* extern "C" */
 
@@ -1261,12 +1949,23 @@ inline void count_refused(mlx5_qpn_pool *p, Cache *c)
 		p->bypass_refused.fetch_add(1, rlx);
 }
 
+QPN_COLD int free_cacheless(Pool &pool, uint32_t qpn, bool check_gen, uint32_t generation)
+{
+	Bypass b(pool);
+	int rc = pool.free_one(nullptr, qpn, check_gen, generation);
+	if (rc != 0)
+		count_refused(pool.p_, nullptr);
+	return rc;
+}
+
 inline int free_checked(mlx5_qpn_pool *p, uint32_t qpn, bool check_gen, uint32_t generation)
 {
 	if (unlikely(!valid_pool(p)))
 		return -EINVAL;
 	Pool pool(p);
 	Cache *c = enter(p);
+	if (unlikely(c == nullptr))
+		return free_cacheless(pool, qpn, check_gen, generation);
 	int rc = pool.free_one(c, qpn, check_gen, generation);
 	if (unlikely(rc != 0))
 		count_refused(p, c);
@@ -1295,6 +1994,12 @@ int mlx5_qpn_pool_free_bulk(struct mlx5_qpn_pool *p, const uint32_t *qpns, unsig
 	Pool pool(p);
 	Cache *c = enter(p);
 	int rc = 0;
+	if (c == nullptr) {
+		for (unsigned int i = 0; i < n; i++)
+			if (free_cacheless(pool, qpns[i], false, 0) != 0)
+				rc = -EINVAL;
+		return rc;
+	}
 	for (unsigned int i = 0; i < n; i++)
 		if (pool.free_one(c, qpns[i], false, 0) != 0) {
 			count_refused(p, c);
@@ -1315,7 +2020,14 @@ int mlx5_qpn_pool_qpn_state(struct mlx5_qpn_pool *p, uint32_t qpn, uint32_t *gen
 	uint64_t w = pool.slot(s).load(acq);
 	if (generation != nullptr)
 		*generation = slot_gen(w);
-	return slot_state(w) == kInUse ? 1 : 0;
+	return slot_state(w) == kInUse && (slot_aux(w) & kUnpublished) == 0 ? 1 : 0;
+}
+
+int mlx5_qpn_pool_reclaim_dead(struct mlx5_qpn_pool *p)
+{
+	if (!valid_pool(p))
+		return -EINVAL;
+	return Pool(p).reclaim(nullptr, true);
 }
 
 int mlx5_qpn_pool_next_release(struct mlx5_qpn_pool *p, uint64_t *when_ns)
@@ -1331,7 +2043,9 @@ int mlx5_qpn_pool_drain(struct mlx5_qpn_pool *p)
 		return -EINVAL;
 	if (p->quarantine_ns == 0)
 		return 0;
-	uint64_t n = Pool(p).drain(now_ns());
+	Pool pool(p);
+	Bypass b(pool);
+	uint64_t n = pool.drain(now_ns());
 	return n > INT32_MAX ? INT32_MAX : static_cast<int>(n);
 }
 
@@ -1398,7 +2112,9 @@ int mlx5_qpn_pool_stats_get(struct mlx5_qpn_pool *p, struct mlx5_qpn_pool_stats 
 				 bb.enospc.load(rlx), bb.eagain.load(rlx)};
 	memset(st, 0, sizeof(*st));
 	st->capacity = p->live_slots.load(acq);
-	st->in_use = a - f;
+	/* A process killed between a slot update and its counter bump skews these by one call:
+	 * never below zero. */
+	st->in_use = a > f ? a - f : 0;
 	uint64_t rel_q = p->released.load(rlx);
 	st->in_quarantine = q > rel_q ? q - rel_q : 0;
 	uint64_t busy = st->in_use + st->in_quarantine;
@@ -1415,6 +2131,8 @@ int mlx5_qpn_pool_stats_get(struct mlx5_qpn_pool *p, struct mlx5_qpn_pool_stats 
 	st->eagain = e.eagain - b.eagain;
 	st->nb_ranges = p->nb_ranges.load(acq);
 	st->nb_caches = cl;
+	st->dead_processes = p->dead_processes.load(rlx);
+	st->reclaimed = p->reclaimed.load(rlx);
 	return 0;
 }
 
@@ -1474,3 +2192,14 @@ void mlx5_qpn_pool_dump(FILE *f, struct mlx5_qpn_pool *p)
 }
 
 } /* extern "C" */
+
+/* ---- test seams ----------------------------------------------------------------------------- */
+
+namespace qpn {
+
+TestHooks g_test_hooks;
+
+void test_clock_offset_set(int64_t offset_ns) { g_clock_offset.store(offset_ns, rlx); }
+int64_t test_clock_offset_get() { return g_clock_offset.load(rlx); }
+
+} /* namespace qpn */

@@ -16,9 +16,14 @@
  * the epoch of its newest member). The only atomic read-modify-write on the per-QPN fast path
  * is the compare-and-swap of free() that takes a slot out of "in use": it is what makes a
  * double free refused even when two threads race to free one QPN.
+ *
+ * Crash recovery: a table of the processes that use the pool (pid + start time); a cache's owner
+ * word and an in-use slot's aux name the process; a reclaim stops the world (holds every cache
+ * like a thief) and sweeps what no live home reaches (design_pool.md §11).
  */
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include <pthread.h>
@@ -49,6 +54,16 @@ enum SlotState : uint64_t {
  * tail (when head != tail), the batch's length. The generation is bumped at every hand-out.
  */
 constexpr unsigned kGenBits = 14;
+
+/*
+ * In an in-use slot `aux` links nothing; it says who may free the QPN. kUnpublished: taken by an
+ * alloc_bulk() that has not returned yet. Such a QPN was handed to nobody, so free() refuses it
+ * (a guessed or stale QPN must not be released out of a bulk that may still roll back). The low
+ * bits name the holder (kNoHolder: not recorded).
+ */
+constexpr uint32_t kUnpublished = 0x800000;
+constexpr uint32_t kHolderMask = 0x7FFFFF;
+constexpr uint32_t kNoHolder = kHolderMask;
 constexpr uint32_t kGenMask = (1u << kGenBits) - 1;
 
 constexpr uint32_t slot_next(uint64_t w) { return static_cast<uint32_t>(w & 0xFFFFFF); }
@@ -105,12 +120,31 @@ struct Chain {
  * fields are relaxed atomics so that the thief's reads are well defined; on x86 they compile to
  * plain loads and stores.
  */
+/*
+ * Owner word of a cache: who claimed it, in one word so that a claim names its process atomically
+ * (a process that dies right after claiming is still known).
+ *   63       44 43      22 21      0
+ *  +----------+----------+---------+
+ *  | proc + 1 | pid (22) | tid(22) |   proc: index in the pool's process table; 0: none recorded
+ *  +----------+----------+---------+
+ */
+constexpr uint64_t owner_make(uint32_t proc_plus1, uint32_t pid, uint32_t tid)
+{
+	return (static_cast<uint64_t>(proc_plus1) << 44) | (static_cast<uint64_t>(pid & 0x3FFFFF) << 22) |
+	       (tid & 0x3FFFFF);
+}
+constexpr uint32_t owner_pid(uint64_t o) { return static_cast<uint32_t>((o >> 22) & 0x3FFFFF); }
+/* The holder recorded in the slots it allocates: its process index, or kNoHolder. */
+constexpr uint32_t owner_holder(uint64_t o) { return static_cast<uint32_t>((o >> 44) - 1) & kHolderMask; }
+
 struct alignas(64) Cache {
-	std::atomic<uint64_t> owner; /* 0: unclaimed; else pid << 32 | tid */
+	std::atomic<uint64_t> owner; /* 0: unclaimed; else owner_make() */
 	std::atomic<uint32_t> busy;  /* owner is inside a pool call */
-	std::atomic<uint32_t> steal; /* a thief holds the cache: owner bypasses it */
+	std::atomic<uint32_t> steal; /* a thief holds the cache (its process index + 1, or kAnyThief):
+				      * the owner bypasses it */
 	std::atomic<uint32_t> range_hint;
 	std::atomic<uint32_t> refill_seq; /* refills so far: paces the quarantine drain */
+	std::atomic<uint32_t> moving;     /* a refill is taking a batch off the free stack */
 	Chain ready;  /* free QPNs, LIFO: alloc pops here */
 	Chain spare;  /* a second full batch: hysteresis between refill and flush */
 	Chain open;   /* released QPNs not yet time-stamped (quarantine only) */
@@ -126,6 +160,18 @@ struct alignas(64) Cache {
 	std::atomic<uint64_t> enospc;
 	std::atomic<uint64_t> eagain;
 	std::atomic<uint64_t> quarantined;
+};
+
+/* ---- process table (crash recovery) ---------------------------------------------------------- */
+
+constexpr uint32_t kMaxProcs = 64;
+constexpr uint32_t kAnyThief = 0xFFFFFFFF; /* a thief whose process has no table entry */
+
+/* One process that uses the pool. `ident` (qpn_pool_proc.h: pid + start time) is claimed by CAS
+ * from 0; it is cleared only by a reclaim, after every QPN the process held was recovered. */
+struct alignas(64) ProcEntry {
+	std::atomic<uint64_t> ident;
+	std::atomic<uint32_t> busy; /* its threads inside a cacheless call (see Pool::Bypass) */
 };
 
 /* ---- the pool ------------------------------------------------------------------------------- */
@@ -163,6 +209,10 @@ struct mlx5_qpn_pool {
 	alignas(64) std::atomic<uint64_t> free_top;              /* free stack: idx | tag */
 	alignas(64) std::atomic<uint64_t> bucket[qpn::kBuckets]; /* idx | epoch */
 	alignas(64) std::atomic<uint64_t> released;              /* left quarantine (drained) */
+	/* Threads holding QPNs privately between two homes (a drained bucket on its way to the free
+	 * stack, a popped batch on the cacheless path): while non-zero, "nothing free" is -EAGAIN,
+	 * never -ENOSPC. Slow paths only; sequentially consistent with the heads it is read with. */
+	std::atomic<uint32_t> transit;
 	std::atomic<uint64_t> bypass_allocs;                     /* counters of cacheless calls */
 	std::atomic<uint64_t> bypass_frees;
 	std::atomic<uint64_t> bypass_quarantined;
@@ -173,7 +223,8 @@ struct mlx5_qpn_pool {
 	alignas(64) pthread_mutex_t range_lock;
 	std::atomic<uint32_t> nb_ranges;         /* published range entries, removed ones included */
 	std::atomic<uint32_t> nb_sorted;         /* live ranges in sorted[] */
-	std::atomic<uint32_t> collecting;        /* range_remove() holds the free stack */
+	std::atomic<uint32_t> collecting;        /* range_remove() holds the free stack: its process
+						  * index + 1 (kAnyThief if none), 0: nobody */
 	std::atomic<uint32_t> nb_slots;          /* high-water mark of the slot regions used */
 	std::atomic<uint32_t> live_slots;        /* slots of live ranges (the capacity) */
 	std::atomic<uint32_t> sorted_seq;        /* seqlock over sorted[] */
@@ -182,8 +233,33 @@ struct mlx5_qpn_pool {
 
 	qpn::EventBase stats_base;               /* mlx5_qpn_pool_stats_reset() snapshot */
 
+	/* Crash recovery (Pool::reclaim). `stw`: identity of a reclaimer that holds every cache and
+	 * keeps cacheless calls out while it audits the pool, 0: none. */
+	alignas(64) qpn::ProcEntry procs[qpn::kMaxProcs];
+	std::atomic<uint64_t> stw;
+	std::atomic<uint32_t> anon_busy;         /* cacheless calls of processes without an entry */
+	std::atomic<uint32_t> need_audit;        /* the range lock's holder died */
+	std::atomic<uint64_t> next_check_ns;     /* rate limit of the automatic death check */
+	std::atomic<uint64_t> dead_processes;    /* dead processes reclaimed */
+	std::atomic<uint64_t> reclaimed;         /* QPNs recovered from them */
+
 	qpn::Cache caches[MLX5_QPN_MAX_CACHES];
 	/* followed by std::atomic<uint64_t> slots[capacity] */
 };
+
+/* ---- pools in caller-provided memory (tests; mlx5_qpn_pool_create() uses them too) ---------- */
+
+/* Bytes a pool of `capacity` QPNs needs. */
+size_t qpn_pool_size(uint32_t capacity);
+
+/*
+ * Build a pool in `mem` (len >= qpn_pool_size(), 64-byte aligned, zeroed or not). Memory shared
+ * with fork()ed processes (MAP_SHARED) makes a pool they all use; no EAL call is made here.
+ * Returns the pool, or NULL with rte_errno = EINVAL.
+ */
+struct mlx5_qpn_pool *qpn_pool_init_at(void *mem, size_t len, const struct mlx5_qpn_pool_params *prm);
+
+/* Retire a pool built by qpn_pool_init_at(); the memory is the caller's again. */
+void qpn_pool_fini_at(struct mlx5_qpn_pool *pool);
 
 #endif /* QPN_POOL_INTERNAL_H */

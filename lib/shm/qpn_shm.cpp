@@ -269,10 +269,63 @@ int segment_map(Segment *seg, size_t size, bool reset)
 	return 0;
 }
 
+void segment_unmap(Segment *seg)
+{
+	if (seg == nullptr || seg->addr == nullptr)
+		return;
+	munmap(seg->addr, seg->size);
+	seg->addr = nullptr;
+	seg->size = 0;
+}
+
 void segment_unlock(Segment *seg)
 {
 	if (seg != nullptr && seg->fd >= 0)
 		flock(seg->fd, LOCK_UN);
+}
+
+int segment_lock(Segment *seg, uint64_t timeout_ns)
+{
+	if (seg == nullptr || seg->fd < 0)
+		return -EINVAL;
+	int rc = flock_timed(seg->fd, timeout_ns);
+	if (rc == -ETIMEDOUT) {
+		SHM_LOG(ERR, "shared memory %s: its init lock is held by another process for more than %" PRIu64 " ms",
+			seg->name, timeout_ns / 1000000);
+		return rc;
+	}
+	if (rc != 0)
+		return rc;
+	struct stat st;
+	if (fstat(seg->fd, &st) == -1) {
+		rc = -errno;
+		flock(seg->fd, LOCK_UN);
+		return rc;
+	}
+	if (st.st_nlink == 0) {
+		flock(seg->fd, LOCK_UN);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+int segment_read(const Segment *seg, void *buf, size_t len, size_t off)
+{
+	if (seg == nullptr || seg->fd < 0 || (buf == nullptr && len != 0))
+		return -EINVAL;
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = pread(seg->fd, static_cast<char *>(buf) + done, len - done,
+				  off_t(off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EPROTO;
+		done += size_t(n);
+	}
+	return 0;
 }
 
 void segment_close(Segment *seg, bool remove, bool force)

@@ -91,8 +91,25 @@ int segment_file_size(const Segment *seg, size_t *size);
  */
 int segment_map(Segment *seg, size_t size, bool reset);
 
+/* Unmap (keeping the file open and the init lock), so that it can be mapped again, e.g. with
+ * `reset`. */
+void segment_unmap(Segment *seg);
+
 /* Drop the init lock. */
 void segment_unlock(Segment *seg);
+
+/*
+ * Take the init lock again on an open segment (e.g. to decide at close whether this is the last
+ * user), within `timeout_ns`. @return 0 locked; -ENOENT the name was removed meanwhile (nothing
+ * to decide: the lock is not held); -ETIMEDOUT; other negative errno.
+ */
+int segment_lock(Segment *seg, uint64_t timeout_ns = kLockTimeoutNs);
+
+/*
+ * Read `len` bytes at `off` of the file without mapping it (to inspect the header of a segment
+ * whose size or layout is not known yet). @return 0; -EPROTO the file is shorter; negative errno.
+ */
+int segment_read(const Segment *seg, void *buf, size_t len, size_t off);
 
 /* Unmap and close; with `remove`, also unlink the name (only if this opener created it, or if
  * `force`). Safe on a partly opened segment. */

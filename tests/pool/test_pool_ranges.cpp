@@ -23,14 +23,18 @@ TEST(PoolRanges, EdgesOfTheQpnSpace)
 {
 	TestPool tp(16, 4, 0);
 	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x000002, 1), 0);
-	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0xFFFFFF, 1), 0);
-	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0xFFFFFE, 2), -EINVAL) << "overlaps 0xFFFFFF";
+	/* 0xFFFFFF is the multicast QPN: no range may hold it, alone or as its last QPN. */
+	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0xFFFFFF, 1), -EINVAL) << "the multicast QPN";
+	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0xFFFFFE, 2), -EINVAL) << "ends at 0xFFFFFF";
+	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0xFFFFF0, 0x10), -EINVAL) << "ends at 0xFFFFFF";
 	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0xFFFFF0, 0x11), -EINVAL) << "passes 0xFFFFFF";
+	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0xFFFFFE, 1), 0) << "the last valid QPN";
 	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x1000000, 1), -EINVAL) << "not 24 bits";
 	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 5, 0), -EINVAL) << "empty";
 	auto s = drain_all(tp.get());
-	EXPECT_EQ(s, (std::set<uint32_t>{0x000002, 0xFFFFFF}));
-	EXPECT_EQ(mlx5_qpn_pool_free(tp.get(), 0xFFFFFF), 0);
+	EXPECT_EQ(s, (std::set<uint32_t>{0x000002, 0xFFFFFE}));
+	EXPECT_EQ(mlx5_qpn_pool_free(tp.get(), 0xFFFFFF), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_pool_free(tp.get(), 0xFFFFFE), 0);
 	EXPECT_EQ(mlx5_qpn_pool_free(tp.get(), 0x000002), 0);
 	EXPECT_EQ(mlx5_qpn_pool_free(tp.get(), 0x000003), -EINVAL);
 }

@@ -92,7 +92,7 @@ int lcore_stress(void *)
 void run_stress(uint32_t capacity, uint32_t cache, uint64_t quarantine_ns, uint64_t ops)
 {
 	const std::vector<std::pair<uint32_t, uint32_t>> ranges = {
-		{0x000002, capacity / 4}, {0x800000, capacity / 4}, {0xFFFFFF - capacity / 2 + 1, capacity / 2}};
+		{0x000002, capacity / 4}, {0x800000, capacity / 4}, {0xFFFFFE - capacity / 2 + 1, capacity / 2}}; /* up to the last valid QPN */
 	TestPool tp(capacity, cache, quarantine_ns);
 	ASSERT_NE(tp.get(), nullptr);
 	for (auto &r : ranges)

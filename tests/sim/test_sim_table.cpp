@@ -59,6 +59,7 @@ TEST_P(SimTableSeq, FollowsRdmavt)
 }
 
 const int AB = int(AIP_BASE);
+constexpr uint32_t kMcast = 0xffffff; /* the multicast QPN */
 
 INSTANTIATE_TEST_SUITE_P(
 	SimRules, SimTableSeq,
@@ -75,10 +76,11 @@ INSTANTIATE_TEST_SUITE_P(
 		SeqCase{"reserved range", cfg_of(0, 1, 0, 4, 4), 0, {1, 2, 3, 8, 9}},
 		/* QP0/QP1 pre-marked: never ordinary QPNs. */
 		SeqCase{"special pre-marked", cfg_of(0, 1, 0, 0, 0, true), 0, {2, 3, 4}},
-		/* Wrap at the top: restart at incr with bit 0 flipped. */
-		SeqCase{"wrap stride 1", cfg_of(0xfffffe, 1, 0), 0, {0xffffff, 1, 2}},
+		/* Wrap at the top: restart at incr with bit 0 flipped. 0xFFFFFF (multicast) is
+		 * never available, so the scan wraps past it. */
+		SeqCase{"wrap stride 1", cfg_of(0xfffffd, 1, 0), 0, {0xfffffe, 1, 2}},
 		SeqCase{"wrap even->odd", cfg_of(0xfffffa, 1, 1), 0, {0xfffffc, 0xfffffe, 3, 5}},
-		SeqCase{"wrap odd->even", cfg_of(0xfffffb, 1, 1), 0, {0xfffffd, 0xffffff, 2, 4}},
+		SeqCase{"wrap odd->even", cfg_of(0xfffffb, 1, 1), 0, {0xfffffd, 2, 4}},
 		/* A scan that runs off a page continues on the next one at incr | bit 0. */
 		SeqCase{"page walk stride 1", cfg_of(32758, 1, 0, 32760, 8), 0, {32759, 32769, 32770}},
 		SeqCase{"page walk stride 2", cfg_of(32748, 1, 1, 32752, 16), 0, {32750, 32770, 32772}},
@@ -238,6 +240,54 @@ TEST(SimTable, BlocksFillSpaceThenEnomemAndWrap)
 	EXPECT_EQ(t->free_block(uint32_t(blocks[3]), 12, AIP_PREFIX), 0);
 	/* The search wraps from the cursor (at the top) to the freed block. */
 	EXPECT_EQ(t->reserve_block(12, AIP_PREFIX), blocks[3]);
+}
+
+/* 0xFFFFFF is the multicast QPN: the hardware never hands it out, for ordinary QPs or in a
+ * RESERVED_QPN range, and neither does the emulated device. */
+TEST(SimTable, MulticastQpnNeverAvailable)
+{
+	/* Everything but the top four QPNs pre-reserved: exhaust what is left. */
+	auto t = make_table(cfg_of(0, 1, 0, 0, kMcast - 3));
+	EXPECT_EQ(t->used(), kMcast - 3) << "the multicast QPN is not counted as used";
+	std::set<int> got;
+	int q;
+	while ((q = t->alloc(QpType::ORDINARY, 1, 0)) >= 0)
+		ASSERT_TRUE(got.insert(q).second);
+	EXPECT_EQ(q, -ENOMEM);
+	EXPECT_EQ(got, (std::set<int>{0xfffffc, 0xfffffd, 0xfffffe}));
+	EXPECT_TRUE(t->test(kMcast, 0));
+	EXPECT_EQ(t->free(kMcast, 0), -EINVAL) << "it was never handed out";
+
+	/* A stride landing on it steps over it. */
+	auto s2 = make_table(cfg_of(0xfffffb, 1, 1));
+	EXPECT_EQ(s2->alloc(QpType::ORDINARY, 1, 0), 0xfffffd);
+	EXPECT_NE(s2->alloc(QpType::ORDINARY, 1, 0), 0xffffff);
+}
+
+TEST(SimTable, MulticastQpnInNoReservedBlock)
+{
+	auto t = make_table(cfg_of(0, 1, 0));
+	EXPECT_EQ(t->reserve_block(24, 0), -ENOMEM) << "the whole space includes 0xFFFFFF";
+	/* Fill the space with 2^20 blocks: the top one holds 0xFFFFFF and is never given. */
+	std::vector<int> blocks;
+	int b;
+	while ((b = t->reserve_block(20, 0)) >= 0)
+		blocks.push_back(b);
+	EXPECT_EQ(b, -ENOMEM);
+	EXPECT_EQ(blocks.size(), 15u);
+	for (int x : blocks)
+		EXPECT_FALSE(uint32_t(x) <= kMcast && kMcast < uint32_t(x) + (1u << 20)) << x;
+	/* Small blocks up to the top: the last aligned block below it is fine, its own is not. */
+	auto u = make_table(cfg_of(0, 1, 0, 0, 0xfffff0));
+	std::vector<int> small;
+	while ((b = u->reserve_block(2, 0)) >= 0)
+		small.push_back(b);
+	EXPECT_EQ(small, (std::vector<int>{0xfffff0, 0xfffff4, 0xfffff8}));
+	EXPECT_EQ(u->reserve_block(0, 0), 0xfffffc);
+	EXPECT_EQ(u->reserve_block(0, 0), 0xfffffd);
+	EXPECT_EQ(u->reserve_block(0, 0), 0xfffffe);
+	EXPECT_EQ(u->reserve_block(0, 0), -ENOMEM);
+	EXPECT_EQ(u->free_block(0xfffffc, 2, 0), -EINVAL) << "a block naming it is refused";
 }
 
 } // namespace

@@ -281,7 +281,7 @@ int main(int argc, char **argv)
 	std::string dir = "/tmp/qpn_soak." + std::to_string(getpid()), json;
 	/* A device of its own: two soaks at once must not share one (their settings differ). */
 	std::string dev = "simsoak" + std::to_string(getpid());
-	for (int i = 1; i < argc; i++) {
+	for (int i = 1; i < argc; i += 2) { /* every option takes a value */
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : nullptr;
 		bool ok = v != nullptr;
@@ -306,7 +306,6 @@ int main(int argc, char **argv)
 			usage();
 			return 2;
 		}
-		i++;
 	}
 	if (seconds == 0) {
 		usage();

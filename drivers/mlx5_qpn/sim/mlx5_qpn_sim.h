@@ -11,8 +11,13 @@
  * process that opens the same name sees one device, like processes sharing one HCA: one node GUID,
  * one QPN space. The device parameters (caps, table rules, faults) are those of the opener that
  * created or last reset the device; a device with no live opener is reset by the next open with
- * that opener's devargs. The segment outlives its openers (like a device); remove it with
- * mlx5_qpn_sim_destroy().
+ * that opener's devargs. The segment is removed when its last live opener closes it, and when an
+ * open that created it fails; mlx5_qpn_sim_destroy() removes one left by crashed processes.
+ *
+ * Shared memory is opened through lib/shm (qpn_shm.h): created exclusively with mode 0600, or
+ * adopted only if it is this user's alone (-EACCES otherwise); every wait for the init lock or
+ * the device mutex is bounded (-ETIMEDOUT and one line); everything read back is validated
+ * (-EPROTO and one line naming the segment and the field, or -EIO for a mutex that is no mutex).
  *
  * The table and objects need no EAL (a fork()ed child may use them); only the doorbell service
  * registers with rte_service, and only when EAL is up in the calling process.
@@ -108,6 +113,20 @@ int mlx5_qpn_sim_reclaim(struct mlx5_qpn_backend *be);
  * @return 0; -ENOENT if it does not exist; -EINVAL for a bad name; another negative errno.
  */
 int mlx5_qpn_sim_destroy(const char *name);
+
+/**
+ * Test hook: the bound on every wait for the device mutex and the segment's init lock, for every
+ * device of this process (0 restores the default, qpn::shm::kLockTimeoutNs). Not thread safe
+ * against concurrent opens.
+ * @return the previous bound.
+ */
+uint64_t mlx5_qpn_sim_set_lock_timeout_ns(uint64_t ns);
+
+/**
+ * Test hook: take the device mutex and keep it (a hung or dying command), so that tests can
+ * stop or kill the holder. @return 0 (held); as every command for a mutex that cannot be taken.
+ */
+int mlx5_qpn_sim_test_hold_mutex(struct mlx5_qpn_backend *be);
 
 /*
  * ---- DC data path of the emulated device ----

@@ -20,9 +20,40 @@ page_used(const SimDc *dc, uint32_t p)
 	return (dc->page_bits[p / 64] >> (p % 64)) & 1;
 }
 
+/* A queue of n pages from first lies inside the arena and holds `bytes`. */
+bool
+pages_ok(uint32_t first, uint32_t n, uint64_t bytes)
+{
+	return first < DC_NB_PAGES && n <= DC_NB_PAGES - first && uint64_t(n) * DC_PAGE >= bytes;
+}
+
+bool
+cq_ok(const SimDcCq &c)
+{
+	return c.log_depth >= 1 && c.log_depth <= DC_LOG_CQ_MAX &&
+	       pages_ok(c.page, c.npages, uint64_t(MLX5_QPN_CQE_SIZE) << c.log_depth);
+}
+
+bool
+dci_ok(const SimDcDci &d)
+{
+	return d.cq < DC_MAX_CQ && d.log_bbs <= DC_LOG_SQ_MAX + DC_SQ_BB_SHIFT &&
+	       pages_ok(d.page, d.npages, uint64_t(MLX5_QPN_SEND_WQE_BB) << d.log_bbs);
+}
+
+bool
+dct_ok(const SimDcDct &t)
+{
+	return t.cq < DC_MAX_CQ && pages_ok(t.page, t.npages, uint64_t(DC_RX_SLOTS) * DC_RX_STRIDE);
+}
+
 void
 pages_mark(SimDc *dc, uint32_t first, uint32_t n, bool used)
 {
+	if (first >= DC_NB_PAGES)
+		return;
+	if (n > DC_NB_PAGES - first)
+		n = DC_NB_PAGES - first;
 	for (uint32_t p = first; p < first + n; p++) {
 		if (used)
 			dc->page_bits[p / 64] |= uint64_t(1) << (p % 64);
@@ -75,9 +106,10 @@ active_remove(SimDc *dc, uint32_t idx)
 	uint32_t pos = dc->dci[idx].active_pos;
 	uint32_t last = dc->nb_active - 1;
 
-	if (pos < dc->nb_active && dc->active[pos] == idx) {
+	if (pos < dc->nb_active && dc->nb_active <= DC_MAX_DCI && dc->active[pos] == idx) {
 		dc->active[pos] = dc->active[last];
-		dc->dci[dc->active[pos]].active_pos = pos;
+		if (dc->active[pos] < DC_MAX_DCI)
+			dc->dci[dc->active[pos]].active_pos = pos;
 		__atomic_store_n(&dc->nb_active, last, __ATOMIC_RELAXED);
 	}
 }
@@ -202,7 +234,8 @@ dci_execute(SimDc *dc, uint8_t *arena, SimDcDci &d, DctLookup lookup, void *ctx,
 			int t = synd ? -1 : lookup(ctx, dctn);
 			if (synd) {
 				req_err(dc, arena, d, cq, idx, f.opcode, uint8_t(synd));
-			} else if (t < 0 || !dc->dct[t].live) {
+			} else if (t < 0 || t >= int(DC_MAX_DCT) || !dc->dct[t].live ||
+				   !dct_ok(dc->dct[t]) || !cq_ok(dc->cq[dc->dct[t].cq])) {
 				/* Nobody answers: the requester's retries run out. */
 				req_err(dc, arena, d, cq, idx, f.opcode,
 					MLX5_QPN_SYND_TRANSPORT_RETRY_EXC_ERR);
@@ -222,6 +255,8 @@ dci_execute(SimDc *dc, uint8_t *arena, SimDcDci &d, DctLookup lookup, void *ctx,
 					break;
 				}
 				uint32_t len = f.inl_hdr & ~MLX5_QPN_INLINE_SEG;
+				if (len > DC_RX_STRIDE - DC_RX_HDR)
+					len = DC_RX_STRIDE - DC_RX_HDR; /* parse bounds it already */
 				rx_deliver(arena, dt, d.qpn, f.data, len);
 				mlx5_qpn_cqe_fields r = {};
 				r.opcode = MLX5_QPN_PRM_CQE_RESP_SEND;
@@ -301,7 +336,7 @@ dc_dci_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t 
 	    log_bbs > DC_LOG_SQ_MAX + DC_SQ_BB_SHIFT)
 		return -EINVAL;
 	int i = slot_alloc(dc->dci, DC_MAX_DCI);
-	if (i < 0)
+	if (i < 0 || dc->nb_active >= DC_MAX_DCI)
 		return -ENOMEM;
 	SimDcDci &d = dc->dci[i];
 	uint32_t first, n;
@@ -383,7 +418,7 @@ dc_dci_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen)
 	active_remove(dc, idx);
 	__atomic_store_n(&d.live, 0, __ATOMIC_RELEASE);
 	pages_mark(dc, d.page, d.npages, false);
-	if (dc->cq[d.cq].refs)
+	if (d.cq < DC_MAX_CQ && dc->cq[d.cq].refs)
 		dc->cq[d.cq].refs--;
 	dc->ctr.dcis--;
 	return 0;
@@ -398,7 +433,7 @@ dc_dct_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen)
 	SimDcDct &t = dc->dct[idx];
 	__atomic_store_n(&t.live, 0, __ATOMIC_RELEASE);
 	pages_mark(dc, t.page, t.npages, false);
-	if (dc->cq[t.cq].refs)
+	if (t.cq < DC_MAX_CQ && dc->cq[t.cq].refs)
 		dc->cq[t.cq].refs--;
 	dc->ctr.dcts--;
 	return 0;
@@ -428,7 +463,11 @@ dc_rebuild(SimDc *dc)
 	memset(dc->page_bits, 0, sizeof(dc->page_bits));
 	dc->nb_active = 0;
 	dc->ctr.cqs = dc->ctr.dcis = dc->ctr.dcts = 0;
+	/* A process died inside a command: an entry that does not check out is dropped rather
+	 * than indexed with. */
 	for (uint32_t i = 0; i < DC_MAX_CQ; i++) {
+		if (dc->cq[i].live && !cq_ok(dc->cq[i]))
+			dc->cq[i].live = 0;
 		if (!dc->cq[i].live)
 			continue;
 		dc->cq[i].refs = 0;
@@ -437,6 +476,8 @@ dc_rebuild(SimDc *dc)
 	}
 	for (uint32_t i = 0; i < DC_MAX_DCI; i++) {
 		SimDcDci &d = dc->dci[i];
+		if (d.live && (!dci_ok(d) || !dc->cq[d.cq].live))
+			d.live = 0;
 		if (!d.live)
 			continue;
 		pages_mark(dc, d.page, d.npages, true);
@@ -446,6 +487,8 @@ dc_rebuild(SimDc *dc)
 		dc->ctr.dcis++;
 	}
 	for (uint32_t i = 0; i < DC_MAX_DCT; i++) {
+		if (dc->dct[i].live && (!dct_ok(dc->dct[i]) || !dc->cq[dc->dct[i].cq].live))
+			dc->dct[i].live = 0;
 		if (!dc->dct[i].live)
 			continue;
 		pages_mark(dc, dc->dct[i].page, dc->dct[i].npages, true);
@@ -454,13 +497,51 @@ dc_rebuild(SimDc *dc)
 	}
 }
 
+bool
+dc_valid(const SimDc *dc, uint32_t max_owner, uint32_t nb_uars)
+{
+	if (dc->nb_active > DC_MAX_DCI)
+		return false;
+	uint32_t active = 0;
+	for (uint32_t i = 0; i < DC_MAX_CQ; i++) {
+		const SimDcCq &c = dc->cq[i];
+		if (c.live > 1 || (c.live && (!cq_ok(c) || c.owner >= max_owner)))
+			return false;
+	}
+	for (uint32_t i = 0; i < DC_MAX_DCI; i++) {
+		const SimDcDci &d = dc->dci[i];
+		if (d.live > 1)
+			return false;
+		if (!d.live)
+			continue;
+		if (!dci_ok(d) || d.owner >= max_owner || d.uar >= nb_uars || !dc->cq[d.cq].live ||
+		    d.active_pos >= dc->nb_active || dc->active[d.active_pos] != i)
+			return false;
+		active++;
+	}
+	for (uint32_t i = 0; i < DC_MAX_DCT; i++) {
+		const SimDcDct &t = dc->dct[i];
+		if (t.live > 1 || (t.live && (!dct_ok(t) || t.owner >= max_owner ||
+					      !dc->cq[t.cq].live)))
+			return false;
+	}
+	return active == dc->nb_active;
+}
+
 int
 dc_execute(SimDc *dc, uint8_t *arena, DctLookup lookup, void *ctx)
 {
 	uint32_t total = 0;
+	uint32_t nb = dc->nb_active < DC_MAX_DCI ? dc->nb_active : DC_MAX_DCI;
 
-	for (uint32_t k = 0; k < dc->nb_active && total < DC_EXEC_BUDGET; k++) {
+	for (uint32_t k = 0; k < nb && total < DC_EXEC_BUDGET; k++) {
+		/* Checked at attach; re-checked here because another process of this user may
+		 * have written the tables since: a bad entry is skipped, never indexed with. */
+		if (dc->active[k] >= DC_MAX_DCI)
+			continue;
 		SimDcDci &d = dc->dci[dc->active[k]];
+		if (!d.live || !dci_ok(d) || !cq_ok(dc->cq[d.cq]))
+			continue;
 		uint32_t budget = DC_EXEC_BUDGET - total;
 		if (budget > DC_EXEC_BUDGET_PER_DCI)
 			budget = DC_EXEC_BUDGET_PER_DCI;

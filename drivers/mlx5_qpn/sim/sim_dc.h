@@ -117,6 +117,13 @@ int dc_dct_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen);
 void dc_owner_release(SimDc *dc, uint16_t owner);
 /* After a process died inside a command: rebuild the page bitmap, the active list, the refs. */
 void dc_rebuild(SimDc *dc);
+/*
+ * Are the tables consistent (checked once at attach; what changes afterwards is bounds-checked
+ * where it is used): every live entry's queue inside the arena and large enough for its ring,
+ * its CQ index inside the CQ table, its owner below max_owner, a DCI's UAR below nb_uars, the
+ * active list inside the DCI table.
+ */
+bool dc_valid(const SimDc *dc, uint32_t max_owner, uint32_t nb_uars);
 /* Execute rung WQEs of every live DCI (bounded). Returns WQEs executed. */
 int dc_execute(SimDc *dc, uint8_t *arena, DctLookup lookup, void *ctx);
 

@@ -18,6 +18,7 @@
 #include "sim_qpn_table.h"
 #include "sim_dc.h"
 #include "lease/mlx5_qpn_lease.h"
+#include "qpn_shm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,7 +53,7 @@ using namespace mlx5_qpn_sim;
 namespace {
 
 constexpr uint64_t SIM_MAGIC = 0x4d49535135584c4dULL; /* "MLX5QSIM" little endian */
-constexpr uint32_t SIM_VERSION = 2;                  /* 2: DC data path */
+constexpr uint32_t SIM_VERSION = 3;                  /* 2: DC data path; 3: owners are ProcIds */
 constexpr uint32_t SIM_STATE_READY = 0x52454459;      /* "REDY" */
 constexpr uint32_t MAX_OWNERS = 64;
 constexpr uint32_t NB_UARS = 64;
@@ -62,21 +63,19 @@ constexpr uint32_t REC_BITS = 18;
 constexpr uint32_t REC_CAP = 1u << REC_BITS;
 constexpr uint32_t REC_MAX_LIVE = REC_CAP / 2;        /* keeps linear probing short */
 constexpr uint32_t OBJ_TYPE_RESERVED_QPN = 0x2c;
-constexpr uint16_t NO_OWNER = 0xffff;
 
 /* DCI and DCT numbers are QPs of the table too; aux holds their DC table index. */
 enum : uint8_t { REC_OBJ = 1, REC_QP = 2, REC_DCI = 3, REC_DCT = 4 };
 enum CmdKind { CMD_QUERY, CMD_CREATE, CMD_DESTROY };
 
 /* An open handle. Kept in the fixed prefix so that a segment of another layout version can still
- * tell whether anyone is using it. */
+ * tell whether anyone is using it (pid at offset 0, start time at 8, live at 16 since version 2). */
 struct SimOwner {
-	int32_t pid;
+	qpn::shm::ProcId proc; /* pid + start time: a reused pid is not the owner */
+	uint32_t live;         /* 0 or 1 */
 	uint32_t gen;
-	uint64_t start_time;  /* /proc starttime: a reused pid is not the owner */
-	uint32_t live;
-	uint32_t rsvd;
 };
+static_assert(offsetof(SimOwner, live) == 16 && sizeof(SimOwner) == 24, "prefix layout");
 
 /* Never changes between layout versions. */
 struct SimPrefix {
@@ -167,7 +166,7 @@ struct SingleBlock {
 
 struct SimDev {
 	SimShm *shm;
-	int fd;
+	qpn::shm::Segment seg;
 	uint16_t slot;
 	uint32_t gen;
 	pid_t pid;
@@ -243,62 +242,13 @@ guid_from_name(const char *name)
 	return (uint64_t(0x0002c9) << 40) | (h & 0xffffffffffULL);
 }
 
-/* /proc/<pid>/stat: state (field 3) and starttime (field 22). */
-bool
-proc_stat(pid_t pid, char *state, uint64_t *start)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", int(pid));
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')');
-	if (!p || p[1] != ' ')
-		return false;
-	p += 2;
-	*state = *p;
-	for (int field = 3; field < 22; field++) {
-		p = strchr(p, ' ');
-		if (!p)
-			return false;
-		p++;
-	}
-	*start = strtoull(p, nullptr, 10);
-	return true;
-}
-
-uint64_t
-self_start_time()
-{
-	char st;
-	uint64_t start = 0;
-
-	if (!proc_stat(getpid(), &st, &start))
-		return 0;
-	return start;
-}
+/* Bound on every wait for the device mutex or the segment's init lock (a test hook lowers it). */
+uint64_t g_lock_timeout_ns = qpn::shm::kLockTimeoutNs;
 
 bool
 owner_alive(const SimOwner &o)
 {
-	if (o.pid <= 0)
-		return false;
-	if (kill(o.pid, 0) == -1 && errno == ESRCH)
-		return false;
-	char st;
-	uint64_t start;
-	if (proc_stat(o.pid, &st, &start)) {
-		if (st == 'Z' || st == 'X')
-			return false; /* killed, not reaped yet: it holds nothing any more */
-		if (o.start_time && start != o.start_time)
-			return false; /* pid reused */
-	}
-	return true;
+	return qpn::shm::alive(o.proc);
 }
 
 /* ---- record hash (open addressing, linear probing, backward-shift deletion) ---- */
@@ -326,13 +276,15 @@ rec_insert(SimShm *s, const SimRec &r)
 {
 	if (s->recs_live >= REC_MAX_LIVE)
 		return false;
-	for (uint32_t i = rec_hash(r.key);; i = (i + 1) & (REC_CAP - 1)) {
+	/* Bounded: a corrupted recs_live must not turn a full table into an endless probe. */
+	for (uint32_t i = rec_hash(r.key), n = 0; n < REC_CAP; i = (i + 1) & (REC_CAP - 1), n++) {
 		if (s->recs[i].key == 0) {
 			s->recs[i] = r;
 			s->recs_live++;
 			return true;
 		}
 	}
+	return false;
 }
 
 void
@@ -342,7 +294,7 @@ rec_delete(SimShm *s, SimRec *r)
 	uint32_t j = i;
 
 	s->recs[i].key = 0;
-	for (;;) {
+	for (uint32_t n = 0; n < REC_CAP; n++) {
 		j = (j + 1) & (REC_CAP - 1);
 		if (s->recs[j].key == 0)
 			break;
@@ -355,7 +307,8 @@ rec_delete(SimShm *s, SimRec *r)
 		s->recs[j].key = 0;
 		i = j;
 	}
-	s->recs_live--;
+	if (s->recs_live)
+		s->recs_live--;
 }
 
 uint8_t
@@ -376,12 +329,136 @@ qpn_of(const SimShm *s, uint32_t idx)
 	return s->cfg.aip ? (idx | (uint32_t(AIP_PREFIX) << AIP_SHIFT)) : idx;
 }
 
+/* ---- validation of what is read back from the segment ----
+ *
+ * Another process of this user may have crashed mid-write or be buggy: nothing read back is used
+ * before it is checked. hdr_ok() is cheap (a few dozen compares) and runs at every lock of the
+ * device mutex; shm_valid() walks every table and runs at attach (and rec_ok()/dc checks guard
+ * each use afterwards). */
+
+/* The space a record of this device may name: 2^16 with the AIP prefix, else 2^24. */
+uint32_t
+space_of(const SimShm *s)
+{
+	return s->cfg.aip ? AIP_SPACE : QPN_SPACE;
+}
+
+/* The device parameters, as validate() checks devargs. NULL if fine, else the bad field. */
+const char *
+cfg_bad(const SimCfg &c)
+{
+	if (c.nb_ports < 1 || c.nb_ports > MAX_PORTS)
+		return "ports";
+	if (c.cap_reserved_qpn > 1)
+		return "cap_reserved_qpn";
+	if (c.aip > 1)
+		return "aip";
+	if (c.log_max_alloc > (c.aip ? AIP_SHIFT : QPN_BITS))
+		return "log_max_alloc";
+	if (c.log_gran > c.log_max_alloc)
+		return "log_gran";
+	if (c.log_max_num > QPN_BITS)
+		return "log_max_num";
+	if (c.log_max_qp > QPN_BITS)
+		return "log_max_qp";
+	if (c.fault_fw_status >= MLX5_QPN_SIM_NB_STATUS)
+		return "fault_fw_status";
+	if (!QpnTable::cfg_ok(c.table) || c.table.nb_ports != c.nb_ports)
+		return "QPN table parameters";
+	return nullptr;
+}
+
+/* Header, parameters and the table's scalar fields. NULL if fine, else what is wrong. */
+const char *
+hdr_bad(const SimShm *s)
+{
+	if (s->pre.magic != SIM_MAGIC)
+		return "magic";
+	if (s->pre.version != SIM_VERSION)
+		return "layout version";
+	if (s->pre.size != sizeof(SimShm))
+		return "size";
+	if (__atomic_load_n(&s->pre.state, __ATOMIC_ACQUIRE) != SIM_STATE_READY)
+		return "state";
+	if (const char *bad = cfg_bad(s->cfg))
+		return bad;
+	if (!s->table.valid())
+		return "QPN table";
+	if (s->recs_live > REC_MAX_LIVE)
+		return "record count";
+	if (__atomic_load_n(&s->dc.nb_active, __ATOMIC_RELAXED) > DC_MAX_DCI)
+		return "DC active count";
+	return nullptr;
+}
+
+/* A record: key inside the device's space, a known kind, an owner slot, a block inside the space
+ * and aligned, a DC table index inside its table. */
+bool
+rec_ok(const SimShm *s, const SimRec &r)
+{
+	if (r.key == 0 || r.key > space_of(s) || r.owner >= MAX_OWNERS)
+		return false;
+	uint32_t idx = r.key - 1;
+	switch (r.kind) {
+	case REC_OBJ:
+		return r.log_size <= QPN_BITS && (idx & ((uint32_t(1) << r.log_size) - 1)) == 0 &&
+		       (uint32_t(1) << r.log_size) <= space_of(s) - idx;
+	case REC_QP:
+		return r.log_size == 0;
+	case REC_DCI:
+		return r.log_size == 0 && r.aux < DC_MAX_DCI;
+	case REC_DCT:
+		return r.log_size == 0 && r.aux < DC_MAX_DCT;
+	default:
+		return false;
+	}
+}
+
+bool
+owners_ok(const SimPrefix &p)
+{
+	for (uint32_t i = 0; i < MAX_OWNERS; i++)
+		if (p.owners[i].live > 1)
+			return false;
+	return true;
+}
+
+/* Everything, once, at attach (mutex held). NULL if fine, else what is wrong. */
+const char *
+shm_bad(const SimShm *s)
+{
+	if (const char *bad = hdr_bad(s))
+		return bad;
+	if (!owners_ok(s->pre))
+		return "owner table";
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < REC_CAP; i++) {
+		if (s->recs[i].key == 0)
+			continue;
+		if (!rec_ok(s, s->recs[i]))
+			return "QPN record";
+		n++;
+	}
+	if (n != s->recs_live)
+		return "record count";
+	for (uint32_t i = 0; i < NB_UARS; i++)
+		if (s->uar_meta[i].in_use > 1 || s->uar_meta[i].owner >= MAX_OWNERS)
+			return "UAR table";
+	if (!dc_valid(&s->dc, MAX_OWNERS, NB_UARS))
+		return "DC tables";
+	return nullptr;
+}
+
 /* Free one record and what it holds in the table. Mutex held. */
 void
 rec_release(SimShm *s, SimRec *r)
 {
 	uint32_t qpn = qpn_of(s, r->key - 1);
 
+	if (!rec_ok(s, *r)) {
+		rec_delete(s, r); /* corrupted since attach: drop it, never index with it */
+		return;
+	}
 	if (r->kind == REC_OBJ) {
 		s->table.free_block(qpn, r->log_size, prefix_of(s));
 		s->ctr.objs_live--;
@@ -424,7 +501,7 @@ owner_release(SimShm *s, uint16_t slot, bool dead)
 		}
 	}
 	s->pre.owners[slot].live = 0;
-	s->pre.owners[slot].pid = 0;
+	s->pre.owners[slot].proc = qpn::shm::ProcId{};
 }
 
 /* Take back what dead processes held. Mutex held. */
@@ -436,7 +513,7 @@ reclaim_dead(SimShm *s)
 	for (uint16_t i = 0; i < MAX_OWNERS; i++) {
 		if (s->pre.owners[i].live && !owner_alive(s->pre.owners[i])) {
 			SIM_LOG(INFO, "reclaiming the resources of dead process %d (handle %u)",
-				int(s->pre.owners[i].pid), unsigned(i));
+				int(s->pre.owners[i].proc.pid), unsigned(i));
 			owner_release(s, i, true);
 			n++;
 		}
@@ -454,7 +531,7 @@ repair(SimShm *s)
 		/* The hash may be mid-shift: re-insert every entry once. */
 		uint32_t n = 0;
 		for (uint32_t i = 0; i < REC_CAP && n < REC_MAX_LIVE; i++)
-			if (s->recs[i].key)
+			if (s->recs[i].key && rec_ok(s, s->recs[i]))
 				copy[n++] = s->recs[i];
 		memset(s->recs, 0, sizeof(s->recs));
 		s->recs_live = 0;
@@ -467,7 +544,7 @@ repair(SimShm *s)
 	s->ctr.objs_live = s->ctr.qpns_reserved = s->ctr.qps_live = 0;
 	for (uint32_t i = 0; i < REC_CAP; i++) {
 		const SimRec &r = s->recs[i];
-		if (!r.key)
+		if (!r.key || !rec_ok(s, r))
 			continue;
 		if (r.kind == REC_OBJ) {
 			s->table.mark_range(r.key - 1, uint32_t(1) << r.log_size);
@@ -483,20 +560,39 @@ repair(SimShm *s)
 	reclaim_dead(s);
 }
 
+/*
+ * Take the device mutex with a bounded wait and check the header before anything is used.
+ * @return 0 (locked); -ETIMEDOUT (held by a hung process); -EIO (not a mutex any more);
+ *         -EPROTO (header or parameters corrupted; not locked).
+ */
 int
-dev_lock(SimShm *s)
+dev_lock(SimShm *s, const char *name)
 {
-	int rc = pthread_mutex_lock(&s->mutex);
+	int rc = qpn::shm::mutex_lock(&s->mutex, g_lock_timeout_ns);
 
-	if (rc == EOWNERDEAD) {
-		SIM_LOG(WARNING, "a process died inside a device command: repairing the device");
+	if (rc == -ETIMEDOUT) {
+		SIM_LOG(ERR, "device %s: the device mutex is held by another process for more than %" PRIu64 " ms",
+			name, g_lock_timeout_ns / 1000000);
+		return rc;
+	}
+	if (rc < 0) {
+		SIM_LOG(ERR, "device %s: the device mutex in shared memory /mlx5_qpn_%s is corrupted",
+			name, name);
+		return -EIO;
+	}
+	const char *bad = hdr_bad(s);
+	if (bad) {
+		if (rc == 1)
+			pthread_mutex_consistent(&s->mutex);
+		pthread_mutex_unlock(&s->mutex);
+		SIM_LOG(ERR, "device %s: shared memory /mlx5_qpn_%s is corrupted (%s)", name, name, bad);
+		return -EPROTO;
+	}
+	if (rc == 1) {
+		SIM_LOG(WARNING, "device %s: a process died inside a device command: repairing the device",
+			name);
 		repair(s);
 		pthread_mutex_consistent(&s->mutex);
-		return 0;
-	}
-	if (rc) {
-		SIM_LOG(ERR, "device mutex unusable: %s", strerror(rc));
-		return -EIO;
 	}
 	return 0;
 }
@@ -577,8 +673,7 @@ validate(const mlx5_qpn_devargs *da)
 	tc.res_count = da->rsvd_count;
 	tc.nb_ports = da->ports;
 	tc.premark_special = true;
-	if (tc.qpn_inc == 0 || tc.qos_shift >= 16 || (tc.qpn_inc << tc.qos_shift) > 4096 ||
-	    tc.res_start >= QPN_SPACE || tc.res_count > QPN_SPACE - tc.res_start) {
+	if (!QpnTable::cfg_ok(tc)) {
 		SIM_LOG(ERR, "invalid QPN table arguments qpn_inc=%u qos_shift=%u rsvd_first=%u rsvd_count=%u",
 			da->qpn_inc, da->qos_shift, da->rsvd_first, da->rsvd_count);
 		return -EINVAL;
@@ -626,11 +721,10 @@ cfg_equal(const SimCfg &a, const SimCfg &b)
 	       a.table.res_count == b.table.res_count;
 }
 
-/* Initialise a zero-filled segment (file lock held, nobody else attached). */
+/* Initialise a zero-filled segment (init lock held, nobody else attached). */
 int
 shm_init(SimShm *s, const mlx5_qpn_devargs *da)
 {
-	pthread_mutexattr_t ma;
 	int rc;
 
 	cfg_from(da, &s->cfg);
@@ -638,13 +732,9 @@ shm_init(SimShm *s, const mlx5_qpn_devargs *da)
 	rc = s->table.init(s->cfg.table);
 	if (rc)
 		return rc;
-	pthread_mutexattr_init(&ma);
-	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
-	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
-	rc = pthread_mutex_init(&s->mutex, &ma);
-	pthread_mutexattr_destroy(&ma);
+	rc = qpn::shm::mutex_init(&s->mutex);
 	if (rc)
-		return -rc;
+		return rc;
 	s->pre.magic = SIM_MAGIC;
 	s->pre.version = SIM_VERSION;
 	s->pre.size = sizeof(SimShm);
@@ -661,83 +751,90 @@ any_live_owner(const SimPrefix *p)
 	return false;
 }
 
-/* (Re)create the segment empty at the right size and initialise it. File lock held. */
+/* (Re)create the segment empty at the right size and initialise it. Init lock held. */
 int
-shm_create(int fd, const mlx5_qpn_devargs *da, SimShm **out)
+shm_create(qpn::shm::Segment *seg, const mlx5_qpn_devargs *da, SimShm **out)
 {
-	if (ftruncate(fd, 0) == -1 || ftruncate(fd, off_t(sizeof(SimShm))) == -1) {
-		int err = errno;
-		SIM_LOG(ERR, "cannot size the shared memory of device %s: %s", da->name, strerror(err));
-		return -err;
-	}
-	void *p = mmap(nullptr, sizeof(SimShm), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		int err = errno;
-		SIM_LOG(ERR, "cannot map device %s: %s", da->name, strerror(err));
-		return -err;
-	}
-	SimShm *s = static_cast<SimShm *>(p);
-	int rc = shm_init(s, da);
+	qpn::shm::segment_unmap(seg);
+	int rc = qpn::shm::segment_map(seg, sizeof(SimShm), true);
 	if (rc) {
-		munmap(p, sizeof(SimShm));
+		SIM_LOG(ERR, "device %s: cannot size and map shared memory %s: %s", da->name,
+			seg->name, strerror(-rc));
 		return rc;
 	}
+	SimShm *s = static_cast<SimShm *>(seg->addr);
+	rc = shm_init(s, da);
+	if (rc)
+		return rc;
 	*out = s;
 	return 0;
 }
 
-/* Attach to the named device, creating or resetting it as needed. File lock held. */
+/*
+ * Attach to the named device, creating or resetting it as needed. Init lock held: owners
+ * register only under it, so the set of live owners seen here can only shrink meanwhile.
+ * A device nobody alive holds is reset with this opener's parameters (as a fresh device comes
+ * up), whatever its bytes; one that live processes hold is used only if every table checks out,
+ * else -EPROTO and one line naming the segment and the field.
+ * *reset says whether this opener (re)initialised it (then a failure later removes it).
+ */
 int
-shm_attach(int fd, const mlx5_qpn_devargs *da, SimShm **out)
+shm_attach(qpn::shm::Segment *seg, const mlx5_qpn_devargs *da, SimShm **out, bool *reset)
 {
-	struct stat st;
+	size_t fsize = 0;
+	int rc = qpn::shm::segment_file_size(seg, &fsize);
 
-	if (fstat(fd, &st) == -1)
-		return -errno;
-	if (size_t(st.st_size) < sizeof(SimPrefix))
-		return shm_create(fd, da, out); /* new, or a creator died before sizing it */
-
-	void *p = mmap(nullptr, sizeof(SimPrefix), PROT_READ, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
-		return -errno;
-	const SimPrefix *pre = static_cast<const SimPrefix *>(p);
-	bool ours = pre->magic == SIM_MAGIC;
-	bool same = ours && pre->version == SIM_VERSION && pre->size == sizeof(SimShm) &&
-		    size_t(st.st_size) == sizeof(SimShm) &&
-		    __atomic_load_n(&pre->state, __ATOMIC_ACQUIRE) == SIM_STATE_READY;
-	bool busy = ours && any_live_owner(pre);
-	uint32_t version = pre->version;
-	munmap(p, sizeof(SimPrefix));
-
-	if (!same) {
-		if (busy) {
-			SIM_LOG(ERR, "device %s: shared memory of layout version %u is in use by live processes (this build: %u)",
-				da->name, unsigned(version), unsigned(SIM_VERSION));
-			return -EPROTO;
-		}
-		return shm_create(fd, da, out);
-	}
-
-	p = mmap(nullptr, sizeof(SimShm), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
-		return -errno;
-	SimShm *s = static_cast<SimShm *>(p);
-	int rc = dev_lock(s);
-	if (rc) {
-		munmap(p, sizeof(SimShm));
+	/* (Re)initialise: a failure later removes what this opener made. */
+	auto fresh = [&] {
+		*reset = true;
+		return shm_create(seg, da, out);
+	};
+	*reset = false;
+	if (rc)
 		return rc;
+	if (seg->created || fsize < sizeof(SimPrefix))
+		return fresh(); /* new, or its creator died before sizing it */
+
+	SimPrefix pre;
+	rc = qpn::shm::segment_read(seg, &pre, sizeof(pre), 0);
+	if (rc)
+		return rc;
+	if (pre.magic != SIM_MAGIC) {
+		if (pre.magic == 0 && pre.version == 0 && pre.state == 0)
+			return fresh(); /* its creator died before initialising it */
+		SIM_LOG(ERR, "device %s: shared memory %s is not an emulated device (bad magic); remove it (mlx5_qpn_sim_destroy)",
+			da->name, seg->name);
+		return -EPROTO;
+	}
+	if (!owners_ok(pre)) {
+		SIM_LOG(ERR, "device %s: shared memory %s is corrupted (owner table); remove it (mlx5_qpn_sim_destroy)",
+			da->name, seg->name);
+		return -EPROTO;
+	}
+	if (!any_live_owner(&pre))
+		return fresh(); /* nobody alive holds it */
+
+	if (pre.version != SIM_VERSION || pre.size != sizeof(SimShm) || fsize != sizeof(SimShm) ||
+	    pre.state != SIM_STATE_READY) {
+		SIM_LOG(ERR, "device %s: shared memory %s of layout version %u (size %" PRIu64 ", state 0x%x) is in use by live processes (this build: version %u)",
+			da->name, seg->name, unsigned(pre.version), pre.size, unsigned(pre.state),
+			unsigned(SIM_VERSION));
+		return -EPROTO;
+	}
+	rc = qpn::shm::segment_map(seg, sizeof(SimShm), false);
+	if (rc)
+		return rc;
+	SimShm *s = static_cast<SimShm *>(seg->addr);
+	rc = dev_lock(s, da->name);
+	if (rc)
+		return rc;
+	if (const char *bad = shm_bad(s)) {
+		dev_unlock(s);
+		SIM_LOG(ERR, "device %s: shared memory %s is corrupted (%s); remove it (mlx5_qpn_sim_destroy)",
+			da->name, seg->name, bad);
+		return -EPROTO;
 	}
 	reclaim_dead(s);
-	bool live = false;
-	for (uint32_t i = 0; i < MAX_OWNERS; i++)
-		live |= s->pre.owners[i].live != 0;
-	if (!live) {
-		/* Nobody holds the device: reset it with this opener's parameters, as a fresh
-		 * device would come up. */
-		dev_unlock(s);
-		munmap(p, sizeof(SimShm));
-		return shm_create(fd, da, out);
-	}
 	SimCfg mine;
 	cfg_from(da, &mine);
 	if (!cfg_equal(mine, s->cfg))
@@ -746,6 +843,16 @@ shm_attach(int fd, const mlx5_qpn_devargs *da, SimShm **out)
 	dev_unlock(s);
 	*out = s;
 	return 0;
+}
+
+void
+dev_free(SimDev *d)
+{
+	for (uint32_t k = 0; k < d->nb_blks; k++)
+		free(d->blks[k].bits);
+	free(d->blks);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
 }
 
 int
@@ -757,53 +864,40 @@ sim_open(const mlx5_qpn_devargs *da, mlx5_qpn_backend **out)
 	if (rc)
 		return rc;
 
-	char shm_name[64];
-	shm_name_of(da->name, shm_name, sizeof(shm_name));
-	int fd = shm_open(shm_name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		rc = -errno;
-		SIM_LOG(ERR, "cannot open shared memory %s: %s", shm_name, strerror(-rc));
-		return rc;
-	}
-	/* The file lock decides who initialises or resets; a holder that dies drops it. */
-	while (flock(fd, LOCK_EX) == -1) {
-		if (errno != EINTR) {
-			rc = -errno;
-			close(fd);
-			return rc;
-		}
-	}
-	SimShm *s = nullptr;
-	rc = shm_attach(fd, da, &s);
-	if (rc) {
-		flock(fd, LOCK_UN);
-		close(fd);
-		return rc;
-	}
-
 	SimDev *d = static_cast<SimDev *>(calloc(1, sizeof(SimDev)));
-	if (!d) {
-		munmap(s, sizeof(SimShm));
-		flock(fd, LOCK_UN);
-		close(fd);
+	if (!d)
 		return -ENOMEM;
-	}
-	d->shm = s;
-	d->fd = fd;
+	new (&d->seg) qpn::shm::Segment();
 	d->pid = getpid();
 	snprintf(d->name, sizeof(d->name), "%s", da->name);
 	d->fw_first_fit = da->fw_first_fit != 0;
 	pthread_mutex_init(&d->lock, nullptr);
 
-	rc = dev_lock(s);
+	char shm_name[64];
+	shm_name_of(da->name, shm_name, sizeof(shm_name));
+	/* Exclusive creation, or an existing object that is ours alone; the init lock decides who
+	 * initialises or resets, with a bounded wait. */
+	rc = qpn::shm::segment_open_locked(shm_name, &d->seg, g_lock_timeout_ns);
+	if (rc) {
+		SIM_LOG(ERR, "device %s: cannot open shared memory %s: %s", da->name, shm_name,
+			strerror(-rc));
+		dev_free(d);
+		return rc;
+	}
+	SimShm *s = nullptr;
+	bool reset = false;
+	rc = shm_attach(&d->seg, da, &s, &reset);
+	if (rc == 0) {
+		d->shm = s;
+		rc = dev_lock(s, d->name);
+	}
 	if (rc == 0) {
 		rc = -ENOSPC;
 		for (uint16_t i = 0; i < MAX_OWNERS; i++) {
 			SimOwner &o = s->pre.owners[i];
 			if (o.live)
 				continue;
-			o.pid = int32_t(d->pid);
-			o.start_time = self_start_time();
+			o.proc = qpn::shm::self();
 			o.gen = ++s->gen_next;
 			o.live = 1;
 			d->slot = i;
@@ -812,17 +906,18 @@ sim_open(const mlx5_qpn_devargs *da, mlx5_qpn_backend **out)
 			break;
 		}
 		dev_unlock(s);
-	}
-	flock(fd, LOCK_UN);
-	if (rc) {
 		if (rc == -ENOSPC)
 			SIM_LOG(ERR, "device %s: all %u handles are open", da->name, MAX_OWNERS);
-		pthread_mutex_destroy(&d->lock);
-		munmap(s, sizeof(SimShm));
-		close(fd);
-		free(d);
+	}
+	if (rc) {
+		/* A refused open leaves nothing behind: a segment this opener created or reset
+		 * (nobody alive held it) is removed before the init lock drops, so a waiting
+		 * opener does not adopt it. */
+		qpn::shm::segment_close(&d->seg, reset, true);
+		dev_free(d);
 		return rc;
 	}
+	qpn::shm::segment_unlock(&d->seg);
 	*out = reinterpret_cast<mlx5_qpn_backend *>(d);
 	return 0;
 }
@@ -833,7 +928,7 @@ sim_query_caps(mlx5_qpn_backend *be, mlx5_qpn_caps *caps)
 	if (!be || !caps)
 		return -EINVAL;
 	SimShm *s = to_dev(be)->shm;
-	int rc = dev_lock(s);
+	int rc = dev_lock(s, to_dev(be)->name);
 	if (rc)
 		return rc;
 	fw_begin(s, CMD_QUERY);
@@ -863,7 +958,7 @@ create_rsvd_qpn(SimDev *d, uint32_t log_size, mlx5_qpn_range_obj *obj)
 		SIM_LOG(DEBUG, "device %s: no DEVX on this context", d->name);
 		return -EOPNOTSUPP;
 	}
-	int rc = dev_lock(s);
+	int rc = dev_lock(s, d->name);
 	if (rc)
 		return rc;
 	uint8_t st = fw_begin(s, CMD_CREATE);
@@ -932,7 +1027,7 @@ int
 destroy_rsvd_qpn(SimDev *d, const mlx5_qpn_range_obj *obj)
 {
 	SimShm *s = d->shm;
-	int rc = dev_lock(s);
+	int rc = dev_lock(s, d->name);
 	if (rc)
 		return rc;
 	fw_begin(s, CMD_DESTROY);
@@ -992,17 +1087,19 @@ sim_qpn_reserve_one(mlx5_qpn_backend *be, uint32_t *qpn)
 			d->cap_blks = cap;
 		}
 		SingleBlock nb = {};
-		nb.size = uint32_t(1) << d->shm->cfg.log_gran;
-		nb.bits = static_cast<uint64_t *>(calloc((nb.size + 63) / 64, sizeof(uint64_t)));
-		if (!nb.bits) {
-			pthread_mutex_unlock(&d->lock);
-			return -ENOMEM;
-		}
+		/* The size comes from the object the device made (checked under its mutex), never
+		 * from a shift by a field read back from shared memory without it. */
 		int rc = create_rsvd_qpn(d, d->shm->cfg.log_gran, &nb.obj);
 		if (rc) {
-			free(nb.bits);
 			pthread_mutex_unlock(&d->lock);
 			return rc;
+		}
+		nb.size = uint32_t(1) << nb.obj.log_size;
+		nb.bits = static_cast<uint64_t *>(calloc((nb.size + 63) / 64, sizeof(uint64_t)));
+		if (!nb.bits) {
+			destroy_rsvd_qpn(d, &nb.obj);
+			pthread_mutex_unlock(&d->lock);
+			return -ENOMEM;
 		}
 		nb.obj.single = 1;
 		d->blks[d->nb_blks++] = nb;
@@ -1084,7 +1181,7 @@ sim_qp_create(mlx5_qpn_backend *be, uint32_t *qpn)
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	SimShm *s = d->shm;
-	int rc = dev_lock(s);
+	int rc = dev_lock(s, d->name);
 	if (rc)
 		return rc;
 	uint8_t st = fw_begin(s, CMD_CREATE);
@@ -1102,7 +1199,7 @@ sim_qp_destroy(mlx5_qpn_backend *be, uint32_t qpn)
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	SimShm *s = d->shm;
-	int rc = dev_lock(s);
+	int rc = dev_lock(s, d->name);
 	if (rc)
 		return rc;
 	fw_begin(s, CMD_DESTROY);
@@ -1178,7 +1275,7 @@ sim_uar_map(mlx5_qpn_backend *be, mlx5_qpn_uar *uar)
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	SimShm *s = d->shm;
-	int rc = dev_lock(s);
+	int rc = dev_lock(s, d->name);
 	if (rc)
 		return rc;
 	uint8_t st = fw_begin(s, CMD_CREATE);
@@ -1221,7 +1318,7 @@ sim_uar_unmap(mlx5_qpn_backend *be, mlx5_qpn_uar *uar)
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	SimShm *s = d->shm;
-	int rc = dev_lock(s);
+	int rc = dev_lock(s, d->name);
 	if (rc)
 		return rc;
 	fw_begin(s, CMD_DESTROY);
@@ -1247,6 +1344,7 @@ sim_close(mlx5_qpn_backend *be)
 		return;
 	SimDev *d = to_dev(be);
 	SimShm *s = d->shm;
+	bool last = false;
 
 	if (d->pid != getpid()) {
 		/* A fork()ed copy of the handle: the parent still owns everything; only drop the
@@ -1255,18 +1353,19 @@ sim_close(mlx5_qpn_backend *be)
 			d->name);
 	} else {
 		svc_unregister(d);
-		if (dev_lock(s) == 0) {
+		/* The init lock first: an opener registers under it, so "no live owner left" stays
+		 * true until the name is gone, and a waiting opener sees the unlink (st_nlink 0)
+		 * and creates a fresh device instead of adopting this one. */
+		bool seg_locked = qpn::shm::segment_lock(&d->seg, g_lock_timeout_ns) == 0;
+		if (dev_lock(s, d->name) == 0) {
 			owner_release(s, d->slot, false);
+			last = seg_locked && !any_live_owner(&s->pre);
 			dev_unlock(s);
 		}
 	}
-	for (uint32_t k = 0; k < d->nb_blks; k++)
-		free(d->blks[k].bits);
-	free(d->blks);
-	pthread_mutex_destroy(&d->lock);
-	munmap(s, sizeof(SimShm));
-	close(d->fd);
-	free(d);
+	/* The last live owner removes the device: nothing of anyone alive is in it. */
+	qpn::shm::segment_close(&d->seg, last, true);
+	dev_free(d);
 }
 
 } // namespace
@@ -1302,7 +1401,7 @@ mlx5_qpn_sim_stats_get(struct mlx5_qpn_backend *be, struct mlx5_qpn_sim_stats *s
 	if (!be || !st)
 		return -EINVAL;
 	SimShm *s = to_dev(be)->shm;
-	int rc = dev_lock(s);
+	int rc = dev_lock(s, to_dev(be)->name);
 	if (rc)
 		return rc;
 	memset(st, 0, sizeof(*st));
@@ -1378,7 +1477,7 @@ mlx5_qpn_sim_special_qp(struct mlx5_qpn_backend *be, int gsi, uint32_t port, uin
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	SimShm *s = d->shm;
-	int rc = dev_lock(s);
+	int rc = dev_lock(s, d->name);
 	if (rc)
 		return rc;
 	uint8_t st = fw_begin(s, CMD_CREATE);
@@ -1405,7 +1504,7 @@ mlx5_qpn_sim_reclaim(struct mlx5_qpn_backend *be)
 	if (!be)
 		return -EINVAL;
 	SimShm *s = to_dev(be)->shm;
-	int rc = dev_lock(s);
+	int rc = dev_lock(s, to_dev(be)->name);
 	if (rc)
 		return rc;
 	rc = reclaim_dead(s);
@@ -1440,7 +1539,7 @@ dc_cmd_begin(mlx5_qpn_backend *be, CmdKind kind, uint8_t *st)
 	SimDev *d = to_dev(be);
 	if (d->dc_off)
 		return -EOPNOTSUPP;
-	int rc = dev_lock(d->shm);
+	int rc = dev_lock(d->shm, d->name);
 	if (rc)
 		return rc;
 	*st = fw_begin(d->shm, kind);
@@ -1672,7 +1771,7 @@ mlx5_qpn_sim_dc_run(struct mlx5_qpn_backend *be)
 	SimShm *s = d->shm;
 	if (__atomic_load_n(&s->dc.nb_active, __ATOMIC_ACQUIRE) == 0)
 		return 0;
-	int rc = dev_lock(s);
+	int rc = dev_lock(s, d->name);
 	if (rc)
 		return rc;
 	rc = dc_execute(&s->dc, s->dc_arena, dct_lookup, s);
@@ -1714,12 +1813,30 @@ mlx5_qpn_sim_destroy(const char *name)
 	}
 	if (fd >= 0)
 		close(fd);
-	if (shm_unlink(shm_name) == -1)
-		return -errno;
+	/* The last close removes the device itself; a lease with cooling entries may remain. */
+	int rc = qpn::shm::segment_unlink(shm_name);
 	char lease_name[48];
 	qpn::lease::name_of(guid, lease_name, sizeof(lease_name));
-	shm_unlink(lease_name);
-	return 0;
+	if (shm_unlink(lease_name) == 0 && rc == -ENOENT)
+		rc = 0;
+	return rc;
+}
+
+int
+mlx5_qpn_sim_test_hold_mutex(struct mlx5_qpn_backend *be)
+{
+	if (!be)
+		return -EINVAL;
+	SimDev *d = to_dev(be);
+	return dev_lock(d->shm, d->name); /* never unlocked: the caller hangs or dies holding it */
+}
+
+uint64_t
+mlx5_qpn_sim_set_lock_timeout_ns(uint64_t ns)
+{
+	uint64_t old = g_lock_timeout_ns;
+	g_lock_timeout_ns = ns ? ns : qpn::shm::kLockTimeoutNs;
+	return old;
 }
 
 } /* extern "C" */

@@ -10,17 +10,27 @@
 
 namespace mlx5_qpn_sim {
 
-/* Largest stride accepted: rdmavt drivers use qpn_inc 1 and qos_shift <= 3; a stride must stay
- * well inside one bitmap page for the page-walk rules to mean anything. */
-static constexpr uint32_t MAX_INCR = 4096;
+bool
+QpnTable::cfg_ok(const QpnTableCfg &cfg)
+{
+	/* qpn_inc is bounded before the shift: (qpn_inc << qos_shift) must not wrap. */
+	return cfg.qpn_inc != 0 && cfg.qpn_inc <= MAX_INCR && cfg.qos_shift < 16 &&
+	       (cfg.qpn_inc << cfg.qos_shift) <= MAX_INCR && cfg.qpn_start < QPN_SPACE &&
+	       cfg.res_start < QPN_SPACE && cfg.res_count <= QPN_SPACE - cfg.res_start &&
+	       cfg.nb_ports >= 1 && cfg.nb_ports <= MAX_PORTS;
+}
+
+bool
+QpnTable::valid() const
+{
+	return cfg_ok(cfg_) && incr_ == (cfg_.qpn_inc << cfg_.qos_shift) && last_ < QPN_SPACE &&
+	       flags_ < (1u << (2 * MAX_PORTS)) && used_ <= QPN_SPACE && bit(MCAST_QPN);
+}
 
 int
 QpnTable::init(const QpnTableCfg &cfg)
 {
-	if (cfg.qpn_inc == 0 || cfg.qos_shift >= 16 || (cfg.qpn_inc << cfg.qos_shift) > MAX_INCR ||
-	    cfg.qpn_start >= QPN_SPACE || cfg.res_start >= QPN_SPACE ||
-	    cfg.res_count > QPN_SPACE - cfg.res_start || cfg.nb_ports < 1 ||
-	    cfg.nb_ports > MAX_PORTS)
+	if (!cfg_ok(cfg))
 		return -EINVAL;
 	cfg_ = cfg;
 	incr_ = cfg.qpn_inc << cfg.qos_shift;
@@ -35,6 +45,7 @@ QpnTable::reset_bitmap()
 {
 	memset(map_, 0, sizeof(map_));
 	used_ = 0;
+	set(MCAST_QPN); /* not counted: it is not a QPN anyone can hold */
 	if (cfg_.premark_special)
 		mark_range(0, 2);
 	if (cfg_.res_count)
@@ -59,7 +70,7 @@ QpnTable::mark_range(uint32_t first, uint32_t count)
 bool
 QpnTable::is_static(uint32_t i) const
 {
-	if (cfg_.premark_special && i < 2)
+	if (i == MCAST_QPN || (cfg_.premark_special && i < 2))
 		return true;
 	return cfg_.res_count && i >= cfg_.res_start && i - cfg_.res_start < cfg_.res_count;
 }

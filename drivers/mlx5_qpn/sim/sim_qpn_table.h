@@ -18,7 +18,9 @@
  *  - a driver-reserved range [res_start, res_start + res_count) is pre-marked used;
  *  - exclude_prefix == 0x81 (AIP) confines allocation to 16 bits, the prefix is OR-ed into bits
  *    16..23 of the result;
- *  - -ENOMEM when nothing is free.
+ *  - -ENOMEM when nothing is free;
+ *  - QPN 0xFFFFFF is the multicast QPN: never available, as on the hardware (its bit is always
+ *    set and never counted in used(); no QP and no reserved block ever includes it).
  * Deviations, all deliberate and documented: every page exists up front (no lazy pages, so the
  * kernel's "scan the pages in use before growing" order is plain address order); one allocation
  * scans both bit-0 parities before giving up (the kernel may report -ENOMEM after one parity);
@@ -53,6 +55,10 @@ constexpr uint8_t AIP_PREFIX = 0x81;                 /* RVT_AIP_QP_PREFIX */
 constexpr uint32_t AIP_SHIFT = 16;
 constexpr uint32_t AIP_SPACE = 1u << AIP_SHIFT;
 constexpr uint32_t MAX_PORTS = 4;
+constexpr uint32_t MCAST_QPN = QPN_SPACE - 1;        /* 0xFFFFFF: never handed out */
+/* Largest stride accepted: rdmavt drivers use qpn_inc 1 and qos_shift <= 3; a stride must stay
+ * well inside one bitmap page for the page-walk rules to mean anything. */
+constexpr uint32_t MAX_INCR = 4096;
 
 /** Table parameters (rdmavt's dparms). */
 struct QpnTableCfg {
@@ -69,6 +75,16 @@ class QpnTable {
 public:
 	/** Reset to an empty table with the given parameters. -EINVAL for bad parameters. */
 	int init(const QpnTableCfg &cfg);
+
+	/** Would init() accept these parameters? */
+	static bool cfg_ok(const QpnTableCfg &cfg);
+
+	/**
+	 * Are the fields outside the bitmap consistent (parameters as init() accepts them, stride,
+	 * cursor, counters)? A table read back from shared memory that another process may have
+	 * corrupted is checked with this before use; the bitmap itself is always safe to walk.
+	 */
+	bool valid() const;
 
 	/**
 	 * rdmavt alloc_qpn(). @return the QPN (prefix OR-ed in for AIP), or -EINVAL (second SMI/GSI
@@ -100,7 +116,7 @@ public:
 	/** Clear the bitmap and re-mark the static parts (special QPNs, reserved range). */
 	void reset_bitmap();
 
-	/** Number of QPNs marked used (static parts included). */
+	/** Number of QPNs marked used (static parts included; the multicast QPN is not counted). */
 	uint32_t used() const { return used_; }
 	uint32_t last() const { return last_; }
 	uint32_t incr() const { return incr_; }
