@@ -94,7 +94,9 @@ struct mlx5_qpn_dev_stats {
 					      not be recorded is given back to the device). */
 	uint64_t mp_grow_requests;       /**< Grow requests: sent (secondary), handled (primary). */
 	uint64_t mp_ipc_grows;           /**< Ranges the primary reserved for secondaries' requests. */
-	uint64_t mp_dead_reclaimed;      /**< Dead processes whose QPNs the pool reclaimed. */
+	uint64_t mp_dead_reclaimed;      /**< QPNs of dead processes that the driver's calls of
+					      mlx5_qpn_pool_reclaim_dead() recovered (any process
+					      of the device; the pool also recovers on its own). */
 };
 
 /**

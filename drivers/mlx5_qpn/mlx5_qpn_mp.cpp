@@ -23,12 +23,6 @@
 #include "mlx5_qpn_mp.h"
 #include "qpn_shm.h"
 
-/*
- * The pool's reclaim of dead processes (branch pool-reliability). Weak until that lands, so that
- * the driver builds and runs without it: without it nothing reclaims a dead process's QPNs.
- */
-extern "C" int mlx5_qpn_pool_reclaim_dead(struct mlx5_qpn_pool *pool) __attribute__((weak));
-
 namespace {
 
 constexpr auto rlx = std::memory_order_relaxed;
@@ -53,7 +47,7 @@ struct MpInfo {
 	std::atomic<uint64_t> grown;          /* the primary's grow counter (mirror) */
 	std::atomic<uint64_t> ipc_requests;   /* grow requests handled */
 	std::atomic<uint64_t> ipc_grows;      /* of those, ranges reserved */
-	std::atomic<uint64_t> dead_reclaimed; /* dead processes reclaimed, by any process */
+	std::atomic<uint64_t> dead_reclaimed; /* QPNs of dead processes recovered, by any process */
 	pthread_mutex_t lock;                 /* robust, process-shared: secondaries[] */
 	qpn::shm::ProcId secondaries[kMaxSecondaries];
 };
@@ -103,14 +97,15 @@ bool g_action_registered;
 /* Ask the pool to take back what dead processes held (caches, allocated QPNs) into quarantine. */
 void reclaim(mlx5_qpn_mp *mp)
 {
-	if (mlx5_qpn_pool_reclaim_dead == nullptr || mp->pool == nullptr)
+	if (mp->pool == nullptr)
 		return;
+	/* Cheap when nobody died: a look at the pool's process table. */
 	int n = mlx5_qpn_pool_reclaim_dead(mp->pool);
 	if (n > 0) {
 		mp->dead_reclaimed.fetch_add(n, rlx);
 		mp->info->dead_reclaimed.fetch_add(n, rlx);
-		DEV_LOG(NOTICE, "%s: reclaimed the QPNs of %d dead process(es) into quarantine",
-			mp->name, n);
+		DEV_LOG(NOTICE, "%s: recovered %d QPNs of dead processes (into quarantine)", mp->name,
+			n);
 	}
 }
 

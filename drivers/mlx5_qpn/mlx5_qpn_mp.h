@@ -20,9 +20,9 @@
  *    wait); the primary's handler runs the ordinary grow path.
  *  - Each slow path of a secondary (and its probe) first checks the primary's liveness: a dead
  *    primary makes them fail with -ENODEV and one log line.
- *  - Dead processes' caches and QPNs are reclaimed by the pool (mlx5_qpn_pool_reclaim_dead(),
- *    where the pool has it): the primary's control thread and IPC handler, and secondaries'
- *    slow paths, call it.
+ *  - Dead processes' caches and QPNs are reclaimed by the pool (mlx5_qpn_pool_reclaim_dead()):
+ *    the primary's control thread (every 50 ms) and IPC handler, and secondaries' slow paths,
+ *    call it.
  *
  * Lock order: the handler holds the process-local registry mutex of this file, then the device's
  * grow mutex (inside mlx5_qpn_dev_grow_if()). Nothing that holds a grow mutex takes the registry
