@@ -1048,6 +1048,9 @@ int Pool::reclaim_locked(Cache *self)
 	};
 	bool held[MLX5_QPN_MAX_CACHES] = {};
 	bool cdead[MLX5_QPN_MAX_CACHES] = {};
+	/* A live owner's cache that a thief died inside: its chains may already be partly in the
+	 * free stack, so they are not a home; the owner keeps the (emptied) cache. */
+	bool tainted[MLX5_QPN_MAX_CACHES] = {};
 	bool other = false;
 	int rc = 0;
 	const uint64_t deadline = real_ns() + kStwWaitNs;
@@ -1068,8 +1071,10 @@ int Pool::reclaim_locked(Cache *self)
 				break;
 			/* A thief that died holding it hands it over; a live one finishes soon. */
 			if (e != kAnyThief && e != 0 && now_dead(e - 1) &&
-			    v.steal.compare_exchange_strong(e, thief, acq_rel, acq))
+			    v.steal.compare_exchange_strong(e, thief, acq_rel, acq)) {
+				tainted[i] = true;
 				break;
+			}
 			if (real_ns() > deadline) {
 				POOL_LOG(WARNING, "pool %s: reclaim: cache %u stays held by thief %u",
 					 p_->name, i, e);
@@ -1152,7 +1157,7 @@ int Pool::reclaim_locked(Cache *self)
 		for (auto &b : p_->bucket)
 			walk_batches(head_idx(b.load(acq)));
 		for (uint32_t i = 0; i < nc; i++) {
-			if (cdead[i])
+			if (cdead[i] || tainted[i])
 				continue;
 			const Cache &v = p_->caches[i];
 			walk_chain(v.ready);
@@ -1233,6 +1238,14 @@ int Pool::reclaim_locked(Cache *self)
 			v.moving.store(0, rlx);
 			v.busy.store(0, rlx);
 			v.owner.store(0, rel);
+		} else if (rc == 0 && tainted[i]) {
+			/* Swept above like a dead cache's; the live owner finds it empty. */
+			for (Chain *c : {&v.ready, &v.spare, &v.open}) {
+				c->count.store(0, rlx);
+				c->head.store(kNil, rlx);
+				c->tail.store(kNil, rlx);
+			}
+			v.moving.store(0, rlx);
 		}
 		v.steal.store(0, rel);
 	}
@@ -1321,9 +1334,33 @@ void release_cache(mlx5_qpn_pool *p, uint32_t idx)
 	if (c.steal.load(acq) == 0)
 		pool.flush_cache(c);
 	c.busy.store(0, rel);
-	/* Wait out a thief that is still inside (it saw busy == 0 before we set it). */
-	while (c.steal.load(acq) != 0)
+	/*
+	 * Wait out a thief that is still inside (it saw busy == 0 before we set it). A thief that
+	 * died inside (a process killed in steal()) never lets go: then our chains cannot be trusted
+	 * (part of them may be in the free stack already), so they are dropped and the next reclaim
+	 * sweeps every QPN they held back (free, or quarantine stamped then). No reclaim from here:
+	 * the caller holds g_reg_mutex, which a reclaim takes.
+	 */
+	for (uint32_t spins = 1;; spins++) {
+		uint32_t e = c.steal.load(acq);
+		if (e == 0)
+			break;
+		if ((spins & 0x3FF) == 0 && e != kAnyThief && pool.holder_dead(e) &&
+		    c.steal.compare_exchange_strong(e, kAnyThief, acq_rel, acq)) {
+			for (Chain *ch : {&c.ready, &c.spare, &c.open}) {
+				ch->count.store(0, rlx);
+				ch->head.store(kNil, rlx);
+				ch->tail.store(kNil, rlx);
+			}
+			c.moving.store(0, rlx);
+			p->need_audit.store(1, rel);
+			c.steal.store(0, rel);
+			POOL_LOG(NOTICE, "pool %s: cache %u: its thief died inside it; the next reclaim sweeps its QPNs back",
+				 p->name, idx);
+			break;
+		}
 		rte_pause();
+	}
 	c.owner.store(0, rel);
 }
 

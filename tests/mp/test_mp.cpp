@@ -305,20 +305,12 @@ TEST_F(MpTest, MpSecondaryKilledMidCallIsReclaimed)
 	}
 	std::string held = p->cmd("stop", 20000);
 	if (held.empty()) {
-		/*
-		 * Known pool bug (lib/pool, not this branch): a secondary killed inside Pool::steal()
-		 * leaves the primary cache's `steal` flag set; the primary's loop thread, exiting, spins
-		 * in release_cache() waiting for it while holding the pool's process-local registry
-		 * mutex, which the control thread's drain (and so its reclaim) then waits for. Checked
-		 * before the skip: nothing handed out early, from the logs.
-		 */
+		/* The primary's loop did not stop: e.g. a thread exit waiting forever for a secondary
+		 * that died inside Pool::steal() holding that thread's cache (fixed: the owner drops a
+		 * dead thief's chains and the next reclaim sweeps them). */
 		p->kill9();
 		p->wait();
-		CheckResult c = check_logs(logs, q_us * 1000);
-		EXPECT_EQ(c.violations, 0u) << c.first;
-		GTEST_SKIP() << "lib/pool: a thread exit in the primary hangs after a secondary died "
-				"mid-steal (the dead thief's steal flag is never cleared; release_cache() "
-				"spins holding g_reg_mutex): accounting after reclaim not checked this run";
+		FAIL() << "the primary hung after its secondaries were killed";
 	}
 	ASSERT_EQ(held.rfind("OK", 0), 0u) << held;
 	EXPECT_EQ(p->cmd("free 0").rfind("OK", 0), 0u);
