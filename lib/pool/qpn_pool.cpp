@@ -60,6 +60,18 @@ inline void bump(std::atomic<uint64_t> &c, uint64_t n = 1)
 	c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
+/* Forget a cache's chains without giving them back: for a cache whose chains cannot be trusted
+ * (its owner or a thief died inside it); a reclaim's sweep finds their QPNs unreachable. */
+inline void drop_chains(qpn::Cache &v)
+{
+	for (qpn::Chain *c : {&v.ready, &v.spare, &v.open}) {
+		c->count.store(0, std::memory_order_relaxed);
+		c->head.store(qpn::kNil, std::memory_order_relaxed);
+		c->tail.store(qpn::kNil, std::memory_order_relaxed);
+	}
+	v.moving.store(0, std::memory_order_relaxed);
+}
+
 /* ---- clock ---------------------------------------------------------------------------------- */
 
 /* Test seam (qpn_pool_test_hooks.h): 0 outside tests. */
@@ -1230,22 +1242,11 @@ int Pool::reclaim_locked(Cache *self)
 			continue;
 		Cache &v = p_->caches[i];
 		if (rc == 0 && cdead[i]) {
-			for (Chain *c : {&v.ready, &v.spare, &v.open}) {
-				c->count.store(0, rlx);
-				c->head.store(kNil, rlx);
-				c->tail.store(kNil, rlx);
-			}
-			v.moving.store(0, rlx);
+			drop_chains(v);
 			v.busy.store(0, rlx);
 			v.owner.store(0, rel);
 		} else if (rc == 0 && tainted[i]) {
-			/* Swept above like a dead cache's; the live owner finds it empty. */
-			for (Chain *c : {&v.ready, &v.spare, &v.open}) {
-				c->count.store(0, rlx);
-				c->head.store(kNil, rlx);
-				c->tail.store(kNil, rlx);
-			}
-			v.moving.store(0, rlx);
+			drop_chains(v); /* swept above like a dead cache's; the live owner finds it empty */
 		}
 		v.steal.store(0, rel);
 	}
@@ -1347,12 +1348,7 @@ void release_cache(mlx5_qpn_pool *p, uint32_t idx)
 			break;
 		if ((spins & 0x3FF) == 0 && e != kAnyThief && pool.holder_dead(e) &&
 		    c.steal.compare_exchange_strong(e, kAnyThief, acq_rel, acq)) {
-			for (Chain *ch : {&c.ready, &c.spare, &c.open}) {
-				ch->count.store(0, rlx);
-				ch->head.store(kNil, rlx);
-				ch->tail.store(kNil, rlx);
-			}
-			c.moving.store(0, rlx);
+			drop_chains(c);
 			p->need_audit.store(1, rel);
 			c.steal.store(0, rel);
 			POOL_LOG(NOTICE, "pool %s: cache %u: its thief died inside it; the next reclaim sweeps its QPNs back",
