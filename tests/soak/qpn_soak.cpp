@@ -358,6 +358,9 @@ int main(int argc, char **argv)
 				refused_probes++;
 			else
 				worker_errors++;
+		} else if (WIFSIGNALED(st)) {
+			worker_errors++; /* a signal we did not send: a crash, a sanitizer abort */
+			fprintf(stderr, "qpn_soak: worker %zu died of signal %d\n", s.life, WTERMSIG(st));
 		}
 		s.pid = 0;
 	};
@@ -376,7 +379,7 @@ int main(int argc, char **argv)
 			kill(s.pid, SIGKILL);
 			int st;
 			waitpid(s.pid, &st, 0);
-			if (WIFSIGNALED(st)) {
+			if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) {
 				kills++;
 				s.pid = 0;
 			} else {
