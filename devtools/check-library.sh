@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+#   devtools/check-library.sh SOURCE_DIR BUILD_DIR
+#
+# The library face, checked from outside as an application sees it (run by the test command):
+#  1. libmlx5_qpn.so exports exactly the functions of the installed headers (node MLX5_QPN_0)
+#     plus the INTERNAL node of config/mlx5_qpn.map, and nothing else;
+#  2. it carries a versioned SONAME;
+#  3. installed with `meson install`, the README's C snippet (`#include <mlx5_qpn/mlx5_qpn.h>`)
+#     compiles and links as C11 with -Wall -Wextra -Werror through `pkg-config mlx5-qpn`.
+set -euo pipefail
+src=$1
+build=$2
+fail=0
+headers=(lib/pool/mlx5_qpn_pool.h lib/cm/mlx5_qpn_cm.h drivers/mlx5_qpn/mlx5_qpn.h
+	 drivers/mlx5_qpn/mlx5_qpn_dc.h)
+so=$(ls "$build"/libmlx5_qpn.so.*.*.* | head -1)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Functions declared in the installed headers: declarations start at column 0.
+(cd "$src" && grep -hoE '^[A-Za-z_][A-Za-z0-9_ ]*[ *]mlx5_qpn_[a-z0-9_]+\(' "${headers[@]}") |
+	grep -oE 'mlx5_qpn_[a-z0-9_]+\($' | tr -d '(' | sort -u > "$tmp/public"
+awk '/^MLX5_QPN_0/,/^}/' "$src/config/mlx5_qpn.map" | grep -oE '^\s+mlx5_qpn_[a-z0-9_]+;' |
+	tr -d ' \t;' | sort -u > "$tmp/map_public"
+awk '/^INTERNAL/,/^}/' "$src/config/mlx5_qpn.map" | grep -oE '^\s+mlx5_qpn_[a-z0-9_]+;' |
+	tr -d ' \t;' | sort -u > "$tmp/map_internal"
+nm -D --defined-only "$so" | awk '$2 ~ /^[TWDBRV]$/ {print $3}' | sed 's/@.*//' | sort -u > "$tmp/exported"
+cat "$tmp/public" "$tmp/map_internal" | sort -u > "$tmp/expected"
+
+if ! diff -q "$tmp/public" "$tmp/map_public" >/dev/null; then
+	echo "check-library: config/mlx5_qpn.map and the installed headers disagree:"
+	diff "$tmp/public" "$tmp/map_public" | sed -n 's/^</  declared, not in the map:/p; s/^>/  in the map, not declared:/p'
+	fail=1
+fi
+if ! diff -q "$tmp/expected" "$tmp/exported" >/dev/null; then
+	echo "check-library: $so exports other symbols than the API:"
+	diff "$tmp/expected" "$tmp/exported" | sed -n 's/^</  missing:/p; s/^>/  extra:/p' | head -20
+	fail=1
+fi
+echo "check-library: $(wc -l < "$tmp/exported") exported symbols ($(wc -l < "$tmp/public") public, $(wc -l < "$tmp/map_internal") internal)"
+
+soname=$(readelf -d "$so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+if ! [[ "$soname" =~ ^libmlx5_qpn\.so\.[0-9]+$ ]]; then
+	echo "check-library: SONAME '$soname' is not versioned"
+	fail=1
+fi
+
+# Install into a scratch root and build the README's snippet against it, as a user would.
+DESTDIR="$tmp/root" meson install -C "$build" --quiet --no-rebuild >/dev/null
+prefix=$(meson introspect "$build" --buildoptions | python3 -c \
+	'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"]=="prefix"][0])')
+pcdir=$(dirname "$(find "$tmp/root" -name mlx5-qpn.pc | head -1)")
+cat > "$tmp/app.c" <<'C'
+#include <mlx5_qpn/mlx5_qpn.h>
+
+int main(void)
+{
+	struct mlx5_qpn_dev *dev;
+	uint32_t qpn;
+	if (mlx5_qpn_dev_probe("sim0,quarantine_us=2000000", &dev) == 0 &&
+	    mlx5_qpn_reserved_alloc(dev, &qpn) == 0)
+		mlx5_qpn_reserved_dealloc(dev, qpn);
+	mlx5_qpn_dev_close(dev);
+	return 0;
+}
+C
+# Our .pc relocated to the scratch root and without its Requires (so that DPDK's own .pc is
+# read as installed), then DPDK's flags.
+mkdir -p "$tmp/pc"
+sed -e "s|^prefix=.*|prefix=$tmp/root$prefix|" -e '/^Requires/d' "$pcdir/mlx5-qpn.pc" > "$tmp/pc/mlx5-qpn.pc"
+flags="$(PKG_CONFIG_PATH="$tmp/pc" pkg-config --cflags --libs mlx5-qpn) $(pkg-config --cflags --libs libdpdk)"
+libdir=$(dirname "$(find "$tmp/root" -name 'libmlx5_qpn.so' | head -1)")
+flags="$flags -Wl,-rpath,$libdir"
+# shellcheck disable=SC2086
+if ! cc -std=c11 -Wall -Wextra -Werror "$tmp/app.c" -o "$tmp/app" $flags 2> "$tmp/cc.err"; then
+	echo "check-library: the README's snippet does not build against the installed library:"
+	head -20 "$tmp/cc.err"
+	fail=1
+fi
+[ $fail -eq 0 ] && echo "check-library: OK"
+exit $fail
