@@ -135,4 +135,80 @@ struct mlx5_qpn_cm {
 	mlx5_qpn_cm_frame rx_burst[32];
 };
 
+/*
+ * The CM agent (cm_agent.cpp, cm_conn.cpp, cm_active.cpp, cm_passive.cpp, cm_disconnect.cpp,
+ * cm_timer.cpp, cm_input.cpp): active and passive connection state machines, the
+ * stale-connection check on the (remote GUID, remote QPN) table, retransmission timers and
+ * timewait.
+ *
+ * Behaviour follows Linux's drivers/infiniband/core/cm.c where IBA leaves a choice:
+ * - REQ handling order: duplicate (same remote comm id) first, then stale pair, then listener;
+ * - a stale REQ/REP gets REJ STALE_CONN and the connection holding the pair gets a DREQ;
+ * - a REJ with reason TIMEOUT or STALE_CONN puts the rejected connection into timewait, any
+ *   other reason frees it at once;
+ * - a DREQ for no connection is answered with a DREP, a DREQ in timewait gets the DREP again;
+ * - a duplicate REP (our RTU was lost) gets the RTU again.
+ * Simplifications: the consumer's REP-received and DREQ-received steps are automatic (RTU and
+ * DREP are sent by the agent), there are no LAP/APR/SIDR messages and no alternate paths.
+ */
+namespace cm_impl {
+
+constexpr uint32_t kSlotBits = 16;
+constexpr uint32_t kSlotMask = (1u << kSlotBits) - 1;
+
+inline unsigned type_index(uint8_t type) { return unsigned(type - MLX5_QPN_CM_MSG_REQ) & 7u; }
+
+inline Conn *lookup(mlx5_qpn_cm *cm, uint32_t comm_id)
+{
+	uint32_t slot1 = comm_id & kSlotMask;
+	if (slot1 == 0 || slot1 > cm->max_conns)
+		return nullptr;
+	Conn *c = &cm->conns[slot1 - 1];
+	return c->comm_id == comm_id ? c : nullptr;
+}
+
+inline uint32_t slot_of(const mlx5_qpn_cm *cm, const Conn *c) { return uint32_t(c - cm->conns); }
+
+/* cm_conn.cpp: slots, tables, events, sending. */
+Conn *alloc_conn(mlx5_qpn_cm *cm);
+void pair_remove(mlx5_qpn_cm *cm, Conn *c);
+void pair_insert(mlx5_qpn_cm *cm, Conn *c);
+void rid_remove(mlx5_qpn_cm *cm, Conn *c);
+void free_conn(mlx5_qpn_cm *cm, Conn *c);
+void push_event(mlx5_qpn_cm *cm, uint32_t type, const Conn *c, uint16_t reason,
+		const mlx5_qpn_cm_msg *msg);
+int transmit(mlx5_qpn_cm *cm, uint64_t dst, const uint8_t *frame, uint16_t len);
+int send_msg(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t dst, Conn *keep);
+mlx5_qpn_cm_msg base_msg(const mlx5_qpn_cm *cm, uint8_t type, const Conn *c);
+void set_pd(mlx5_qpn_cm_msg &m, const void *pd, uint8_t len);
+void send_rej_to(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &rx, uint16_t reason, uint8_t ref);
+void send_rej(mlx5_qpn_cm *cm, Conn *c, uint16_t reason, uint8_t ref, const void *pd = nullptr,
+	      uint8_t pd_len = 0);
+bool stale_pair(mlx5_qpn_cm *cm, uint64_t guid, uint32_t qpn, uint64_t now_ns);
+bool listening(const mlx5_qpn_cm *cm, uint64_t service_id);
+void unexpected(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, const Conn *c);
+Conn *peer_conn(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m);
+Conn *conn_arg(mlx5_qpn_cm *cm, uint32_t conn_id, int *rc);
+bool pd_ok(const void *pd, uint8_t len, uint8_t type);
+
+/* cm_timer.cpp: response timer and timewait. */
+void arm(Conn *c, uint64_t now_ns);
+void enter_timewait(mlx5_qpn_cm *cm, Conn *c, uint64_t now_ns);
+
+/* cm_passive.cpp, cm_active.cpp, cm_disconnect.cpp: received messages. */
+void on_req(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns);
+void on_rtu(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m);
+void on_rep(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns);
+void on_mra(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns);
+int send_dreq(mlx5_qpn_cm *cm, Conn *c, uint64_t now_ns);
+void on_rej(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns);
+void on_dreq(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns);
+void on_drep(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns);
+
+/* cm_input.cpp: the malformed-frame log. */
+void end_malformed_burst(mlx5_qpn_cm *cm);
+void malformed(mlx5_qpn_cm *cm, int rc, size_t len, uint64_t now_ns);
+
+} // namespace cm_impl
+
 #endif /* MLX5_QPN_CM_INTERNAL_H */

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The CM agent's life cycle and queries: create and destroy, listen and unlisten, the outbox
+ * (no transport), the event queue, connection and pair look-ups, statistics.
+ */
+#include "cm_internal.h"
+
+#include <rte_errno.h>
+#include <rte_log.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+RTE_LOG_REGISTER(mlx5_qpn_cm_logtype, mlx5_qpn.cm, INFO);
+
+using namespace cm_impl;
+
+extern "C" {
+
+struct mlx5_qpn_cm *mlx5_qpn_cm_create(const struct mlx5_qpn_cm_params *p)
+{
+	if (p == nullptr || p->node_guid == 0 || p->max_conns == 0 ||
+	    p->max_conns > MLX5_QPN_CM_MAX_CONNS ||
+	    (p->policy != MLX5_QPN_CM_POLICY_LIVE && p->policy != MLX5_QPN_CM_POLICY_STRICT) ||
+	    p->packet_life_time > 31 || p->ack_delay > 31 || p->cm_response_timeout > 31 ||
+	    p->max_cm_retries > 15 ||
+	    (p->name != nullptr && std::strlen(p->name) > MLX5_QPN_CM_NAMESIZE) ||
+	    (p->transport != nullptr && (p->transport->send == nullptr))) {
+		CM_LOG(ERR, "create: invalid parameters");
+		rte_errno = EINVAL;
+		return nullptr;
+	}
+	auto *cm = static_cast<mlx5_qpn_cm *>(std::calloc(1, sizeof(mlx5_qpn_cm)));
+	if (cm == nullptr) {
+		rte_errno = ENOMEM;
+		return nullptr;
+	}
+	std::snprintf(cm->name, sizeof(cm->name), "%s", p->name ? p->name : "cm");
+	cm->params = *p;
+	cm->params.name = cm->name;
+	cm->params.transport = nullptr;
+	if (p->transport != nullptr) {
+		cm->tp = *p->transport;
+		cm->has_tp = true;
+	}
+	cm->max_conns = p->max_conns;
+	uint32_t dflt = std::max(64u, 2 * p->max_conns);
+	bool ok = true;
+	cm->conns = static_cast<Conn *>(std::calloc(p->max_conns, sizeof(Conn)));
+	cm->free_slots = static_cast<uint32_t *>(std::calloc(p->max_conns, sizeof(uint32_t)));
+	ok = cm->conns && cm->free_slots;
+	ok = ok && cm->pairs.init(p->max_conns) && cm->rids.init(p->max_conns);
+	ok = ok && cm->events.init(p->event_queue_size ? p->event_queue_size : dflt);
+	ok = ok && (cm->has_tp || cm->outbox.init(p->outbox_size ? p->outbox_size : dflt));
+	if (!ok) {
+		CM_LOG(ERR, "%s: cannot allocate %u connections", cm->name, p->max_conns);
+		mlx5_qpn_cm_destroy(cm);
+		rte_errno = ENOMEM;
+		return nullptr;
+	}
+	/* Pop order = slot order, which keeps high_water (the tick scan) low. */
+	for (uint32_t i = 0; i < p->max_conns; i++)
+		cm->free_slots[i] = p->max_conns - 1 - i;
+	cm->nb_free = p->max_conns;
+	return cm;
+}
+
+void mlx5_qpn_cm_destroy(struct mlx5_qpn_cm *cm)
+{
+	if (cm == nullptr)
+		return;
+	end_malformed_burst(cm);
+	cm->pairs.fini();
+	cm->rids.fini();
+	cm->events.fini();
+	cm->outbox.fini();
+	std::free(cm->conns);
+	std::free(cm->free_slots);
+	std::free(cm);
+}
+
+int mlx5_qpn_cm_listen(struct mlx5_qpn_cm *cm, uint64_t service_id)
+{
+	if (cm == nullptr)
+		return -EINVAL;
+	if (listening(cm, service_id))
+		return -EEXIST;
+	if (cm->nb_services == mlx5_qpn_cm::kMaxServices)
+		return -ENOSPC;
+	cm->services[cm->nb_services++] = service_id;
+	return 0;
+}
+
+int mlx5_qpn_cm_unlisten(struct mlx5_qpn_cm *cm, uint64_t service_id)
+{
+	if (cm == nullptr)
+		return -EINVAL;
+	for (uint32_t i = 0; i < cm->nb_services; i++) {
+		if (cm->services[i] == service_id) {
+			cm->services[i] = cm->services[--cm->nb_services];
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int mlx5_qpn_cm_output(struct mlx5_qpn_cm *cm, uint64_t *dst_guid, void *buf, size_t size)
+{
+	if (cm == nullptr || dst_guid == nullptr || buf == nullptr)
+		return -EINVAL;
+	const cm_impl::OutFrame *o = cm->outbox.front();
+	if (o == nullptr)
+		return -EAGAIN;
+	if (size < o->len)
+		return -ENOSPC;
+	*dst_guid = o->dst;
+	std::memcpy(buf, o->data, o->len);
+	int len = o->len;
+	cm->outbox.pop();
+	return len;
+}
+
+int mlx5_qpn_cm_poll_event(struct mlx5_qpn_cm *cm, struct mlx5_qpn_cm_event *ev)
+{
+	if (cm == nullptr || ev == nullptr)
+		return -EINVAL;
+	const mlx5_qpn_cm_event *e = cm->events.front();
+	if (e == nullptr)
+		return -EAGAIN;
+	*ev = *e;
+	cm->events.pop();
+	if (cm->events.empty())
+		cm->ev_drop_logged = false;
+	return 0;
+}
+
+int mlx5_qpn_cm_conn_get(const struct mlx5_qpn_cm *cm, uint32_t conn_id,
+			  struct mlx5_qpn_cm_conn_info *info)
+{
+	if (cm == nullptr || info == nullptr)
+		return -EINVAL;
+	const Conn *c = lookup(const_cast<mlx5_qpn_cm *>(cm), conn_id);
+	if (c == nullptr)
+		return -ENOENT;
+	std::memset(info, 0, sizeof(*info));
+	info->state = c->state;
+	info->active = c->active;
+	info->pair_in_table = c->pair_in_table;
+	info->remote_guid = c->remote_guid;
+	info->remote_comm_id = c->remote_comm_id;
+	info->local_qpn = c->local_qpn;
+	info->remote_qpn = c->remote_qpn;
+	info->service_id = c->service_id;
+	info->timer_ns = c->timer_ns;
+	info->timewait_ms = c->state == MLX5_QPN_CM_STATE_TIMEWAIT
+				    ? c->timewait_ms
+				    : mlx5_qpn_cm_timewait_ms(c->packet_life_time, c->peer_ack_delay);
+	return 0;
+}
+
+int mlx5_qpn_cm_pair_held(const struct mlx5_qpn_cm *cm, uint64_t remote_guid,
+			  uint32_t remote_qpn)
+{
+	if (cm == nullptr)
+		return -EINVAL;
+	int slot = cm->pairs.find(remote_guid, remote_qpn);
+	if (slot < 0)
+		return 0;
+	return cm->conns[slot].state == MLX5_QPN_CM_STATE_TIMEWAIT ? 2 : 1;
+}
+
+int mlx5_qpn_cm_stats_get(const struct mlx5_qpn_cm *cm, struct mlx5_qpn_cm_stats *stats)
+{
+	if (cm == nullptr || stats == nullptr)
+		return -EINVAL;
+	*stats = cm->stats;
+	return 0;
+}
+
+} // extern "C"
