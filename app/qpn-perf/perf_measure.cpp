@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * qpn-perf's measurements: the heap bytes per QPN, the self-check of every peer, one timed run,
+ * calibration, the two-lcore run and running a peer hook on every lcore.
+ */
+#include "perf_app.h"
+
+unsigned int perf_seq;
+double perf_load_at_start = -1;
+
+/* Bytes allocated in the DPDK heaps of all sockets (memzones included). */
+uint64_t
+perf_heap_allocated(void)
+{
+	uint64_t sum = 0;
+
+	for (unsigned int i = 0; i < rte_socket_count(); i++) {
+		struct rte_malloc_socket_stats st;
+
+		if (rte_malloc_get_socket_stats(rte_socket_id_by_idx(i), &st) == 0)
+			sum += st.heap_allocsz_bytes;
+	}
+	return sum;
+}
+
+struct perf_cfg
+perf_make_cfg(const struct perf_opts *o, uint32_t range)
+{
+	struct perf_cfg cfg = {};
+
+	cfg.first = perf_first_qpn;
+	cfg.range = range;
+	cfg.cache = o->cache;
+	cfg.quarantine_ns = o->quarantine_us * 1000;
+	cfg.burst = o->burst;
+	cfg.block_log = o->block_log;
+	cfg.seq = perf_seq++;
+	return cfg;
+}
+
+/*
+ * Memory: for peers that live in the DPDK heap, the heap grows by fixed + per_qpn * range at
+ * setup. Setting up a second instance at half the range separates the two terms.
+ */
+void
+perf_measure_memory(const struct perf_opts *o, perf_state *s, uint64_t full_delta)
+{
+	if (s->peer->flags & PERF_F_HEAP_MEM) {
+		struct perf_cfg half = perf_make_cfg(o, o->range / 2);
+		uint64_t before = perf_heap_allocated();
+		void *ctx = nullptr;
+
+		if (s->peer->setup(&half, &ctx) != 0)
+			return;
+		uint64_t after = perf_heap_allocated();
+		uint64_t half_delta = after > before ? after - before : 0;
+
+		s->peer->teardown(ctx);
+		s->mem.valid = true;
+		s->mem.method = "dpdk-heap-delta";
+		s->mem.total_bytes = full_delta;
+		s->mem.bytes_per_qpn = ((double)full_delta - (double)half_delta) /
+			(double)(o->range - o->range / 2);
+		s->mem.fixed_bytes = (double)full_delta - s->mem.bytes_per_qpn * o->range;
+	} else if (s->peer->footprint != nullptr) {
+		/*
+		 * Self-accounted, called after the timed runs: the most the peer held (its memory
+		 * grows with use), all of it counted per QPN.
+		 */
+		s->mem.valid = true;
+		s->mem.method = "self-accounted";
+		s->mem.total_bytes = s->peer->footprint(s->ctx);
+		s->mem.bytes_per_qpn = (double)s->mem.total_bytes / o->range;
+		s->mem.fixed_bytes = 0;
+	}
+}
+
+/*
+ * Untimed check through the generic hooks: a batch of allocations must be distinct and in the
+ * range, every free must succeed, and a peer that claims to check must refuse a double free.
+ */
+bool
+perf_self_check(const struct perf_opts *o, perf_state *s)
+{
+	unsigned int k = std::min<uint32_t>(1024, o->range / (2 * rte_lcore_count()));
+	std::vector<uint64_t> tokens(k);
+	std::vector<uint8_t> seen(o->range);
+	std::set<uint32_t> own;
+	uint32_t qpn;
+	uint64_t tok;
+	int ret;
+
+	for (unsigned int i = 0; i < k; i++) {
+		ret = s->peer->alloc(s->ctx, &qpn, &tokens[i]);
+		if (ret != 0) {
+			s->error = "self-check: alloc " + std::to_string(i) + " failed: " +
+				strerror(-ret);
+			return false;
+		}
+		if (s->peer->flags & PERF_F_OWN_RANGE) {
+			/* A device's own ranges: distinct and 24-bit is all that can be asked. */
+			if (qpn > 0xFFFFFF || !own.insert(qpn).second) {
+				s->error = "self-check: QPN " + std::to_string(qpn) +
+					" not 24-bit or handed out twice";
+				return false;
+			}
+			continue;
+		}
+		if (qpn < perf_first_qpn || qpn - perf_first_qpn >= o->range ||
+		    seen[qpn - perf_first_qpn]) {
+			s->error = "self-check: QPN " + std::to_string(qpn) +
+				" out of range or handed out twice";
+			return false;
+		}
+		seen[qpn - perf_first_qpn] = 1;
+	}
+	for (unsigned int i = 0; i < k; i++) {
+		ret = s->peer->free(s->ctx, tokens[i]);
+		if (ret != 0) {
+			s->error = std::string("self-check: free failed: ") + strerror(-ret);
+			return false;
+		}
+	}
+	if (s->peer->flags & PERF_F_CHECKS) {
+		/* Free the last QPN again: it must be refused and change nothing. */
+		ret = s->peer->free(s->ctx, tokens[k - 1]);
+		s->refuses_double_free = ret == -EINVAL;
+		if (!s->refuses_double_free) {
+			s->error = "self-check: a double free was not refused with -EINVAL";
+			return false;
+		}
+		/* And the peer still works. */
+		if (s->peer->alloc(s->ctx, &qpn, &tok) != 0 || s->peer->free(s->ctx, tok) != 0) {
+			s->error = "self-check: alloc/free failed after a refused double free";
+			return false;
+		}
+	}
+	return true;
+}
+
+void
+perf_run_once(perf_state *s, perf_phase ph, uint64_t n, unsigned int burst, perf_loop_res *res)
+{
+	if (ph == PH_PAIR)
+		s->peer->run_pairs(s->ctx, n, res);
+	else
+		s->peer->run_burst(s->ctx, n, burst, res);
+}
+
+perf_timed
+perf_time_once(perf_state *s, perf_phase ph, uint64_t n, unsigned int burst)
+{
+	perf_timed t = {};
+	uint64_t t0 = rte_rdtsc_precise();
+
+	perf_run_once(s, ph, n, burst, &t.res);
+	t.cycles = rte_rdtsc_precise() - t0;
+	return t;
+}
+
+double
+perf_cycles_to_ns(double cycles)
+{
+	return cycles * 1e9 / (double)rte_get_tsc_hz();
+}
+
+/* Ops per timed run so that one run takes about the budget; at least 1000 ops. */
+uint64_t
+perf_calibrate_n(const struct perf_opts *o, double ns_per_op)
+{
+	double n = (double)o->budget_ms * 1e6 / std::max(ns_per_op, 0.1);
+	uint64_t k = (uint64_t)std::min(n, (double)o->iterations);
+
+	return std::max<uint64_t>(k, 1000);
+}
+
+/* Two-lcore run: both lcores warm up, meet at a start line, run n ops, report by atomics. */
+struct perf_mc_job {
+	perf_state *s;
+	uint64_t n, warm;
+	std::atomic<unsigned int> ready{0};
+	std::atomic<bool> go{false};
+	std::atomic<uint64_t> t0[2], t1[2], ops[2], fails[2];
+};
+
+static void
+perf_mc_body(perf_mc_job *j, unsigned int idx)
+{
+	perf_loop_res warm = {}, res = {};
+
+	j->s->peer->run_pairs(j->s->ctx, j->warm, &warm);
+	j->ready.fetch_add(1, std::memory_order_acq_rel);
+	while (!j->go.load(std::memory_order_acquire))
+		rte_pause();
+	uint64_t t0 = rte_rdtsc_precise();
+	j->s->peer->run_pairs(j->s->ctx, j->n, &res);
+	uint64_t t1 = rte_rdtsc_precise();
+
+	j->t0[idx].store(t0, std::memory_order_relaxed);
+	j->t1[idx].store(t1, std::memory_order_relaxed);
+	j->ops[idx].store(res.ops, std::memory_order_relaxed);
+	j->fails[idx].store(res.failures + warm.failures, std::memory_order_release);
+}
+
+static int
+perf_mc_worker(void *arg)
+{
+	perf_mc_body(static_cast<perf_mc_job *>(arg), 1);
+	return 0;
+}
+
+/* Returns Mops/s over both lcores, or a negative value if the worker could not be launched. */
+double
+perf_run_two(perf_state *s, unsigned int worker, uint64_t n, double lcore_ns[2],
+	uint64_t *failures)
+{
+	perf_mc_job j;
+
+	j.s = s;
+	j.n = n;
+	j.warm = std::max<uint64_t>(n / 8, 1000);
+	for (int i = 0; i < 2; i++) {
+		j.t0[i] = j.t1[i] = j.ops[i] = j.fails[i] = 0;
+	}
+	if (rte_eal_remote_launch(perf_mc_worker, &j, worker) != 0)
+		return -1;
+	{
+		perf_loop_res warm = {};
+
+		s->peer->run_pairs(s->ctx, j.warm, &warm);
+		j.ready.fetch_add(1, std::memory_order_acq_rel);
+		while (j.ready.load(std::memory_order_acquire) < 2)
+			rte_pause();
+		j.go.store(true, std::memory_order_release);
+		uint64_t t0 = rte_rdtsc_precise();
+		perf_loop_res res = {};
+
+		s->peer->run_pairs(s->ctx, n, &res);
+		uint64_t t1 = rte_rdtsc_precise();
+
+		j.t0[0] = t0;
+		j.t1[0] = t1;
+		j.ops[0] = res.ops;
+		j.fails[0] = res.failures + warm.failures;
+	}
+	rte_eal_wait_lcore(worker);
+
+	uint64_t start = std::min(j.t0[0].load(), j.t0[1].load(std::memory_order_acquire));
+	uint64_t end = std::max(j.t1[0].load(), j.t1[1].load(std::memory_order_acquire));
+	uint64_t ops = j.ops[0].load() + j.ops[1].load(std::memory_order_acquire);
+
+	*failures = j.fails[0].load() + j.fails[1].load(std::memory_order_acquire);
+	for (int i = 0; i < 2; i++) {
+		uint64_t o = j.ops[i].load(std::memory_order_acquire);
+
+		lcore_ns[i] = o != 0 ? perf_cycles_to_ns((double)(j.t1[i] - j.t0[i]) / o) : 0;
+	}
+	if (end <= start)
+		return 0;
+	return (double)ops * (double)rte_get_tsc_hz() / (double)(end - start) / 1e6;
+}
+
+/* Run a peer hook on every lcore (main included), one after the other. */
+struct perf_hook_job {
+	void (*fn)(void *);
+	void *ctx;
+};
+
+static int
+perf_hook_worker(void *arg)
+{
+	auto *h = static_cast<perf_hook_job *>(arg);
+
+	h->fn(h->ctx);
+	return 0;
+}
+
+void
+perf_on_all_lcores(void (*fn)(void *), void *ctx)
+{
+	perf_hook_job h = {fn, ctx};
+	unsigned int lcore;
+
+	fn(ctx);
+	RTE_LCORE_FOREACH_WORKER(lcore) {
+		if (rte_eal_remote_launch(perf_hook_worker, &h, lcore) == 0)
+			rte_eal_wait_lcore(lcore);
+	}
+}
