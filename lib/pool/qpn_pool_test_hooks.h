@@ -28,7 +28,7 @@ struct TestHooks {
 	std::atomic<void (*)(const uint32_t *qpns, unsigned int got)> bulk_rollback{nullptr};
 	/* drain() took an expired bucket and has not pushed it to the free stack yet. */
 	std::atomic<void (*)()> drain_holding{nullptr};
-	/* range_remove() reached `stage` (see RemoveStage in qpn_pool.cpp). */
+	/* range_remove() reached `stage` (see RemoveStage in qpn_pool_range.cpp). */
 	std::atomic<void (*)(int stage)> remove_stage{nullptr};
 };
 

@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Per-thread caches: the asymmetric fence that lets a thief empty an idle cache, flushing,
+ * stealing, the -ENOSPC verdict, refill, the cacheless allocation, and the binding of a thread to
+ * its cache (claimed on first use, given back at thread exit).
+ */
+#include <cerrno>
+
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <rte_pause.h>
+
+#include "qpn_pool_ops.h"
+
+using namespace qpn;
+using namespace qpn::detail;
+
+namespace qpn::detail {
+
+/* ---- asymmetric fence for cache stealing ---------------------------------------------------- */
+
+/*
+ * A thief must know that a cache's owner is outside the pool before it touches the cache, and
+ * the owner must not pay for a full fence on every call. membarrier(2) moves the cost to the
+ * thief: the owner only stores `busy` and loads `steal` (both relaxed), the thief stores `steal`,
+ * runs membarrier (a full barrier on every CPU running a thread of ours), then loads `busy`.
+ * Either the owner's load sees `steal`, or the thief's load sees `busy` (Dekker with the two
+ * fences split unevenly). For caches owned by another process the global command is used.
+ */
+std::atomic<int> g_barrier{static_cast<int>(Barrier::kUnknown)};
+
+static long sys_membarrier(int cmd) { return syscall(__NR_membarrier, cmd, 0, 0); }
+
+Barrier barrier_kind()
+{
+	auto b = static_cast<Barrier>(g_barrier.load(acq));
+	if (b != Barrier::kUnknown)
+		return b;
+	long q = sys_membarrier(MEMBARRIER_CMD_QUERY);
+	Barrier kind = Barrier::kNone;
+	if (q > 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+	    sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
+		kind = (q & MEMBARRIER_CMD_GLOBAL) ? Barrier::kGlobal : Barrier::kPrivate;
+	if (kind == Barrier::kNone)
+		POOL_LOG(WARNING, "membarrier unavailable: idle caches cannot be stolen");
+	g_barrier.store(static_cast<int>(kind), rel);
+	return kind;
+}
+
+/* Full barrier on all CPUs running threads of this process (or of all processes). */
+bool heavy_barrier(bool other_process)
+{
+	Barrier b = barrier_kind();
+	if (b == Barrier::kNone)
+		return false;
+	if (other_process) {
+		if (b != Barrier::kGlobal)
+			return false;
+		return sys_membarrier(MEMBARRIER_CMD_GLOBAL) == 0;
+	}
+	return sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
+}
+
+static uint64_t self_token(uint32_t proc_plus1)
+{
+	return owner_make(proc_plus1, static_cast<uint32_t>(getpid()), static_cast<uint32_t>(gettid()));
+}
+
+/* ---- caches ------------------------------------------------------------------------------- */
+
+/* Give a cache chain of free QPNs back to the free stack. */
+void Pool::give_back(Chain &c)
+{
+	uint32_t n = c.count.load(rlx);
+	if (n == 0)
+		return;
+	uint32_t h = c.head.load(rlx), t = c.tail.load(rlx);
+	chain_write_batch(h, t, n);
+	push_free(h, t);
+	c.count.store(0, rlx);
+	c.head.store(kNil, rlx);
+	c.tail.store(kNil, rlx);
+}
+
+void Pool::flush_cache(Cache &c)
+{
+	if (c.ready.count.load(rlx) != 0 || c.spare.count.load(rlx) != 0)
+		bump(c.flushes);
+	give_back(c.ready);
+	give_back(c.spare);
+	seal(c.open, now_ns());
+}
+
+/*
+ * Empty the caches of threads that are outside the pool, so that no QPN is stranded in an idle
+ * thread's cache. Returns the number of caches emptied.
+ */
+unsigned Pool::steal(Cache *self)
+{
+	unsigned n = 0;
+	uint32_t mypid = static_cast<uint32_t>(getpid()) & 0x3FFFFF;
+	int32_t me = my_proc(p_);
+	const uint32_t thief = me >= 0 ? static_cast<uint32_t>(me) + 1 : kAnyThief;
+	for (uint32_t i = 0; i < p_->nb_caches; i++) {
+		Cache &v = p_->caches[i];
+		if (&v == self)
+			continue;
+		uint64_t owner = v.owner.load(acq);
+		if (owner == 0)
+			continue;
+		if (v.ready.count.load(rlx) + v.spare.count.load(rlx) + v.open.count.load(rlx) == 0)
+			continue;
+		uint32_t expect = 0;
+		if (!v.steal.compare_exchange_strong(expect, thief, acq_rel, rlx))
+			continue; /* another thief is at it */
+		bool other = owner_pid(owner) != mypid;
+		if (heavy_barrier(other) && v.busy.load(acq) == 0) {
+			flush_cache(v);
+			n++;
+		}
+		v.steal.store(0, rel);
+	}
+	if (self != nullptr && n != 0)
+		bump(self->steals, n);
+	return n;
+}
+
+/* Does any cache (other than self) hold QPNs? They exist but are not reachable right now. */
+bool Pool::anything_held(const Cache *self) const
+{
+	for (uint32_t i = 0; i < p_->nb_caches; i++) {
+		const Cache &v = p_->caches[i];
+		if (&v == self)
+			continue;
+		if (v.moving.load(acq) != 0 ||
+		    v.ready.count.load(acq) + v.spare.count.load(acq) + v.open.count.load(acq) != 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The -ENOSPC verdict: no QPN free anywhere, after the caller found the free stack and the
+ * quarantine empty. A QPN can hide from a scan only while some thread moves it between two
+ * homes, and every such move is announced before its source looks empty: `transit` (drain, the
+ * cacheless pop), a cache's `moving` (refill pop), `collecting` (range_remove). Those are read
+ * after the sources, and the free stack once more at the end, so a move that finished in the
+ * meantime is seen at its destination. Any doubt is -EAGAIN: try again.
+ */
+bool Pool::nothing_anywhere(const Cache *self) const
+{
+	uint64_t when;
+	if (p_->transit.load(sc) != 0 || p_->collecting.load(sc) != 0)
+		return false;
+	if (quarantine_next(&when) || anything_held(self))
+		return false;
+	return head_idx(p_->free_top.load(sc)) == kNil;
+}
+
+/*
+ * range_remove() holds the free stack for one pass over it: an allocation that found the pool
+ * empty in that window waits for it (the only wait in the pool, and only while a range is being
+ * removed). Returns true if it waited, so the caller looks again.
+ */
+QPN_COLD bool Pool::wait_collector(Cache *self)
+{
+	uint32_t col = p_->collecting.load(acq);
+	if (col == 0)
+		return false;
+	/* Bounded: a collector that died is detected (its process index is in `collecting`) and
+	 * recovered by a reclaim; one that is only slow is waited for at most ~100 ms, then the
+	 * caller reports -EAGAIN. */
+	const uint64_t deadline = real_ns() + 100 * 1000 * 1000;
+	for (uint32_t i = 1; (col = p_->collecting.load(acq)) != 0; i++) {
+		rte_pause();
+		if ((i & 1023) != 0)
+			continue;
+		if (holder_dead(col))
+			reclaim(self, false);
+		if (real_ns() > deadline)
+			break;
+	}
+	return true;
+}
+
+/*
+ * The cache ran dry: take the spare batch, else a batch from the free stack, else drain expired
+ * quarantine buckets, else steal idle caches. Fails with -ENOSPC when no QPN is anywhere, and
+ * with -EAGAIN when some exist but are in quarantine (or in a cache whose owner is mid-call).
+ */
+QPN_COLD int Pool::refill(Cache &c)
+{
+	if (c.spare.count.load(rlx) != 0) {
+		c.ready.head.store(c.spare.head.load(rlx), rlx);
+		c.ready.tail.store(c.spare.tail.load(rlx), rlx);
+		c.ready.count.store(c.spare.count.load(rlx), rlx);
+		c.spare.count.store(0, rlx);
+		return 0;
+	}
+	/*
+	 * Expired quarantine before fresh stock, every 8th refill of a cache (a clock read and a scan
+	 * of the bucket heads; every refill would cost ~10% of the quarantine fast path): the
+	 * quarantine then holds about rate x time QPNs instead of growing until the free stack runs
+	 * dry. A device's control thread also drains it every millisecond.
+	 */
+	uint32_t nr = c.refill_seq.load(rlx) + 1;
+	c.refill_seq.store(nr, rlx);
+	if (p_->quarantine_ns != 0 && (nr & 7) == 0)
+		drain(now_ns());
+	for (int round = 0; round < 3; round++) {
+		/* Announced before the pop empties the stack, withdrawn once the batch is in `ready`. */
+		c.moving.store(1, rlx);
+		bool got = pop_free(c.ready);
+		c.moving.store(0, rel);
+		if (got) {
+			bump(c.refills);
+			return 0;
+		}
+		uint64_t now = now_ns();
+		/* Our own released QPNs start their quarantine clock now at the latest. */
+		seal(c.open, now);
+		if (p_->quarantine_ns != 0 && drain(now) != 0)
+			continue;
+		if (round == 0 && steal(&c) != 0)
+			continue;
+		if (wait_collector(&c))
+			continue;
+		break;
+	}
+	/* Nothing anywhere: QPNs of a process that died may be stranded (rate-limited check). */
+	if (maybe_reclaim(&c) && pop_free(c.ready)) {
+		bump(c.refills);
+		return 0;
+	}
+	if (!nothing_anywhere(&c)) {
+		bump(c.eagain);
+		return -EAGAIN;
+	}
+	bump(c.enospc);
+	return -ENOSPC;
+}
+
+/* No cache for this thread (all claimed, or a thief holds ours): work on the shared pool. */
+QPN_COLD int Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen, uint32_t flags)
+{
+	Chain b;
+	/* The popped batch is private until its rest is pushed back: in transit. */
+	p_->transit.fetch_add(1, sc);
+	bool ok = pop_free(b);
+	if (!ok && p_->quarantine_ns != 0 && drain(now_ns()) != 0)
+		ok = pop_free(b);
+	if (!ok && steal(nullptr) != 0)
+		ok = pop_free(b);
+	if (!ok && wait_collector(nullptr))
+		ok = pop_free(b);
+	if (!ok) {
+		p_->transit.fetch_sub(1, sc);
+		return nothing_anywhere(nullptr) ? -ENOSPC : -EAGAIN;
+	}
+	uint32_t s = b.head.load(rlx), n = b.count.load(rlx);
+	uint64_t w = slot(s).load(rlx);
+	if (n > 1) {
+		uint32_t rest = slot_next(w), t = b.tail.load(rlx);
+		chain_write_batch(rest, t, n - 1);
+		push_free(rest, t);
+	}
+	p_->transit.fetch_sub(1, sc);
+	uint32_t g = (slot_gen(w) + 1) & kGenMask;
+	int32_t me = my_proc(p_);
+	uint32_t holder = me >= 0 ? static_cast<uint32_t>(me) : kNoHolder;
+	slot(s).store(slot_make(kNil, holder | flags, kInUse, g), rlx);
+	*qpn = slot_to_qpn(s, nullptr);
+	if (gen != nullptr)
+		*gen = g;
+	p_->bypass_allocs.fetch_add(1, rlx);
+	return 0;
+}
+
+/* ---- thread binding ------------------------------------------------------------------------- */
+
+/* t_caches and the binding structs: qpn_pool_ops.h (enter() reads them inline). */
+constinit __attribute__((tls_model("initial-exec"))) thread_local ThreadCaches t_caches;
+static pthread_key_t g_exit_key;
+static pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
+
+static void release_cache(mlx5_qpn_pool *p, uint32_t idx)
+{
+	Pool pool(p);
+	Cache &c = p->caches[idx];
+	/* We are the owner and inside no call: flush, then give the cache up. */
+	c.busy.store(1, rlx);
+	std::atomic_signal_fence(std::memory_order_seq_cst);
+	if (c.steal.load(acq) == 0)
+		pool.flush_cache(c);
+	c.busy.store(0, rel);
+	/*
+	 * Wait out a thief that is still inside (it saw busy == 0 before we set it). A thief that
+	 * died inside (a process killed in steal()) never lets go: then our chains cannot be trusted
+	 * (part of them may be in the free stack already), so they are dropped and the next reclaim
+	 * sweeps every QPN they held back (free, or quarantine stamped then). No reclaim from here:
+	 * the caller holds g_reg_mutex, which a reclaim takes.
+	 */
+	for (uint32_t spins = 1;; spins++) {
+		uint32_t e = c.steal.load(acq);
+		if (e == 0)
+			break;
+		if ((spins & 0x3FF) == 0 && e != kAnyThief && pool.holder_dead(e) &&
+		    c.steal.compare_exchange_strong(e, kAnyThief, acq_rel, acq)) {
+			drop_chains(c);
+			p->need_audit.store(1, rel);
+			c.steal.store(0, rel);
+			POOL_LOG(NOTICE, "pool %s: cache %u: its thief died inside it; the next reclaim sweeps its QPNs back",
+				 p->name, idx);
+			break;
+		}
+		rte_pause();
+	}
+	c.owner.store(0, rel);
+}
+
+static void on_thread_exit(void *arg)
+{
+	auto *tc = static_cast<ThreadCaches *>(arg);
+	std::lock_guard<std::mutex> g(g_reg_mutex);
+	for (uint32_t i = 0; i < tc->n; i++)
+		for (auto &e : g_registry)
+			if (e.pool == tc->b[i].pool && e.uid == tc->b[i].uid)
+				release_cache(tc->b[i].pool, tc->b[i].cache);
+	tc->n = 0;
+}
+
+static void make_exit_key() { pthread_key_create(&g_exit_key, on_thread_exit); }
+
+__attribute__((noinline)) Cache *bind_cache(mlx5_qpn_pool *p)
+{
+	ThreadCaches &tc = t_caches;
+	for (uint32_t i = 0; i < tc.n; i++)
+		if (tc.b[i].pool == p) {
+			if (tc.b[i].uid == p->uid) {
+				/* Most recently used first: enter() checks only b[0]. */
+				Binding hit = tc.b[i];
+				tc.b[i] = tc.b[0];
+				tc.b[0] = hit;
+				return &p->caches[hit.cache];
+			}
+			/* A pool freed and recreated at the same address: rebind. */
+			tc.b[i] = tc.b[--tc.n];
+			break;
+		}
+	if (tc.n == RTE_DIM(tc.b)) {
+		/* Full: drop the bindings of pools freed since (their cache went with the pool). Without
+		 * this, a thread that had used 8 pools never got a cache again. */
+		std::lock_guard<std::mutex> g(g_reg_mutex);
+		for (uint32_t i = 0; i < tc.n;)
+			if (!registry_alive(tc.b[i].pool, tc.b[i].uid))
+				tc.b[i] = tc.b[--tc.n];
+			else
+				i++;
+		if (tc.n == RTE_DIM(tc.b))
+			return nullptr;
+	}
+	int32_t proc = my_proc(p);
+	uint64_t me = self_token(proc >= 0 ? static_cast<uint32_t>(proc) + 1 : 0);
+	unsigned start = rte_lcore_id() < p->nb_caches ? rte_lcore_id() : (gettid() % p->nb_caches);
+	for (uint32_t k = 0; k < p->nb_caches; k++) {
+		uint32_t i = (start + k) % p->nb_caches;
+		uint64_t expect = 0;
+		if (p->caches[i].owner.load(rlx) == 0 &&
+		    p->caches[i].owner.compare_exchange_strong(expect, me, acq_rel, rlx)) {
+			tc.b[tc.n++] = tc.b[0];
+			tc.b[0] = {p, p->uid, i};
+			pthread_once(&g_exit_once, make_exit_key);
+			pthread_setspecific(g_exit_key, &tc);
+			return &p->caches[i];
+		}
+	}
+	return nullptr; /* every cache is claimed: this thread works on the shared pool */
+}
+
+} /* namespace qpn::detail */

@@ -1,0 +1,401 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef QPN_POOL_OPS_H
+#define QPN_POOL_OPS_H
+
+/*
+ * Internal to lib/pool/ (not installed): what the pool's source files share. The accessor class
+ * Pool, and the fast paths (alloc_one, free_one, qpn_to_slot, enter/leave) defined here inline so
+ * that they inline into the public entry points of qpn_pool.cpp exactly as in one file. The rest
+ * is declared here and defined in the file named for it:
+ *   qpn_pool.cpp             create / lookup / free, the public alloc and free entry points
+ *   qpn_pool_stack.cpp       the shared free stack (push, pop)
+ *   qpn_pool_quarantine.cpp  buckets, epochs, drain, next release
+ *   qpn_pool_cache.cpp       thread caches: binding, thread exit, stealing, refill
+ *   qpn_pool_range.cpp       the range table: add, remove, lookup slow paths
+ *   qpn_pool_registry.cpp    process-local registry of pools, this process's table entry
+ *   qpn_pool_recover.cpp     crash recovery: reclaim and audit
+ *   qpn_pool_stats.cpp       counters, dump
+ * Everything is in qpn::detail with hidden visibility: no new symbol leaves the library, and
+ * calls between these files are direct, never through the PLT.
+ */
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+#include <mutex>
+
+#include <pthread.h>
+
+#include <rte_branch_prediction.h>
+#include <rte_common.h>
+#include <rte_lcore.h>
+#include <rte_log.h>
+#include <rte_prefetch.h>
+
+#include "qpn_pool_internal.h"
+
+extern int mlx5_qpn_pool_logtype;
+#define POOL_LOG(level, fmt, ...) \
+	rte_log(RTE_LOG_##level, mlx5_qpn_pool_logtype, "mlx5_qpn.pool: " fmt "\n", ##__VA_ARGS__)
+
+#pragma GCC visibility push(hidden)
+
+namespace qpn::detail {
+
+constexpr auto rlx = std::memory_order_relaxed;
+constexpr auto acq = std::memory_order_acquire;
+constexpr auto rel = std::memory_order_release;
+constexpr auto acq_rel = std::memory_order_acq_rel;
+constexpr auto sc = std::memory_order_seq_cst;
+
+/*
+ * Per-cache counters have one writer (the cache's owner, or a thief counting in its own cache),
+ * so they are bumped with a load and a store: a locked read-modify-write here would cost more
+ * than the whole allocation. Readers (stats) may see a value a moment old.
+ */
+inline void bump(std::atomic<uint64_t> &c, uint64_t n = 1)
+{
+	c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+/* Forget a cache's chains without giving them back: for a cache whose chains cannot be trusted
+ * (its owner or a thief died inside it); a reclaim's sweep finds their QPNs unreachable. */
+inline void drop_chains(qpn::Cache &v)
+{
+	for (qpn::Chain *c : {&v.ready, &v.spare, &v.open}) {
+		c->count.store(0, std::memory_order_relaxed);
+		c->head.store(qpn::kNil, std::memory_order_relaxed);
+		c->tail.store(qpn::kNil, std::memory_order_relaxed);
+	}
+	v.moving.store(0, std::memory_order_relaxed);
+}
+
+/* ---- clock ---------------------------------------------------------------------------------- */
+
+/* Test seam (qpn_pool_test_hooks.h): 0 outside tests. Defined in qpn_pool.cpp. */
+extern std::atomic<int64_t> g_clock_offset;
+
+inline uint64_t now_ns()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec) +
+	       static_cast<uint64_t>(g_clock_offset.load(std::memory_order_relaxed));
+}
+
+/* CLOCK_MONOTONIC without the test offset: deadlines of bounded waits and rate limits. */
+inline uint64_t real_ns()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+/* ---- asymmetric fence for cache stealing (qpn_pool_cache.cpp says why) -------------------- */
+
+enum class Barrier { kUnknown, kPrivate, kGlobal, kNone };
+extern std::atomic<int> g_barrier;
+
+Barrier barrier_kind();
+/* Full barrier on all CPUs running threads of this process (or of all processes). */
+bool heavy_barrier(bool other_process);
+
+/* ---- process-local registry: which pools are alive (for thread-exit flushes) ----------------- */
+
+extern std::mutex g_reg_mutex;
+struct RegEntry {
+	mlx5_qpn_pool *pool;
+	uint64_t uid;
+	int32_t proc; /* this process's index in the pool's process table; -1: not yet */
+};
+extern RegEntry g_registry[64];
+
+void registry_add(mlx5_qpn_pool *p);
+void registry_del(mlx5_qpn_pool *p);
+/* This process's index in the pool's table (process-local cache in the registry). */
+int32_t my_proc(mlx5_qpn_pool *p);
+/* Is the pool of a thread binding still alive in this process? (g_reg_mutex held) */
+bool registry_alive(const mlx5_qpn_pool *p, uint64_t uid);
+
+/* ---- the algorithms, as members of a thin accessor ------------------------------------------ */
+
+/* On declarations too: the callers in other files must know the slow paths are cold, so that
+ * they move the calls out of line (into their .cold part) as in one file. */
+#define QPN_HOT inline __attribute__((always_inline))
+#define QPN_COLD __attribute__((noinline, cold))
+
+/* Hidden, with the fast path inline below: the public entry points inline it, not call it
+ * through the PLT. */
+class Pool {
+public:
+	explicit Pool(mlx5_qpn_pool *p) : p_(p) {}
+
+	std::atomic<uint64_t> &slot(uint32_t i) const
+	{
+		return reinterpret_cast<std::atomic<uint64_t> *>(p_ + 1)[i];
+	}
+
+	/* QPN <-> slot through the range table. The cache's hint makes the common case one compare. */
+	bool qpn_to_slot(uint32_t qpn, uint32_t *slot_out, std::atomic<uint32_t> *hint) const;
+	QPN_COLD bool qpn_to_slot_slow(uint32_t qpn, uint32_t *slot_out,
+				       std::atomic<uint32_t> *hint) const;
+	uint32_t slot_to_qpn(uint32_t s, std::atomic<uint32_t> *hint) const;
+	QPN_COLD uint32_t slot_to_qpn_slow(uint32_t s, std::atomic<uint32_t> *hint) const;
+
+	/* Shared free stack of batches. */
+	void push_free(uint32_t head, uint32_t last_tail);
+	bool pop_free(Chain &into);
+
+	/* Shared quarantine. */
+	void push_quarantine(uint32_t head, uint32_t tail, uint64_t stamp);
+	uint64_t bucket_expiry(uint64_t tag, uint64_t now) const;
+	uint64_t drain(uint64_t now);
+	bool quarantine_next(uint64_t *when) const;
+
+	/* Caches. */
+	Cache *my_cache();
+	void seal(Chain &open, uint64_t stamp);
+	void give_back(Chain &c);
+	void flush_cache(Cache &c);
+	unsigned steal(Cache *self);
+	bool anything_held(const Cache *self) const;
+	bool nothing_anywhere(const Cache *self) const;
+
+	int alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen, uint32_t flags = 0);
+	QPN_COLD int alloc_bypass(uint32_t *qpn, uint32_t *gen, uint32_t flags = 0);
+	int free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen);
+	QPN_COLD int refill(Cache &c);
+	QPN_COLD bool wait_collector(Cache *self);
+
+	/* Crash recovery. */
+	bool holder_dead(uint32_t plus1) const;
+	QPN_COLD bool maybe_reclaim(Cache *self);
+	int reclaim(Cache *self, bool block);
+	int reclaim_locked(Cache *self);
+	QPN_COLD void wait_stw();
+
+	mlx5_qpn_pool *p_;
+
+private:
+	void chain_write_batch(uint32_t head, uint32_t tail, uint32_t count);
+};
+
+QPN_HOT bool Pool::qpn_to_slot(uint32_t qpn, uint32_t *slot_out, std::atomic<uint32_t> *hint) const
+{
+	if (hint != nullptr) {
+		uint32_t h = hint->load(rlx);
+		if (h < p_->nb_ranges.load(acq)) {
+			const Range &r = p_->ranges[h];
+			uint32_t f = r.first.load(rlx);
+			if (qpn - f < r.count.load(rlx)) {
+				*slot_out = r.base.load(rlx) + (qpn - f);
+				return true;
+			}
+		}
+	}
+	return qpn_to_slot_slow(qpn, slot_out, hint);
+}
+
+QPN_HOT uint32_t Pool::slot_to_qpn(uint32_t s, std::atomic<uint32_t> *hint) const
+{
+	uint32_t h = hint != nullptr ? hint->load(rlx) : 0;
+	if (h < p_->nb_ranges.load(acq)) {
+		const Range &r = p_->ranges[h];
+		uint32_t b = r.base.load(rlx);
+		if (s - b < r.count.load(rlx))
+			return r.first.load(rlx) + (s - b);
+	}
+	return slot_to_qpn_slow(s, hint);
+}
+
+QPN_HOT int Pool::alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen, uint32_t flags)
+{
+	if (c->ready.count.load(rlx) == 0) {
+		if (c->spare.count.load(rlx) == 0)
+			bump(c->misses);
+		else
+			bump(c->hits);
+		int rc = refill(*c);
+		if (rc != 0)
+			return rc;
+	} else {
+		bump(c->hits);
+	}
+	uint32_t s = c->ready.head.load(rlx);
+	uint32_t left = c->ready.count.load(rlx) - 1;
+	uint64_t w = slot(s).load(rlx);
+	c->ready.count.store(left, rlx);
+	if (left != 0) {
+		uint32_t nx = slot_next(w);
+		c->ready.head.store(nx, rlx);
+		rte_prefetch0(&slot(nx));
+	}
+	/* The slot is ours alone (it sat in our cache): a plain store suffices. It records the
+	 * holder's process (from the owner word, on the cache line already loaded), so that a
+	 * reclaim can recover it if the process dies. */
+	uint32_t g = (slot_gen(w) + 1) & kGenMask;
+	slot(s).store(slot_make(kNil, owner_holder(c->owner.load(rlx)) | flags, kInUse, g), rlx);
+	*qpn = slot_to_qpn(s, &c->range_hint);
+	if (gen != nullptr)
+		*gen = g;
+	return 0;
+}
+
+/* In use, handed out (not inside a bulk that may roll back), and of the given generation. */
+QPN_HOT bool freeable(uint64_t w, bool check_gen, uint32_t gen)
+{
+	return slot_state(w) == kInUse && (slot_aux(w) & kUnpublished) == 0 &&
+	       (!check_gen || slot_gen(w) == (gen & kGenMask));
+}
+
+/*
+ * Release. The CAS out of kInUse is the linearisation point: of two racing frees of one QPN
+ * exactly one wins, and the loser is refused like any other double free.
+ */
+QPN_HOT int Pool::free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen)
+{
+	uint32_t s;
+	if (qpn > MLX5_QPN_MAX || !qpn_to_slot(qpn, &s, c != nullptr ? &c->range_hint : nullptr))
+		return -EINVAL;
+	const bool quar = p_->quarantine_ns != 0;
+	auto &sw = slot(s);
+	uint64_t w = sw.load(rlx);
+	if (c == nullptr) {
+		for (;;) {
+			if (!freeable(w, check_gen, gen))
+				return -EINVAL;
+			uint64_t nw = slot_make(kNil, s, quar ? kQuarantine : kFree, slot_gen(w));
+			if (sw.compare_exchange_weak(w, nw, acq_rel, rlx))
+				break;
+		}
+		if (quar) {
+			push_quarantine(s, s, now_ns());
+			p_->bypass_quarantined.fetch_add(1, rlx);
+		} else {
+			push_free(s, s);
+		}
+		p_->bypass_frees.fetch_add(1, rlx);
+		return 0;
+	}
+	Chain &into = quar ? c->open : c->ready;
+	uint32_t n = into.count.load(rlx);
+	uint32_t head = n != 0 ? into.head.load(rlx) : kNil;
+	for (;;) {
+		if (!freeable(w, check_gen, gen))
+			return -EINVAL;
+		uint64_t nw = slot_make(head, kNil, quar ? kQuarantine : kFree, slot_gen(w));
+		if (sw.compare_exchange_weak(w, nw, acq_rel, rlx))
+			break;
+	}
+	into.head.store(s, rlx);
+	if (n == 0)
+		into.tail.store(s, rlx);
+	into.count.store(n + 1, rlx);
+	bump(c->frees);
+	if (quar) {
+		bump(c->quarantined);
+		if (n + 1 >= p_->batch)
+			seal(c->open, now_ns());
+	} else if (n + 1 > p_->batch) {
+		/* Cache full: keep this batch as the spare, giving the old spare back. */
+		give_back(c->spare);
+		bump(c->flushes);
+		c->spare.head.store(c->ready.head.load(rlx), rlx);
+		c->spare.tail.store(c->ready.tail.load(rlx), rlx);
+		c->spare.count.store(c->ready.count.load(rlx), rlx);
+		c->ready.count.store(0, rlx);
+	}
+	return 0;
+}
+
+/* ---- crash recovery (qpn_pool_recover.cpp) --------------------------------------------------- */
+
+/* Cacheless calls announce themselves in their process entry, so that a reclaim can wait them
+ * out (and ignore the counts of dead processes). */
+class Bypass {
+public:
+	explicit Bypass(Pool &pool)
+	{
+		int32_t me = my_proc(pool.p_);
+		ctr_ = me >= 0 ? &pool.p_->procs[me].busy : &pool.p_->anon_busy;
+		for (;;) {
+			ctr_->fetch_add(1, sc);
+			if (pool.p_->stw.load(sc) == 0)
+				return;
+			ctr_->fetch_sub(1, sc);
+			pool.wait_stw();
+		}
+	}
+	~Bypass() { ctr_->fetch_sub(1, sc); }
+	Bypass(const Bypass &) = delete;
+	Bypass &operator=(const Bypass &) = delete;
+
+private:
+	std::atomic<uint32_t> *ctr_;
+};
+
+/* Lock the range table. A holder that died leaves it to us, with the pool to audit. */
+bool lock_ranges(mlx5_qpn_pool *p, bool block, bool *owner_died);
+
+/* ---- thread binding (qpn_pool_cache.cpp) ---------------------------------------------------- */
+
+/*
+ * Each thread keeps, per pool it uses, the index of the cache it claimed. EAL lcores, registered
+ * non-EAL threads and plain threads are treated alike: a cache is claimed on first use with a
+ * CAS of its owner word and given back (flushed) when the thread exits, so a non-EAL thread gets
+ * the same lock-free fast path as an lcore and never shares a cache.
+ */
+struct Binding {
+	mlx5_qpn_pool *pool;
+	uint64_t uid;
+	uint32_t cache;
+};
+
+struct ThreadCaches {
+	Binding b[8];
+	uint32_t n;
+};
+
+/* Plain thread_local (no C++ destructor): the flush at thread exit is a pthread key destructor,
+ * which runs when a thread exits but not when the process does (after rte_eal_cleanup() the
+ * pool memory may be gone). */
+/* initial-exec: one %fs-relative load instead of a __tls_get_addr call per pool call; constinit:
+ * no dynamic initialisation, so no TLS wrapper call where another file reads it. */
+extern constinit __attribute__((tls_model("initial-exec"))) thread_local ThreadCaches t_caches;
+
+__attribute__((noinline)) Cache *bind_cache(mlx5_qpn_pool *p);
+
+/* Enter the pool with our cache, or nullptr if we must bypass it. */
+inline Cache *enter(mlx5_qpn_pool *p)
+{
+	ThreadCaches &tc = t_caches;
+	Cache *c = nullptr;
+	if (likely(tc.n != 0 && tc.b[0].pool == p && tc.b[0].uid == p->uid))
+		c = &p->caches[tc.b[0].cache];
+	else
+		c = bind_cache(p);
+	if (c == nullptr)
+		return nullptr;
+	c->busy.store(1, rlx);
+	std::atomic_signal_fence(std::memory_order_seq_cst);
+	if (unlikely(c->steal.load(acq) != 0)) {
+		c->busy.store(0, rel);
+		return nullptr;
+	}
+	return c;
+}
+
+inline void leave(Cache *c)
+{
+	if (c != nullptr)
+		c->busy.store(0, rel);
+}
+
+inline bool valid_pool(const mlx5_qpn_pool *p) { return p != nullptr && p->magic == kPoolMagic; }
+
+} /* namespace qpn::detail */
+
+#pragma GCC visibility pop
+
+#endif /* QPN_POOL_OPS_H */

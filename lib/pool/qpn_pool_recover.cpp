@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Crash recovery: detecting dead processes, the stop-the-world reclaim and its audit of the pool.
+ */
+#include <cerrno>
+#include <cinttypes>
+#include <climits>
+#include <cstdlib>
+
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <rte_pause.h>
+
+#include "qpn_pool_ops.h"
+#include "qpn_pool_proc.h"
+
+using namespace qpn;
+using namespace qpn::detail;
+
+namespace {
+
+constexpr uint64_t kDeadCheckNs = 50 * 1000 * 1000; /* automatic death checks: 20 per second */
+constexpr uint64_t kStwWaitNs = 500 * 1000 * 1000;  /* longest a reclaim waits for live threads */
+
+/* Visited-slot bitmap of an audit. */
+struct Marks {
+	uint64_t *bits;
+	uint32_t n;
+	bool mark(uint32_t s)
+	{
+		if (s >= n || (bits[s / 64] >> (s % 64)) & 1)
+			return false;
+		bits[s / 64] |= 1ull << (s % 64);
+		return true;
+	}
+	bool marked(uint32_t s) const { return s < n && ((bits[s / 64] >> (s % 64)) & 1); }
+};
+
+} // namespace
+
+namespace qpn::detail {
+
+/* ---- crash recovery ------------------------------------------------------------------------- */
+
+/*
+ * A process that dies leaves behind whatever it held: QPNs in use (their slots name it as
+ * holder), its caches (claimed, maybe marked busy mid-call), and any chain it was moving between
+ * two homes at the instant of death (a popped batch, a drained bucket, the free stack held by
+ * range_remove, a slot freed but not yet linked). Rather than repair each of those windows, a
+ * reclaim stops the world and audits the pool:
+ *
+ * 1. it takes the range lock (a robust mutex: a holder that died hands it over with EOWNERDEAD),
+ *    so no range is added or removed and no other reclaim runs;
+ * 2. it sets `stw` and holds every cache like a thief (membarrier, then each live owner's `busy`
+ *    must read 0), and waits until no live process is inside a cacheless call (`busy` of its
+ *    process entry). Now no live thread is moving anything; the dead ones never will;
+ * 3. it marks every slot reachable from a live home (free stack, buckets, live caches), walking
+ *    defensively (indices bounded, nothing visited twice, at most nb_slots steps);
+ * 4. every slot of a live range that is not marked and not in use by a live holder is stranded:
+ *    in use by a dead holder, or in quarantine -> quarantine, stamped now (after the death was
+ *    noticed, so nothing the dead let go comes back before the quarantine: invariant 5); free (it
+ *    left quarantine before, or was never handed out) -> the free stack. A slot is collected
+ *    once, so nothing is doubled (invariant 1) and nothing stays stranded (invariant 4).
+ * 5. dead caches are emptied and unclaimed, dead process entries cleared, counters fixed, and the
+ *    world released.
+ * The fast paths pay nothing for this: alloc writes the holder into the slot word it writes
+ * anyway, and a cache held by the reclaimer is bypassed exactly as one held by a thief.
+ */
+
+/* `plus1` is a process index + 1 from a `collecting` or `steal` word: is that process dead? */
+bool Pool::holder_dead(uint32_t plus1) const
+{
+	if (plus1 == 0 || plus1 - 1 >= kMaxProcs)
+		return false;
+	uint64_t id = p_->procs[plus1 - 1].ident.load(acq);
+	return id != 0 && proc_dead(id);
+}
+
+/* Rate-limited, pool-wide: is some process of the table dead? Then reclaim (without blocking). */
+QPN_COLD bool Pool::maybe_reclaim(Cache *self)
+{
+	const uint64_t now = real_ns();
+	uint64_t next = p_->next_check_ns.load(rlx);
+	if (now < next && p_->need_audit.load(acq) == 0)
+		return false;
+	if (!p_->next_check_ns.compare_exchange_strong(next, now + kDeadCheckNs, rlx, rlx))
+		return false; /* another thread checks now */
+	bool any = p_->need_audit.load(acq) != 0;
+	const uint64_t me = proc_self_ident();
+	for (uint32_t i = 0; i < kMaxProcs && !any; i++) {
+		uint64_t id = p_->procs[i].ident.load(acq);
+		any = id != 0 && id != me && proc_dead(id);
+	}
+	return any && reclaim(self, false) > 0;
+}
+
+/* A cacheless caller found a reclaim in progress: wait (bounded checks of the reclaimer). */
+QPN_COLD void Pool::wait_stw()
+{
+	for (uint32_t i = 1;; i++) {
+		uint64_t holder = p_->stw.load(acq);
+		if (holder == 0)
+			return;
+		rte_pause();
+		if ((i & 4095) == 0 && proc_dead(holder))
+			reclaim(nullptr, true); /* its lock comes back EOWNERDEAD: we finish the job */
+		if ((i & 4095) == 0)
+			sched_yield();
+	}
+}
+/* Lock the range table. A holder that died leaves it to us, with the pool to audit. */
+bool lock_ranges(mlx5_qpn_pool *p, bool block, bool *owner_died)
+{
+	int rc = block ? pthread_mutex_lock(&p->range_lock) : pthread_mutex_trylock(&p->range_lock);
+	*owner_died = false;
+	if (rc == EOWNERDEAD) {
+		pthread_mutex_consistent(&p->range_lock);
+		p->need_audit.store(1, rel);
+		*owner_died = true;
+		POOL_LOG(WARNING, "pool %s: a process died holding the range lock", p->name);
+		return true;
+	}
+	return rc == 0;
+}
+
+int Pool::reclaim(Cache *self, bool block)
+{
+	bool died;
+	if (!lock_ranges(p_, block, &died))
+		return 0; /* another thread is at it (or a range call is running): it will do */
+	int rc = reclaim_locked(self);
+	pthread_mutex_unlock(&p_->range_lock);
+	return rc;
+}
+
+/* Range lock held. Returns the number of QPNs recovered, or -EAGAIN / -ENOMEM. */
+int Pool::reclaim_locked(Cache *self)
+{
+	bool dead[kMaxProcs];
+	unsigned nd = 0;
+	const uint64_t me = proc_self_ident();
+	for (uint32_t i = 0; i < kMaxProcs; i++) {
+		uint64_t id = p_->procs[i].ident.load(acq);
+		dead[i] = id != 0 && id != me && proc_dead(id);
+		nd += dead[i];
+	}
+	if (nd == 0 && p_->need_audit.load(acq) == 0)
+		return 0;
+
+	/* 2. Stop the world. */
+	const uint32_t mypid = static_cast<uint32_t>(getpid()) & 0x3FFFFF;
+	int32_t mine = my_proc(p_);
+	const uint32_t thief = mine >= 0 ? static_cast<uint32_t>(mine) + 1 : kAnyThief;
+	const uint32_t nc = p_->nb_caches;
+	/* A process killed just before this reclaim may die only while it runs (SIGKILL is delivered
+	 * asynchronously): one found dead later joins the dead; it cannot come back. */
+	auto now_dead = [&](uint32_t proc) {
+		if (proc >= kMaxProcs)
+			return false;
+		if (dead[proc])
+			return true;
+		uint64_t id = p_->procs[proc].ident.load(acq);
+		if (id == 0 || id == me || !proc_dead(id))
+			return false;
+		dead[proc] = true;
+		nd++;
+		return true;
+	};
+	bool held[MLX5_QPN_MAX_CACHES] = {};
+	bool cdead[MLX5_QPN_MAX_CACHES] = {};
+	/* A live owner's cache that a thief died inside: its chains may already be partly in the
+	 * free stack, so they are not a home; the owner keeps the (emptied) cache. */
+	bool tainted[MLX5_QPN_MAX_CACHES] = {};
+	bool other = false;
+	int rc = 0;
+	const uint64_t deadline = real_ns() + kStwWaitNs;
+	p_->stw.store(me, sc);
+	for (uint32_t i = 0; i < nc && rc == 0; i++) {
+		Cache &v = p_->caches[i];
+		if (&v == self)
+			continue;
+		uint64_t owner = v.owner.load(acq);
+		uint32_t op = static_cast<uint32_t>(owner >> 44);
+		if (owner != 0 && op != 0 && op - 1 < kMaxProcs)
+			cdead[i] = dead[op - 1];
+		else if (owner != 0 && op == 0) /* no table entry: the pid alone */
+			cdead[i] = kill(static_cast<pid_t>(owner_pid(owner)), 0) != 0 && errno == ESRCH;
+		for (;;) {
+			uint32_t e = 0;
+			if (v.steal.compare_exchange_strong(e, thief, acq_rel, acq))
+				break;
+			/* A thief that died holding it hands it over; a live one finishes soon. */
+			if (e != kAnyThief && e != 0 && now_dead(e - 1) &&
+			    v.steal.compare_exchange_strong(e, thief, acq_rel, acq)) {
+				tainted[i] = true;
+				break;
+			}
+			if (real_ns() > deadline) {
+				POOL_LOG(WARNING, "pool %s: reclaim: cache %u stays held by thief %u",
+					 p_->name, i, e);
+				rc = -EAGAIN;
+				break;
+			}
+			sched_yield();
+		}
+		if (rc != 0)
+			break;
+		held[i] = true;
+		other |= owner != 0 && !cdead[i] && owner_pid(owner) != mypid;
+	}
+	if (rc == 0 && !heavy_barrier(other)) {
+		POOL_LOG(WARNING, "pool %s: reclaim: no membarrier", p_->name);
+		rc = -EAGAIN; /* cannot prove the live owners are outside */
+	}
+	/* Wait for a live thread to leave the pool (or for its process to turn out dead). */
+	auto wait_zero = [&](const std::atomic<uint32_t> &a, const char *what, uint32_t i,
+			     uint32_t proc) {
+		while (rc == 0 && a.load(sc) != 0) {
+			if (now_dead(proc))
+				return true;
+			if (real_ns() > deadline) {
+				POOL_LOG(WARNING, "pool %s: reclaim: %s %u stays busy", p_->name, what, i);
+				rc = -EAGAIN;
+			} else {
+				sched_yield();
+			}
+		}
+		return false;
+	};
+	for (uint32_t i = 0; i < nc && rc == 0; i++) {
+		uint32_t op = static_cast<uint32_t>(p_->caches[i].owner.load(acq) >> 44);
+		if (held[i] && !cdead[i] && wait_zero(p_->caches[i].busy, "cache", i, op - 1))
+			cdead[i] = true;
+	}
+	for (uint32_t i = 0; i < kMaxProcs && rc == 0; i++)
+		if (!dead[i])
+			wait_zero(p_->procs[i].busy, "process", i, i);
+	wait_zero(p_->anon_busy, "anonymous", 0, kMaxProcs);
+	/* Caches of processes found dead while waiting (after their own cache was looked at). */
+	for (uint32_t i = 0; i < nc && rc == 0; i++) {
+		uint32_t op = static_cast<uint32_t>(p_->caches[i].owner.load(acq) >> 44);
+		if (held[i] && op != 0 && op - 1 < kMaxProcs && dead[op - 1])
+			cdead[i] = true;
+	}
+
+	/* 3. Mark what live homes hold. */
+	const uint32_t ns = p_->nb_slots.load(acq);
+	Marks m{nullptr, ns};
+	if (rc == 0) {
+		m.bits = static_cast<uint64_t *>(calloc(ns / 64 + 1, sizeof(uint64_t)));
+		if (m.bits == nullptr)
+			rc = -ENOMEM;
+	}
+	uint64_t recovered = 0, inuse = 0;
+	if (rc == 0) {
+		auto walk_batches = [&](uint32_t b) {
+			for (uint32_t steps = 0; b != kNil && steps <= ns;) {
+				if (b >= ns)
+					return;
+				uint32_t t = slot_aux(slot(b).load(acq));
+				for (uint32_t s = b;; steps++) {
+					if (!m.mark(s) || steps > ns)
+						return; /* out of bounds or a loop: stop, the sweep decides */
+					if (s == t)
+						break;
+					s = slot_next(slot(s).load(acq));
+				}
+				b = slot_next(slot(t).load(acq));
+			}
+		};
+		auto walk_chain = [&](const Chain &c) {
+			uint32_t s = c.head.load(acq);
+			for (uint32_t k = c.count.load(acq); k != 0 && m.mark(s); k--)
+				s = slot_next(slot(s).load(acq));
+		};
+		walk_batches(head_idx(p_->free_top.load(acq)));
+		for (auto &b : p_->bucket)
+			walk_batches(head_idx(b.load(acq)));
+		for (uint32_t i = 0; i < nc; i++) {
+			if (cdead[i] || tainted[i])
+				continue;
+			const Cache &v = p_->caches[i];
+			walk_chain(v.ready);
+			walk_chain(v.spare);
+			walk_chain(v.open);
+		}
+
+		/* 4. Sweep the live ranges: collect what nobody alive holds or can reach. */
+		uint32_t fh = kNil, ft = kNil, fn = 0, qh = kNil, qt = kNil, qn = 0;
+		const uint64_t stamp = now_ns(); /* after the deaths were noticed */
+		auto flush_free = [&]() {
+			if (fn != 0) {
+				chain_write_batch(fh, ft, fn);
+				push_free(fh, ft);
+			}
+			fh = ft = kNil;
+			fn = 0;
+		};
+		auto flush_quar = [&]() {
+			if (qn != 0) {
+				chain_write_batch(qh, qt, qn);
+				push_quarantine(qh, qt, stamp);
+			}
+			qh = qt = kNil;
+			qn = 0;
+		};
+		const bool quar_on = p_->quarantine_ns != 0;
+		auto collect = [&](uint32_t s, uint64_t w, bool to_free) {
+			to_free |= !quar_on;
+			uint32_t &h = to_free ? fh : qh, &t = to_free ? ft : qt, &n = to_free ? fn : qn;
+			slot(s).store(slot_make(h, kNil, to_free ? kFree : kQuarantine, slot_gen(w)), rlx);
+			if (n == 0)
+				t = s;
+			h = s;
+			recovered++;
+			if (++n == p_->batch) {
+				if (to_free)
+					flush_free();
+				else
+					flush_quar();
+			}
+		};
+		const uint32_t nr = p_->nb_ranges.load(acq);
+		for (uint32_t ri = 0; ri < nr; ri++) {
+			const Range &r = p_->ranges[ri];
+			const uint32_t base = r.base.load(acq), cnt = r.count.load(acq);
+			for (uint32_t s = base; cnt != 0 && s < base + cnt && s < ns; s++) {
+				uint64_t w = slot(s).load(acq);
+				uint64_t st = slot_state(w);
+				if (st == kInUse) {
+					uint32_t hd = slot_aux(w) & kHolderMask;
+					if (hd >= kMaxProcs || !dead[hd])
+						continue;
+					bool unpublished = (slot_aux(w) & kUnpublished) != 0;
+					inuse += !unpublished;
+					collect(s, w, unpublished); /* a bulk's QPN was never handed out */
+				} else if (!m.marked(s)) {
+					collect(s, w, st != kQuarantine);
+				}
+			}
+		}
+		flush_free();
+		flush_quar();
+		free(m.bits);
+	}
+
+	/* 5. Release the world: dead caches emptied and unclaimed, live ones given back. */
+	for (uint32_t i = 0; i < nc; i++) {
+		if (!held[i])
+			continue;
+		Cache &v = p_->caches[i];
+		if (rc == 0 && cdead[i]) {
+			drop_chains(v);
+			v.busy.store(0, rlx);
+			v.owner.store(0, rel);
+		} else if (rc == 0 && tainted[i]) {
+			drop_chains(v); /* swept above like a dead cache's; the live owner finds it empty */
+		}
+		v.steal.store(0, rel);
+	}
+	if (rc == 0) {
+		for (uint32_t i = 0; i < kMaxProcs; i++)
+			if (dead[i]) {
+				p_->procs[i].busy.store(0, rlx);
+				p_->procs[i].ident.store(0, rel);
+			}
+		/* No live thread is between two homes now; what these still count is the dead's. */
+		p_->transit.store(0, sc);
+		p_->collecting.store(0, rel);
+		if (p_->need_audit.load(acq) != 0) {
+			/* A range call died: its sorted-index update may be half done. Rebuild it. */
+			uint32_t seq = p_->sorted_seq.load(rlx);
+			p_->sorted_seq.store(seq | 1, sc);
+			uint32_t k = 0;
+			const uint32_t nr = p_->nb_ranges.load(acq);
+			for (uint32_t ri = 0; ri < nr; ri++) {
+				if (p_->ranges[ri].count.load(acq) == 0)
+					continue;
+				uint32_t f = p_->ranges[ri].first.load(rlx), pos = k++;
+				while (pos > 0 && p_->ranges[p_->sorted[pos - 1].load(rlx)].first.load(rlx) > f) {
+					p_->sorted[pos].store(p_->sorted[pos - 1].load(rlx), rel);
+					pos--;
+				}
+				p_->sorted[pos].store(static_cast<uint16_t>(ri), rel);
+			}
+			p_->nb_sorted.store(k, rel);
+			p_->sorted_seq.store((seq | 1) + 1, rel);
+			p_->need_audit.store(0, rel);
+		}
+		/* The reclaimed in-use QPNs count as freed into quarantine (in_use stays exact). */
+		p_->bypass_frees.fetch_add(inuse, rlx);
+		p_->bypass_quarantined.fetch_add(inuse, rlx);
+		p_->dead_processes.fetch_add(nd, rlx);
+		p_->reclaimed.fetch_add(recovered, rlx);
+	}
+	p_->stw.store(0, sc);
+	if (rc == 0 && (nd != 0 || recovered != 0))
+		POOL_LOG(INFO, "pool %s: %u dead process(es), %" PRIu64 " QPNs recovered (%" PRIu64
+			 " in use)", p_->name, nd, recovered, inuse);
+	if (rc != 0)
+		return rc;
+	return recovered > INT32_MAX ? INT32_MAX : static_cast<int>(recovered);
+}
+
+} /* namespace qpn::detail */
+
+extern "C" {
+
+int mlx5_qpn_pool_reclaim_dead(struct mlx5_qpn_pool *p)
+{
+	if (!valid_pool(p))
+		return -EINVAL;
+	return Pool(p).reclaim(nullptr, true);
+}
+
+} /* extern "C" */
