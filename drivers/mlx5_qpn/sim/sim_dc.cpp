@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The emulated device's DC data path: the "firmware" side. Tables and the queue arena live in
- * the device's shared memory; sim_dev.cpp runs all of this under the device mutex, which models
- * the HCA executing one thing at a time. See sim_dc.h.
+ * the device's shared memory; the device's commands (sim_dc_cmd.cpp; owner release and repair in
+ * sim_segment.cpp and sim_fw.cpp) run all of this under the device mutex, which models the HCA
+ * executing one thing at a time. See sim_dc.h.
  */
 #include "sim_dc.h"
 #include "hw/mlx5_qpn_prm_wqe.h"

@@ -5,7 +5,7 @@
 /*
  * Internal: the DC data path of the emulated device — tables of CQs, DCIs and DCTs and a queue
  * arena, all inside the device's shared memory (SimShm), and the "firmware" that executes send
- * WQEs. Every function here runs under the device mutex (sim_dev.cpp takes it); the application
+ * WQEs. Every function here runs under the device mutex (its callers in sim/ take it); the application
  * side (post, ring, poll) never calls in: it touches only the queue memory handed out at create
  * (SQ ring, CQ ring, doorbell records, UAR register), as with a real HCA.
  *
@@ -113,7 +113,7 @@ int dc_dct_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint3
 int dc_cq_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen);
 int dc_dci_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen);
 int dc_dct_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen);
-/* Free everything an owner slot holds (its QPNs are records: sim_dev.cpp frees those). */
+/* Free everything an owner slot holds (its QPNs are records: sim_segment.cpp frees those). */
 void dc_owner_release(SimDc *dc, uint16_t owner);
 /* After a process died inside a command: rebuild the page bitmap, the active list, the refs. */
 void dc_rebuild(SimDc *dc);

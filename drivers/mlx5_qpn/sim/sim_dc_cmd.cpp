@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The emulated device's DC commands: create and destroy of CQs, DCIs and DCTs, and the run
+ * entry point. Each is a firmware command (device mutex, counted, subject to fault injection);
+ * DCI and DCT numbers are ordinary QPs of the QPN table (records of kind REC_DCI/REC_DCT). The
+ * DC tables, the queue arena and WQE execution are sim_dc.cpp's.
+ */
+#include "sim_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+using namespace mlx5_qpn_sim;
+
+/* ---- DC data path (see sim_dc.h) ---- */
+
+namespace mlx5_qpn_sim {
+
+namespace {
+
+int
+dct_lookup(void *ctx, uint32_t dctn)
+{
+	SimShm *s = static_cast<SimShm *>(ctx);
+	uint32_t idx = index_of(s, dctn);
+
+	if (qpn_of(s, idx) != dctn)
+		return -1;
+	const SimRec *r = rec_find(s, idx + 1);
+	if (!r || r->kind != REC_DCT || r->aux >= DC_MAX_DCT)
+		return -1;
+	return int(r->aux);
+}
+
+/* Start a DC command: checks, mutex, firmware accounting. Returns 0 with the mutex held. */
+int
+dc_cmd_begin(mlx5_qpn_backend *be, CmdKind kind, uint8_t *st)
+{
+	if (!be)
+		return -EINVAL;
+	SimDev *d = to_dev(be);
+	if (d->dc_off)
+		return -EOPNOTSUPP;
+	int rc = dev_lock(d->shm, d->name);
+	if (rc)
+		return rc;
+	*st = fw_begin(d->shm, kind);
+	return 0;
+}
+
+/* End a DC command: status -> errno (failures counted and logged), mutex released. */
+int
+dc_cmd_end(SimDev *d, uint8_t st, int rc, const char *what)
+{
+	SimShm *s = d->shm;
+
+	if (st)
+		rc = fw_fail(s, st);
+	dev_unlock(s);
+	if (rc)
+		SIM_LOG(ERR, "device %s: %s failed: %s", d->name, what, strerror(-rc));
+	return rc;
+}
+
+bool
+handle_ok(uint64_t handle, uint32_t cap)
+{
+	return uint32_t(handle) < cap;
+}
+
+/* Free a DC QPN record of this handle. Mutex held. */
+void
+dc_qpn_free(SimDev *d, uint32_t qpn, uint8_t kind)
+{
+	SimShm *s = d->shm;
+	SimRec *r = rec_find(s, index_of(s, qpn) + 1);
+
+	if (r && r->kind == kind && r->owner == d->slot && qpn_of(s, index_of(s, qpn)) == qpn)
+		rec_release(s, r);
+}
+
+} // namespace
+
+} // namespace mlx5_qpn_sim
+
+extern "C" {
+
+int
+mlx5_qpn_sim_cq_alloc(struct mlx5_qpn_backend *be, uint32_t log_depth,
+		      struct mlx5_qpn_sim_cq_info *cq)
+{
+	uint8_t st = 0;
+	if (!cq)
+		return -EINVAL;
+	if (be && (log_depth < 1 || log_depth > DC_LOG_CQ_MAX)) {
+		SIM_LOG(ERR, "device %s: CQ log_depth %u outside [1, %u]", to_dev(be)->name,
+			log_depth, DC_LOG_CQ_MAX);
+		return -EINVAL;
+	}
+	int rc = dc_cmd_begin(be, CMD_CREATE, &st);
+	if (rc)
+		return rc;
+	SimDev *d = to_dev(be);
+	SimShm *s = d->shm;
+	if (!st) {
+		uint32_t idx = 0, gen = ++s->gen_next;
+		rc = dc_cq_create(&s->dc, s->dc_arena, d->slot, gen, log_depth, &idx);
+		if (rc == 0) {
+			memset(cq, 0, sizeof(*cq));
+			cq->ring = dc_page_ptr(s->dc_arena, s->dc.cq[idx].page);
+			cq->dbrec = s->dc.cq[idx].dbrec;
+			cq->log_depth = log_depth;
+			cq->cqn = idx;
+			cq->handle = (uint64_t(gen) << 32) | idx;
+		}
+	}
+	return dc_cmd_end(d, st, rc, "CREATE_CQ");
+}
+
+int
+mlx5_qpn_sim_cq_free(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_cq_info *cq)
+{
+	uint8_t st = 0;
+	if (!cq || !handle_ok(cq->handle, DC_MAX_CQ))
+		return -EINVAL;
+	int rc = dc_cmd_begin(be, CMD_DESTROY, &st);
+	if (rc)
+		return rc;
+	SimDev *d = to_dev(be);
+	rc = dc_cq_destroy(&d->shm->dc, d->slot, uint32_t(cq->handle), uint32_t(cq->handle >> 32));
+	return dc_cmd_end(d, 0, rc, "DESTROY_CQ");
+}
+
+/* Is the CQ behind `handle` live and opened by this handle (its generation still current)? */
+static bool
+cq_is_mine(const SimDc *dc, const SimDev *d, uint64_t handle)
+{
+	uint32_t i = uint32_t(handle);
+	return dc->cq[i].live && dc->cq[i].owner == d->slot && dc->cq[i].gen == uint32_t(handle >> 32);
+}
+
+/* DESTROY of a DCI or DCT (rec says which): the queue first, then its number in the QPN table. */
+static int
+dc_qp_destroy_cmd(struct mlx5_qpn_backend *be, uint64_t handle, uint32_t max, uint8_t rec,
+		  const char *what)
+{
+	uint8_t st = 0;
+	if (!handle_ok(handle, max))
+		return -EINVAL;
+	int rc = dc_cmd_begin(be, CMD_DESTROY, &st);
+	if (rc)
+		return rc;
+	SimDev *d = to_dev(be);
+	SimDc *dc = &d->shm->dc;
+	uint32_t idx = uint32_t(handle), gen = uint32_t(handle >> 32);
+	uint32_t qpn = rec == REC_DCI ? dc->dci[idx].qpn : dc->dct[idx].number;
+	rc = rec == REC_DCI ? dc_dci_destroy(dc, d->slot, idx, gen)
+			    : dc_dct_destroy(dc, d->slot, idx, gen);
+	if (rc == 0)
+		dc_qpn_free(d, qpn, rec);
+	return dc_cmd_end(d, 0, rc, what);
+}
+
+int
+mlx5_qpn_sim_dci_alloc(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_cq_info *cq,
+		       uint32_t log_sq_bbs, struct mlx5_qpn_sim_dci_info *dci)
+{
+	uint8_t st = 0;
+	if (!be || !cq || !dci || !handle_ok(cq->handle, DC_MAX_CQ) ||
+	    log_sq_bbs > DC_LOG_SQ_MAX + DC_SQ_BB_SHIFT)
+		return -EINVAL;
+	SimDev *d = to_dev(be);
+	if (d->dc_off)
+		return -EOPNOTSUPP;
+	/* The UAR page every DCI of this handle rings (mapped once, outside the device mutex:
+	 * uar_map is a command of its own). */
+	pthread_mutex_lock(&d->lock);
+	int rc = 0;
+	if (!d->dc_uar_mapped) {
+		rc = sim_uar_map(be, &d->dc_uar);
+		d->dc_uar_mapped = rc == 0;
+	}
+	pthread_mutex_unlock(&d->lock);
+	if (rc)
+		return rc;
+	rc = dc_cmd_begin(be, CMD_CREATE, &st);
+	if (rc)
+		return rc;
+	SimShm *s = d->shm;
+	SimDc *dc = &s->dc;
+	uint32_t cqi = uint32_t(cq->handle);
+	if (!st && !cq_is_mine(dc, d, cq->handle))
+		rc = -EINVAL;
+	uint32_t qpn = 0;
+	if (!st && !rc)
+		st = qp_alloc_locked(d, REC_DCI, 0, &qpn);
+	if (!st && !rc) {
+		uint32_t idx = 0, gen = ++s->gen_next;
+		rc = dc_dci_create(dc, s->dc_arena, d->slot, gen, qpn, cqi, log_sq_bbs,
+				   d->dc_uar.page_id, &idx);
+		if (rc) {
+			dc_qpn_free(d, qpn, REC_DCI);
+		} else {
+			rec_find(s, index_of(s, qpn) + 1)->aux = idx;
+			memset(dci, 0, sizeof(*dci));
+			dci->qpn = qpn;
+			dci->log_sq_bbs = log_sq_bbs;
+			dci->sq = dc_page_ptr(s->dc_arena, dc->dci[idx].page);
+			dci->dbrec = dc->dci[idx].dbrec;
+			dci->uar_reg = d->dc_uar.reg_addr;
+			dci->handle = (uint64_t(gen) << 32) | idx;
+		}
+	}
+	return dc_cmd_end(d, st, rc, "CREATE_QP (DCI)");
+}
+
+int
+mlx5_qpn_sim_dci_free(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_dci_info *dci)
+{
+	if (!dci)
+		return -EINVAL;
+	return dc_qp_destroy_cmd(be, dci->handle, DC_MAX_DCI, REC_DCI, "DESTROY_QP (DCI)");
+}
+
+int
+mlx5_qpn_sim_dct_alloc(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_cq_info *cq,
+		       uint64_t dc_key, struct mlx5_qpn_sim_dct_info *dct)
+{
+	uint8_t st = 0;
+	if (!cq || !dct || !handle_ok(cq->handle, DC_MAX_CQ))
+		return -EINVAL;
+	int rc = dc_cmd_begin(be, CMD_CREATE, &st);
+	if (rc)
+		return rc;
+	SimDev *d = to_dev(be);
+	SimShm *s = d->shm;
+	SimDc *dc = &s->dc;
+	uint32_t cqi = uint32_t(cq->handle);
+	if (!st && !cq_is_mine(dc, d, cq->handle))
+		rc = -EINVAL;
+	uint32_t number = 0;
+	if (!st && !rc)
+		st = qp_alloc_locked(d, REC_DCT, 0, &number);
+	if (!st && !rc) {
+		uint32_t idx = 0, gen = ++s->gen_next;
+		rc = dc_dct_create(dc, s->dc_arena, d->slot, gen, number, cqi, dc_key, &idx);
+		if (rc) {
+			dc_qpn_free(d, number, REC_DCT);
+		} else {
+			rec_find(s, index_of(s, number) + 1)->aux = idx;
+			memset(dct, 0, sizeof(*dct));
+			dct->dctn = number;
+			dct->rx_slots = DC_RX_SLOTS;
+			dct->rx = dc_page_ptr(s->dc_arena, dc->dct[idx].page);
+			dct->handle = (uint64_t(gen) << 32) | idx;
+		}
+	}
+	return dc_cmd_end(d, st, rc, "CREATE_DCT");
+}
+
+int
+mlx5_qpn_sim_dct_free(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_dct_info *dct)
+{
+	if (!dct)
+		return -EINVAL;
+	return dc_qp_destroy_cmd(be, dct->handle, DC_MAX_DCT, REC_DCT, "DESTROY_DCT");
+}
+
+int
+mlx5_qpn_sim_dc_run(struct mlx5_qpn_backend *be)
+{
+	if (!be)
+		return -EINVAL;
+	SimDev *d = to_dev(be);
+	if (d->dc_off)
+		return -EOPNOTSUPP;
+	SimShm *s = d->shm;
+	if (__atomic_load_n(&s->dc.nb_active, __ATOMIC_ACQUIRE) == 0)
+		return 0;
+	int rc = dev_lock(s, d->name);
+	if (rc)
+		return rc;
+	rc = dc_execute(&s->dc, s->dc_arena, dct_lookup, s);
+	dev_unlock(s);
+	return rc;
+}
+
+int
+mlx5_qpn_sim_dc_enable(struct mlx5_qpn_backend *be, int on)
+{
+	if (!be || (on != 0 && on != 1))
+		return -EINVAL;
+	to_dev(be)->dc_off = !on;
+	return 0;
+}
+
+} /* extern "C" */

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The emulated device's UAR pages and doorbell service. uar_map hands out one of NB_UARS 4-KiB
+ * pages in the segment (the doorbell/BlueFlame register at UAR_DB_OFFSET); the first map of a
+ * handle registers an rte_service whose body, mlx5_qpn_sim_poll(), consumes every new doorbell
+ * value once across all pollers of all processes, and runs the DC data path (sim_dc_cmd.cpp).
+ */
+#include "sim_internal.h"
+#include "mlx5_qpn_prm_status.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_common.h>
+#include <rte_lcore.h>
+#include <rte_service.h>
+#include <rte_service_component.h>
+
+using namespace mlx5_qpn_sim;
+
+namespace mlx5_qpn_sim {
+
+namespace {
+
+/* fork() children inherit EAL's memory but not its threads: never register services there. */
+bool g_forked;
+pid_t g_atfork_pid;
+
+void
+on_fork_child()
+{
+	g_forked = true;
+}
+
+__attribute__((constructor)) void
+sim_register_atfork()
+{
+	g_atfork_pid = getpid();
+	pthread_atfork(nullptr, nullptr, on_fork_child);
+}
+
+int32_t
+svc_run(void *arg)
+{
+	mlx5_qpn_backend *be = static_cast<mlx5_qpn_backend *>(arg);
+	int n = mlx5_qpn_sim_poll(be);
+	int w = 0;
+
+	/* Skip the device mutex when no DCI exists anywhere. */
+	if (__atomic_load_n(&to_dev(be)->shm->dc.nb_active, __ATOMIC_RELAXED) != 0 &&
+	    !to_dev(be)->dc_off)
+		w = mlx5_qpn_sim_dc_run(be);
+	return (n > 0 || w > 0) ? 0 : -EAGAIN;
+}
+
+void
+svc_register(SimDev *d)
+{
+	if (d->svc_registered || g_forked || getpid() != g_atfork_pid || rte_lcore_count() == 0)
+		return;
+	struct rte_service_spec spec;
+	memset(&spec, 0, sizeof(spec));
+	snprintf(spec.name, sizeof(spec.name), "sim_%.16s_%u", d->name, unsigned(d->slot));
+	spec.callback = svc_run;
+	spec.callback_userdata = d;
+	spec.capabilities = RTE_SERVICE_CAP_MT_SAFE; /* the poll is lock-free */
+	spec.socket_id = -1; /* SOCKET_ID_ANY */
+	uint32_t id;
+	if (rte_service_component_register(&spec, &id) != 0) {
+		SIM_LOG(WARNING, "device %s: doorbell service not registered; call mlx5_qpn_sim_poll()",
+			d->name);
+		return;
+	}
+	rte_service_component_runstate_set(id, 1);
+	rte_service_runstate_set(id, 1);
+	d->svc_id = id;
+	d->svc_registered = true;
+}
+
+} // namespace
+
+void
+svc_unregister(SimDev *d)
+{
+	if (!d->svc_registered)
+		return;
+	rte_service_runstate_set(d->svc_id, 0);
+	rte_service_component_runstate_set(d->svc_id, 0);
+	/* A service lcore may be inside the callback: wait until it has left. */
+	for (int i = 0; i < 100000 && rte_service_may_be_active(d->svc_id) == 1; i++)
+		usleep(10);
+	rte_service_component_unregister(d->svc_id);
+	d->svc_registered = false;
+}
+
+int
+sim_uar_map(mlx5_qpn_backend *be, mlx5_qpn_uar *uar)
+{
+	if (!be || !uar)
+		return -EINVAL;
+	SimDev *d = to_dev(be);
+	SimShm *s = d->shm;
+	int rc = dev_lock(s, d->name);
+	if (rc)
+		return rc;
+	uint8_t st = fw_begin(s, CMD_CREATE);
+	if (!st) {
+		st = MLX5_QPN_CMD_STAT_LIM_ERR;
+		for (uint32_t i = 0; i < NB_UARS; i++) {
+			SimUarMeta &m = s->uar_meta[i];
+			if (m.in_use)
+				continue;
+			memset(s->uar[i], 0, UAR_PAGE);
+			m.owner = d->slot;
+			m.gen = ++s->gen_next;
+			__atomic_store_n(&m.last_seen, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&m.count, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&m.in_use, 1, __ATOMIC_RELEASE);
+			s->ctr.uars_live++;
+			uar->base_addr = s->uar[i];
+			uar->reg_addr = s->uar[i] + UAR_DB_OFFSET;
+			uar->page_id = i;
+			uar->mmap_off = offsetof(SimShm, uar) + uint64_t(i) * UAR_PAGE;
+			uar->handle = (uint64_t(m.gen) << 32) | i;
+			st = 0;
+			break;
+		}
+	}
+	if (st) {
+		rc = fw_fail(s, st);
+		dev_unlock(s);
+		return rc;
+	}
+	dev_unlock(s);
+	svc_register(d);
+	return 0;
+}
+
+int
+sim_uar_unmap(mlx5_qpn_backend *be, mlx5_qpn_uar *uar)
+{
+	if (!be || !uar)
+		return -EINVAL;
+	SimDev *d = to_dev(be);
+	SimShm *s = d->shm;
+	int rc = dev_lock(s, d->name);
+	if (rc)
+		return rc;
+	fw_begin(s, CMD_DESTROY);
+	uint32_t i = uar->page_id;
+	if (i >= NB_UARS || !s->uar_meta[i].in_use || s->uar_meta[i].owner != d->slot ||
+	    s->uar_meta[i].gen != uint32_t(uar->handle >> 32)) {
+		SIM_LOG(ERR, "device %s: UAR page %u is not mapped by this handle", d->name, i);
+		rc = fw_fail(s, MLX5_QPN_CMD_STAT_BAD_RES_ERR);
+		dev_unlock(s);
+		return rc;
+	}
+	__atomic_store_n(&s->uar_meta[i].in_use, 0, __ATOMIC_RELEASE);
+	s->ctr.uars_live--;
+	dev_unlock(s);
+	memset(uar, 0, sizeof(*uar));
+	return 0;
+}
+
+} // namespace mlx5_qpn_sim
+
+extern "C" {
+
+int
+mlx5_qpn_sim_poll(struct mlx5_qpn_backend *be)
+{
+	if (!be)
+		return -EINVAL;
+	SimShm *s = to_dev(be)->shm;
+	int n = 0;
+
+	for (uint32_t i = 0; i < NB_UARS; i++) {
+		SimUarMeta &m = s->uar_meta[i];
+		if (!__atomic_load_n(&m.in_use, __ATOMIC_ACQUIRE))
+			continue;
+		uint64_t v = __atomic_load_n(reinterpret_cast<uint64_t *>(s->uar[i] + UAR_DB_OFFSET),
+					     __ATOMIC_ACQUIRE);
+		uint64_t seen = __atomic_load_n(&m.last_seen, __ATOMIC_ACQUIRE);
+		/* Whoever swaps the value in consumes the doorbell: concurrent pollers in any
+		 * process count each new value once. */
+		if (v != seen && __atomic_compare_exchange_n(&m.last_seen, &seen, v, false,
+							     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			__atomic_fetch_add(&m.count, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&s->ctr.doorbells, 1, __ATOMIC_RELAXED);
+			n++;
+		}
+	}
+	return n;
+}
+
+int
+mlx5_qpn_sim_service_id(struct mlx5_qpn_backend *be, uint32_t *id)
+{
+	if (!be || !id)
+		return -EINVAL;
+	SimDev *d = to_dev(be);
+	if (!d->svc_registered)
+		return -ENOENT;
+	*id = d->svc_id;
+	return 0;
+}
+
+} /* extern "C" */

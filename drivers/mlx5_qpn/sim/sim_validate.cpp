@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The emulated device's checks: of the devargs an opener passes, and of everything read back
+ * from the shared segment. The parameters the devargs make (SimCfg) are built and compared here.
+ */
+#include "sim_internal.h"
+#include "mlx5_qpn_prm_status.h"
+
+namespace mlx5_qpn_sim {
+
+/* ---- validation of what is read back from the segment ----
+ *
+ * Another process of this user may have crashed mid-write or be buggy: nothing read back is used
+ * before it is checked. hdr_ok() is cheap (a few dozen compares) and runs at every lock of the
+ * device mutex; shm_valid() walks every table and runs at attach (and rec_ok()/dc checks guard
+ * each use afterwards). */
+
+/* The device parameters, as validate() checks devargs. NULL if fine, else the bad field. */
+static const char *
+cfg_bad(const SimCfg &c)
+{
+	if (c.nb_ports < 1 || c.nb_ports > MAX_PORTS)
+		return "ports";
+	if (c.cap_reserved_qpn > 1)
+		return "cap_reserved_qpn";
+	if (c.aip > 1)
+		return "aip";
+	if (c.log_max_alloc > (c.aip ? AIP_SHIFT : QPN_BITS))
+		return "log_max_alloc";
+	if (c.log_gran > c.log_max_alloc)
+		return "log_gran";
+	if (c.log_max_num > QPN_BITS)
+		return "log_max_num";
+	if (c.log_max_qp > QPN_BITS)
+		return "log_max_qp";
+	if (c.fault_fw_status >= MLX5_QPN_SIM_NB_STATUS)
+		return "fault_fw_status";
+	if (!QpnTable::cfg_ok(c.table) || c.table.nb_ports != c.nb_ports)
+		return "QPN table parameters";
+	return nullptr;
+}
+
+/* Header, parameters and the table's scalar fields. NULL if fine, else what is wrong. */
+const char *
+hdr_bad(const SimShm *s)
+{
+	if (s->pre.magic != SIM_MAGIC)
+		return "magic";
+	if (s->pre.version != SIM_VERSION)
+		return "layout version";
+	if (s->pre.size != sizeof(SimShm))
+		return "size";
+	if (__atomic_load_n(&s->pre.state, __ATOMIC_ACQUIRE) != SIM_STATE_READY)
+		return "state";
+	if (const char *bad = cfg_bad(s->cfg))
+		return bad;
+	if (!s->table.valid())
+		return "QPN table";
+	if (s->recs_live > REC_MAX_LIVE)
+		return "record count";
+	if (__atomic_load_n(&s->dc.nb_active, __ATOMIC_RELAXED) > DC_MAX_DCI)
+		return "DC active count";
+	return nullptr;
+}
+
+/* A record: key inside the device's space, a known kind, an owner slot, a block inside the space
+ * and aligned, a DC table index inside its table. */
+bool
+rec_ok(const SimShm *s, const SimRec &r)
+{
+	if (r.key == 0 || r.key > space_of(s) || r.owner >= MAX_OWNERS)
+		return false;
+	uint32_t idx = r.key - 1;
+	switch (r.kind) {
+	case REC_OBJ:
+		return r.log_size <= QPN_BITS && (idx & ((uint32_t(1) << r.log_size) - 1)) == 0 &&
+		       (uint32_t(1) << r.log_size) <= space_of(s) - idx;
+	case REC_QP:
+		return r.log_size == 0;
+	case REC_DCI:
+		return r.log_size == 0 && r.aux < DC_MAX_DCI;
+	case REC_DCT:
+		return r.log_size == 0 && r.aux < DC_MAX_DCT;
+	default:
+		return false;
+	}
+}
+
+bool
+owners_ok(const SimPrefix &p)
+{
+	for (uint32_t i = 0; i < MAX_OWNERS; i++)
+		if (p.owners[i].live > 1)
+			return false;
+	return true;
+}
+
+/* Everything, once, at attach (mutex held). NULL if fine, else what is wrong. */
+const char *
+shm_bad(const SimShm *s)
+{
+	if (const char *bad = hdr_bad(s))
+		return bad;
+	if (!owners_ok(s->pre))
+		return "owner table";
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < REC_CAP; i++) {
+		if (s->recs[i].key == 0)
+			continue;
+		if (!rec_ok(s, s->recs[i]))
+			return "QPN record";
+		n++;
+	}
+	if (n != s->recs_live)
+		return "record count";
+	for (uint32_t i = 0; i < NB_UARS; i++)
+		if (s->uar_meta[i].in_use > 1 || s->uar_meta[i].owner >= MAX_OWNERS)
+			return "UAR table";
+	if (!dc_valid(&s->dc, MAX_OWNERS, NB_UARS))
+		return "DC tables";
+	return nullptr;
+}
+
+int
+validate(const mlx5_qpn_devargs *da)
+{
+	const char *bad = nullptr;
+	unsigned val = 0;
+
+	if (da->kind != MLX5_QPN_BACKEND_SIM)
+		bad = "kind", val = unsigned(da->kind);
+	else if (!name_ok(da->name))
+		bad = "name";
+	else if (da->ports < 1 || da->ports > MAX_PORTS)
+		bad = "ports", val = da->ports;
+	else if (da->cap_reserved_qpn != 0 && da->cap_reserved_qpn != 1)
+		bad = "cap_reserved_qpn", val = unsigned(da->cap_reserved_qpn);
+	else if (da->log_max_alloc > (da->aip ? AIP_SHIFT : QPN_BITS))
+		bad = "log_max_alloc", val = da->log_max_alloc;
+	else if (da->log_gran > da->log_max_alloc)
+		bad = "log_gran", val = da->log_gran;
+	else if (da->log_max_num > QPN_BITS)
+		bad = "log_max_num", val = da->log_max_num;
+	else if (da->log_max_qp > QPN_BITS)
+		bad = "log_max_qp", val = da->log_max_qp;
+	else if (da->aip > 1)
+		bad = "aip", val = da->aip;
+	else if (da->fault_fw_status >= MLX5_QPN_SIM_NB_STATUS)
+		bad = "fault_fw_status", val = da->fault_fw_status;
+	if (bad) {
+		SIM_LOG(ERR, "invalid device argument %s=%u", bad, val);
+		return -EINVAL;
+	}
+	QpnTableCfg tc;
+	tc.qpn_inc = da->qpn_inc;
+	tc.qos_shift = da->qos_shift;
+	tc.res_start = da->rsvd_first;
+	tc.res_count = da->rsvd_count;
+	tc.nb_ports = da->ports;
+	tc.premark_special = true;
+	if (!QpnTable::cfg_ok(tc)) {
+		SIM_LOG(ERR, "invalid QPN table arguments qpn_inc=%u qos_shift=%u rsvd_first=%u rsvd_count=%u",
+			da->qpn_inc, da->qos_shift, da->rsvd_first, da->rsvd_count);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void
+cfg_from(const mlx5_qpn_devargs *da, SimCfg *c)
+{
+	*c = SimCfg();
+	c->guid = da->guid ? da->guid : guid_from_name(da->name);
+	c->nb_ports = da->ports;
+	c->cap_reserved_qpn = uint32_t(da->cap_reserved_qpn);
+	c->log_gran = da->log_gran;
+	c->log_max_alloc = da->log_max_alloc;
+	c->log_max_num = da->log_max_num;
+	c->log_max_qp = da->log_max_qp;
+	c->aip = da->aip;
+	c->fault_nodevx = da->fault_nodevx;
+	c->fault_fw_rate = da->fault_fw_rate;
+	c->fault_fw_after = da->fault_fw_after;
+	c->fault_fw_status = da->fault_fw_status;
+	c->slow_cmd_us = da->slow_cmd_us;
+	c->limit = da->limit;
+	c->table.qpn_inc = da->qpn_inc;
+	c->table.qos_shift = da->qos_shift;
+	c->table.res_start = da->rsvd_first;
+	c->table.res_count = da->rsvd_count;
+	c->table.nb_ports = da->ports;
+	c->table.premark_special = true; /* QP0/QP1 are never ordinary QPNs */
+}
+
+bool
+cfg_equal(const SimCfg &a, const SimCfg &b)
+{
+	return a.guid == b.guid && a.nb_ports == b.nb_ports &&
+	       a.cap_reserved_qpn == b.cap_reserved_qpn && a.log_gran == b.log_gran &&
+	       a.log_max_alloc == b.log_max_alloc && a.log_max_num == b.log_max_num &&
+	       a.log_max_qp == b.log_max_qp && a.aip == b.aip && a.fault_nodevx == b.fault_nodevx &&
+	       a.fault_fw_rate == b.fault_fw_rate && a.fault_fw_after == b.fault_fw_after &&
+	       a.fault_fw_status == b.fault_fw_status && a.slow_cmd_us == b.slow_cmd_us &&
+	       a.limit == b.limit && a.table.qpn_inc == b.table.qpn_inc &&
+	       a.table.qos_shift == b.table.qos_shift && a.table.res_start == b.table.res_start &&
+	       a.table.res_count == b.table.res_count;
+}
+
+} // namespace mlx5_qpn_sim
