@@ -281,7 +281,7 @@ QPN_COLD int Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen, uint32_t flags)
 /* ---- thread binding ------------------------------------------------------------------------- */
 
 /* t_caches and the binding structs: qpn_pool_ops.h (enter() reads them inline). */
-constinit __attribute__((tls_model("initial-exec"))) thread_local ThreadCaches t_caches;
+constinit __attribute__((tls_model("initial-exec"))) thread_local ThreadCaches t_caches{};
 static pthread_key_t g_exit_key;
 static pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
 
