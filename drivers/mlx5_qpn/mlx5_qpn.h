@@ -48,10 +48,18 @@ enum mlx5_qpn_source {
 	MLX5_QPN_SRC_ORDINARY,    /**< Ordinary QP numbers (reserved_qpn=try without support, or no). */
 };
 
+/**
+ * mlx5_qpn_dev_info.flags: the device is emulated (the embedded mlx5 model, "simN"). Its
+ * connections run over the emulated CM fabric between processes of this host, not over a
+ * network, and its QPNs exist only in the emulated device. Test this rather than comparing
+ * mlx5_qpn_dev_info.backend with a backend's name.
+ */
+#define MLX5_QPN_DEV_F_EMULATED (1u << 0)
+
 /** Device information. */
 struct mlx5_qpn_dev_info {
 	char name[32];                  /**< "sim0", "mlx5_0". */
-	const char *backend;            /**< "sim" or "hw". */
+	const char *backend;            /**< The backend's registered name: "sim" or "hw". */
 	uint64_t node_guid;             /**< Node GUID (host order). */
 	enum mlx5_qpn_source source;    /**< How QPNs are reserved. */
 	uint8_t reserved_qpn_cap;       /**< general_obj_types bit 44. */
@@ -67,6 +75,7 @@ struct mlx5_qpn_dev_info {
 	int secondary;                  /**< 1: this handle is a secondary process's attachment. */
 	int32_t primary_pid;            /**< pid of the primary that probed the device (0: none
 					     published, e.g. DPDK IPC off). */
+	uint32_t flags;                 /**< MLX5_QPN_DEV_F_* of the device's backend. */
 };
 
 /** Device counters (the pool's are in the pool's stats). */
@@ -112,6 +121,21 @@ struct mlx5_qpn_dev_stats {
  *         -EOPNOTSUPP no reserved-QPN support with reserved_qpn=yes; -ENOMEM; other device errors.
  */
 int mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **dev);
+
+/**
+ * Remove the state that crashed processes left behind for a device name, so that the next probe
+ * starts afresh: for the emulated device, its shared-memory segment and its lease file (a
+ * process that closed cleanly leaves neither; one killed may leave both). Call it only when no
+ * process has the device open: the state is shared by every process that opens the name.
+ *
+ * @param name  a device name as in devargs: "sim0", "mlx5_0" or "ib=mlx5_0".
+ * @return 0 removed; -ENOENT nothing left for that name; -EOPNOTSUPP the device's backend keeps
+ *         no such state (hardware: the kernel destroys a dead process's objects);
+ *         -EBUSY the device is probed in this process (close it first); -EINVAL NULL, empty or
+ *         malformed name; -ENODEV no backend takes that name.
+ * Thread safety: must not race a probe or close of the same name.
+ */
+int mlx5_qpn_dev_purge(const char *name);
 
 /** Find a probed device by name; NULL if none. */
 struct mlx5_qpn_dev *mlx5_qpn_dev_get(const char *name);

@@ -5,6 +5,11 @@
  * ranges are checked here so that every refusal names the offending text, as the user wrote it,
  * in one log line (rte_kvargs_parse() with a key list only says no, and its tokenizer rewrites
  * some malformed pairs before we could see them).
+ *
+ * The generic layer knows only the keys every backend takes. The device name picks a backend
+ * from the registry (mlx5_qpn_backend.h), whose own key table, defaults and cross-key checks
+ * fill and judge mlx5_qpn_devargs.be_args; a key that only another backend takes is refused
+ * naming that backend.
  */
 #include <cerrno>
 #include <cctype>
@@ -14,66 +19,92 @@
 #include <string>
 #include <vector>
 
+#include <rte_common.h>
 #include <rte_kvargs.h>
 #include <rte_log.h>
 
+#include "mlx5_qpn_backend.h"
 #include "mlx5_qpn_dev_log.h"
 #include "mlx5_qpn_devargs.h"
 
 namespace {
 
-enum class Kind { kUint, kGuid, kPolicy, kCores, kName };
+#define U32(f, lo, hi) \
+	{#f, MLX5_QPN_DEVARG_UINT, lo, hi, offsetof(mlx5_qpn_devargs, f), 4}
 
-struct Key {
-	const char *name;
-	Kind kind;
-	uint64_t min, max;
-	bool sim_only;
-	size_t off;    /* offset of the field in mlx5_qpn_devargs */
-	size_t width;  /* 4 or 8 bytes (kUint/kGuid) */
-};
-
-#define U32(f, lo, hi, sim) {#f, Kind::kUint, lo, hi, sim, offsetof(mlx5_qpn_devargs, f), 4}
-
-/* The allow-list. Ranges follow the PRM field widths and what the emulated device can model. */
-const Key kKeys[] = {
-	{"ib", Kind::kName, 0, 0, false, 0, 0},
-	{"reserved_qpn", Kind::kPolicy, 0, 0, false, 0, 0},
-	{"quarantine_us", Kind::kUint, 0, 3600ull * 1000 * 1000, false,
+/* The generic allow-list (with reserved_qpn and each backend's name key, handled apart). */
+const mlx5_qpn_devarg_key kKeys[] = {
+	{"quarantine_us", MLX5_QPN_DEVARG_UINT, 0, 3600ull * 1000 * 1000,
 	 offsetof(mlx5_qpn_devargs, quarantine_us), 8},
-	U32(cache, 1, 65536, false),
-	U32(log_range, 0, 24, false),
-	U32(low_water, 0, 1u << 24, false),
-	U32(max_qpns, 1, (1u << 24) - 1, false),
-	{"numa", Kind::kUint, 0, 1023, true, offsetof(mlx5_qpn_devargs, numa_node), 4},
-	{"cores", Kind::kCores, 0, 0, true, 0, 0},
-	{"guid", Kind::kGuid, 1, UINT64_MAX, true, offsetof(mlx5_qpn_devargs, guid), 8},
-	U32(ports, 1, 4, true),
-	{"cap_reserved_qpn", Kind::kUint, 0, 1, true, offsetof(mlx5_qpn_devargs, cap_reserved_qpn), 4},
-	U32(log_gran, 0, 24, true),
-	U32(log_max_alloc, 0, 24, true),
-	U32(log_max_num, 0, 24, true),
-	U32(log_max_qp, 1, 24, true),
-	U32(qpn_inc, 1, 255, true),
-	U32(qos_shift, 0, 7, true),
-	U32(rsvd_first, 0, 0xFFFFFF, true),
-	U32(rsvd_count, 0, 1u << 24, true),
-	U32(aip, 0, 1, true),
-	U32(fault_nodevx, 0, 1, true),
-	U32(fault_fw_rate, 0, 1000000, true),
-	U32(fault_fw_after, 0, UINT32_MAX, true),
-	U32(fault_fw_status, 0, 0xFF, true),
-	U32(slow_cmd_us, 0, 10 * 1000 * 1000, true),
-	U32(limit, 0, 1u << 24, true),
-	U32(fw_first_fit, 0, 1, true),
+	U32(cache, 1, 65536),
+	U32(log_range, 0, 24),
+	U32(low_water, 0, 1u << 24),
+	U32(max_qpns, 1, (1u << 24) - 1),
+};
+constexpr const char kPolicyKey[] = "reserved_qpn";
+
+const mlx5_qpn_devarg_key *key_in(const mlx5_qpn_devarg_key *keys, unsigned n, const char *k)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (strcmp(keys[i].name, k) == 0)
+			return &keys[i];
+	return nullptr;
+}
+
+/* Who takes key k. */
+struct Owner {
+	enum { kNone, kGeneric, kPolicy, kName, kBackend } what = kNone;
+	const mlx5_qpn_backend_desc *be = nullptr; /* kName, kBackend */
+	const mlx5_qpn_devarg_key *key = nullptr;  /* kGeneric, kBackend */
 };
 
-const Key *find_key(const char *k)
+/* The backend's own key wins over another backend's of the same name (prefer may be NULL). */
+Owner owner_of(const char *k, const mlx5_qpn_backend_desc *prefer)
 {
-	for (const Key &key : kKeys)
-		if (strcmp(key.name, k) == 0)
-			return &key;
-	return nullptr;
+	Owner o;
+	if ((o.key = key_in(kKeys, RTE_DIM(kKeys), k)) != nullptr) {
+		o.what = Owner::kGeneric;
+		return o;
+	}
+	if (strcmp(k, kPolicyKey) == 0) {
+		o.what = Owner::kPolicy;
+		return o;
+	}
+	if (prefer != nullptr && (o.key = key_in(prefer->keys, prefer->nb_keys, k)) != nullptr) {
+		o.what = Owner::kBackend;
+		o.be = prefer;
+		return o;
+	}
+	const mlx5_qpn_backend_desc *be;
+	for (unsigned i = 0; (be = mlx5_qpn_backend_at(i)) != nullptr; i++) {
+		if (be->name_key != nullptr && strcmp(be->name_key, k) == 0) {
+			o.what = Owner::kName;
+			o.be = be;
+			return o;
+		}
+		if ((o.key = key_in(be->keys, be->nb_keys, k)) != nullptr) {
+			o.what = Owner::kBackend;
+			o.be = be;
+			return o;
+		}
+	}
+	return o;
+}
+
+/* "expected simN or ib=NAME": the ways the registered backends name a device. */
+std::string expected_device()
+{
+	std::string s;
+	const mlx5_qpn_backend_desc *be;
+	for (int pass = 0; pass < 2; pass++)
+		for (unsigned i = 0; (be = mlx5_qpn_backend_at(i)) != nullptr; i++) {
+			const char *way = pass == 0 ? be->name_prefix : be->name_key;
+			if (way == nullptr)
+				continue;
+			s += s.empty() ? "expected " : " or ";
+			s += std::string(way) + (pass == 0 ? "N" : "=NAME");
+		}
+	return s.empty() ? "no backend is registered" : s;
 }
 
 /*
@@ -147,9 +178,9 @@ bool parse_guid(const char *v, uint64_t *out)
 
 /* A core list, "0-3" or "0:2:4" or "0-3:8-11" (a comma would end the pair): items N or N-M with
  * N <= M < 65536, separated by ':'. */
-bool valid_cores(const char *v)
+bool valid_cores(const char *v, size_t size)
 {
-	if (*v == '\0' || strlen(v) >= sizeof(mlx5_qpn_devargs::cores))
+	if (*v == '\0' || strlen(v) >= size)
 		return false;
 	const char *s = v;
 	for (;;) {
@@ -174,9 +205,10 @@ bool valid_cores(const char *v)
 	}
 }
 
-/* Device names: an emulated device is "sim" plus letters, digits and '_'; an ibv device name is
- * letters, digits, '_', '-' and '.'. Both shorter than MLX5_QPN_DEV_NAMESIZE. */
-const char *bad_name(const char *v, bool sim)
+/* Device names: a bare name (a backend's prefix, "sim0") is letters, digits and '_'; a name given
+ * by key (an ibv device name) is letters, digits, '_', '-' and '.'. Both shorter than
+ * MLX5_QPN_DEV_NAMESIZE. */
+const char *bad_name(const char *v, bool bare)
 {
 	if (*v == '\0')
 		return "empty device name";
@@ -184,9 +216,9 @@ const char *bad_name(const char *v, bool sim)
 		return "name too long (at most 31 characters)";
 	for (const char *s = v; *s; s++) {
 		unsigned char ch = static_cast<unsigned char>(*s);
-		if (!isalnum(ch) && ch != '_' && (sim || (ch != '-' && ch != '.')))
-			return sim ? "name may hold letters, digits and _"
-				   : "name may hold letters, digits, _, - and .";
+		if (!isalnum(ch) && ch != '_' && (bare || (ch != '-' && ch != '.')))
+			return bare ? "name may hold letters, digits and _"
+				    : "name may hold letters, digits, _, - and .";
 	}
 	return nullptr;
 }
@@ -275,7 +307,7 @@ int check_syntax(const std::string &all, const std::string &list)
 		if (eq + 1 == pair.size())
 			return refuse_text(pair, "empty value");
 		std::string key = pair.substr(0, eq);
-		if (find_key(key.c_str()) == nullptr)
+		if (owner_of(key.c_str(), nullptr).what == Owner::kNone)
 			return refuse_text(pair, "unknown key");
 		for (const auto &k : keys)
 			if (k == key)
@@ -291,25 +323,150 @@ int check_syntax(const std::string &all, const std::string &list)
 void set_defaults(mlx5_qpn_devargs *da)
 {
 	memset(da, 0, sizeof(*da));
-	da->kind = MLX5_QPN_BACKEND_SIM;
 	da->reserved_qpn = MLX5_QPN_RSVD_TRY;
 	da->quarantine_us = 2000000;
 	da->cache = 64;
 	da->log_range = UINT32_MAX; /* caps maximum */
 	da->low_water = UINT32_MAX; /* 2 * cache */
 	da->max_qpns = 65536;
-	da->numa_node = -1;
-	da->ports = 1;
-	da->cap_reserved_qpn = 1;
-	da->log_gran = 0;
-	da->log_max_alloc = 10;
-	da->log_max_num = 16;
-	da->log_max_qp = 18;
-	da->qpn_inc = 1;
-	da->qos_shift = 0;
+}
+
+/* The backend whose name prefix a bare leading token carries. */
+const mlx5_qpn_backend_desc *backend_of_prefix(const std::string &first)
+{
+	const mlx5_qpn_backend_desc *be;
+	for (unsigned i = 0; (be = mlx5_qpn_backend_at(i)) != nullptr; i++)
+		if (be->name_prefix != nullptr &&
+		    first.compare(0, strlen(be->name_prefix), be->name_prefix) == 0)
+			return be;
+	return nullptr;
+}
+
+void choose_backend(mlx5_qpn_devargs *da, const mlx5_qpn_backend_desc *be)
+{
+	da->backend = be;
+	if (be->args_default != nullptr)
+		be->args_default(da->be_args);
+}
+
+/* Every pair of the checked list, in order: generic keys into *da, the chosen backend's into
+ * da->be_args; another backend's key is read into scratch (a bad value is refused as such)
+ * and refused afterwards, naming who takes it. */
+int parse_pairs(const std::string &rest, mlx5_qpn_devargs *da, bool have_name)
+{
+	/* Syntax checked: kvargs splits it into exactly the pairs check_syntax() saw. */
+	struct rte_kvargs *kv = rte_kvargs_parse(rest.c_str(), nullptr);
+	if (kv == nullptr)
+		return refuse_text(rest, "not a key=value list");
+	int rc = 0;
+	/* A device named by a key (ib=NAME, possibly after other keys): its backend's defaults
+	 * and keys apply to every pair. */
+	for (unsigned i = 0; i < kv->count && da->backend == nullptr; i++) {
+		Owner o = owner_of(kv->pairs[i].key, nullptr);
+		if (o.what == Owner::kName)
+			choose_backend(da, o.be);
+	}
+	for (unsigned i = 0; i < kv->count && rc == 0; i++) {
+		const char *k = kv->pairs[i].key;
+		const char *v = kv->pairs[i].value; /* NULL for a bare key in DPDK 22.11 */
+		if (v == nullptr || *v == '\0') {
+			rc = refuse_text(k, "bare key (expected key=value)");
+			break;
+		}
+		Owner o = owner_of(k, da->backend);
+		switch (o.what) {
+		case Owner::kNone:
+			rc = refuse(k, v, "unknown key");
+			break;
+		case Owner::kName:
+			if (have_name || o.be != da->backend) {
+				rc = refuse(k, v, "device named twice");
+			} else if (const char *why = bad_name(v, false)) {
+				rc = refuse(k, v, why);
+			} else {
+				snprintf(da->name, sizeof(da->name), "%s", v);
+				have_name = true;
+			}
+			break;
+		case Owner::kPolicy:
+			if (strcmp(v, "try") == 0)
+				da->reserved_qpn = MLX5_QPN_RSVD_TRY;
+			else if (strcmp(v, "yes") == 0)
+				da->reserved_qpn = MLX5_QPN_RSVD_YES;
+			else if (strcmp(v, "no") == 0)
+				da->reserved_qpn = MLX5_QPN_RSVD_NO;
+			else
+				rc = refuse(k, v, "expected try, yes or no");
+			break;
+		case Owner::kGeneric:
+			rc = mlx5_qpn_devargs_take(o.key, v, da);
+			break;
+		case Owner::kBackend:
+			if (o.be == da->backend) {
+				rc = mlx5_qpn_devargs_take(o.key, v, da->be_args);
+			} else {
+				uint64_t scratch[MLX5_QPN_BE_ARGS_WORDS] = {};
+				rc = mlx5_qpn_devargs_take(o.key, v, scratch);
+			}
+			break;
+		}
+	}
+	/* Keys that only another backend takes (the emulated device's with ib=). */
+	for (unsigned i = 0; i < kv->count && rc == 0 && da->backend != nullptr; i++) {
+		Owner o = owner_of(kv->pairs[i].key, da->backend);
+		if (o.what == Owner::kBackend && o.be != da->backend)
+			rc = refuse(kv->pairs[i].key, kv->pairs[i].value,
+				    (std::string("only ") + o.be->owner + " takes this key").c_str());
+	}
+	rte_kvargs_free(kv);
+	if (rc == 0 && !have_name)
+		rc = 1;
+	return rc;
 }
 
 } /* namespace */
+
+extern "C" int mlx5_qpn_devargs_refuse(const char *key, const char *value, const char *why)
+{
+	return refuse(key, value, why);
+}
+
+extern "C" int mlx5_qpn_devargs_take(const struct mlx5_qpn_devarg_key *key, const char *v,
+				     void *args)
+{
+	char *field = static_cast<char *>(args) + key->off;
+	uint64_t x = 0;
+	switch (key->type) {
+	case MLX5_QPN_DEVARG_CORES:
+		if (!valid_cores(v, key->width))
+			return refuse(key->name, v, "expected a core list such as 0-3 or 0:2:4 (< 64 characters)");
+		snprintf(field, key->width, "%s", v);
+		return 0;
+	case MLX5_QPN_DEVARG_GUID:
+		if (!parse_guid(v, &x) || x == 0)
+			return refuse(key->name, v, "expected a non-zero 64-bit hex GUID");
+		memcpy(field, &x, 8);
+		return 0;
+	case MLX5_QPN_DEVARG_UINT:
+		break;
+	}
+	int prc = parse_u64(v, &x);
+	if (prc == -EINVAL)
+		return refuse(key->name, v, "not a number (decimal, or hex with 0x; no sign, no leading zero)");
+	if (prc != 0 || x < key->min || x > key->max) {
+		char why[128];
+		snprintf(why, sizeof(why), "out of range [%" PRIu64 ", %" PRIu64 "]", key->min,
+			 key->max);
+		return refuse(key->name, v, why);
+	}
+	if (key->width == 8) {
+		memcpy(field, &x, 8);
+	} else {
+		uint32_t y = static_cast<uint32_t>(x);
+		memcpy(field, &y, 4);
+	}
+	return 0;
+}
 
 extern "C" int mlx5_qpn_devargs_parse(const char *devargs, struct mlx5_qpn_devargs *da)
 {
@@ -318,9 +475,9 @@ extern "C" int mlx5_qpn_devargs_parse(const char *devargs, struct mlx5_qpn_devar
 	set_defaults(da);
 	std::string s(devargs);
 	if (s.empty())
-		return refuse_text(s, "no device (expected simN or ib=NAME)");
-	/* The leading token is either a bare emulated-device name or a pair (ib=NAME or another
-	 * key: ib= may come later). */
+		return refuse_text(s, ("no device (" + expected_device() + ")").c_str());
+	/* The leading token is either a bare device name or a pair (ib=NAME or another key: the
+	 * naming key may come later). */
 	size_t comma = s.find(',');
 	std::string first = s.substr(0, comma);
 	std::string rest = s;
@@ -329,12 +486,14 @@ extern "C" int mlx5_qpn_devargs_parse(const char *devargs, struct mlx5_qpn_devar
 		for (unsigned char ch : first)
 			if (isspace(ch) || !isprint(ch))
 				return refuse_text(first, "whitespace or control character (devargs take none)");
-		if (first.compare(0, 3, "sim") != 0)
-			return refuse_text(first, "unknown device (expected simN or ib=NAME)");
+		const mlx5_qpn_backend_desc *be = backend_of_prefix(first);
+		if (be == nullptr)
+			return refuse_text(first, ("unknown device (" + expected_device() + ")").c_str());
 		if (const char *why = bad_name(first.c_str(), true))
 			return refuse_text(first, why);
 		snprintf(da->name, sizeof(da->name), "%s", first.c_str());
 		have_name = true;
+		choose_backend(da, be);
 		rest = comma == std::string::npos ? "" : s.substr(comma + 1);
 		if (comma != std::string::npos && rest.empty())
 			return refuse_text(s, "empty pair (a trailing ',')");
@@ -342,102 +501,13 @@ extern "C" int mlx5_qpn_devargs_parse(const char *devargs, struct mlx5_qpn_devar
 	int rc = check_syntax(s, rest);
 	if (rc != 0)
 		return rc;
-
-	if (!rest.empty()) {
-		/* Syntax checked: kvargs splits it into exactly the pairs seen above. */
-		struct rte_kvargs *kv = rte_kvargs_parse(rest.c_str(), nullptr);
-		if (kv == nullptr)
-			return refuse_text(rest, "not a key=value list");
-		for (unsigned i = 0; i < kv->count && rc == 0; i++) {
-			const char *k = kv->pairs[i].key;
-			const char *v = kv->pairs[i].value; /* NULL for a bare key in DPDK 22.11 */
-			if (v == nullptr || *v == '\0') {
-				rc = refuse_text(k, "bare key (expected key=value)");
-				break;
-			}
-			const Key *key = find_key(k);
-			if (key == nullptr) {
-				rc = refuse(k, v, "unknown key");
-				break;
-			}
-			uint64_t x = 0;
-			switch (key->kind) {
-			case Kind::kName:
-				if (have_name) {
-					rc = refuse(k, v, "device named twice");
-				} else if (const char *why = bad_name(v, false)) {
-					rc = refuse(k, v, why);
-				} else {
-					da->kind = MLX5_QPN_BACKEND_HW;
-					snprintf(da->name, sizeof(da->name), "%s", v);
-					have_name = true;
-				}
-				break;
-			case Kind::kPolicy:
-				if (strcmp(v, "try") == 0)
-					da->reserved_qpn = MLX5_QPN_RSVD_TRY;
-				else if (strcmp(v, "yes") == 0)
-					da->reserved_qpn = MLX5_QPN_RSVD_YES;
-				else if (strcmp(v, "no") == 0)
-					da->reserved_qpn = MLX5_QPN_RSVD_NO;
-				else
-					rc = refuse(k, v, "expected try, yes or no");
-				break;
-			case Kind::kCores:
-				if (!valid_cores(v))
-					rc = refuse(k, v, "expected a core list such as 0-3 or 0:2:4 (< 64 characters)");
-				else
-					snprintf(da->cores, sizeof(da->cores), "%s", v);
-				break;
-			case Kind::kGuid:
-				if (!parse_guid(v, &x) || x == 0)
-					rc = refuse(k, v, "expected a non-zero 64-bit hex GUID");
-				else
-					memcpy(reinterpret_cast<char *>(da) + key->off, &x, 8);
-				break;
-			case Kind::kUint: {
-				int prc = parse_u64(v, &x);
-				char why[128];
-				if (prc == -EINVAL) {
-					rc = refuse(k, v, "not a number (decimal, or hex with 0x; no sign, "
-							  "no leading zero)");
-					break;
-				}
-				if (prc != 0 || x < key->min || x > key->max) {
-					snprintf(why, sizeof(why), "out of range [%" PRIu64 ", %" PRIu64 "]",
-						 key->min, key->max);
-					rc = refuse(k, v, why);
-					break;
-				}
-				if (key->width == 8) {
-					memcpy(reinterpret_cast<char *>(da) + key->off, &x, 8);
-				} else {
-					uint32_t y = static_cast<uint32_t>(x);
-					memcpy(reinterpret_cast<char *>(da) + key->off, &y, 4);
-				}
-				break;
-			}
-			}
-		}
-		/* Keys that only the emulated device understands are refused for hardware. */
-		for (unsigned i = 0; i < kv->count && rc == 0; i++) {
-			const Key *key = find_key(kv->pairs[i].key);
-			if (da->kind == MLX5_QPN_BACKEND_HW && key->sim_only)
-				rc = refuse(kv->pairs[i].key, kv->pairs[i].value,
-					    "only the emulated device (simN) takes this key");
-		}
-		rte_kvargs_free(kv);
-		if (rc != 0)
-			return rc;
-	}
-	if (!have_name)
-		return refuse_text(s, "no device (expected simN or ib=NAME)");
-	if (da->log_gran > da->log_max_alloc)
-		return refuse("log_gran", std::to_string(da->log_gran).c_str(),
-			      "larger than log_max_alloc");
-	if (da->rsvd_count != 0 && da->rsvd_first + static_cast<uint64_t>(da->rsvd_count) > (1u << 24))
-		return refuse("rsvd_count", std::to_string(da->rsvd_count).c_str(),
-			      "range passes QPN 0xFFFFFF");
+	rc = rest.empty() ? (have_name ? 0 : 1) : parse_pairs(rest, da, have_name);
+	if (rc == 1)
+		return refuse_text(s, ("no device (" + expected_device() + ")").c_str());
+	if (rc != 0)
+		return rc;
+	if (da->backend->args_check != nullptr && (rc = da->backend->args_check(da->be_args)) != 0)
+		return rc;
 	if (da->low_water == UINT32_MAX)
 		da->low_water = 2 * da->cache;
 	return 0;

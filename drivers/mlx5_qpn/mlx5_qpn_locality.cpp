@@ -6,6 +6,7 @@
 
 #include <hwloc.h>
 
+#include "mlx5_qpn_backend.h"
 #include "mlx5_qpn_locality.h"
 
 namespace {
@@ -49,7 +50,8 @@ extern "C" int mlx5_qpn_locality(const struct mlx5_qpn_devargs *da, int *numa, c
 		return -ENOENT;
 	hwloc_obj_t root = hwloc_get_root_obj(g_topo);
 
-	if (da->kind == MLX5_QPN_BACKEND_HW) {
+	if (da->backend == nullptr || da->backend->where == nullptr) {
+		/* Where the backend's devargs do not say (hardware): the OS device of that name. */
 		for (hwloc_obj_t os = hwloc_get_next_osdev(g_topo, nullptr); os != nullptr;
 		     os = hwloc_get_next_osdev(g_topo, os)) {
 			if (os->name == nullptr || strcmp(os->name, da->name) != 0)
@@ -67,12 +69,13 @@ extern "C" int mlx5_qpn_locality(const struct mlx5_qpn_devargs *da, int *numa, c
 		return -ENOENT;
 	}
 
-	/* Emulated device: the devargs say where it "sits". */
-	*numa = da->numa_node;
-	if (da->cores[0] != '\0') {
+	/* The backend's devargs say where it "sits" (the emulated device's numa and cores). */
+	const char *want = "";
+	da->backend->where(da, numa, &want);
+	if (want[0] != '\0') {
 		/* Normalise "0:2:4" (the kvargs-friendly form) to hwloc list syntax. */
-		char buf[sizeof(da->cores)];
-		snprintf(buf, sizeof(buf), "%s", da->cores);
+		char buf[128];
+		snprintf(buf, sizeof(buf), "%s", want);
 		for (char *s = buf; *s; s++)
 			if (*s == ':')
 				*s = ',';
@@ -82,9 +85,9 @@ extern "C" int mlx5_qpn_locality(const struct mlx5_qpn_devargs *da, int *numa, c
 		hwloc_bitmap_free(set);
 		return 0;
 	}
-	if (da->numa_node >= 0) {
+	if (*numa >= 0) {
 		hwloc_obj_t node = hwloc_get_numanode_obj_by_os_index(g_topo,
-			static_cast<unsigned>(da->numa_node));
+			static_cast<unsigned>(*numa));
 		if (node != nullptr) {
 			cpuset_list(node->cpuset, cores, len);
 			return 0;

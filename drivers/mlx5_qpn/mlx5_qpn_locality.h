@@ -12,10 +12,11 @@ extern "C" {
 #endif
 
 /**
- * Find the device's NUMA node and the cores near it. Hardware: the hwloc OS device of the same
- * name (an OpenFabrics device such as "mlx5_0"), its first non-I/O ancestor's NUMA node and
- * cpuset. Emulated device: the numa and cores devargs; cores default to the NUMA node's cores
- * (or all cores when no node is given).
+ * Find the device's NUMA node and the cores near it. A backend whose descriptor has a `where`
+ * hook (the emulated device: its numa and cores devargs) says where the device sits; cores
+ * default to the NUMA node's cores (or all cores when no node is given). Otherwise (hardware):
+ * the hwloc OS device of the same name (an OpenFabrics device such as "mlx5_0"), its first
+ * non-I/O ancestor's NUMA node and cpuset.
  *
  * @param[out] numa   NUMA node, -1 if unknown.
  * @param[out] cores  hwloc list syntax, e.g. "0-3".

@@ -19,6 +19,7 @@
 #include <rte_kvargs.h>
 #include <rte_memzone.h>
 
+#include "mlx5_qpn_backend.h"
 #include "mlx5_qpn_dev_log.h"
 #include "mlx5_qpn_mp.h"
 #include "qpn_shm.h"
@@ -185,7 +186,17 @@ struct Pair {
 	bool bare;
 };
 
-/* The key=value pairs of a devargs string, without the device name ("simN" or "ib=..."). */
+bool is_name_key(const char *key)
+{
+	const mlx5_qpn_backend_desc *be;
+	for (unsigned i = 0; (be = mlx5_qpn_backend_at(i)) != nullptr; i++)
+		if (be->name_key != nullptr && strcmp(be->name_key, key) == 0)
+			return true;
+	return false;
+}
+
+/* The key=value pairs of a devargs string, without the device name ("simN" or a backend's
+ * naming key, "ib=..."). */
 bool pairs_of(const char *devargs, std::vector<Pair> *out)
 {
 	std::string s(devargs);
@@ -200,7 +211,7 @@ bool pairs_of(const char *devargs, std::vector<Pair> *out)
 	if (kv == nullptr)
 		return false;
 	for (unsigned i = 0; i < kv->count; i++) {
-		if (strcmp(kv->pairs[i].key, "ib") == 0)
+		if (is_name_key(kv->pairs[i].key))
 			continue;
 		const char *v = kv->pairs[i].value;
 		out->push_back({kv->pairs[i].key, v != nullptr ? v : "", v == nullptr});
@@ -228,9 +239,10 @@ int check_agreement(const mlx5_qpn_devargs *sda, const char *sdevargs, const MpI
 	std::vector<Pair> mine, theirs;
 	if (!pairs_of(sdevargs, &mine) || !pairs_of(in->devargs, &theirs))
 		return -EINVAL;
-	std::string base = sda->kind == MLX5_QPN_BACKEND_SIM ? std::string(sda->name)
-							      : std::string("ib=") + sda->name;
-	if (sda->kind != pda->kind) {
+	const mlx5_qpn_backend_desc *be = sda->backend;
+	std::string base = be->name_key == nullptr ? std::string(sda->name)
+						   : std::string(be->name_key) + "=" + sda->name;
+	if (sda->backend != pda->backend) {
 		DEV_LOG(ERR, "%s: the primary probed this device as \"%s\": a secondary attaches to it "
 			"as it is", sda->name, in->devargs);
 		return -EINVAL;

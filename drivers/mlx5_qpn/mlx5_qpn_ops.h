@@ -33,6 +33,9 @@ struct mlx5_qpn_caps {
 	uint8_t nb_ports;                    /**< Physical ports. */
 	uint8_t devx;                        /**< DEVX commands available on the context. */
 	uint8_t rsvd;
+	/** Most QPNs this handle may take from the device in all, reserved or ordinary (the
+	 * emulated device's limit= devarg); 0: only the log_max_* caps bound it. */
+	uint32_t qpn_limit;
 };
 
 /** One reserved range as the device gave it. */

@@ -20,11 +20,20 @@
 #include <rte_log.h>
 
 #include "mlx5_qpn.h"
+#include "mlx5_qpn_backend.h"
 #include "mlx5_qpn_dev_internal.h"
 #include "mlx5_qpn_devargs.h"
+#include "mlx5_qpn_ops.h"
 #include "sim/mlx5_qpn_sim.h"
+#include "sim/mlx5_qpn_sim_devargs.h"
 
 namespace {
+
+/* The emulated device's own keys inside parsed devargs. */
+const mlx5_qpn_sim_devargs &sim_args(const mlx5_qpn_devargs &da)
+{
+	return *mlx5_qpn_sim_cargs(&da);
+}
 
 /* A unique emulated device per test (its shared memory is machine-wide), removed afterwards. */
 class SimName {
@@ -167,12 +176,12 @@ TEST(DevArgs, NumberAndGuidForms)
 	ASSERT_EQ(mlx5_qpn_devargs_parse("sim0,cache=0x10,quarantine_us=0,limit=0X20", &da), 0);
 	EXPECT_EQ(da.cache, 16u);
 	EXPECT_EQ(da.quarantine_us, 0u);
-	EXPECT_EQ(da.limit, 32u);
+	EXPECT_EQ(sim_args(da).limit, 32u);
 	ASSERT_EQ(mlx5_qpn_devargs_parse("sim0,guid=00:02:c9:03:00:a1:b2:c3", &da), 0);
-	EXPECT_EQ(da.guid, 0x0002c90300a1b2c3ull);
+	EXPECT_EQ(sim_args(da).guid, 0x0002c90300a1b2c3ull);
 	ASSERT_EQ(mlx5_qpn_devargs_parse("sim0,guid=0002:c903:00a1:b2c3,cores=0-1:4", &da), 0);
-	EXPECT_EQ(da.guid, 0x0002c90300a1b2c3ull);
-	EXPECT_STREQ(da.cores, "0-1:4");
+	EXPECT_EQ(sim_args(da).guid, 0x0002c90300a1b2c3ull);
+	EXPECT_STREQ(sim_args(da).cores, "0-1:4");
 	ASSERT_EQ(mlx5_qpn_devargs_parse("cache=8,ib=mlx5_bond.0-1", &da), 0);
 	EXPECT_STREQ(da.name, "mlx5_bond.0-1");
 }
@@ -181,20 +190,20 @@ TEST(DevArgs, ValuesAndDefaults)
 {
 	struct mlx5_qpn_devargs da;
 	ASSERT_EQ(mlx5_qpn_devargs_parse("sim7", &da), 0);
-	EXPECT_EQ(da.kind, MLX5_QPN_BACKEND_SIM);
+	EXPECT_EQ(da.backend, mlx5_qpn_backend_find("sim"));
 	EXPECT_STREQ(da.name, "sim7");
 	EXPECT_EQ(da.reserved_qpn, MLX5_QPN_RSVD_TRY);
 	EXPECT_EQ(da.quarantine_us, 2000000u);
 	EXPECT_EQ(da.cache, 64u);
 	EXPECT_EQ(da.low_water, 128u);
 	ASSERT_EQ(mlx5_qpn_devargs_parse("ib=mlx5_3,reserved_qpn=no,quarantine_us=5", &da), 0);
-	EXPECT_EQ(da.kind, MLX5_QPN_BACKEND_HW);
+	EXPECT_EQ(da.backend, mlx5_qpn_backend_find("hw"));
 	EXPECT_STREQ(da.name, "mlx5_3");
 	EXPECT_EQ(da.reserved_qpn, MLX5_QPN_RSVD_NO);
 	EXPECT_EQ(da.quarantine_us, 5u);
 	ASSERT_EQ(mlx5_qpn_devargs_parse("sim1,guid=0x0002c90300a1b2c3,log_gran=3", &da), 0);
-	EXPECT_EQ(da.guid, 0x0002c90300a1b2c3ull);
-	EXPECT_EQ(da.log_gran, 3u);
+	EXPECT_EQ(sim_args(da).guid, 0x0002c90300a1b2c3ull);
+	EXPECT_EQ(sim_args(da).log_gran, 3u);
 }
 
 TEST(DevProbe, HardwareWithoutDeviceIsEnodev)
@@ -528,4 +537,70 @@ TEST(DevProbe, IdleRangesGoBackToTheDevice)
 	EXPECT_EQ(uniq.size(), 96u);
 	ASSERT_EQ(mlx5_qpn_reserved_dealloc_bulk(dev, q, 96), 0);
 	mlx5_qpn_dev_close(dev);
+}
+
+/* Both backends register themselves at load; the generic layer finds them by name and by the
+ * way devargs name a device. */
+TEST(DevBackend, RegistryFindsBothBackends)
+{
+	const mlx5_qpn_backend_desc *sim = mlx5_qpn_backend_find("sim");
+	const mlx5_qpn_backend_desc *hw = mlx5_qpn_backend_find("hw");
+	ASSERT_NE(sim, nullptr);
+	ASSERT_NE(hw, nullptr);
+	EXPECT_EQ(mlx5_qpn_backend_find("nope"), nullptr);
+	EXPECT_NE(sim->flags & MLX5_QPN_BACKEND_F_EMULATED, 0u);
+	EXPECT_EQ(hw->flags & MLX5_QPN_BACKEND_F_EMULATED, 0u);
+	EXPECT_EQ(mlx5_qpn_backend_of_name("sim3"), sim);
+	EXPECT_EQ(mlx5_qpn_backend_of_name("mlx5_0"), hw);
+	EXPECT_EQ(mlx5_qpn_backend_of_name("ib=mlx5_0"), hw);
+	EXPECT_EQ(sim->ops->open, mlx5_qpn_sim_ops.open);
+	EXPECT_EQ(hw->ops->open, mlx5_qpn_hw_ops.open);
+	struct mlx5_qpn_devargs da;
+	ASSERT_EQ(mlx5_qpn_devargs_parse("sim0,ports=2", &da), 0);
+	EXPECT_EQ(da.backend, sim);
+	EXPECT_EQ(sim_args(da).ports, 2u);
+	ASSERT_EQ(mlx5_qpn_devargs_parse("cache=8,ib=mlx5_0", &da), 0);
+	EXPECT_EQ(da.backend, hw);
+	EXPECT_EQ(da.cache, 8u);
+}
+
+/* info.flags says "emulated" so that applications need not compare backend names. */
+TEST(DevProbe, InfoFlagsSayEmulated)
+{
+	SimName n;
+	struct mlx5_qpn_dev *dev = nullptr;
+	std::string args = n.str() + ",quarantine_us=0,log_max_alloc=4,max_qpns=64";
+	ASSERT_EQ(mlx5_qpn_dev_probe(args.c_str(), &dev), 0);
+	struct mlx5_qpn_dev_info in;
+	ASSERT_EQ(mlx5_qpn_dev_info_get(dev, &in), 0);
+	EXPECT_EQ(in.flags & MLX5_QPN_DEV_F_EMULATED, MLX5_QPN_DEV_F_EMULATED);
+	EXPECT_EQ(in.flags & ~MLX5_QPN_DEV_F_EMULATED, 0u);
+	EXPECT_STREQ(in.backend, "sim");
+	EXPECT_EQ(mlx5_qpn_dev_is_sim(dev), 1);
+	mlx5_qpn_dev_close(dev);
+}
+
+/* Purge removes what a crashed process left (here: a handle that was never closed, as a killed
+ * process leaves it), through the backend's hook; hardware keeps nothing to purge. */
+TEST(DevPurge, RemovesLeftoversThroughTheBackend)
+{
+	SimName n;
+	EXPECT_EQ(mlx5_qpn_dev_purge(nullptr), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_dev_purge(""), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_dev_purge(n.str().c_str()), -ENOENT);
+	EXPECT_EQ(mlx5_qpn_dev_purge("mlx5_0"), -EOPNOTSUPP);
+	EXPECT_EQ(mlx5_qpn_dev_purge("ib=mlx5_0"), -EOPNOTSUPP);
+
+	struct mlx5_qpn_dev *dev = nullptr;
+	ASSERT_EQ(mlx5_qpn_dev_probe(n.str().c_str(), &dev), 0);
+	EXPECT_EQ(mlx5_qpn_dev_purge(n.str().c_str()), -EBUSY); /* probed here */
+	mlx5_qpn_dev_close(dev);
+
+	struct mlx5_qpn_devargs da;
+	ASSERT_EQ(mlx5_qpn_devargs_parse(n.str().c_str(), &da), 0);
+	struct mlx5_qpn_backend *be = nullptr;
+	ASSERT_EQ(da.backend->ops->open(&da, &be), 0); /* the segment exists while be is open */
+	EXPECT_EQ(mlx5_qpn_dev_purge(n.str().c_str()), 0);
+	EXPECT_EQ(mlx5_qpn_dev_purge(n.str().c_str()), -ENOENT);
+	da.backend->ops->close(be);
 }

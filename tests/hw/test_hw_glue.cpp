@@ -69,7 +69,6 @@ mlx5_qpn_devargs
 hw_devargs(const char *name)
 {
 	mlx5_qpn_devargs da{};
-	da.kind = MLX5_QPN_BACKEND_HW;
 	snprintf(da.name, sizeof(da.name), "%s", name);
 	return da;
 }

@@ -11,7 +11,9 @@
 #include <string>
 #include <unistd.h>
 
+#include "mlx5_qpn_backend.h"
 #include "mlx5_qpn_devargs.h"
+#include "sim/mlx5_qpn_sim_devargs.h"
 #include "mlx5_qpn_ops.h"
 #include "sim/mlx5_qpn_sim.h"
 
@@ -24,28 +26,43 @@ unique_name()
 	return "sim_t" + std::to_string(getpid()) + "_" + std::to_string(n++);
 }
 
-/* The defaults documented in mlx5_qpn_devargs.h for an emulated device. */
+/* The emulated device's own keys inside devargs. */
+inline mlx5_qpn_sim_devargs &
+sim_args(mlx5_qpn_devargs &da)
+{
+	return *mlx5_qpn_sim_args(&da);
+}
+
+inline const mlx5_qpn_sim_devargs &
+sim_args(const mlx5_qpn_devargs &da)
+{
+	return *mlx5_qpn_sim_cargs(&da);
+}
+
+/* The defaults documented in mlx5_qpn_devargs.h and sim/mlx5_qpn_sim_devargs.h for an emulated
+ * device. */
 inline mlx5_qpn_devargs
 default_devargs(const std::string &name)
 {
 	mlx5_qpn_devargs da;
 	std::memset(&da, 0, sizeof(da));
-	da.kind = MLX5_QPN_BACKEND_SIM;
+	da.backend = mlx5_qpn_backend_find("sim");
 	std::snprintf(da.name, sizeof(da.name), "%s", name.c_str());
 	da.reserved_qpn = MLX5_QPN_RSVD_TRY;
 	da.quarantine_us = 2000000;
 	da.cache = 64;
 	da.low_water = 128;
 	da.max_qpns = 65536;
-	da.numa_node = -1;
-	da.ports = 1;
-	da.cap_reserved_qpn = 1;
-	da.log_gran = 0;
-	da.log_max_alloc = 10;
-	da.log_max_num = 16;
-	da.log_max_qp = 18;
-	da.qpn_inc = 1;
-	da.qos_shift = 0;
+	mlx5_qpn_sim_devargs &a = sim_args(da);
+	a.numa_node = -1;
+	a.ports = 1;
+	a.cap_reserved_qpn = 1;
+	a.log_gran = 0;
+	a.log_max_alloc = 10;
+	a.log_max_num = 16;
+	a.log_max_qp = 18;
+	a.qpn_inc = 1;
+	a.qos_shift = 0;
 	return da;
 }
 

@@ -56,11 +56,11 @@ TEST(SimDev, CapsFromDevargs)
 {
 	ScopedName n;
 	auto da = default_devargs(n.name);
-	da.log_gran = 2;
-	da.log_max_alloc = 8;
-	da.log_max_num = 12;
-	da.log_max_qp = 17;
-	da.ports = 2;
+	sim_args(da).log_gran = 2;
+	sim_args(da).log_max_alloc = 8;
+	sim_args(da).log_max_num = 12;
+	sim_args(da).log_max_qp = 17;
+	sim_args(da).ports = 2;
 	Dev d(da);
 	ASSERT_EQ(d.rc, 0);
 	mlx5_qpn_caps caps;
@@ -85,7 +85,7 @@ TEST(SimDev, GuidFromDevargsAndSharedByHandles)
 {
 	ScopedName n;
 	auto da = default_devargs(n.name);
-	da.guid = 0x1122334455667788ULL;
+	sim_args(da).guid = 0x1122334455667788ULL;
 	Dev a(da), b(default_devargs(n.name)); /* b's devargs differ: the device keeps a's */
 	ASSERT_EQ(a.rc, 0);
 	ASSERT_EQ(b.rc, 0);
@@ -102,18 +102,18 @@ TEST(SimDev, InvalidDevargs)
 	ScopedName n;
 	mlx5_qpn_backend *be = nullptr;
 	auto da = default_devargs(n.name);
-	da.ports = 0;
+	sim_args(da).ports = 0;
 	EXPECT_EQ(ops.open(&da, &be), -EINVAL);
 	da = default_devargs(n.name);
-	da.log_gran = 11; /* > log_max_alloc */
+	sim_args(da).log_gran = 11; /* > log_max_alloc */
 	EXPECT_EQ(ops.open(&da, &be), -EINVAL);
 	da = default_devargs("bad/name");
 	EXPECT_EQ(ops.open(&da, &be), -EINVAL);
 	da = default_devargs(n.name);
-	da.qpn_inc = 0;
+	sim_args(da).qpn_inc = 0;
 	EXPECT_EQ(ops.open(&da, &be), -EINVAL);
 	da = default_devargs(n.name);
-	da.kind = MLX5_QPN_BACKEND_HW;
+	da.backend = mlx5_qpn_backend_find("hw"); /* not the emulated device's devargs */
 	EXPECT_EQ(ops.open(&da, &be), -EINVAL);
 	EXPECT_EQ(ops.open(nullptr, &be), -EINVAL);
 	EXPECT_EQ(be, nullptr);
@@ -125,8 +125,8 @@ TEST(SimDev, RangesAlignedWithinCaps)
 {
 	ScopedName n;
 	auto da = default_devargs(n.name);
-	da.log_gran = 2;
-	da.log_max_alloc = 10;
+	sim_args(da).log_gran = 2;
+	sim_args(da).log_max_alloc = 10;
 	Dev d(da);
 	ASSERT_EQ(d.rc, 0);
 	std::vector<Range> got;
@@ -229,7 +229,7 @@ TEST(SimDev, CloseReleasesEverythingAndReopenResets)
 	}
 	/* Nobody holds it: the next open brings it up with its own parameters. */
 	auto da = default_devargs(n.name);
-	da.cap_reserved_qpn = 0;
+	sim_args(da).cap_reserved_qpn = 0;
 	Dev d(da);
 	ASSERT_EQ(d.rc, 0);
 	mlx5_qpn_caps caps;
@@ -242,7 +242,7 @@ TEST(SimDev, ReserveOneFollowsRdmaCoreBlocks)
 {
 	ScopedName n;
 	auto da = default_devargs(n.name);
-	da.log_gran = 2;
+	sim_args(da).log_gran = 2;
 	Dev d(da);
 	ASSERT_EQ(d.rc, 0);
 	std::vector<uint32_t> q(6);
@@ -268,8 +268,8 @@ TEST(SimDev, TotalLimitLogMaxNum)
 {
 	ScopedName n;
 	auto da = default_devargs(n.name);
-	da.log_max_alloc = 2;
-	da.log_max_num = 4;
+	sim_args(da).log_max_alloc = 2;
+	sim_args(da).log_max_num = 4;
 	Dev d(da);
 	ASSERT_EQ(d.rc, 0);
 	mlx5_qpn_range_obj o[5];
@@ -285,7 +285,7 @@ TEST(SimDev, SpecialQpsOncePerPort)
 {
 	ScopedName n;
 	auto da = default_devargs(n.name);
-	da.ports = 2;
+	sim_args(da).ports = 2;
 	Dev d(da);
 	ASSERT_EQ(d.rc, 0);
 	uint32_t q = 99;
@@ -302,7 +302,7 @@ TEST(SimDev, AipDevicePrefixesEverything)
 {
 	ScopedName n;
 	auto da = default_devargs(n.name);
-	da.aip = 1;
+	sim_args(da).aip = 1;
 	Dev d(da);
 	ASSERT_EQ(d.rc, 0);
 	uint32_t q;
@@ -322,7 +322,7 @@ TEST(SimFault, CapBitOff)
 {
 	ScopedName n;
 	auto da = default_devargs(n.name);
-	da.cap_reserved_qpn = 0;
+	sim_args(da).cap_reserved_qpn = 0;
 	Dev d(da);
 	ASSERT_EQ(d.rc, 0);
 	mlx5_qpn_caps caps;
@@ -342,7 +342,7 @@ TEST(SimFault, NoDevx)
 {
 	ScopedName n;
 	auto da = default_devargs(n.name);
-	da.fault_nodevx = 1;
+	sim_args(da).fault_nodevx = 1;
 	Dev d(da);
 	ASSERT_EQ(d.rc, 0);
 	mlx5_qpn_caps caps;
@@ -368,9 +368,9 @@ TEST_P(SimFaultFw, InjectedStatusMapsToErrno)
 	const auto &c = GetParam();
 	ScopedName n;
 	auto da = default_devargs(n.name);
-	da.fault_fw_rate = c.rate;
-	da.fault_fw_after = c.after;
-	da.fault_fw_status = c.status;
+	sim_args(da).fault_fw_rate = c.rate;
+	sim_args(da).fault_fw_after = c.after;
+	sim_args(da).fault_fw_status = c.status;
 	Dev d(da);
 	ASSERT_EQ(d.rc, 0);
 	uint64_t failed = 0;
@@ -410,7 +410,7 @@ TEST(SimFault, SlowCommandsStillCorrect)
 {
 	ScopedName n;
 	auto da = default_devargs(n.name);
-	da.slow_cmd_us = 2000;
+	sim_args(da).slow_cmd_us = 2000;
 	Dev d(da);
 	ASSERT_EQ(d.rc, 0);
 	mlx5_qpn_range_obj o;
@@ -423,7 +423,7 @@ TEST(SimFault, SmallTotalLimit)
 {
 	ScopedName n;
 	auto da = default_devargs(n.name);
-	da.limit = 8;
+	sim_args(da).limit = 8;
 	Dev d(da);
 	ASSERT_EQ(d.rc, 0);
 	std::vector<uint32_t> q(8);

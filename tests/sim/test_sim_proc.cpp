@@ -80,9 +80,9 @@ child(const mlx5_qpn_devargs &da, int nb, uint32_t g, int wfd, int rfd)
 		if (rc == 0)
 			items.push_back({o.first_qpn, 1u << g});
 		uint32_t q;
-		if (rc == 0 && da.log_max_qp)
+		if (rc == 0 && sim_args(da).log_max_qp)
 			rc = ops.qp_create(be, &q);
-		if (rc == 0 && da.log_max_qp)
+		if (rc == 0 && sim_args(da).log_max_qp)
 			items.push_back({q, 1});
 	}
 	int32_t n = rc ? rc : int32_t(items.size());
@@ -204,9 +204,9 @@ TEST(SimProc, KilledProcessRangesComeBackOnReserve)
 {
 	ScopedName n;
 	auto da = default_devargs(n.name);
-	da.limit = 64;
-	da.log_max_alloc = 4;
-	da.log_max_qp = 0; /* the child reserves ranges only */
+	sim_args(da).limit = 64;
+	sim_args(da).log_max_alloc = 4;
+	sim_args(da).log_max_qp = 0; /* the child reserves ranges only */
 	mlx5_qpn_backend *be = nullptr;
 	ASSERT_EQ(ops.open(&da, &be), 0);
 	std::vector<Item> items;
@@ -284,7 +284,7 @@ TEST(SimProc, DeathInsideCommandIsRepaired)
 {
 	ScopedName n;
 	auto da = default_devargs(n.name);
-	da.slow_cmd_us = 200000; /* every command sleeps inside the device mutex */
+	sim_args(da).slow_cmd_us = 200000; /* every command sleeps inside the device mutex */
 	mlx5_qpn_backend *be = nullptr;
 	ASSERT_EQ(ops.open(&da, &be), 0);
 	mlx5_qpn_range_obj mine;

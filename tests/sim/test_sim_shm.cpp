@@ -127,9 +127,9 @@ mlx5_qpn_devargs
 marked_devargs(const std::string &name)
 {
 	auto da = default_devargs(name);
-	da.guid = 0x0002c9a1b2c3d4e5ULL; /* distinctive: finds the parameters in the segment */
-	da.rsvd_first = 0x00abcde0;      /* finds the QPN table's parameters (twice) */
-	da.rsvd_count = 16;
+	sim_args(da).guid = 0x0002c9a1b2c3d4e5ULL; /* distinctive: finds the parameters in the segment */
+	sim_args(da).rsvd_first = 0x00abcde0;      /* finds the QPN table's parameters (twice) */
+	sim_args(da).rsvd_count = 16;
 	return da;
 }
 
@@ -219,9 +219,9 @@ TEST(SimShm, CorruptedFieldsRefusedWhileHolderLives)
 	ASSERT_EQ(ops.range_reserve(be, 3, &obj), 0);
 	Raw raw(n.name);
 	ASSERT_NE(raw.p, nullptr);
-	const size_t guid = raw.find<uint64_t>(da.guid);
-	const size_t res_cfg = raw.find<uint32_t>(da.rsvd_first, 0);
-	const size_t res_tab = raw.find<uint32_t>(da.rsvd_first, 1);
+	const size_t guid = raw.find<uint64_t>(sim_args(da).guid);
+	const size_t res_cfg = raw.find<uint32_t>(sim_args(da).rsvd_first, 0);
+	const size_t res_tab = raw.find<uint32_t>(sim_args(da).rsvd_first, 1);
 	ASSERT_NE(guid, SIZE_MAX);
 	ASSERT_NE(res_cfg, SIZE_MAX);
 	ASSERT_NE(res_tab, SIZE_MAX);
@@ -402,8 +402,8 @@ TEST(SimShm, RefusedProbeLeavesNothing)
 	EXPECT_FALSE(exists(shm_file(n.name)));
 	/* Refused by the device's own checks (qpn_inc << qos_shift wraps to 0): nothing either. */
 	auto da = default_devargs(n.name);
-	da.qpn_inc = 0x20000;
-	da.qos_shift = 15;
+	sim_args(da).qpn_inc = 0x20000;
+	sim_args(da).qos_shift = 15;
 	mlx5_qpn_backend *be = nullptr;
 	EXPECT_EQ(ops.open(&da, &be), -EINVAL);
 	EXPECT_FALSE(exists(shm_file(n.name)));
@@ -448,9 +448,9 @@ TEST(SimShm, FullSpaceReservationSkipsMulticastQpn)
 {
 	ScopedName n;
 	auto da = default_devargs(n.name);
-	da.log_max_alloc = 20;
-	da.log_max_num = 24;
-	da.log_max_qp = 24;
+	sim_args(da).log_max_alloc = 20;
+	sim_args(da).log_max_num = 24;
+	sim_args(da).log_max_qp = 24;
 	mlx5_qpn_backend *be = nullptr;
 	ASSERT_EQ(ops.open(&da, &be), 0);
 	std::vector<mlx5_qpn_range_obj> objs;

@@ -13,6 +13,9 @@
 #include <mutex>
 #include <new>
 
+#include <rte_common.h>
+
+#include "mlx5_qpn_backend.h"
 #include "mlx5_qpn_glue.h"
 #include "mlx5_qpn_hw_log.h"
 #include "mlx5_qpn_prm.h"
@@ -542,3 +545,29 @@ extern "C" const struct mlx5_qpn_dev_ops mlx5_qpn_hw_ops = {
 	.uar_unmap = hw_uar_unmap,
 	.close = hw_close,
 };
+
+/*
+ * The hardware backend registers itself at load. It takes devices named by key ("ib=mlx5_0")
+ * and no keys of its own: the generic ones suffice, and where it sits comes from hwloc (no
+ * `where` hook). It keeps no state for a crashed process to leave behind (the kernel destroys
+ * a dead process's DEVX objects; the lease file is generic), hence no purge.
+ */
+static const struct mlx5_qpn_backend_desc hw_backend = {
+	.name = "hw",
+	.flags = 0,
+	.name_prefix = nullptr,
+	.name_key = "ib",
+	.owner = "a hardware device (ib=NAME)",
+	.ops = &mlx5_qpn_hw_ops,
+	.keys = nullptr,
+	.nb_keys = 0,
+	.args_default = nullptr,
+	.args_check = nullptr,
+	.where = nullptr,
+	.purge = nullptr,
+};
+
+RTE_INIT(mlx5_qpn_hw_register)
+{
+	mlx5_qpn_backend_register(&hw_backend);
+}

@@ -4,7 +4,9 @@
 
 /**
  * @file
- * Internal: the rdma-core hardware backend, `mlx5_qpn_hw_ops` (declared in mlx5_qpn_ops.h).
+ * Internal: the rdma-core hardware backend, `mlx5_qpn_hw_ops` (declared in mlx5_qpn_ops.h),
+ * registered at load as backend "hw" for devices named "ib=<ibv device name>"
+ * (mlx5_qpn_backend.h); it takes only the generic devargs keys.
  *
  * open:            glue -> ibv_get_device_list -> the device named da->name (e.g. "mlx5_0").
  *                  Not found: one line `mlx5_qpn: no RDMA device "<name>" (<n> devices found)`

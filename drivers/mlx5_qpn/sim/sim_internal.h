@@ -19,6 +19,8 @@
  *  - sim_internal.h   this header: the segment layout (SimShm), the handle (SimDev), constants;
  *  - sim_segment.cpp  segment and liveness: open/attach/close of the shared segment, owners,
  *                     reclaim of dead processes, mlx5_qpn_sim_destroy();
+ *  - sim_devargs.cpp  its own devargs keys (table, defaults, cross-key checks) and its
+ *                     registration (the backend descriptor, mlx5_qpn_backend.h);
  *  - sim_validate.cpp checks of devargs and of everything read back from the segment;
  *  - sim_records.cpp  the record hash (one record per object or QP, naming its owner);
  *  - sim_fw.cpp       the firmware command model: device mutex, repair, fw_begin/fw_fail and
@@ -33,6 +35,8 @@
  */
 
 #include "mlx5_qpn_sim.h"
+#include "mlx5_qpn_sim_devargs.h"
+#include "mlx5_qpn_backend.h"
 #include "mlx5_qpn_ops.h"
 #include "sim_qpn_table.h"
 #include "sim_dc.h"
@@ -183,6 +187,7 @@ struct SimDev {
 	bool dc_off;          /* data path switched off (mlx5_qpn_sim_dc_enable) */
 	bool fw_first_fit;    /* this opener's objects come from the lowest free block (devarg;
 			       * per handle, so the shared layout does not change) */
+	uint32_t qpn_limit;   /* this opener's limit= devarg, reported in its caps */
 	bool dc_uar_mapped;
 	mlx5_qpn_uar dc_uar;  /* rung by every DCI of this handle, like a shared bfreg */
 };
@@ -222,6 +227,9 @@ space_of(const SimShm *s)
 }
 
 /* ---- segment and liveness (sim_segment.cpp) ---- */
+
+/* The emulated device as it registers itself (sim_devargs.cpp). */
+extern const mlx5_qpn_backend_desc g_backend;
 
 bool name_ok(const char *name);
 void shm_name_of(const char *name, char *out, size_t len);

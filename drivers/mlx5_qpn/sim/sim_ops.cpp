@@ -37,6 +37,7 @@ sim_query_caps(mlx5_qpn_backend *be, mlx5_qpn_caps *caps)
 	caps->log_max_qp = uint8_t(s->cfg.log_max_qp);
 	caps->nb_ports = uint8_t(s->cfg.nb_ports);
 	caps->devx = s->cfg.fault_nodevx ? 0 : 1;
+	caps->qpn_limit = to_dev(be)->qpn_limit;
 	dev_unlock(s);
 	return 0;
 }

@@ -265,7 +265,8 @@ sim_open(const mlx5_qpn_devargs *da, mlx5_qpn_backend **out)
 	new (&d->seg) qpn::shm::Segment();
 	d->pid = getpid();
 	snprintf(d->name, sizeof(d->name), "%s", da->name);
-	d->fw_first_fit = da->fw_first_fit != 0;
+	d->fw_first_fit = mlx5_qpn_sim_cargs(da)->fw_first_fit != 0;
+	d->qpn_limit = mlx5_qpn_sim_cargs(da)->limit;
 	pthread_mutex_init(&d->lock, nullptr);
 
 	char shm_name[64];

@@ -126,41 +126,42 @@ validate(const mlx5_qpn_devargs *da)
 {
 	const char *bad = nullptr;
 	unsigned val = 0;
+	const mlx5_qpn_sim_devargs *a = mlx5_qpn_sim_cargs(da);
 
-	if (da->kind != MLX5_QPN_BACKEND_SIM)
-		bad = "kind", val = unsigned(da->kind);
+	if (da->backend != &g_backend)
+		bad = "backend";
 	else if (!name_ok(da->name))
 		bad = "name";
-	else if (da->ports < 1 || da->ports > MAX_PORTS)
-		bad = "ports", val = da->ports;
-	else if (da->cap_reserved_qpn != 0 && da->cap_reserved_qpn != 1)
-		bad = "cap_reserved_qpn", val = unsigned(da->cap_reserved_qpn);
-	else if (da->log_max_alloc > (da->aip ? AIP_SHIFT : QPN_BITS))
-		bad = "log_max_alloc", val = da->log_max_alloc;
-	else if (da->log_gran > da->log_max_alloc)
-		bad = "log_gran", val = da->log_gran;
-	else if (da->log_max_num > QPN_BITS)
-		bad = "log_max_num", val = da->log_max_num;
-	else if (da->log_max_qp > QPN_BITS)
-		bad = "log_max_qp", val = da->log_max_qp;
-	else if (da->aip > 1)
-		bad = "aip", val = da->aip;
-	else if (da->fault_fw_status >= MLX5_QPN_SIM_NB_STATUS)
-		bad = "fault_fw_status", val = da->fault_fw_status;
+	else if (a->ports < 1 || a->ports > MAX_PORTS)
+		bad = "ports", val = a->ports;
+	else if (a->cap_reserved_qpn != 0 && a->cap_reserved_qpn != 1)
+		bad = "cap_reserved_qpn", val = unsigned(a->cap_reserved_qpn);
+	else if (a->log_max_alloc > (a->aip ? AIP_SHIFT : QPN_BITS))
+		bad = "log_max_alloc", val = a->log_max_alloc;
+	else if (a->log_gran > a->log_max_alloc)
+		bad = "log_gran", val = a->log_gran;
+	else if (a->log_max_num > QPN_BITS)
+		bad = "log_max_num", val = a->log_max_num;
+	else if (a->log_max_qp > QPN_BITS)
+		bad = "log_max_qp", val = a->log_max_qp;
+	else if (a->aip > 1)
+		bad = "aip", val = a->aip;
+	else if (a->fault_fw_status >= MLX5_QPN_SIM_NB_STATUS)
+		bad = "fault_fw_status", val = a->fault_fw_status;
 	if (bad) {
 		SIM_LOG(ERR, "invalid device argument %s=%u", bad, val);
 		return -EINVAL;
 	}
 	QpnTableCfg tc;
-	tc.qpn_inc = da->qpn_inc;
-	tc.qos_shift = da->qos_shift;
-	tc.res_start = da->rsvd_first;
-	tc.res_count = da->rsvd_count;
-	tc.nb_ports = da->ports;
+	tc.qpn_inc = a->qpn_inc;
+	tc.qos_shift = a->qos_shift;
+	tc.res_start = a->rsvd_first;
+	tc.res_count = a->rsvd_count;
+	tc.nb_ports = a->ports;
 	tc.premark_special = true;
 	if (!QpnTable::cfg_ok(tc)) {
 		SIM_LOG(ERR, "invalid QPN table arguments qpn_inc=%u qos_shift=%u rsvd_first=%u rsvd_count=%u",
-			da->qpn_inc, da->qos_shift, da->rsvd_first, da->rsvd_count);
+			a->qpn_inc, a->qos_shift, a->rsvd_first, a->rsvd_count);
 		return -EINVAL;
 	}
 	return 0;
@@ -169,26 +170,27 @@ validate(const mlx5_qpn_devargs *da)
 void
 cfg_from(const mlx5_qpn_devargs *da, SimCfg *c)
 {
+	const mlx5_qpn_sim_devargs *a = mlx5_qpn_sim_cargs(da);
 	*c = SimCfg();
-	c->guid = da->guid ? da->guid : guid_from_name(da->name);
-	c->nb_ports = da->ports;
-	c->cap_reserved_qpn = uint32_t(da->cap_reserved_qpn);
-	c->log_gran = da->log_gran;
-	c->log_max_alloc = da->log_max_alloc;
-	c->log_max_num = da->log_max_num;
-	c->log_max_qp = da->log_max_qp;
-	c->aip = da->aip;
-	c->fault_nodevx = da->fault_nodevx;
-	c->fault_fw_rate = da->fault_fw_rate;
-	c->fault_fw_after = da->fault_fw_after;
-	c->fault_fw_status = da->fault_fw_status;
-	c->slow_cmd_us = da->slow_cmd_us;
-	c->limit = da->limit;
-	c->table.qpn_inc = da->qpn_inc;
-	c->table.qos_shift = da->qos_shift;
-	c->table.res_start = da->rsvd_first;
-	c->table.res_count = da->rsvd_count;
-	c->table.nb_ports = da->ports;
+	c->guid = a->guid ? a->guid : guid_from_name(da->name);
+	c->nb_ports = a->ports;
+	c->cap_reserved_qpn = uint32_t(a->cap_reserved_qpn);
+	c->log_gran = a->log_gran;
+	c->log_max_alloc = a->log_max_alloc;
+	c->log_max_num = a->log_max_num;
+	c->log_max_qp = a->log_max_qp;
+	c->aip = a->aip;
+	c->fault_nodevx = a->fault_nodevx;
+	c->fault_fw_rate = a->fault_fw_rate;
+	c->fault_fw_after = a->fault_fw_after;
+	c->fault_fw_status = a->fault_fw_status;
+	c->slow_cmd_us = a->slow_cmd_us;
+	c->limit = a->limit;
+	c->table.qpn_inc = a->qpn_inc;
+	c->table.qos_shift = a->qos_shift;
+	c->table.res_start = a->rsvd_first;
+	c->table.res_count = a->rsvd_count;
+	c->table.nb_ports = a->ports;
 	c->table.premark_special = true; /* QP0/QP1 are never ordinary QPNs */
 }
 

@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Probe and close of a device. Probe finds the backend through the devargs (the backend
+ * registry, mlx5_qpn_backend.h), opens it through its ops, sizes and creates the pool, opens
+ * the lease file, chooses the QPN supply by a trial reservation and starts the control thread;
+ * in a DPDK secondary process it attaches to the primary's device instead. Close undoes it in
+ * reverse, handing the lease what invariant 5 needs before the device gets its QPNs back.
+ */
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+#include <new>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_memory.h>
+
+#include "mlx5_qpn_dev_priv.h"
+#include "mlx5_qpn_locality.h"
+#include "mlx5_qpn_mp.h"
+
+RTE_LOG_REGISTER(mlx5_qpn_dev_logtype, mlx5_qpn.dev, NOTICE);
+
+using namespace mlx5_qpn_dev_impl;
+
+namespace {
+
+/* Process-wide: tells two device instances of one GUID apart in the lease file. */
+std::atomic<uint32_t> g_lease_tag{0};
+
+/* Decide where QPNs come from, proving support by a trial reservation (kept as the first
+ * range): the cap bit can be set on a context that cannot create DEVX objects. */
+int choose_source(mlx5_qpn_dev *d)
+{
+	if (d->da.reserved_qpn != MLX5_QPN_RSVD_NO) {
+		if (d->caps.reserved_qpn_obj) {
+			d->supply = mlx5_qpn_supply_of(MLX5_QPN_SRC_OBJECTS);
+			int rc = grow_locked(d);
+			if (rc == 0 || (rc == -EAGAIN && !d->objs.empty()))
+				return 0; /* proven, even if what it gave must cool first */
+			DEV_LOG(INFO, "%s: RESERVED_QPN object creation failed (%s); trying "
+				"mlx5dv_reserved_qpn_alloc", d->da.name, strerror(-rc));
+		}
+		d->supply = mlx5_qpn_supply_of(MLX5_QPN_SRC_SINGLE);
+		int rc = grow_locked(d);
+		if (rc == 0 || (rc == -EAGAIN && !d->objs.empty()))
+			return 0;
+		if (d->da.reserved_qpn == MLX5_QPN_RSVD_YES) {
+			DEV_LOG(ERR, "%s: no reserved-QPN support (%s) and reserved_qpn=yes", d->da.name,
+				strerror(-rc));
+			return -EOPNOTSUPP;
+		}
+		DEV_LOG(NOTICE, "%s: no reserved-QPN support (%s): using ordinary QPs (reserved_qpn=try)",
+			d->da.name, strerror(-rc));
+	}
+	d->supply = mlx5_qpn_supply_of(MLX5_QPN_SRC_ORDINARY);
+	if (d->ops->qp_create == nullptr) {
+		DEV_LOG(ERR, "%s: ordinary QP numbers are not available on this backend", d->da.name);
+		return -EOPNOTSUPP;
+	}
+	d->limit = std::min<uint64_t>(d->da.max_qpns, 1ull << d->caps.log_max_qp);
+	if (d->caps.qpn_limit != 0)
+		d->limit = std::min<uint64_t>(d->limit, d->caps.qpn_limit);
+	int rc = grow_locked(d);
+	return rc == -EAGAIN && !d->objs.empty() ? 0 : rc;
+}
+
+void destroy(mlx5_qpn_dev *d)
+{
+	if (d->ctrl_running) {
+		d->stop.store(true, std::memory_order_release);
+		pthread_join(d->ctrl, nullptr);
+	}
+	/* After the control thread (it uses d->mp), before the pool goes: primary: no more IPC
+	 * grows (waits for one in progress); secondary: detach. */
+	mlx5_qpn_mp_close(d->mp);
+	d->mp = nullptr;
+	{
+		std::lock_guard<std::mutex> g(d->grow_mutex);
+		/*
+		 * Invariant 5: the lease learns when our QPNs may be reused before the device gets
+		 * them back. A range the pool can take out whole (every QPN free, none in
+		 * quarantine) may go at once; every other one cools from now for our quarantine.
+		 */
+		if (d->lease.is_open()) {
+			if (d->pool != nullptr && d->supply != nullptr && d->supply->ranges) {
+				mlx5_qpn_pool_drain(d->pool);
+				for (auto &o : d->objs) {
+					bool aside = false;
+					for (auto &c : d->cooling)
+						aside |= c.first == o.first_qpn;
+					if (!aside && mlx5_qpn_pool_range_remove(d->pool, o.first_qpn) == 0)
+						d->lease.drop(o.first_qpn, o.log_size);
+				}
+			}
+			int rc = d->lease.release_all();
+			if (rc != 0)
+				lease_error(d, rc, "recording the close");
+		}
+		if (d->pool != nullptr && !d->secondary) /* a secondary's pool is the primary's */
+			mlx5_qpn_pool_free_pool(d->pool);
+		d->pool = nullptr;
+		for (auto &o : d->objs)
+			release_obj(d, o);
+		d->objs.clear();
+	}
+	if (d->be != nullptr && d->ops->close != nullptr)
+		d->ops->close(d->be);
+	delete d;
+}
+
+/* Open the device through the ops of the backend its devargs named; on failure d is gone. */
+int open_backend(mlx5_qpn_dev *d)
+{
+	d->backend = d->da.backend;
+	d->ops = d->backend->ops;
+	int rc = d->ops->open(&d->da, &d->be);
+	if (rc != 0) {
+		d->be = nullptr;
+		destroy(d);
+	}
+	return rc;
+}
+
+/* Multi-process (mlx5_qpn_mp.h): the primary publishes what a secondary must use as it is. */
+void publish(mlx5_qpn_dev *d, const char *devargs)
+{
+	mlx5_qpn_mp_devinfo di = {};
+	di.caps = d->caps;
+	di.source = d->supply->source;
+	di.log_range = d->log_range;
+	di.limit = d->limit;
+	di.numa_node = d->numa_node;
+	snprintf(di.cores, sizeof(di.cores), "%s", d->cores);
+	snprintf(di.pool_name, sizeof(di.pool_name), "%s", d->pool_name);
+	int rc = mlx5_qpn_mp_publish(d, d->da.name, devargs, &di, &d->mp);
+	if (rc != 0)
+		DEV_LOG(WARNING, "%s: secondary processes cannot attach: %s", d->da.name,
+			strerror(-rc));
+}
+
+/* A secondary attaches to the primary's device and pool and opens its own backend handle (for
+ * the data path); it never reserves ranges (no control thread, grow() asks the primary). */
+int probe_secondary(mlx5_qpn_dev *d, const char *devargs, mlx5_qpn_dev **out)
+{
+	mlx5_qpn_devargs mine = d->da;
+	mlx5_qpn_mp_devinfo di;
+	int rc = mlx5_qpn_mp_attach(&mine, devargs, &d->da, &di, &d->pool, &d->mp);
+	if (rc != 0) {
+		delete d;
+		return rc;
+	}
+	d->secondary = true;
+	d->caps = di.caps;
+	d->supply = mlx5_qpn_supply_of(static_cast<mlx5_qpn_source>(di.source));
+	d->log_range = di.log_range;
+	d->limit = di.limit;
+	d->numa_node = di.numa_node;
+	snprintf(d->cores, sizeof(d->cores), "%s", di.cores);
+	snprintf(d->pool_name, sizeof(d->pool_name), "%s", di.pool_name);
+	rc = open_backend(d);
+	if (rc != 0)
+		return rc;
+	DEV_LOG(INFO, "%s: secondary process attached to the primary's device (pool %s)",
+		d->da.name, d->pool_name);
+	registry_add(d);
+	*out = d;
+	return 0;
+}
+
+} /* namespace */
+
+extern "C" {
+
+int mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **out)
+{
+	if (devargs == nullptr || out == nullptr)
+		return -EINVAL;
+	auto *d = new (std::nothrow) mlx5_qpn_dev();
+	if (d == nullptr)
+		return -ENOMEM;
+	int rc = mlx5_qpn_devargs_parse(devargs, &d->da);
+	if (rc != 0) {
+		delete d;
+		return rc;
+	}
+	if (registry_has(d->da.name)) {
+		DEV_LOG(ERR, "device %s is already probed", d->da.name);
+		delete d;
+		return -EEXIST;
+	}
+	if (rte_eal_process_type() == RTE_PROC_SECONDARY)
+		return probe_secondary(d, devargs, out);
+	rc = open_backend(d);
+	if (rc != 0)
+		return rc;
+	rc = d->ops->query_caps(d->be, &d->caps);
+	if (rc != 0) {
+		DEV_LOG(ERR, "%s: query caps failed: %s", d->da.name, strerror(-rc));
+		destroy(d);
+		return rc;
+	}
+	/* Reservation size: the devarg, else the largest object the device allows. */
+	uint32_t gran = d->caps.log_reserved_qpn_granularity;
+	uint32_t maxa = std::max<uint32_t>(d->caps.log_reserved_qpn_max_alloc, gran);
+	if (d->da.log_range == UINT32_MAX) {
+		d->log_range = maxa;
+	} else if (d->da.log_range < gran || d->da.log_range > maxa) {
+		DEV_LOG(ERR, "bad devarg log_range=%u: outside the device's [%u, %u]", d->da.log_range,
+			gran, maxa);
+		destroy(d);
+		return -EINVAL;
+	} else {
+		d->log_range = d->da.log_range;
+	}
+	d->limit = std::min<uint64_t>(d->da.max_qpns, 1ull << d->caps.log_max_num_reserved_qpn);
+	if (d->caps.qpn_limit != 0)
+		d->limit = std::min<uint64_t>(d->limit, d->caps.qpn_limit);
+
+	mlx5_qpn_locality(&d->da, &d->numa_node, d->cores, sizeof(d->cores));
+
+	snprintf(d->pool_name, sizeof(d->pool_name), "qpn_%.19s", d->da.name);
+	struct mlx5_qpn_pool_params prm = {};
+	prm.name = d->pool_name;
+	prm.quarantine_ns = d->da.quarantine_us * 1000;
+	prm.cache_size = d->da.cache;
+	/* Sized for max_qpns whichever source is chosen below, plus room for eight ranges: a range
+	 * given back to the device leaves its slots unused for a grace period (pool docs). */
+	prm.capacity = static_cast<uint32_t>(std::min<uint64_t>(
+		uint64_t(d->da.max_qpns) + 8 * (1ull << d->log_range), (1u << 24) - 1));
+	prm.socket_id = SOCKET_ID_ANY;
+	if (d->numa_node >= 0) {
+		/* Place the pool on the device's socket when EAL has memory there. */
+		for (unsigned i = 0; i < rte_socket_count(); i++)
+			if (rte_socket_id_by_idx(i) == d->numa_node)
+				prm.socket_id = d->numa_node;
+	}
+	d->pool = mlx5_qpn_pool_create(&prm);
+	if (d->pool == nullptr) {
+		rc = -rte_errno;
+		DEV_LOG(ERR, "%s: cannot create pool %s: %s", d->da.name, d->pool_name,
+			rte_strerror(rte_errno));
+		destroy(d);
+		return rc != 0 ? rc : -ENOMEM;
+	}
+	rc = d->lease.open(d->caps.node_guid, g_lease_tag.fetch_add(1, rlx) + 1,
+			   d->da.quarantine_us * 1000);
+	if (rc != 0) {
+		DEV_LOG(ERR, "%s: cannot open the lease file of GUID %016" PRIx64 ": %s", d->da.name,
+			d->caps.node_guid, strerror(-rc));
+		destroy(d);
+		return rc;
+	}
+	{
+		std::lock_guard<std::mutex> g(d->grow_mutex);
+		rc = choose_source(d);
+	}
+	if (rc != 0) {
+		if (rc != -EOPNOTSUPP)
+			DEV_LOG(ERR, "%s: first reservation failed: %s", d->da.name, strerror(-rc));
+		destroy(d);
+		return rc;
+	}
+	publish(d, devargs); /* before the control thread: it reads d->mp */
+	char tname[RTE_MAX_THREAD_NAME_LEN];
+	snprintf(tname, sizeof(tname), "qpn-%.11s", d->da.name);
+	if (rte_ctrl_thread_create(&d->ctrl, tname, nullptr, ctrl_main, d) == 0)
+		d->ctrl_running = true;
+	else
+		DEV_LOG(WARNING, "%s: no control thread: ranges are reserved on demand only",
+			d->da.name);
+	DEV_LOG(INFO, "%s: %s backend, GUID %016" PRIx64 ", QPNs from %s, ranges of 2^%u, up to %"
+		PRIu64 ", quarantine %" PRIu64 " us", d->da.name,
+		(d->backend->flags & MLX5_QPN_BACKEND_F_EMULATED) ? "emulated" : "hardware",
+		d->caps.node_guid, d->supply->name, d->log_range, d->limit, d->da.quarantine_us);
+	registry_add(d);
+	*out = d;
+	return 0;
+}
+
+void mlx5_qpn_dev_close(struct mlx5_qpn_dev *d)
+{
+	if (d == nullptr)
+		return;
+	if (!registry_remove(d))
+		return; /* not a probed device */
+	destroy(d);
+}
+
+int mlx5_qpn_dev_purge(const char *name)
+{
+	if (name == nullptr || name[0] == '\0')
+		return -EINVAL;
+	const mlx5_qpn_backend_desc *be = mlx5_qpn_backend_of_name(name);
+	if (be == nullptr)
+		return -ENODEV;
+	if (be->purge == nullptr)
+		return -EOPNOTSUPP;
+	if (be->name_key != nullptr && strncmp(name, be->name_key, strlen(be->name_key)) == 0 &&
+	    name[strlen(be->name_key)] == '=')
+		name += strlen(be->name_key) + 1; /* "ib=NAME": the device is NAME */
+	if (registry_has(name))
+		return -EBUSY; /* probed here: close it first */
+	return be->purge(name);
+}
+
+} /* extern "C" */
