@@ -16,7 +16,9 @@
 #include <bus_vdev_driver.h>
 
 #include "mlx5_qpn.h"
+#include "mlx5_qpn_backend.h"
 #include "mlx5_qpn_dev_log.h"
+#include "mlx5_qpn_devargs.h"
 
 namespace {
 
@@ -30,7 +32,9 @@ std::string to_devargs(const char *vdev_name, const char *args)
 	if (!rest.empty() && rest[0] == '_')
 		rest.erase(0, 1);
 	std::string a = args != nullptr ? args : "";
-	if (rest.compare(0, 3, "sim") == 0)
+	/* A bare device name that a backend claims by prefix ("sim0"); else the args name it. */
+	const mlx5_qpn_backend_desc *be = mlx5_qpn_backend_of_name(rest.c_str());
+	if (!rest.empty() && be != nullptr && be->name_prefix != nullptr)
 		return a.empty() ? rest : rest + "," + a;
 	return a;
 }
@@ -48,11 +52,10 @@ int vdev_probe(struct rte_vdev_device *vdev)
 int vdev_remove(struct rte_vdev_device *vdev)
 {
 	std::string da = to_devargs(rte_vdev_device_name(vdev), rte_vdev_device_args(vdev));
-	/* The device's name is the first devargs token ("sim0") or the ib= value. */
-	std::string name = da.substr(0, da.find(','));
-	if (name.compare(0, 3, "ib=") == 0)
-		name.erase(0, 3);
-	mlx5_qpn_dev_close(mlx5_qpn_dev_get(name.c_str()));
+	/* The device's name as probe saw it ("sim0", or the ib= value). */
+	struct mlx5_qpn_devargs parsed;
+	if (mlx5_qpn_devargs_parse(da.c_str(), &parsed) == 0)
+		mlx5_qpn_dev_close(mlx5_qpn_dev_get(parsed.name));
 	return 0;
 }
 

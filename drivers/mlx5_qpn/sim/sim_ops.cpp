@@ -6,6 +6,8 @@
  */
 #include "sim_internal.h"
 
+#include <atomic>
+
 #include <errno.h>
 #include <string.h>
 
@@ -93,7 +95,7 @@ mlx5_qpn_sim_stats_get(struct mlx5_qpn_backend *be, struct mlx5_qpn_sim_stats *s
 	st->reclaimed_objs = s->ctr.reclaimed_objs;
 	st->reclaimed_qps = s->ctr.reclaimed_qps;
 	st->repairs = s->ctr.repairs;
-	st->doorbells = __atomic_load_n(&s->ctr.doorbells, __ATOMIC_RELAXED);
+	st->doorbells = std::atomic_ref<uint64_t>(s->ctr.doorbells).load(std::memory_order_relaxed);
 	st->dc_wqes = s->dc.ctr.wqes;
 	st->dc_delivered = s->dc.ctr.delivered;
 	st->dc_err_cqes = s->dc.ctr.err_cqes;

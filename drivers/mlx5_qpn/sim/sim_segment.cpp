@@ -6,6 +6,8 @@
  * held, and mlx5_qpn_sim_destroy().
  */
 #include "sim_internal.h"
+
+#include <atomic>
 #include "lease/mlx5_qpn_lease.h"
 
 #include <errno.h>
@@ -91,7 +93,8 @@ owner_release(SimShm *s, uint16_t slot, bool dead)
 	}
 	for (uint32_t i = 0; i < NB_UARS; i++) {
 		if (s->uar_meta[i].in_use && s->uar_meta[i].owner == slot) {
-			__atomic_store_n(&s->uar_meta[i].in_use, 0, __ATOMIC_RELEASE);
+			std::atomic_ref<uint32_t>(s->uar_meta[i].in_use)
+				.store(0, std::memory_order_release);
 			s->ctr.uars_live--;
 		}
 	}
@@ -133,7 +136,7 @@ shm_init(SimShm *s, const mlx5_qpn_devargs *da)
 	s->pre.magic = SIM_MAGIC;
 	s->pre.version = SIM_VERSION;
 	s->pre.size = sizeof(SimShm);
-	__atomic_store_n(&s->pre.state, SIM_STATE_READY, __ATOMIC_RELEASE);
+	std::atomic_ref<uint32_t>(s->pre.state).store(SIM_STATE_READY, std::memory_order_release);
 	return 0;
 }
 

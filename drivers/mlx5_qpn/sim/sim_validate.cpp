@@ -4,6 +4,9 @@
  * from the shared segment. The parameters the devargs make (SimCfg) are built and compared here.
  */
 #include "sim_internal.h"
+
+#include <atomic>
+
 #include "mlx5_qpn_prm_status.h"
 
 namespace mlx5_qpn_sim {
@@ -50,7 +53,10 @@ hdr_bad(const SimShm *s)
 		return "layout version";
 	if (s->pre.size != sizeof(SimShm))
 		return "size";
-	if (__atomic_load_n(&s->pre.state, __ATOMIC_ACQUIRE) != SIM_STATE_READY)
+	/* Written by other processes: atomic loads (atomic_ref<const T> is C++26, hence the
+	 * const_cast; a load does not write). */
+	auto &state = const_cast<uint32_t &>(s->pre.state);
+	if (std::atomic_ref<uint32_t>(state).load(std::memory_order_acquire) != SIM_STATE_READY)
 		return "state";
 	if (const char *bad = cfg_bad(s->cfg))
 		return bad;
@@ -58,7 +64,8 @@ hdr_bad(const SimShm *s)
 		return "QPN table";
 	if (s->recs_live > REC_MAX_LIVE)
 		return "record count";
-	if (__atomic_load_n(&s->dc.nb_active, __ATOMIC_RELAXED) > DC_MAX_DCI)
+	auto &nb_active = const_cast<uint32_t &>(s->dc.nb_active);
+	if (std::atomic_ref<uint32_t>(nb_active).load(std::memory_order_relaxed) > DC_MAX_DCI)
 		return "DC active count";
 	return nullptr;
 }
