@@ -157,6 +157,11 @@ TEST(DevArgs, RefusalsNameTheTextAsWritten)
 		{"sim0,cores=0::1", "mlx5_qpn: bad devarg cores=0::1: expected a core list such as 0-3 or 0:2:4 (< 64 characters)"},
 		{"ib=mlx5/0", "mlx5_qpn: bad devarg ib=mlx5/0: name may hold letters, digits, _, - and ."},
 		{"ib=mlx5_0,ports=2", "mlx5_qpn: bad devarg ports=2: only the emulated device (simN) takes this key"},
+		/* A key of another backend is read by that backend's rules first, then refused. */
+		{"ib=mlx5_0,ports=9", "mlx5_qpn: bad devarg ports=9: out of range [1, 4]"},
+		{"ib=mlx5_0,colour=red", "mlx5_qpn: bad devarg colour=red: unknown key"},
+		{"sim0,log_gran=5,log_max_alloc=4", "mlx5_qpn: bad devarg log_gran=5: larger than log_max_alloc"},
+		{"ports=2", "mlx5_qpn: bad devarg ports=2: no device (expected simN or ib=NAME)"},
 		{"", "mlx5_qpn: bad devarg \"\": no device (expected simN or ib=NAME)"},
 		{"eth0", "mlx5_qpn: bad devarg eth0: unknown device (expected simN or ib=NAME)"},
 	};
