@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
-#include <string>
 
 #include <unistd.h>
 
@@ -46,7 +45,14 @@ bool name_ok(const char *name)
 	return true;
 }
 
-std::string shm_path(const char *name) { return std::string(kPrefix) + name; }
+/* The segment's path: a fixed buffer, so that no open path allocates (nothing here may throw). */
+struct ShmPath {
+	char s[64];
+	explicit ShmPath(const char *name) { std::snprintf(s, sizeof(s), "%s%s", kPrefix, name); }
+	const char *c_str() const { return s; }
+};
+static_assert(sizeof(ShmPath::s) > sizeof("/mlx5_qpn_cmfab_") + MLX5_QPN_CM_SHM_NAMESIZE,
+	      "room for the prefix and the longest valid name");
 
 size_t size_for(unsigned max_nodes, unsigned slots)
 {
@@ -113,7 +119,7 @@ void init_header(Header *h, unsigned max_nodes, unsigned slots, size_t size)
 int open_segment(mlx5_qpn_cm_shm_fabric *fab, const char *name, unsigned max_nodes,
 		 unsigned slots)
 {
-	std::string path = shm_path(name);
+	const ShmPath path(name);
 	qpn::shm::Segment *seg = &fab->seg;
 	int rc = qpn::shm::segment_open_locked(path.c_str(), seg);
 	if (rc != 0) {
@@ -261,7 +267,7 @@ int mlx5_qpn_cm_shm_unlink(const char *name)
 {
 	if (!name_ok(name))
 		return -EINVAL;
-	std::string path = shm_path(name);
+	const ShmPath path(name);
 	return qpn::shm::segment_unlink(path.c_str());
 }
 
