@@ -19,7 +19,7 @@ extern int mlx5_qpn_cm_logtype;
 
 namespace cm_impl {
 
-/* Test hooks of the shared-memory transport (cm_transport_shm.cpp). shm_send_test_hook, when
+/* Test hooks of the shared-memory transport (cm_shm_ring.cpp). shm_send_test_hook, when
  * set, is called by a sender at stage 1 (queue position taken, slot not claimed) and stage 2
  * (slot claimed, frame not published): a test stops or kills the sender there. A consumer skips
  * a position whose claim is not marked after shm_stall_grace_ns (default 1 s). */

@@ -18,6 +18,7 @@
 #include "mlx5_qpn_lease.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -212,7 +213,7 @@ void Lease::sweep(uint64_t now)
 			if (!live) {
 				/* Noticed now: the death (or a user slot lost) was no later than now. */
 				e.since_ns = now;
-				__atomic_store_n(&e.state, kCooling, __ATOMIC_RELEASE);
+				std::atomic_ref<uint8_t>(e.state).store(kCooling, std::memory_order_release);
 			}
 			i++;
 			continue;
@@ -298,7 +299,7 @@ int Lease::open_named(const char *name, uint64_t guid, uint32_t tag, uint64_t qu
 		l->hdr.version = kVersion;
 		l->hdr.size = sizeof(Layout);
 		l->hdr.guid = guid;
-		__atomic_store_n(&l->hdr.magic, kMagic, __ATOMIC_RELEASE);
+		std::atomic_ref<uint64_t>(l->hdr.magic).store(kMagic, std::memory_order_release);
 	}
 	map_ = l;
 	uint64_t now;
@@ -354,7 +355,8 @@ int Lease::acquire(uint32_t first, uint32_t log, uint64_t *until_ns)
 	e.holder = self_;
 	e.since_ns = now;
 	e.quarantine_ns = quarantine_ns_;
-	__atomic_store_n(&map_->hdr.nb_entries, map_->hdr.nb_entries + 1, __ATOMIC_RELEASE);
+	std::atomic_ref<uint32_t>(map_->hdr.nb_entries)
+		.store(map_->hdr.nb_entries + 1, std::memory_order_release);
 	unlock();
 	return 0;
 }
@@ -417,7 +419,7 @@ int Lease::release_all()
 				continue;
 			e.since_ns = now;
 			e.quarantine_ns = quarantine_ns_;
-			__atomic_store_n(&e.state, kCooling, __ATOMIC_RELEASE);
+			std::atomic_ref<uint8_t>(e.state).store(kCooling, std::memory_order_release);
 		}
 		bool users = false;
 		for (auto &u : map_->users) {
