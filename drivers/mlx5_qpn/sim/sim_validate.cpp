@@ -4,7 +4,7 @@
  * from the shared segment. The parameters the devargs make (SimCfg) are built and compared here.
  */
 #include "sim_internal.h"
-#include "mlx5_qpn_prm_status.h"
+#include "common/mlx5_qpn_prm_status.h"
 
 namespace mlx5_qpn_sim {
 
