@@ -10,7 +10,7 @@
  * slow paths, never while holding anything the fast path takes.
  *
  * All functions return 0 or a negative errno. Firmware status codes are mapped the way
- * rdma-core maps them (see mlx5_qpn_prm.h: mlx5_qpn_fw_status_to_errno()).
+ * rdma-core maps them (see common/mlx5_qpn_prm.h: mlx5_qpn_fw_status_to_errno()).
  */
 
 #include <stdint.h>
@@ -57,6 +57,7 @@ struct mlx5_qpn_uar {
 };
 
 struct mlx5_qpn_backend;
+struct mlx5_qpn_dc_ops;
 
 /** Backend operations. A NULL op means "not supported" (-EOPNOTSUPP). */
 struct mlx5_qpn_dev_ops {
@@ -81,8 +82,19 @@ struct mlx5_qpn_dev_ops {
 	int (*uar_map)(struct mlx5_qpn_backend *be, struct mlx5_qpn_uar *uar);
 	/** Unmap a UAR page. */
 	int (*uar_unmap)(struct mlx5_qpn_backend *be, struct mlx5_qpn_uar *uar);
+	/** The DC objects (mlx5_qpn_dc_ops.h); NULL: no DC data path (-EOPNOTSUPP). */
+	const struct mlx5_qpn_dc_ops *dc;
 	/** Close the device; everything it still holds is released. */
 	void (*close)(struct mlx5_qpn_backend *be);
+};
+
+/**
+ * What every backend handle begins with, so that a handle alone (the DC layer's *_be() entry
+ * points, a process that opened a backend without the generic layer) leads to its table: the
+ * backend's private handle has this as its first member, set by its open.
+ */
+struct mlx5_qpn_backend {
+	const struct mlx5_qpn_dev_ops *ops;
 };
 
 /** The emulated mlx5 device (drivers/mlx5_qpn/sim/). */

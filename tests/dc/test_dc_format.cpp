@@ -12,7 +12,7 @@
 
 #include <infiniband/mlx5dv.h>
 
-#include "hw/mlx5_qpn_prm_wqe.h"
+#include "common/mlx5_qpn_prm_wqe.h"
 #include "mlx5_qpn_dc.h"
 
 TEST(DcFormat, ConstantsMatchRdmaCore)

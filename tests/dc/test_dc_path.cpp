@@ -18,10 +18,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/mlx5_qpn_prm_wqe.h"
 #include "dc/mlx5_qpn_dc_be.h"
-#include "hw/mlx5_qpn_prm_wqe.h"
 #include "mlx5_qpn.h"
 #include "mlx5_qpn_dc.h"
+#include "mlx5_qpn_dc_ops.h"
 #include "mlx5_qpn_dev_internal.h"
 #include "sim/mlx5_qpn_sim.h"
 #include "sim/sim_test_util.h"
@@ -416,14 +417,15 @@ TEST_F(DcPath, SecondHandleSendsToOurDct)
 
 	/* Queues left behind at close (created on the device directly, no local objects). */
 	uint64_t qps = stats().qps_live;
-	mlx5_qpn_sim_cq_info lcq;
-	mlx5_qpn_sim_dci_info ldci;
-	ASSERT_EQ(mlx5_qpn_sim_cq_alloc(be2, 4, &lcq), 0);
-	ASSERT_EQ(mlx5_qpn_sim_dci_alloc(be2, &lcq, 4, &ldci), 0);
+	const mlx5_qpn_dc_ops &ops = *mlx5_qpn_sim_ops.dc;
+	mlx5_qpn_dc_cq_info lcq;
+	mlx5_qpn_dc_dci_info ldci;
+	ASSERT_EQ(ops.cq_create(be2, 4, &lcq), 0);
+	ASSERT_EQ(ops.dci_create(be2, &lcq, 4, &ldci), 0);
 	EXPECT_EQ(stats().dc_dcis, 1u);
 	EXPECT_EQ(stats().qps_live, qps + 1);
 	/* Another handle cannot destroy them. */
-	EXPECT_EQ(mlx5_qpn_sim_dci_free(be_, &ldci), -EINVAL);
+	EXPECT_EQ(ops.dci_destroy(be_, &ldci), -EINVAL);
 	mlx5_qpn_sim_ops.close(be2);
 	auto st = stats();
 	EXPECT_EQ(st.dc_dcis, 0u);
@@ -498,16 +500,18 @@ TEST_F(DcPath, ForkedChildSendsToParentDct)
  * with the PRM syndrome, and the DCI is flushed afterwards. */
 TEST_F(DcPath, MalformedWqeIsLocalQpOperationError)
 {
-	mlx5_qpn_sim_cq_info cq;
-	mlx5_qpn_sim_dci_info dci;
-	ASSERT_EQ(mlx5_qpn_sim_cq_alloc(be_, 3, &cq), 0);
-	ASSERT_EQ(mlx5_qpn_sim_dci_alloc(be_, &cq, 4, &dci), 0);
+	const mlx5_qpn_dc_ops &ops = *mlx5_qpn_sim_ops.dc;
+	mlx5_qpn_dc_cq_info cq;
+	mlx5_qpn_dc_dci_info dci;
+	ASSERT_EQ(ops.cq_create(be_, 3, &cq), 0);
+	ASSERT_EQ(ops.dci_create(be_, &cq, 4, &dci), 0);
 	auto *sq = static_cast<uint8_t *>(dci.sq);
 	ASSERT_EQ(mlx5_qpn_wqe_build_dc_send(sq, 0, dci.qpn, 5, KEY, "abc", 3, 0x08), 5);
 	sq[3] = 0x08; /* RDMA WRITE: not supported on this path */
 	ASSERT_EQ(mlx5_qpn_wqe_build_dc_send(sq + 128, 2, dci.qpn, 5, KEY, "abc", 3, 0x08), 5);
-	__atomic_store_n(&dci.dbrec[MLX5_QPN_SND_DBR], rte_cpu_to_be_32(4), __ATOMIC_RELEASE);
-	EXPECT_EQ(mlx5_qpn_sim_dc_run(be_), 2);
+	std::atomic_ref<uint32_t>(dci.dbrec[MLX5_QPN_SND_DBR])
+		.store(rte_cpu_to_be_32(4), std::memory_order_release);
+	EXPECT_EQ(ops.execute(be_), 2);
 	auto *ring = static_cast<const uint8_t *>(cq.ring);
 	mlx5_qpn_cqe_fields f;
 	ASSERT_TRUE(mlx5_qpn_cqe_is_sw_owned(ring[63], 0, 3));
@@ -522,10 +526,10 @@ TEST_F(DcPath, MalformedWqeIsLocalQpOperationError)
 	EXPECT_EQ(f.wqe_counter, 2);
 	EXPECT_FALSE(mlx5_qpn_cqe_is_sw_owned(ring[128 + 63], 2, 3));
 	/* A CQ with a QP on it cannot be destroyed. */
-	EXPECT_EQ(mlx5_qpn_sim_cq_free(be_, &cq), -EBUSY);
-	EXPECT_EQ(mlx5_qpn_sim_dci_free(be_, &dci), 0);
-	EXPECT_EQ(mlx5_qpn_sim_dci_free(be_, &dci), -EINVAL); /* twice */
-	EXPECT_EQ(mlx5_qpn_sim_cq_free(be_, &cq), 0);
+	EXPECT_EQ(ops.cq_destroy(be_, &cq), -EBUSY);
+	EXPECT_EQ(ops.dci_destroy(be_, &dci), 0);
+	EXPECT_EQ(ops.dci_destroy(be_, &dci), -EINVAL); /* twice */
+	EXPECT_EQ(ops.cq_destroy(be_, &cq), 0);
 }
 
 TEST_F(DcPath, DestroyPathsReturnEverything)

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "hw/mlx5_qpn_prm.h"
+#include "common/mlx5_qpn_prm.h"
 
 namespace {
 

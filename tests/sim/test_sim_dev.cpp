@@ -13,7 +13,7 @@
 
 #include <rte_service.h>
 
-#include "mlx5_qpn_prm_status.h"
+#include "common/mlx5_qpn_prm_status.h"
 #include "sim_test_util.h"
 
 using namespace sim_test;

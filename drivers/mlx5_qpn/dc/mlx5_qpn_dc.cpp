@@ -6,20 +6,28 @@
  * control segment to the UAR register, polling reads CQEs by their owner bit and publishes the
  * consumer index. None of these three calls takes a lock or calls into the device.
  *
- * Only the emulated device has a data path here (sim/); on hardware every call is -EOPNOTSUPP.
+ * The device is reached through its backend's ops table alone (mlx5_qpn_dev_ops::dc, see
+ * mlx5_qpn_dc_ops.h): create/destroy and the execution step. A backend whose table has no DC
+ * part (the hardware backend, until it creates mlx5dv DC QPs) answers -EOPNOTSUPP.
+ *
+ * Memory shared with the device (rings, doorbell records, the UAR register) is written and read
+ * with std::atomic_ref: on the emulated device it is another process's memory too.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <atomic>
+
 #include <rte_common.h>
 #include <rte_log.h>
 
 #include "mlx5_qpn_dc.h"
+#include "mlx5_qpn_dc_ops.h"
 #include "mlx5_qpn_dev_internal.h"
+#include "mlx5_qpn_ops.h"
+#include "common/mlx5_qpn_prm_wqe.h"
 #include "dc/mlx5_qpn_dc_be.h"
-#include "hw/mlx5_qpn_prm_wqe.h"
-#include "sim/mlx5_qpn_sim.h"
 
 RTE_LOG_REGISTER(mlx5_qpn_dc_logtype, mlx5_qpn.dc, INFO);
 
@@ -31,12 +39,24 @@ static_assert(MLX5_QPN_CQE_RESP_SEND == MLX5_QPN_PRM_CQE_RESP_SEND, "CQE opcode"
 static_assert(MLX5_QPN_CQE_REQ_ERR == MLX5_QPN_PRM_CQE_REQ_ERR, "CQE opcode");
 static_assert(MLX5_QPN_CQE_RESP_ERR == MLX5_QPN_PRM_CQE_RESP_ERR, "CQE opcode");
 static_assert(MLX5_QPN_DC_MAX_INLINE == MLX5_QPN_WQE_MAX_INLINE, "inline limit");
+static_assert(std::atomic_ref<uint8_t>::is_always_lock_free &&
+		      std::atomic_ref<uint32_t>::is_always_lock_free &&
+		      std::atomic_ref<uint64_t>::is_always_lock_free,
+	      "queues may be shared memory: lock-free atomics only");
 
 namespace {
 
 /* Largest log2 of a send queue in WQEs; the ring has 8 BBs per WQE (the largest SEND has 6). */
 constexpr uint32_t LOG_SQ_MAX = 12;
 constexpr uint32_t SQ_BB_SHIFT = 3;
+
+/* An atomic load of device-written memory the DC layer only reads. */
+template <typename T>
+T
+load_shared(const T &x, std::memory_order mo)
+{
+	return std::atomic_ref<T>(const_cast<T &>(x)).load(mo);
+}
 
 } // namespace
 
@@ -46,7 +66,8 @@ struct mlx5_qpn_dci;
  * (like the provider's QP table), to return the wr_id and free the send queue slot. */
 struct mlx5_qpn_cq {
 	struct mlx5_qpn_backend *be;
-	struct mlx5_qpn_sim_cq_info info;
+	const struct mlx5_qpn_dc_ops *dc; /* be's, checked at create */
+	struct mlx5_qpn_dc_cq_info info;
 	uint8_t *ring;
 	uint32_t *dbrec;
 	uint32_t ci;
@@ -60,7 +81,7 @@ struct mlx5_qpn_cq {
 
 struct mlx5_qpn_dci {
 	struct mlx5_qpn_cq *cq;
-	struct mlx5_qpn_sim_dci_info info;
+	struct mlx5_qpn_dc_dci_info info;
 	uint8_t *sq;
 	uint32_t bb_mask;
 	uint32_t pi_bb;        /* BB producer counter */
@@ -74,7 +95,7 @@ struct mlx5_qpn_dci {
 
 struct mlx5_qpn_dct {
 	struct mlx5_qpn_cq *cq;
-	struct mlx5_qpn_sim_dct_info info;
+	struct mlx5_qpn_dc_dct_info info;
 };
 
 namespace {
@@ -159,22 +180,41 @@ map_remove(mlx5_qpn_cq *cq, mlx5_qpn_dci *dci)
 	cq->map_used--;
 }
 
+/*
+ * Is there a DC table with every op named? If not, one line naming the call, unless what is
+ * NULL: the service body, which a loop may call on any device, stays quiet.
+ */
+template <typename... Fn>
+bool
+dc_has(const mlx5_qpn_dc_ops *dc, const char *what, Fn mlx5_qpn_dc_ops::*...op)
+{
+	bool ok = dc != nullptr && ((dc->*op != nullptr) && ...);
+	if (!ok && what)
+		DC_LOG(ERR, "%s: not supported: the backend has no DC op for it", what);
+	return ok;
+}
+
+const mlx5_qpn_dc_ops *
+dc_of(const mlx5_qpn_backend *be)
+{
+	return be->ops ? be->ops->dc : nullptr;
+}
+
 /* The backend of a device with a data path, or NULL (and why, in *rc). */
 mlx5_qpn_backend *
 dc_backend(mlx5_qpn_dev *dev, const char *what, int *rc)
 {
-	if (!dev) {
+	mlx5_qpn_backend *be = dev ? mlx5_qpn_dev_backend(dev) : nullptr;
+
+	if (!be) {
 		*rc = -EINVAL;
 		return nullptr;
 	}
-	if (mlx5_qpn_dev_is_sim(dev) != 1) {
-		if (what) /* not for the service body, which a loop may call */
-			DC_LOG(ERR, "%s: the DC data path exists only on the emulated device", what);
+	if (!dc_has(dc_of(be), what)) {
 		*rc = -EOPNOTSUPP;
 		return nullptr;
 	}
-	mlx5_qpn_backend *be = mlx5_qpn_dev_backend(dev);
-	*rc = be ? 0 : -EINVAL;
+	*rc = 0;
 	return be;
 }
 
@@ -187,6 +227,9 @@ mlx5_qpn_cq_create_be(struct mlx5_qpn_backend *be, uint32_t log_depth, struct ml
 {
 	if (!be || !cq)
 		return -EINVAL;
+	const mlx5_qpn_dc_ops *dc = dc_of(be);
+	if (!dc_has(dc, "cq_create", &mlx5_qpn_dc_ops::cq_create, &mlx5_qpn_dc_ops::cq_destroy))
+		return -EOPNOTSUPP;
 	if (log_depth < 1 || log_depth > 16) {
 		DC_LOG(ERR, "CQ log_depth %u outside [1, 16]", log_depth);
 		return -EINVAL;
@@ -194,12 +237,13 @@ mlx5_qpn_cq_create_be(struct mlx5_qpn_backend *be, uint32_t log_depth, struct ml
 	auto *c = static_cast<mlx5_qpn_cq *>(calloc(1, sizeof(mlx5_qpn_cq)));
 	if (!c)
 		return -ENOMEM;
-	int rc = mlx5_qpn_sim_cq_alloc(be, log_depth, &c->info);
+	int rc = dc->cq_create(be, log_depth, &c->info);
 	if (rc) {
 		free(c);
 		return rc;
 	}
 	c->be = be;
+	c->dc = dc;
 	c->ring = static_cast<uint8_t *>(c->info.ring);
 	c->dbrec = c->info.dbrec;
 	c->log_depth = log_depth;
@@ -228,7 +272,7 @@ mlx5_qpn_cq_destroy(struct mlx5_qpn_cq *cq)
 		DC_LOG(ERR, "CQ %u is still used by %u QPs: not destroyed", cq->info.cqn, cq->nb_qps);
 		return;
 	}
-	int rc = mlx5_qpn_sim_cq_free(cq->be, &cq->info);
+	int rc = cq->dc->cq_destroy(cq->be, &cq->info);
 	if (rc)
 		DC_LOG(ERR, "CQ %u: device refused to destroy it: %s", cq->info.cqn, strerror(-rc));
 	free(cq->map);
@@ -245,7 +289,7 @@ mlx5_qpn_cq_poll(struct mlx5_qpn_cq *cq, struct mlx5_qpn_wc *wc, unsigned int n)
 
 	for (; k < n; k++) {
 		uint8_t *cqe = cq->ring + size_t(cq->ci & mask) * MLX5_QPN_CQE_SIZE;
-		uint8_t op_own = __atomic_load_n(cqe + MLX5_QPN_CQE_OFF_OP_OWN, __ATOMIC_ACQUIRE);
+		uint8_t op_own = load_shared(cqe[MLX5_QPN_CQE_OFF_OP_OWN], std::memory_order_acquire);
 		if (!mlx5_qpn_cqe_is_sw_owned(op_own, cq->ci, cq->log_depth))
 			break;
 		mlx5_qpn_cqe_fields f;
@@ -264,7 +308,8 @@ mlx5_qpn_cq_poll(struct mlx5_qpn_cq *cq, struct mlx5_qpn_wc *wc, unsigned int n)
 				w.wr_id = d->wrid[f.wqe_counter & d->bb_mask];
 				/* Every WQE completes exactly once (all are signaled; errors
 				 * always complete): its SQ room is free again. */
-				__atomic_store_n(&d->completed, d->completed + 1, __ATOMIC_RELEASE);
+				std::atomic_ref<uint32_t>(d->completed)
+					.store(d->completed + 1, std::memory_order_release);
 			}
 			if (f.opcode == MLX5_QPN_CQE_REQ_ERR)
 				w.byte_len = 0;
@@ -274,8 +319,8 @@ mlx5_qpn_cq_poll(struct mlx5_qpn_cq *cq, struct mlx5_qpn_wc *wc, unsigned int n)
 		cq->ci++;
 	}
 	if (k)
-		__atomic_store_n(&cq->dbrec[MLX5_QPN_CQ_SET_CI], rte_cpu_to_be_32(cq->ci & 0xffffff),
-				 __ATOMIC_RELEASE);
+		std::atomic_ref<uint32_t>(cq->dbrec[MLX5_QPN_CQ_SET_CI])
+			.store(rte_cpu_to_be_32(cq->ci & 0xffffff), std::memory_order_release);
 	return int(k);
 }
 
@@ -284,10 +329,13 @@ mlx5_qpn_dct_create_cq(struct mlx5_qpn_cq *cq, uint64_t dc_key, struct mlx5_qpn_
 {
 	if (!cq || !dct)
 		return -EINVAL;
+	if (!dc_has(cq->dc, "dct_create", &mlx5_qpn_dc_ops::dct_create,
+		    &mlx5_qpn_dc_ops::dct_destroy))
+		return -EOPNOTSUPP;
 	auto *t = static_cast<mlx5_qpn_dct *>(calloc(1, sizeof(mlx5_qpn_dct)));
 	if (!t)
 		return -ENOMEM;
-	int rc = mlx5_qpn_sim_dct_alloc(cq->be, &cq->info, dc_key, &t->info);
+	int rc = cq->dc->dct_create(cq->be, &cq->info, dc_key, &t->info);
 	if (rc) {
 		free(t);
 		return rc;
@@ -325,7 +373,7 @@ mlx5_qpn_dct_destroy(struct mlx5_qpn_dct *dct)
 {
 	if (!dct)
 		return;
-	int rc = mlx5_qpn_sim_dct_free(dct->cq->be, &dct->info);
+	int rc = dct->cq->dc->dct_destroy(dct->cq->be, &dct->info);
 	if (rc)
 		DC_LOG(ERR, "DCT 0x%x: device refused to destroy it: %s", dct->info.dctn,
 		       strerror(-rc));
@@ -339,20 +387,20 @@ mlx5_qpn_dct_read(const struct mlx5_qpn_dct *dct, uint16_t wqe_counter, void *bu
 	if (!dct || (!buf && len))
 		return -EINVAL;
 	const uint8_t *slot = static_cast<const uint8_t *>(dct->info.rx) +
-			      size_t(wqe_counter % dct->info.rx_slots) * MLX5_QPN_SIM_DC_RX_STRIDE;
+			      size_t(wqe_counter % dct->info.rx_slots) * dct->info.rx_stride;
 	const uint32_t *w = reinterpret_cast<const uint32_t *>(slot);
 	/* Seqlock read: the device may reuse the slot for a later message meanwhile. */
-	uint32_t s1 = __atomic_load_n(&w[0], __ATOMIC_ACQUIRE);
+	uint32_t s1 = load_shared(w[0], std::memory_order_acquire);
 	/* Acquire loads throughout: the closing sequence load stays after them (no fence). */
-	uint32_t cnt = __atomic_load_n(&w[1], __ATOMIC_ACQUIRE);
-	uint32_t mlen = __atomic_load_n(&w[2], __ATOMIC_ACQUIRE);
+	uint32_t cnt = load_shared(w[1], std::memory_order_acquire);
+	uint32_t mlen = load_shared(w[2], std::memory_order_acquire);
 	if ((s1 & 1) || s1 == 0 || uint16_t(cnt) != wqe_counter || mlen > MLX5_QPN_DC_MAX_INLINE)
 		return -ESTALE;
 	uint32_t n = RTE_MIN(len, mlen);
 	for (uint32_t i = 0; i < n; i++)
 		static_cast<uint8_t *>(buf)[i] =
-			__atomic_load_n(slot + MLX5_QPN_SIM_DC_RX_DATA + i, __ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&w[0], __ATOMIC_RELAXED) != s1)
+			load_shared(slot[MLX5_QPN_DC_RX_DATA + i], std::memory_order_acquire);
+	if (load_shared(w[0], std::memory_order_relaxed) != s1)
 		return -ESTALE;
 	return int(mlen);
 }
@@ -362,6 +410,9 @@ mlx5_qpn_dci_create_cq(struct mlx5_qpn_cq *cq, uint32_t log_sq_depth, struct mlx
 {
 	if (!cq || !dci)
 		return -EINVAL;
+	if (!dc_has(cq->dc, "dci_create", &mlx5_qpn_dc_ops::dci_create,
+		    &mlx5_qpn_dc_ops::dci_destroy))
+		return -EOPNOTSUPP;
 	if (log_sq_depth > LOG_SQ_MAX) {
 		DC_LOG(ERR, "DCI log_sq_depth %u above %u", log_sq_depth, LOG_SQ_MAX);
 		return -EINVAL;
@@ -375,14 +426,14 @@ mlx5_qpn_dci_create_cq(struct mlx5_qpn_cq *cq, uint32_t log_sq_depth, struct mlx
 		free(d);
 		return -ENOMEM;
 	}
-	int rc = mlx5_qpn_sim_dci_alloc(cq->be, &cq->info, log_bbs, &d->info);
+	int rc = cq->dc->dci_create(cq->be, &cq->info, log_bbs, &d->info);
 	if (rc) {
 		free(d->wrid);
 		free(d);
 		return rc;
 	}
 	if (!map_insert(cq, d)) {
-		mlx5_qpn_sim_dci_free(cq->be, &d->info);
+		cq->dc->dci_destroy(cq->be, &d->info);
 		free(d->wrid);
 		free(d);
 		return -ENOMEM;
@@ -424,7 +475,7 @@ mlx5_qpn_dci_post_send(struct mlx5_qpn_dci *dci, uint32_t dctn, uint64_t dc_key,
 {
 	if (!dci || len > MLX5_QPN_DC_MAX_INLINE || (!buf && len) || dctn > 0xffffff)
 		return -EINVAL;
-	if (dci->posted - __atomic_load_n(&dci->completed, __ATOMIC_ACQUIRE) >= dci->max_wqes)
+	if (dci->posted - load_shared(dci->completed, std::memory_order_acquire) >= dci->max_wqes)
 		return -ENOBUFS;
 	alignas(16) uint8_t wqe[MLX5_QPN_WQE_MAX_BBS * MLX5_QPN_SEND_WQE_BB];
 	int ds = mlx5_qpn_wqe_build_dc_send(wqe, uint16_t(dci->pi_bb), dci->info.qpn, dctn, dc_key,
@@ -453,11 +504,12 @@ mlx5_qpn_dci_ring(struct mlx5_qpn_dci *dci)
 	if (!dci || dci->pi_bb == dci->rung_bb)
 		return;
 	/* The record first (the device executes up to it), then the register. */
-	__atomic_store_n(&dci->info.dbrec[MLX5_QPN_SND_DBR], rte_cpu_to_be_32(dci->pi_bb & 0xffff),
-			 __ATOMIC_RELEASE);
+	std::atomic_ref<uint32_t>(dci->info.dbrec[MLX5_QPN_SND_DBR])
+		.store(rte_cpu_to_be_32(dci->pi_bb & 0xffff), std::memory_order_release);
 	uint64_t v;
 	memcpy(&v, dci->last_ctrl, sizeof(v));
-	__atomic_store_n(static_cast<uint64_t *>(dci->info.uar_reg), v, __ATOMIC_RELEASE);
+	std::atomic_ref<uint64_t>(*static_cast<uint64_t *>(dci->info.uar_reg))
+		.store(v, std::memory_order_release);
 	dci->rung_bb = dci->pi_bb;
 }
 
@@ -466,7 +518,7 @@ mlx5_qpn_dci_destroy(struct mlx5_qpn_dci *dci)
 {
 	if (!dci)
 		return;
-	int rc = mlx5_qpn_sim_dci_free(dci->cq->be, &dci->info);
+	int rc = dci->cq->dc->dci_destroy(dci->cq->be, &dci->info);
 	if (rc)
 		DC_LOG(ERR, "DCI 0x%x: device refused to destroy it: %s", dci->info.qpn,
 		       strerror(-rc));
@@ -481,11 +533,16 @@ mlx5_qpn_dc_service_run_be(struct mlx5_qpn_backend *be)
 {
 	if (!be)
 		return -EINVAL;
-	int rc = mlx5_qpn_sim_dc_run(be);
+	const mlx5_qpn_dc_ops *dc = dc_of(be);
+	/* Quiet (what = NULL): a loop may call this on any device. */
+	if (!dc_has(dc, nullptr, &mlx5_qpn_dc_ops::execute))
+		return -EOPNOTSUPP;
+	int rc = dc->execute(be);
 	if (rc < 0)
 		return rc;
 	/* Count the doorbell writes too, as the registered service does. */
-	mlx5_qpn_sim_poll(be);
+	if (dc->poll)
+		dc->poll(be);
 	return rc;
 }
 

@@ -5,11 +5,13 @@
 /**
  * @file
  * Internal extras of the DC data path (mlx5_qpn_dc.h), exported for tests and tools:
- *  - creation on a backend handle instead of a probed device, for a process that opens the
- *    emulated device directly (a fork()ed child, a second handle of the same device): the
- *    registry allows one probed device per name and process;
+ *  - creation on a backend handle instead of a probed device, for a process that opens a
+ *    backend directly (a fork()ed child, a second handle of the same emulated device): the
+ *    registry allows one probed device per name and process. The handle leads to its ops
+ *    table (struct mlx5_qpn_backend, mlx5_qpn_ops.h) and the DC part of it (mlx5_qpn_dc_ops.h);
  *  - reading what a DCT received (the emulated device copies each delivered SEND into a
- *    receive ring of the DCT; the responder completion's wqe_counter names the message).
+ *    receive ring of the DCT, see mlx5_qpn_dc_ops.h; the responder completion's wqe_counter
+ *    names the message).
  */
 
 #include <stdint.h>
@@ -22,7 +24,10 @@ extern "C" {
 
 struct mlx5_qpn_backend;
 
-/** mlx5_qpn_cq_create() on an emulated-device backend handle. Same returns. */
+/**
+ * mlx5_qpn_cq_create() on a backend handle. Same returns: -EOPNOTSUPP (and one line) when the
+ * handle's ops have no DC part or no CQ ops.
+ */
 int mlx5_qpn_cq_create_be(struct mlx5_qpn_backend *be, uint32_t log_depth,
 			  struct mlx5_qpn_cq **cq);
 

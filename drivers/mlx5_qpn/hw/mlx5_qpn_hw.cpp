@@ -18,7 +18,7 @@
 #include "mlx5_qpn_backend.h"
 #include "mlx5_qpn_glue.h"
 #include "mlx5_qpn_hw_log.h"
-#include "mlx5_qpn_prm.h"
+#include "common/mlx5_qpn_prm.h"
 
 RTE_LOG_REGISTER(mlx5_qpn_hw_logtype, mlx5_qpn.hw, INFO);
 
@@ -38,6 +38,7 @@ struct hw_node {
 };
 
 struct mlx5_qpn_hw_dev {
+	struct mlx5_qpn_backend base{&mlx5_qpn_hw_ops}; /* first: the handle leads to its table */
 	const struct mlx5_qpn_glue *glue;
 	struct ibv_context *ctx;
 	char name[MLX5_QPN_DEV_NAMESIZE];

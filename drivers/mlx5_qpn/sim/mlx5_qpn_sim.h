@@ -29,6 +29,7 @@
 
 #include <stdint.h>
 
+#include "mlx5_qpn_dc_ops.h"
 #include "mlx5_qpn_ops.h"
 
 #ifdef __cplusplus
@@ -54,7 +55,7 @@ struct mlx5_qpn_sim_stats {
 	uint64_t reclaimed_qps;     /**< Ordinary QPs taken back from dead processes. */
 	uint64_t repairs;           /**< Device repairs after a process died holding the mutex. */
 	uint64_t doorbells;         /**< Doorbell writes consumed by the service. */
-	/* DC data path (mlx5_qpn_sim_dc_*). */
+	/* DC data path (mlx5_qpn_sim_dc_ops). */
 	uint64_t dc_wqes;           /**< Send WQEs executed (good or error). */
 	uint64_t dc_delivered;      /**< SENDs delivered to a DCT. */
 	uint64_t dc_err_cqes;       /**< Error CQEs written (flush errors included). */
@@ -131,13 +132,17 @@ int mlx5_qpn_sim_test_hold_mutex(struct mlx5_qpn_backend *be);
 /*
  * ---- DC data path of the emulated device ----
  *
+ * mlx5_qpn_sim_dc_ops is the DC table of mlx5_qpn_sim_ops (.dc): the DC layer (dc/) reaches the
+ * emulated device's CQs, DCIs and DCTs through it alone, as it would a ConnectX's.
+ *
  * The queues of CQs, DCIs and DCTs live in the device's shared memory (a 64 MiB arena), so a DCI
  * of one process can send to a DCT of another. Creation and destruction are firmware commands
- * (device mutex, counted, subject to fault injection); the functions below return pointers into
- * the queue memory, which the application then uses without any call into the device, as with
+ * (device mutex, counted, subject to fault injection); the info structs they fill point into the
+ * queue memory, which the application then uses without any call into the device, as with
  * mlx5dv: it writes WQEs into the SQ, publishes the send counter in the doorbell record and
  * writes the UAR register, and polls the CQ ring, publishing its consumer index in the CQ's
- * doorbell record. mlx5_qpn_sim_dc_run() is the device executing WQEs.
+ * doorbell record. The table's execute is the device executing WQEs; its poll is
+ * mlx5_qpn_sim_poll().
  *
  * Device behaviour: WQEs of each DCI execute in order. A SEND whose DCT exists and whose DC key
  * matches is copied into the DCT's receive ring and completes with a RESP_SEND CQE on the DCT's
@@ -146,86 +151,19 @@ int mlx5_qpn_sim_test_hold_mutex(struct mlx5_qpn_backend *be);
  * 0x02 local QP operation / 0x01 local length for a malformed WQE) and put the DCI in the error
  * state: every later WQE completes with 0x05 (flush), until it is destroyed. A full CQ (either
  * side) postpones execution of that DCI (receiver not ready) instead of overrunning the CQ.
- * DCI and DCT numbers come from the device's QPN table, as ordinary QPs.
+ * DCI and DCT numbers come from the device's QPN table, as ordinary QPs. The first DCI of a
+ * handle maps the UAR page all its DCIs ring. A DCT's receive ring has 64 slots of 320 bytes.
+ *
+ * Returns beyond mlx5_qpn_dc_ops.h: cq_create -EINVAL for log_depth outside [1, 16];
+ * dci_create -EINVAL for log_sq_bbs above 15; -ENOMEM when no QPN is left for a DCI or DCT.
  */
 
-/** DCT receive ring: slots of DC_RX_STRIDE bytes; a slot is reused DC_RX_SLOTS messages later. */
-#define MLX5_QPN_SIM_DC_RX_SLOTS  64
-#define MLX5_QPN_SIM_DC_RX_STRIDE 320
-/** In a slot, host-order 32-bit words: [0] seqlock (odd while written),
- * [1] message counter, [2] byte length, [3] source DCI QPN; the data starts at byte 64. */
-#define MLX5_QPN_SIM_DC_RX_DATA   64
-
-/** A CQ as the application uses it. */
-struct mlx5_qpn_sim_cq_info {
-	void *ring;             /**< 2^log_depth CQEs of 64 bytes. */
-	uint32_t *dbrec;        /**< [0]: consumer index (be32, low 24 bits). */
-	uint32_t log_depth;
-	uint32_t cqn;           /**< CQ number (index in the device). */
-	uint64_t handle;        /**< For the other calls. */
-};
-
-/** A DCI as the application uses it. */
-struct mlx5_qpn_sim_dci_info {
-	uint32_t qpn;           /**< From the device's QPN table. */
-	uint32_t log_sq_bbs;    /**< The SQ holds 2^log_sq_bbs basic blocks of 64 bytes. */
-	void *sq;               /**< The SQ ring. */
-	uint32_t *dbrec;        /**< [1]: send counter in BBs (be32, low 16 bits). */
-	void *uar_reg;          /**< 64-bit doorbell register (UAR page + 0x800) shared by the
-				     DCIs of this handle. */
-	uint64_t handle;
-};
-
-/** A DCT as the application uses it. */
-struct mlx5_qpn_sim_dct_info {
-	uint32_t dctn;          /**< DCT number, from the device's QPN table. */
-	uint32_t rx_slots;      /**< MLX5_QPN_SIM_DC_RX_SLOTS. */
-	const void *rx;         /**< Receive ring, MLX5_QPN_SIM_DC_RX_STRIDE bytes a slot. */
-	uint64_t handle;
-};
-
-/**
- * Create a CQ of 2^log_depth CQEs (1 <= log_depth <= 16), every CQE invalid.
- * @return 0; -EINVAL; -ENOMEM (no CQ or queue memory left); -EOPNOTSUPP (data path off on
- *         this handle); a firmware error (fault injection).
- */
-int mlx5_qpn_sim_cq_alloc(struct mlx5_qpn_backend *be, uint32_t log_depth,
-			  struct mlx5_qpn_sim_cq_info *cq);
-
-/** Destroy a CQ. @return 0; -EBUSY (a QP still completes on it); -EINVAL (not this handle's). */
-int mlx5_qpn_sim_cq_free(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_cq_info *cq);
-
-/**
- * Create a DCI completing on cq (a CQ of this handle), with a SQ of 2^log_sq_bbs basic blocks
- * (log_sq_bbs <= 15). The first DCI of a handle maps the UAR page all its DCIs ring.
- * @return 0; -EINVAL; -ENOMEM (no QPN, DCI or queue memory left); -EOPNOTSUPP; firmware errors.
- */
-int mlx5_qpn_sim_dci_alloc(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_cq_info *cq,
-			   uint32_t log_sq_bbs, struct mlx5_qpn_sim_dci_info *dci);
-
-/** Destroy a DCI and free its QPN. @return 0; -EINVAL. */
-int mlx5_qpn_sim_dci_free(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_dci_info *dci);
-
-/**
- * Create a DCT with a DC key, receiving completions on cq (a CQ of this handle).
- * @return 0; -EINVAL; -ENOMEM; -EOPNOTSUPP; firmware errors.
- */
-int mlx5_qpn_sim_dct_alloc(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_cq_info *cq,
-			   uint64_t dc_key, struct mlx5_qpn_sim_dct_info *dct);
-
-/** Destroy a DCT and free its number. @return 0; -EINVAL. */
-int mlx5_qpn_sim_dct_free(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_dct_info *dct);
-
-/**
- * The device executes rung WQEs of every DCI of the device (all processes), bounded per call.
- * The doorbell service registered at uar_map runs it too.
- * @return WQEs executed (>= 0); -EINVAL; -EOPNOTSUPP (data path off on this handle).
- */
-int mlx5_qpn_sim_dc_run(struct mlx5_qpn_backend *be);
+/** The emulated device's DC operations (wired as mlx5_qpn_sim_ops.dc). */
+extern const struct mlx5_qpn_dc_ops mlx5_qpn_sim_dc_ops;
 
 /**
  * Switch the DC data path of this handle off (0) or on (1, the default): off, every
- * mlx5_qpn_sim_dc_* / cq / dci / dct call returns -EOPNOTSUPP, modelling a backend without a
+ * mlx5_qpn_sim_dc_ops call but poll returns -EOPNOTSUPP, modelling a backend without a
  * data path (tests of the generic layer's -EOPNOTSUPP paths).
  * @return 0; -EINVAL.
  */

@@ -6,12 +6,21 @@
  * executing one thing at a time. See sim_dc.h.
  */
 #include "sim_dc.h"
-#include "hw/mlx5_qpn_prm_wqe.h"
+#include "common/mlx5_qpn_prm_wqe.h"
+#include "mlx5_qpn_dc_ops.h"
 
 #include <errno.h>
 #include <string.h>
 
+#include <atomic>
+
+/* Everything below is shared memory, read by other processes without the device mutex. */
+static_assert(std::atomic_ref<uint8_t>::is_always_lock_free, "lock-free in shared memory");
+static_assert(std::atomic_ref<uint32_t>::is_always_lock_free, "lock-free in shared memory");
+
 namespace mlx5_qpn_sim {
+
+static_assert(DC_RX_HDR == MLX5_QPN_DC_RX_DATA, "the DCT receive slot layout of mlx5_qpn_dc_ops.h");
 
 namespace {
 
@@ -111,14 +120,15 @@ active_remove(SimDc *dc, uint32_t idx)
 		dc->active[pos] = dc->active[last];
 		if (dc->active[pos] < DC_MAX_DCI)
 			dc->dci[dc->active[pos]].active_pos = pos;
-		__atomic_store_n(&dc->nb_active, last, __ATOMIC_RELAXED);
+		std::atomic_ref<uint32_t>(dc->nb_active).store(last, std::memory_order_relaxed);
 	}
 }
 
 uint32_t
 cq_ci(const SimDcCq &cq)
 {
-	uint32_t be = __atomic_load_n(&cq.dbrec[0], __ATOMIC_ACQUIRE);
+	uint32_t be = std::atomic_ref<uint32_t>(const_cast<uint32_t &>(cq.dbrec[0]))
+			      .load(std::memory_order_acquire);
 	return rte_be_to_cpu_32(be) & 0xffffff;
 }
 
@@ -142,7 +152,7 @@ cqe_write(SimDc *dc, uint8_t *arena, SimDcCq &cq, const mlx5_qpn_cqe_fields &f0)
 
 	f.owner = uint8_t((cq.pi >> cq.log_depth) & 1);
 	uint8_t op_own = mlx5_qpn_cqe_fill(cqe, &f);
-	__atomic_store_n(cqe + MLX5_QPN_CQE_OFF_OP_OWN, op_own, __ATOMIC_RELEASE);
+	std::atomic_ref<uint8_t>(cqe[MLX5_QPN_CQE_OFF_OP_OWN]).store(op_own, std::memory_order_release);
 	cq.pi++;
 	if (f.opcode == MLX5_QPN_PRM_CQE_REQ_ERR || f.opcode == MLX5_QPN_PRM_CQE_RESP_ERR)
 		dc->ctr.err_cqes++;
@@ -176,7 +186,8 @@ void
 rx_deliver(uint8_t *arena, SimDcDct &t, uint32_t src_qpn, const uint8_t *data, uint32_t len)
 {
 	uint8_t *slot = dc_page_ptr(arena, t.page) + size_t(t.rx_pi % DC_RX_SLOTS) * DC_RX_STRIDE;
-	uint32_t *seq = reinterpret_cast<uint32_t *>(slot);
+	uint32_t *w = reinterpret_cast<uint32_t *>(slot);
+	std::atomic_ref<uint32_t> seq(w[0]);
 
 	/*
 	 * Seqlock: odd while the slot is written, so a reader copying it can tell. No fences (GCC's
@@ -184,14 +195,14 @@ rx_deliver(uint8_t *arena, SimDcDct &t, uint32_t src_qpn, const uint8_t *data, u
 	 * keeps the stores below after it, and every field is stored with release, so a reader that
 	 * loads (acquire) any new byte also sees the odd sequence and retries.
 	 */
-	uint32_t s = __atomic_load_n(seq, __ATOMIC_RELAXED);
-	__atomic_exchange_n(seq, s | 1, __ATOMIC_ACQ_REL);
-	__atomic_store_n(reinterpret_cast<uint32_t *>(slot + 4), t.rx_pi, __ATOMIC_RELEASE);
-	__atomic_store_n(reinterpret_cast<uint32_t *>(slot + 8), len, __ATOMIC_RELEASE);
-	__atomic_store_n(reinterpret_cast<uint32_t *>(slot + 12), src_qpn, __ATOMIC_RELEASE);
+	uint32_t s = seq.load(std::memory_order_relaxed);
+	seq.exchange(s | 1, std::memory_order_acq_rel);
+	std::atomic_ref<uint32_t>(w[1]).store(t.rx_pi, std::memory_order_release);
+	std::atomic_ref<uint32_t>(w[2]).store(len, std::memory_order_release);
+	std::atomic_ref<uint32_t>(w[3]).store(src_qpn, std::memory_order_release);
 	for (uint32_t i = 0; i < len; i++)
-		__atomic_store_n(slot + DC_RX_HDR + i, data[i], __ATOMIC_RELEASE);
-	__atomic_store_n(seq, (s | 1) + 1, __ATOMIC_RELEASE);
+		std::atomic_ref<uint8_t>(slot[DC_RX_HDR + i]).store(data[i], std::memory_order_release);
+	seq.store((s | 1) + 1, std::memory_order_release);
 }
 
 /* Execute up to budget WQEs of one DCI. */
@@ -201,7 +212,8 @@ dci_execute(SimDc *dc, uint8_t *arena, SimDcDci &d, DctLookup lookup, void *ctx,
 	SimDcCq &cq = dc->cq[d.cq];
 	uint32_t bb_mask = (uint32_t(1) << d.log_bbs) - 1;
 	const uint8_t *sq = dc_page_ptr(arena, d.page);
-	uint32_t db = rte_be_to_cpu_32(__atomic_load_n(&d.dbrec[MLX5_QPN_SND_DBR], __ATOMIC_ACQUIRE));
+	uint32_t db = rte_be_to_cpu_32(
+		std::atomic_ref<uint32_t>(d.dbrec[MLX5_QPN_SND_DBR]).load(std::memory_order_acquire));
 	uint32_t pending = (db - d.exec_bb) & 0xffff;
 	uint8_t wqe[MLX5_QPN_WQE_MAX_BBS * MLX5_QPN_SEND_WQE_BB];
 	int done = 0;
@@ -323,7 +335,8 @@ dc_cq_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t l
 	c.npages = n;
 	c.pi = 0;
 	c.dbrec[0] = c.dbrec[1] = 0;
-	__atomic_store_n(&c.live, 1, __ATOMIC_RELEASE); /* last: a crash before leaves nothing */
+	/* last: a crash before leaves nothing */
+	std::atomic_ref<uint32_t>(c.live).store(1, std::memory_order_release);
 	dc->ctr.cqs++;
 	*idx = uint32_t(i);
 	return 0;
@@ -357,8 +370,8 @@ dc_dci_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t 
 	d.dbrec[0] = d.dbrec[1] = 0;
 	d.active_pos = dc->nb_active;
 	dc->active[dc->nb_active] = uint16_t(i);
-	__atomic_store_n(&d.live, 1, __ATOMIC_RELEASE);
-	__atomic_store_n(&dc->nb_active, dc->nb_active + 1, __ATOMIC_RELEASE);
+	std::atomic_ref<uint32_t>(d.live).store(1, std::memory_order_release);
+	std::atomic_ref<uint32_t>(dc->nb_active).store(dc->nb_active + 1, std::memory_order_release);
 	dc->cq[cq].refs++;
 	dc->ctr.dcis++;
 	*idx = uint32_t(i);
@@ -387,7 +400,7 @@ dc_dct_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t 
 	t.npages = n;
 	t.rx_pi = 0;
 	t.dc_key = dc_key;
-	__atomic_store_n(&t.live, 1, __ATOMIC_RELEASE);
+	std::atomic_ref<uint32_t>(t.live).store(1, std::memory_order_release);
 	dc->cq[cq].refs++;
 	dc->ctr.dcts++;
 	*idx = uint32_t(i);
@@ -403,7 +416,7 @@ dc_cq_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen)
 	SimDcCq &c = dc->cq[idx];
 	if (c.refs)
 		return -EBUSY;
-	__atomic_store_n(&c.live, 0, __ATOMIC_RELEASE);
+	std::atomic_ref<uint32_t>(c.live).store(0, std::memory_order_release);
 	pages_mark(dc, c.page, c.npages, false);
 	dc->ctr.cqs--;
 	return 0;
@@ -417,7 +430,7 @@ dc_dci_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen)
 		return -EINVAL;
 	SimDcDci &d = dc->dci[idx];
 	active_remove(dc, idx);
-	__atomic_store_n(&d.live, 0, __ATOMIC_RELEASE);
+	std::atomic_ref<uint32_t>(d.live).store(0, std::memory_order_release);
 	pages_mark(dc, d.page, d.npages, false);
 	if (d.cq < DC_MAX_CQ && dc->cq[d.cq].refs)
 		dc->cq[d.cq].refs--;
@@ -432,7 +445,7 @@ dc_dct_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen)
 	    dc->dct[idx].gen != gen)
 		return -EINVAL;
 	SimDcDct &t = dc->dct[idx];
-	__atomic_store_n(&t.live, 0, __ATOMIC_RELEASE);
+	std::atomic_ref<uint32_t>(t.live).store(0, std::memory_order_release);
 	pages_mark(dc, t.page, t.npages, false);
 	if (t.cq < DC_MAX_CQ && dc->cq[t.cq].refs)
 		dc->cq[t.cq].refs--;

@@ -29,7 +29,7 @@ constexpr uint32_t DC_LOG_SQ_MAX = 12;
 /* Send queues hold 8 BBs per WQE (the largest DC SEND is 6): a full queue of the largest WQEs
  * fits, so "full" is decided by the WQE count alone. */
 constexpr uint32_t DC_SQ_BB_SHIFT = 3;
-constexpr uint32_t DC_RX_SLOTS = 64;       /* DCT receive ring, see mlx5_qpn_sim.h */
+constexpr uint32_t DC_RX_SLOTS = 64;       /* DCT receive ring, see mlx5_qpn_dc_ops.h */
 constexpr uint32_t DC_RX_STRIDE = 320;
 constexpr uint32_t DC_RX_HDR = 64;
 constexpr uint32_t DC_EXEC_BUDGET_PER_DCI = 64;

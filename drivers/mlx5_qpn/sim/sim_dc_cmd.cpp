@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The emulated device's DC commands: create and destroy of CQs, DCIs and DCTs, and the run
- * entry point. Each is a firmware command (device mutex, counted, subject to fault injection);
- * DCI and DCT numbers are ordinary QPs of the QPN table (records of kind REC_DCI/REC_DCT). The
- * DC tables, the queue arena and WQE execution are sim_dc.cpp's.
+ * The emulated device's DC commands, its DC ops table (mlx5_qpn_sim_dc_ops): create and destroy
+ * of CQs, DCIs and DCTs, and the execution step. Each is a firmware command (device mutex,
+ * counted, subject to fault injection); DCI and DCT numbers are ordinary QPs of the QPN table
+ * (records of kind REC_DCI/REC_DCT). The DC tables, the queue arena and WQE execution are
+ * sim_dc.cpp's.
  */
 #include "sim_internal.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+
+#include <atomic>
 
 using namespace mlx5_qpn_sim;
 
@@ -80,15 +83,8 @@ dc_qpn_free(SimDev *d, uint32_t qpn, uint8_t kind)
 		rec_release(s, r);
 }
 
-} // namespace
-
-} // namespace mlx5_qpn_sim
-
-extern "C" {
-
 int
-mlx5_qpn_sim_cq_alloc(struct mlx5_qpn_backend *be, uint32_t log_depth,
-		      struct mlx5_qpn_sim_cq_info *cq)
+sim_cq_create(mlx5_qpn_backend *be, uint32_t log_depth, mlx5_qpn_dc_cq_info *cq)
 {
 	uint8_t st = 0;
 	if (!cq)
@@ -119,7 +115,7 @@ mlx5_qpn_sim_cq_alloc(struct mlx5_qpn_backend *be, uint32_t log_depth,
 }
 
 int
-mlx5_qpn_sim_cq_free(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_cq_info *cq)
+sim_cq_destroy(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq)
 {
 	uint8_t st = 0;
 	if (!cq || !handle_ok(cq->handle, DC_MAX_CQ))
@@ -133,7 +129,7 @@ mlx5_qpn_sim_cq_free(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_cq_i
 }
 
 /* Is the CQ behind `handle` live and opened by this handle (its generation still current)? */
-static bool
+bool
 cq_is_mine(const SimDc *dc, const SimDev *d, uint64_t handle)
 {
 	uint32_t i = uint32_t(handle);
@@ -141,8 +137,8 @@ cq_is_mine(const SimDc *dc, const SimDev *d, uint64_t handle)
 }
 
 /* DESTROY of a DCI or DCT (rec says which): the queue first, then its number in the QPN table. */
-static int
-dc_qp_destroy_cmd(struct mlx5_qpn_backend *be, uint64_t handle, uint32_t max, uint8_t rec,
+int
+dc_qp_destroy_cmd(mlx5_qpn_backend *be, uint64_t handle, uint32_t max, uint8_t rec,
 		  const char *what)
 {
 	uint8_t st = 0;
@@ -163,8 +159,8 @@ dc_qp_destroy_cmd(struct mlx5_qpn_backend *be, uint64_t handle, uint32_t max, ui
 }
 
 int
-mlx5_qpn_sim_dci_alloc(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_cq_info *cq,
-		       uint32_t log_sq_bbs, struct mlx5_qpn_sim_dci_info *dci)
+sim_dci_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint32_t log_sq_bbs,
+	       mlx5_qpn_dc_dci_info *dci)
 {
 	uint8_t st = 0;
 	if (!be || !cq || !dci || !handle_ok(cq->handle, DC_MAX_CQ) ||
@@ -216,7 +212,7 @@ mlx5_qpn_sim_dci_alloc(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_cq
 }
 
 int
-mlx5_qpn_sim_dci_free(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_dci_info *dci)
+sim_dci_destroy(mlx5_qpn_backend *be, const mlx5_qpn_dc_dci_info *dci)
 {
 	if (!dci)
 		return -EINVAL;
@@ -224,8 +220,8 @@ mlx5_qpn_sim_dci_free(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_dci
 }
 
 int
-mlx5_qpn_sim_dct_alloc(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_cq_info *cq,
-		       uint64_t dc_key, struct mlx5_qpn_sim_dct_info *dct)
+sim_dct_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint64_t dc_key,
+	       mlx5_qpn_dc_dct_info *dct)
 {
 	uint8_t st = 0;
 	if (!cq || !dct || !handle_ok(cq->handle, DC_MAX_CQ))
@@ -252,6 +248,7 @@ mlx5_qpn_sim_dct_alloc(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_cq
 			memset(dct, 0, sizeof(*dct));
 			dct->dctn = number;
 			dct->rx_slots = DC_RX_SLOTS;
+			dct->rx_stride = DC_RX_STRIDE;
 			dct->rx = dc_page_ptr(s->dc_arena, dc->dct[idx].page);
 			dct->handle = (uint64_t(gen) << 32) | idx;
 		}
@@ -260,7 +257,7 @@ mlx5_qpn_sim_dct_alloc(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_cq
 }
 
 int
-mlx5_qpn_sim_dct_free(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_dct_info *dct)
+sim_dct_destroy(mlx5_qpn_backend *be, const mlx5_qpn_dc_dct_info *dct)
 {
 	if (!dct)
 		return -EINVAL;
@@ -268,7 +265,7 @@ mlx5_qpn_sim_dct_free(struct mlx5_qpn_backend *be, const struct mlx5_qpn_sim_dct
 }
 
 int
-mlx5_qpn_sim_dc_run(struct mlx5_qpn_backend *be)
+sim_dc_execute(mlx5_qpn_backend *be)
 {
 	if (!be)
 		return -EINVAL;
@@ -276,7 +273,7 @@ mlx5_qpn_sim_dc_run(struct mlx5_qpn_backend *be)
 	if (d->dc_off)
 		return -EOPNOTSUPP;
 	SimShm *s = d->shm;
-	if (__atomic_load_n(&s->dc.nb_active, __ATOMIC_ACQUIRE) == 0)
+	if (std::atomic_ref<uint32_t>(s->dc.nb_active).load(std::memory_order_acquire) == 0)
 		return 0;
 	int rc = dev_lock(s, d->name);
 	if (rc)
@@ -285,6 +282,23 @@ mlx5_qpn_sim_dc_run(struct mlx5_qpn_backend *be)
 	dev_unlock(s);
 	return rc;
 }
+
+} // namespace
+
+} // namespace mlx5_qpn_sim
+
+extern "C" {
+
+const struct mlx5_qpn_dc_ops mlx5_qpn_sim_dc_ops = {
+	.cq_create = sim_cq_create,
+	.cq_destroy = sim_cq_destroy,
+	.dci_create = sim_dci_create,
+	.dci_destroy = sim_dci_destroy,
+	.dct_create = sim_dct_create,
+	.dct_destroy = sim_dct_destroy,
+	.execute = sim_dc_execute,
+	.poll = mlx5_qpn_sim_poll,
+};
 
 int
 mlx5_qpn_sim_dc_enable(struct mlx5_qpn_backend *be, int on)

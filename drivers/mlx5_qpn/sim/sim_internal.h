@@ -172,6 +172,7 @@ struct SingleBlock {
 };
 
 struct SimDev {
+	mlx5_qpn_backend base; /* first: the handle leads to mlx5_qpn_sim_ops (sim_open sets it) */
 	SimShm *shm;
 	qpn::shm::Segment seg;
 	uint16_t slot;

@@ -59,6 +59,7 @@ const struct mlx5_qpn_dev_ops mlx5_qpn_sim_ops = {
 	.qp_destroy = sim_qp_destroy,
 	.uar_map = sim_uar_map,
 	.uar_unmap = sim_uar_unmap,
+	.dc = &mlx5_qpn_sim_dc_ops,
 	.close = sim_close,
 };
 

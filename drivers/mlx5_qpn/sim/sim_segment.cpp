@@ -266,6 +266,7 @@ sim_open(const mlx5_qpn_devargs *da, mlx5_qpn_backend **out)
 	if (!d)
 		return -ENOMEM;
 	new (&d->seg) qpn::shm::Segment();
+	d->base.ops = &mlx5_qpn_sim_ops;
 	d->pid = getpid();
 	snprintf(d->name, sizeof(d->name), "%s", da->name);
 	d->fw_first_fit = mlx5_qpn_sim_cargs(da)->fw_first_fit != 0;

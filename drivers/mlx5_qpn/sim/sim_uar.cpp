@@ -6,7 +6,7 @@
  * value once across all pollers of all processes, and runs the DC data path (sim_dc_cmd.cpp).
  */
 #include "sim_internal.h"
-#include "mlx5_qpn_prm_status.h"
+#include "common/mlx5_qpn_prm_status.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -14,12 +14,18 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <atomic>
+
 #include <rte_common.h>
 #include <rte_lcore.h>
 #include <rte_service.h>
 #include <rte_service_component.h>
 
 using namespace mlx5_qpn_sim;
+
+/* The UAR pages, their meta and the counters are shared memory, polled by other processes. */
+static_assert(std::atomic_ref<uint32_t>::is_always_lock_free, "lock-free in shared memory");
+static_assert(std::atomic_ref<uint64_t>::is_always_lock_free, "lock-free in shared memory");
 
 namespace mlx5_qpn_sim {
 
@@ -46,13 +52,14 @@ int32_t
 svc_run(void *arg)
 {
 	mlx5_qpn_backend *be = static_cast<mlx5_qpn_backend *>(arg);
+	SimDev *d = to_dev(be);
 	int n = mlx5_qpn_sim_poll(be);
 	int w = 0;
 
 	/* Skip the device mutex when no DCI exists anywhere. */
-	if (__atomic_load_n(&to_dev(be)->shm->dc.nb_active, __ATOMIC_RELAXED) != 0 &&
-	    !to_dev(be)->dc_off)
-		w = mlx5_qpn_sim_dc_run(be);
+	if (std::atomic_ref<uint32_t>(d->shm->dc.nb_active).load(std::memory_order_relaxed) != 0 &&
+	    !d->dc_off)
+		w = mlx5_qpn_sim_dc_ops.execute(be);
 	return (n > 0 || w > 0) ? 0 : -EAGAIN;
 }
 
@@ -116,9 +123,9 @@ sim_uar_map(mlx5_qpn_backend *be, mlx5_qpn_uar *uar)
 			memset(s->uar[i], 0, UAR_PAGE);
 			m.owner = d->slot;
 			m.gen = ++s->gen_next;
-			__atomic_store_n(&m.last_seen, 0, __ATOMIC_RELAXED);
-			__atomic_store_n(&m.count, 0, __ATOMIC_RELAXED);
-			__atomic_store_n(&m.in_use, 1, __ATOMIC_RELEASE);
+			std::atomic_ref<uint64_t>(m.last_seen).store(0, std::memory_order_relaxed);
+			std::atomic_ref<uint64_t>(m.count).store(0, std::memory_order_relaxed);
+			std::atomic_ref<uint32_t>(m.in_use).store(1, std::memory_order_release);
 			s->ctr.uars_live++;
 			uar->base_addr = s->uar[i];
 			uar->reg_addr = s->uar[i] + UAR_DB_OFFSET;
@@ -158,7 +165,7 @@ sim_uar_unmap(mlx5_qpn_backend *be, mlx5_qpn_uar *uar)
 		dev_unlock(s);
 		return rc;
 	}
-	__atomic_store_n(&s->uar_meta[i].in_use, 0, __ATOMIC_RELEASE);
+	std::atomic_ref<uint32_t>(s->uar_meta[i].in_use).store(0, std::memory_order_release);
 	s->ctr.uars_live--;
 	dev_unlock(s);
 	memset(uar, 0, sizeof(*uar));
@@ -179,17 +186,19 @@ mlx5_qpn_sim_poll(struct mlx5_qpn_backend *be)
 
 	for (uint32_t i = 0; i < NB_UARS; i++) {
 		SimUarMeta &m = s->uar_meta[i];
-		if (!__atomic_load_n(&m.in_use, __ATOMIC_ACQUIRE))
+		if (!std::atomic_ref<uint32_t>(m.in_use).load(std::memory_order_acquire))
 			continue;
-		uint64_t v = __atomic_load_n(reinterpret_cast<uint64_t *>(s->uar[i] + UAR_DB_OFFSET),
-					     __ATOMIC_ACQUIRE);
-		uint64_t seen = __atomic_load_n(&m.last_seen, __ATOMIC_ACQUIRE);
+		auto *reg = reinterpret_cast<uint64_t *>(s->uar[i] + UAR_DB_OFFSET);
+		uint64_t v = std::atomic_ref<uint64_t>(*reg).load(std::memory_order_acquire);
+		std::atomic_ref<uint64_t> last_seen(m.last_seen);
+		uint64_t seen = last_seen.load(std::memory_order_acquire);
 		/* Whoever swaps the value in consumes the doorbell: concurrent pollers in any
 		 * process count each new value once. */
-		if (v != seen && __atomic_compare_exchange_n(&m.last_seen, &seen, v, false,
-							     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-			__atomic_fetch_add(&m.count, 1, __ATOMIC_RELAXED);
-			__atomic_fetch_add(&s->ctr.doorbells, 1, __ATOMIC_RELAXED);
+		if (v != seen && last_seen.compare_exchange_strong(seen, v, std::memory_order_acq_rel,
+								   std::memory_order_acquire)) {
+			std::atomic_ref<uint64_t>(m.count).fetch_add(1, std::memory_order_relaxed);
+			std::atomic_ref<uint64_t>(s->ctr.doorbells)
+				.fetch_add(1, std::memory_order_relaxed);
 			n++;
 		}
 	}

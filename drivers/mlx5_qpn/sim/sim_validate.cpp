@@ -7,7 +7,7 @@
 
 #include <atomic>
 
-#include "mlx5_qpn_prm_status.h"
+#include "common/mlx5_qpn_prm_status.h"
 
 namespace mlx5_qpn_sim {
 

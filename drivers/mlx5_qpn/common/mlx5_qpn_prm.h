@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #include "mlx5_qpn_ops.h"
-#include "mlx5_qpn_prm_status.h"
+#include "common/mlx5_qpn_prm_status.h"
 
 #ifdef __cplusplus
 extern "C" {

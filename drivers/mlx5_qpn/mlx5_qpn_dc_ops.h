@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef MLX5_QPN_DC_OPS_H
+#define MLX5_QPN_DC_OPS_H
+
+/**
+ * @file
+ * Internal: the DC half of a backend's operations table (mlx5_qpn_dev_ops::dc), the only door
+ * through which the DC data path (dc/mlx5_qpn_dc.cpp) reaches a device, as rdma-core's mlx5
+ * provider reaches its verbs or vfio backend through one per-context ops table.
+ *
+ * The split of work is mlx5dv's: a backend creates and destroys the objects (firmware commands)
+ * and hands out where their queues live (the info structs below); the DC layer then writes send
+ * WQEs, rings doorbells and polls CQEs in those queues itself, in the mlx5 layouts of
+ * common/mlx5_qpn_prm_wqe.h, without calling the backend. Only a device that executes WQEs in
+ * software (the emulated one) needs `execute` and `poll` to be driven by someone.
+ *
+ * A backend without a DC data path leaves mlx5_qpn_dev_ops::dc NULL (the hardware backend, until
+ * it creates mlx5dv DC QPs); a NULL table or a NULL member makes the DC layer answer -EOPNOTSUPP.
+ *
+ * Errors: every function returns 0 (or a count) or a negative errno: -EINVAL for a NULL argument
+ * or an object that is not this handle's, -ENOMEM when the device has no object or queue memory
+ * left, -EOPNOTSUPP when the data path is off on this handle, and firmware errors mapped as in
+ * common/mlx5_qpn_prm.h.
+ *
+ * Thread safety: create/destroy are slow-path commands that may be called from any thread;
+ * execute and poll may run concurrently with them and with each other.
+ */
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct mlx5_qpn_backend;
+
+/**
+ * DCT receive ring: rx_slots slots of rx_stride bytes, slot (message counter % rx_slots); in a
+ * slot, host-order 32-bit words [0] seqlock (odd while the device writes it), [1] message
+ * counter, [2] byte length, [3] source DCI QPN, then the data from byte MLX5_QPN_DC_RX_DATA.
+ * mlx5_qpn_dct_read() copies a message out under the seqlock.
+ */
+#define MLX5_QPN_DC_RX_DATA 64
+
+/** A CQ as the DC layer uses it. */
+struct mlx5_qpn_dc_cq_info {
+	void *ring;             /**< 2^log_depth CQEs of MLX5_QPN_CQE_SIZE bytes, all invalid. */
+	uint32_t *dbrec;        /**< [MLX5_QPN_CQ_SET_CI]: consumer index (be32, low 24 bits). */
+	uint32_t log_depth;
+	uint32_t cqn;           /**< CQ number. */
+	uint64_t handle;        /**< The backend's, for the other calls. */
+};
+
+/** A DCI as the DC layer uses it. */
+struct mlx5_qpn_dc_dci_info {
+	uint32_t qpn;           /**< The DCI's QP number. */
+	uint32_t log_sq_bbs;    /**< The SQ holds 2^log_sq_bbs basic blocks of 64 bytes. */
+	void *sq;               /**< The SQ ring. */
+	uint32_t *dbrec;        /**< [MLX5_QPN_SND_DBR]: send counter in BBs (be32, low 16 bits). */
+	void *uar_reg;          /**< 64-bit doorbell register (UAR page + 0x800). */
+	uint64_t handle;
+};
+
+/** A DCT as the DC layer uses it. */
+struct mlx5_qpn_dc_dct_info {
+	uint32_t dctn;          /**< DCT number. */
+	uint32_t rx_slots;      /**< Slots of the receive ring (see MLX5_QPN_DC_RX_DATA). */
+	uint32_t rx_stride;     /**< Bytes per slot. */
+	uint32_t rsvd;
+	const void *rx;         /**< The receive ring. */
+	uint64_t handle;
+};
+
+/** DC operations of a backend. */
+struct mlx5_qpn_dc_ops {
+	/** Create a CQ of 2^log_depth CQEs (1 <= log_depth <= 16). */
+	int (*cq_create)(struct mlx5_qpn_backend *be, uint32_t log_depth,
+			 struct mlx5_qpn_dc_cq_info *cq);
+	/** Destroy a CQ; -EBUSY while a DCI or DCT still completes on it. */
+	int (*cq_destroy)(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq);
+	/** Create a DCI completing on cq (a CQ of this handle), its SQ 2^log_sq_bbs BBs. */
+	int (*dci_create)(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq,
+			  uint32_t log_sq_bbs, struct mlx5_qpn_dc_dci_info *dci);
+	/** Destroy a DCI and free its QP number. */
+	int (*dci_destroy)(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_dci_info *dci);
+	/** Create a DCT with a DC key, receiving completions on cq (a CQ of this handle). */
+	int (*dct_create)(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq,
+			  uint64_t dc_key, struct mlx5_qpn_dc_dct_info *dct);
+	/** Destroy a DCT and free its number. */
+	int (*dct_destroy)(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_dct_info *dct);
+	/** The device's execution step: run rung WQEs (bounded). @return WQEs executed (>= 0). */
+	int (*execute)(struct mlx5_qpn_backend *be);
+	/** Consume doorbell writes (counting them); NULL if the device needs no one to. @return
+	 * doorbells consumed (>= 0). */
+	int (*poll)(struct mlx5_qpn_backend *be);
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MLX5_QPN_DC_OPS_H */
