@@ -25,13 +25,6 @@ struct mlx5_qpn_backend *mlx5_qpn_dev_backend(struct mlx5_qpn_dev *d)
 	return d != nullptr ? d->be : nullptr;
 }
 
-int mlx5_qpn_dev_is_sim(struct mlx5_qpn_dev *d)
-{
-	if (d == nullptr)
-		return -EINVAL;
-	return (d->backend->flags & MLX5_QPN_BACKEND_F_EMULATED) != 0 ? 1 : 0;
-}
-
 int mlx5_qpn_reserved_alloc(struct mlx5_qpn_dev *d, uint32_t *qpn)
 {
 	if (unlikely(d == nullptr || qpn == nullptr))

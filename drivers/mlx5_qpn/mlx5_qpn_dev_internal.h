@@ -23,10 +23,6 @@ int mlx5_qpn_dev_query(const char *name, struct mlx5_qpn_dev_info *info,
 /** The backend handle of a device (for the data path: drivers/mlx5_qpn/dc/). */
 struct mlx5_qpn_backend *mlx5_qpn_dev_backend(struct mlx5_qpn_dev *dev);
 
-/** 1 if the device's backend is emulated (MLX5_QPN_DEV_F_EMULATED), else 0; -EINVAL for NULL.
- * Kept for dc/ until the DC objects go through the ops table. */
-int mlx5_qpn_dev_is_sim(struct mlx5_qpn_dev *dev);
-
 /** Copy up to n device names (32 bytes each) under the registry lock; returns how many. */
 unsigned int mlx5_qpn_dev_names(char (*names)[32], unsigned int n);
 
