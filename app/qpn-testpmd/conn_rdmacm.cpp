@@ -249,49 +249,54 @@ uint16_t rej_reason(int status)
 	return status > 0 && status < MLX5_QPN_CM_REJ_REASON_SLOTS ? uint16_t(status) : UINT16_MAX;
 }
 
+/* Up to MAX events of channel CH, each translated by XLATE (false: nothing for the engine) and
+ * acknowledged right away, so that a release may destroy its cm_id. */
+template <typename F>
+unsigned drain(rdma_event_channel *ch, qpn_conn_event *ev, unsigned max, F xlate)
+{
+	unsigned n = 0;
+	rdma_cm_event *e;
+	while (n < max && g_rc.g->cm_get_cm_event(ch, &e) == 0) {
+		ev[n] = qpn_conn_event{.type = QPN_CONN_EV_ERROR};
+		if (xlate(e, &ev[n]))
+			n++;
+		g_rc.g->cm_ack_cm_event(e);
+	}
+	return n;
+}
+
 unsigned rc_active_poll(run_ctx *, unsigned lcore, qpn_conn_event *ev, unsigned max)
 {
 	const mlx5_qpn_glue *g = g_rc.g;
-	unsigned n = 0;
-	rdma_cm_event *e;
-	while (n < max && g->cm_get_cm_event(g_rc.ch[lcore], &e) == 0) {
-		uint32_t conn = conn_of(e->id);
-		qpn_conn_event x{.type = QPN_CONN_EV_ERROR, .conn = conn};
-		bool emit = true;
+	return drain(g_rc.ch[lcore], ev, max, [g, lcore](rdma_cm_event *e, qpn_conn_event *x) {
+		x->conn = conn_of(e->id);
 		switch (e->event) {
 		case RDMA_CM_EVENT_ADDR_RESOLVED:
-			emit = g->cm_resolve_route(e->id, kTimeoutMs) != 0;
-			break;
+			return g->cm_resolve_route(e->id, kTimeoutMs) != 0;
 		case RDMA_CM_EVENT_ROUTE_RESOLVED:
-			emit = send_req(e->id, g_rc.conns[lcore][conn].qpn) != 0;
-			break;
+			return send_req(e->id, g_rc.conns[lcore][x->conn].qpn) != 0;
 		case RDMA_CM_EVENT_CONNECT_RESPONSE:
 			/* No QP on the id: the REP comes as CONNECT_RESPONSE; establish sends the
 			 * RTU. */
 			if (g->cm_establish(e->id) == 0)
-				x.type = QPN_CONN_EV_ESTABLISHED;
-			break;
+				x->type = QPN_CONN_EV_ESTABLISHED;
+			return true;
 		case RDMA_CM_EVENT_REJECTED:
-			x.type = QPN_CONN_EV_REJECTED;
-			x.reason = rej_reason(e->status);
-			break;
+			x->type = QPN_CONN_EV_REJECTED;
+			x->reason = rej_reason(e->status);
+			return true;
 		case RDMA_CM_EVENT_DISCONNECTED:
-			x.type = QPN_CONN_EV_CLOSED;
-			break;
+			x->type = QPN_CONN_EV_CLOSED;
+			return true;
 		case RDMA_CM_EVENT_ADDR_ERROR:
 		case RDMA_CM_EVENT_ROUTE_ERROR:
 		case RDMA_CM_EVENT_CONNECT_ERROR:
 		case RDMA_CM_EVENT_UNREACHABLE:
-			break;
+			return true;
 		default:
-			emit = false;
-			break;
+			return false;
 		}
-		g->cm_ack_cm_event(e);
-		if (emit)
-			ev[n++] = x;
-	}
-	return n;
+	});
 }
 
 /* ---- passive side ---- */
@@ -332,43 +337,31 @@ uint32_t passive_add(rdma_cm_id *id)
 
 unsigned rc_passive_poll(run_ctx *, qpn_conn_event *ev, unsigned max)
 {
-	const mlx5_qpn_glue *g = g_rc.g;
-	unsigned n = 0;
-	rdma_cm_event *e;
-	while (n < max && g->cm_get_cm_event(g_rc.pch, &e) == 0) {
-		qpn_conn_event x{.type = QPN_CONN_EV_ERROR, .node = 0};
-		bool emit = true;
+	return drain(g_rc.pch, ev, max, [](rdma_cm_event *e, qpn_conn_event *x) {
 		switch (e->event) {
 		case RDMA_CM_EVENT_CONNECT_REQUEST:
-			x.type = QPN_CONN_EV_REQUEST;
-			x.conn = passive_add(e->id);
-			break;
+			x->type = QPN_CONN_EV_REQUEST;
+			x->conn = passive_add(e->id);
+			return true;
 		case RDMA_CM_EVENT_ESTABLISHED:
-			x.type = QPN_CONN_EV_ESTABLISHED;
-			x.conn = conn_of(e->id);
+			x->type = QPN_CONN_EV_ESTABLISHED;
 			break;
 		case RDMA_CM_EVENT_REJECTED:
-			x.type = QPN_CONN_EV_REJECTED;
-			x.reason = rej_reason(e->status);
-			x.conn = conn_of(e->id);
+			x->type = QPN_CONN_EV_REJECTED;
+			x->reason = rej_reason(e->status);
 			break;
 		case RDMA_CM_EVENT_DISCONNECTED:
-			x.type = QPN_CONN_EV_CLOSED; /* the kernel keeps the timewait */
-			x.conn = conn_of(e->id);
+			x->type = QPN_CONN_EV_CLOSED; /* the kernel keeps the timewait */
 			break;
 		case RDMA_CM_EVENT_CONNECT_ERROR:
 		case RDMA_CM_EVENT_UNREACHABLE:
-			x.conn = conn_of(e->id);
 			break;
 		default:
-			emit = false;
-			break;
+			return false;
 		}
-		g->cm_ack_cm_event(e);
-		if (emit)
-			ev[n++] = x;
-	}
-	return n;
+		x->conn = conn_of(e->id);
+		return true;
+	});
 }
 
 } /* namespace */
