@@ -69,7 +69,7 @@ void cmd_stop_parsed(void *, struct cmdline *, void *)
 	if (!run_active()) {
 		printf("stop: not running\n");
 	} else {
-		run_stop(g_cli_ctx, *g_cli_engine);
+		run_stop(g_cli_ctx);
 		printf("stopped engine %s\n", (*g_cli_engine)->name);
 		stats_summary(stdout, g_cli_ctx, *g_cli_engine);
 	}
@@ -79,7 +79,7 @@ void cmd_stop_parsed(void *, struct cmdline *, void *)
 void cmd_quit_parsed(void *, struct cmdline *cl, void *)
 {
 	if (run_active())
-		run_stop(g_cli_ctx, *g_cli_engine);
+		run_stop(g_cli_ctx);
 	cmdline_quit(cl);
 }
 

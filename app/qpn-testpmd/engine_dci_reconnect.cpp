@@ -288,9 +288,12 @@ struct active_loop {
 			if (stopping && drain_deadline == 0)
 				drain_deadline = mlx5_qpn_clock_ns() + kDrainNs;
 			run_serve(ctx, lcore);
-			unsigned n = cn.poll(ctx, lcore, evs, kPollBurst);
-			for (unsigned i = 0; i < n; i++)
-				on_event(evs[i]);
+			unsigned n;
+			do { /* a full burst: more may be waiting, and a round takes them all */
+				n = cn.poll(ctx, lcore, evs, kPollBurst);
+				for (unsigned i = 0; i < n; i++)
+					on_event(evs[i]);
+			} while (n == kPollBurst);
 			if (ctx->data_path)
 				/* Sends that found the send queue full (storms): post them now. */
 				for (slot &s : slots)

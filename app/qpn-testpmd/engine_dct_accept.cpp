@@ -151,9 +151,12 @@ void on_event(run_ctx *ctx, const qpn_conn_event &ev)
 void dcta_poll(run_ctx *ctx)
 {
 	qpn_conn_event ev[kPollBurst];
-	unsigned n = ctx->conn->passive.poll(ctx, ev, kPollBurst);
-	for (unsigned i = 0; i < n; i++)
-		on_event(ctx, ev[i]);
+	unsigned n;
+	do { /* a full burst: more may be waiting, and a round takes them all */
+		n = ctx->conn->passive.poll(ctx, ev, kPollBurst);
+		for (unsigned i = 0; i < n; i++)
+			on_event(ctx, ev[i]);
+	} while (n == kPollBurst);
 }
 
 int dcta_begin(run_ctx *)

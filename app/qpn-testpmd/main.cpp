@@ -87,7 +87,7 @@ int main(int argc, char **argv)
 	if (cfg.interactive) {
 		rc = cli_run(&ctx, &engine);
 		if (run_active())
-			run_stop(&ctx, engine);
+			run_stop(&ctx);
 		rc = rc == 0 ? 0 : 1;
 	} else {
 		rc = run_batch(&ctx, engine);

@@ -252,7 +252,7 @@ int run_start(run_ctx *ctx, const qpn_engine *e)
 	return 0;
 }
 
-void run_stop(run_ctx *ctx, const qpn_engine *)
+void run_stop(run_ctx *ctx)
 {
 	if (!g_running)
 		return;
@@ -313,7 +313,7 @@ int run_batch(run_ctx *ctx, const qpn_engine *e)
 			usleep(1000);
 		}
 	}
-	run_stop(ctx, e);
+	run_stop(ctx);
 
 	stats_summary(stdout, ctx, e);
 	uint64_t errors = 0;

@@ -155,7 +155,8 @@ struct qpn_engine {
 	/* Which side's steps the summary reports: false the active side (or the pool), true the
 	 * passive side. */
 	bool passive_side;
-	/* Before launch, after the connections are set up; 0 or negative errno (line printed). */
+	/* Before launch, after the connections are set up; 0 or negative errno (the runner says
+	 * which engine failed). */
 	int (*begin)(run_ctx *ctx);
 	/* After every lcore returned, before the connections are torn down. */
 	void (*end)(run_ctx *ctx);
@@ -214,7 +215,7 @@ std::string devargs_with_quarantine(const std::string &da, int64_t quarantine_us
  * errno (line printed). */
 int run_start(run_ctx *ctx, const qpn_engine *e);
 /* Stop: set stop, wait for every worker, end, tear the connections down. */
-void run_stop(run_ctx *ctx, const qpn_engine *e);
+void run_stop(run_ctx *ctx);
 bool run_active();
 /* Batch mode: start, progress lines until --duration or the work is done, stop, summary and
  * JSON. The exit status: 0, or 1 on a failed start or errors during the run. */
