@@ -32,14 +32,16 @@ const qpn_engine *engine_find(const std::string &name)
 	return nullptr;
 }
 
+namespace {
+
+/* Whether a device is a hardware one: the only question the app asks about a device's kind, and
+ * only to pick the connection implementation (conn_select). */
 bool dev_is_hw(struct mlx5_qpn_dev *dev)
 {
 	struct mlx5_qpn_dev_info info;
 	return mlx5_qpn_dev_info_get(dev, &info) == 0 && info.backend != nullptr &&
 	       strcmp(info.backend, "hw") == 0;
 }
-
-namespace {
 
 run_ctx *g_ctx;
 const qpn_engine *g_engine;

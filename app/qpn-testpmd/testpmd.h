@@ -227,8 +227,6 @@ int devices_probe(run_ctx *ctx, int64_t quarantine_us);
 void devices_close(run_ctx *ctx);
 /* Re-probe every device with a new quarantine (stopped only). */
 int devices_reprobe(run_ctx *ctx, int64_t quarantine_us);
-/* Whether a device is a hardware one ("hw" backend): picks the connection implementation. */
-bool dev_is_hw(struct mlx5_qpn_dev *dev);
 
 /* ---- conn_rdmacm.cpp ---- */
 /* Whether s is IPv4:PORT (PORT 1..65535), as --hw-peer needs it; *why says what is wrong. */
