@@ -32,15 +32,10 @@ static int alloc_lcore_run(run_ctx *ctx, unsigned lcore)
 				st.cycle_cycles += t1 - t0;
 				held.push_back(q[i]);
 				st.allocs.fetch_add(1, std::memory_order_relaxed);
-			} else if (rc == -EAGAIN) {
-				st.eagain.fetch_add(1, std::memory_order_relaxed);
-				rte_pause();
-				break;
-			} else if (rc == -ENOSPC) {
-				st.enospc.fetch_add(1, std::memory_order_relaxed);
-				break;
 			} else {
-				st.errors.fetch_add(1, std::memory_order_relaxed);
+				count_alloc_failure(st, rc);
+				if (rc == -EAGAIN)
+					rte_pause(); /* every free QPN in quarantine: let time pass */
 				break;
 			}
 		}
