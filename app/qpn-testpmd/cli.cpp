@@ -69,7 +69,7 @@ void cmd_stop_parsed(void *, struct cmdline *, void *)
 	if (!run_active()) {
 		printf("stop: not running\n");
 	} else {
-		run_stop(g_cli_ctx, *g_cli_engine);
+		run_stop(g_cli_ctx);
 		printf("stopped engine %s\n", (*g_cli_engine)->name);
 		stats_summary(stdout, g_cli_ctx, *g_cli_engine);
 	}
@@ -79,7 +79,7 @@ void cmd_stop_parsed(void *, struct cmdline *, void *)
 void cmd_quit_parsed(void *, struct cmdline *cl, void *)
 {
 	if (run_active())
-		run_stop(g_cli_ctx, *g_cli_engine);
+		run_stop(g_cli_ctx);
 	cmdline_quit(cl);
 }
 
@@ -106,12 +106,30 @@ cmdline_parse_token_string_t tok_stop = TOKEN_STRING_INITIALIZER(cmd_word, word,
 cmdline_parse_token_string_t tok_quit = TOKEN_STRING_INITIALIZER(cmd_word, word, "quit");
 cmdline_parse_token_string_t tok_help = TOKEN_STRING_INITIALIZER(cmd_word, word, "help");
 
-cli_inst cmd_start = {cmd_start_parsed, nullptr, "start: run the engine on the worker lcores",
-		      {&tok_start, nullptr}};
-cli_inst cmd_stop = {cmd_stop_parsed, nullptr, "stop: stop the engine, print the summary",
-		     {&tok_stop, nullptr}};
-cli_inst cmd_quit = {cmd_quit_parsed, nullptr, "quit: stop and leave", {&tok_quit, nullptr}};
-cli_inst cmd_help = {cmd_help_parsed, nullptr, "help: list the commands", {&tok_help, nullptr}};
+cli_inst cmd_start = {
+	.f = cmd_start_parsed,
+	.data = nullptr,
+	.help_str = "start: run the engine on the worker lcores",
+	.tokens = {&tok_start, nullptr},
+};
+cli_inst cmd_stop = {
+	.f = cmd_stop_parsed,
+	.data = nullptr,
+	.help_str = "stop: stop the engine, print the summary",
+	.tokens = {&tok_stop, nullptr},
+};
+cli_inst cmd_quit = {
+	.f = cmd_quit_parsed,
+	.data = nullptr,
+	.help_str = "quit: stop and leave",
+	.tokens = {&tok_quit, nullptr},
+};
+cli_inst cmd_help = {
+	.f = cmd_help_parsed,
+	.data = nullptr,
+	.help_str = "help: list the commands",
+	.tokens = {&tok_help, nullptr},
+};
 
 /* ---- show stats|device|pool, show lcore stats, clear stats ---- */
 struct cmd_two {
@@ -168,14 +186,24 @@ cmdline_parse_token_string_t tok_lstats = TOKEN_STRING_INITIALIZER(cmd_three, c,
 cmdline_parse_token_string_t tok_clear = TOKEN_STRING_INITIALIZER(cmd_two, a, "clear");
 cmdline_parse_token_string_t tok_clear_stats = TOKEN_STRING_INITIALIZER(cmd_two, b, "stats");
 
-cli_inst cmd_show = {cmd_show_parsed, nullptr,
-		     "show stats|device|pool: summary, devices and CM settings, QPN pools",
-		     {&tok_show, &tok_show_what, nullptr}};
-cli_inst cmd_show_lcore = {cmd_show_lcore_parsed, nullptr,
-			   "show lcore stats: per-lcore connections and rejects",
-			   {&tok_show3, &tok_lcore, &tok_lstats, nullptr}};
-cli_inst cmd_clear = {cmd_clear_parsed, nullptr, "clear stats: reset every counter",
-		      {&tok_clear, &tok_clear_stats, nullptr}};
+cli_inst cmd_show = {
+	.f = cmd_show_parsed,
+	.data = nullptr,
+	.help_str = "show stats|device|pool: summary, devices and CM settings, QPN pools",
+	.tokens = {&tok_show, &tok_show_what, nullptr},
+};
+cli_inst cmd_show_lcore = {
+	.f = cmd_show_lcore_parsed,
+	.data = nullptr,
+	.help_str = "show lcore stats: per-lcore connections and rejects",
+	.tokens = {&tok_show3, &tok_lcore, &tok_lstats, nullptr},
+};
+cli_inst cmd_clear = {
+	.f = cmd_clear_parsed,
+	.data = nullptr,
+	.help_str = "clear stats: reset every counter",
+	.tokens = {&tok_clear, &tok_clear_stats, nullptr},
+};
 
 /* ---- set engine NAME, set cm-policy P, set quarantine N ---- */
 struct cmd_set_str {
@@ -258,15 +286,24 @@ cmdline_parse_token_string_t tok_quar =
 	TOKEN_STRING_INITIALIZER(cmd_set_num, what, "quarantine");
 cmdline_parse_token_string_t tok_quar_us = TOKEN_STRING_INITIALIZER(cmd_set_num, value, nullptr);
 
-cli_inst cmd_set_engine = {cmd_set_engine_parsed, nullptr,
-			   "set engine dci-reconnect|dct-accept|churn|alloc: engine of the next start",
-			   {&tok_set_e, &tok_engine, &tok_engine_name, nullptr}};
-cli_inst cmd_set_policy = {cmd_set_policy_parsed, nullptr,
-			   "set cm-policy live|strict: CM timewait policy of the next start",
-			   {&tok_set_p, &tok_policy, &tok_policy_name, nullptr}};
-cli_inst cmd_set_quarantine = {cmd_set_quarantine_parsed, nullptr,
-			       "set quarantine <us>: re-probe the devices with this quarantine",
-			       {&tok_set_q, &tok_quar, &tok_quar_us, nullptr}};
+cli_inst cmd_set_engine = {
+	.f = cmd_set_engine_parsed,
+	.data = nullptr,
+	.help_str = "set engine dci-reconnect|dct-accept|churn|alloc: engine of the next start",
+	.tokens = {&tok_set_e, &tok_engine, &tok_engine_name, nullptr},
+};
+cli_inst cmd_set_policy = {
+	.f = cmd_set_policy_parsed,
+	.data = nullptr,
+	.help_str = "set cm-policy live|strict: CM timewait policy of the next start",
+	.tokens = {&tok_set_p, &tok_policy, &tok_policy_name, nullptr},
+};
+cli_inst cmd_set_quarantine = {
+	.f = cmd_set_quarantine_parsed,
+	.data = nullptr,
+	.help_str = "set quarantine <us>: re-probe the devices with this quarantine",
+	.tokens = {&tok_set_q, &tok_quar, &tok_quar_us, nullptr},
+};
 
 cmdline_parse_ctx_t cli_ctx[] = {
 	reinterpret_cast<cmdline_parse_inst_t *>(&cmd_start),

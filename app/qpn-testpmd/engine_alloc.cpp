@@ -3,6 +3,7 @@
  * The `alloc` engine: pool only. Each lcore keeps `hold` reserved QPNs allocated and, in bursts,
  * releases its oldest and takes new ones through the driver API, timing each call. With the
  * quarantine on, this is the steady state of a DCI that reconnects without doing anything else.
+ * It runs on every lcore the runner launches (no CM, no sides).
  */
 #include <cerrno>
 #include <deque>
@@ -11,13 +12,6 @@
 #include <rte_pause.h>
 
 #include "testpmd.h"
-
-static int alloc_init(run_ctx *ctx)
-{
-	/* Every lcore that runs the loop is a worker of this engine. */
-	roles_assign(ctx);
-	return 0;
-}
 
 static int alloc_lcore_run(run_ctx *ctx, unsigned lcore)
 {
@@ -38,15 +32,10 @@ static int alloc_lcore_run(run_ctx *ctx, unsigned lcore)
 				st.cycle_cycles += t1 - t0;
 				held.push_back(q[i]);
 				st.allocs.fetch_add(1, std::memory_order_relaxed);
-			} else if (rc == -EAGAIN) {
-				st.eagain.fetch_add(1, std::memory_order_relaxed);
-				rte_pause();
-				break;
-			} else if (rc == -ENOSPC) {
-				st.enospc.fetch_add(1, std::memory_order_relaxed);
-				break;
 			} else {
-				st.errors.fetch_add(1, std::memory_order_relaxed);
+				count_alloc_failure(st, rc);
+				if (rc == -EAGAIN)
+					rte_pause(); /* every free QPN in quarantine: let time pass */
 				break;
 			}
 		}
@@ -83,14 +72,14 @@ static int alloc_lcore_run(run_ctx *ctx, unsigned lcore)
 	return 0;
 }
 
-static void alloc_fini(run_ctx *) {}
-
 const qpn_engine engine_alloc = {
-	"alloc",
-	"pool only: keep --hold QPNs per lcore, release the oldest and allocate in bursts",
-	alloc_init,
-	alloc_lcore_run,
-	alloc_fini,
-	false,
-	false,
+	.name = "alloc",
+	.help = "pool only: keep --hold QPNs per lcore, release the oldest and allocate in bursts",
+	.uses_cm = false,
+	.passive_side = false,
+	.begin = nullptr,
+	.end = nullptr,
+	.lcore_run = alloc_lcore_run,
+	.passive_poll = nullptr,
+	.peer = nullptr,
 };

@@ -1,31 +1,189 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The `dct-accept` engine: the passive side. Each peer (--peers) is a DC target behind a CM
- * agent of its own; for every REQ it takes a reserved QPN and accepts with it (REP), as
+ * node of its own; for every REQ it takes a reserved QPN and accepts with it (REP), as
  * rdma-core's DC-over-CM test does, waits for the RTU, receives the SENDs on its DCT, answers
- * the DREQ and gives the QPN back when its timewait ends. In one process the client lcores
- * drive it exactly as in dci-reconnect; the summary reports the server's steps (alloc,
- * REP->RTU, release) and counts its completed connections.
+ * the DREQ and gives the QPN back when its timewait ends. The passive side is driven by one lcore
+ * (the server lcore, or a client lcore that co-polls it). In one process the active side it
+ * needs to have something to accept is dci-reconnect's body, run as the peer; the summary reports
+ * the server's steps (alloc, REP->RTU, release) and counts its completed connections.
  */
+#include <cerrno>
+#include <cstring>
+#include <unordered_map>
+
+#include <rte_cycles.h>
+
 #include "testpmd.h"
 
-static int dcta_init(run_ctx *ctx) { return cm_glue_init(ctx); }
+namespace {
 
-static int dcta_lcore_run(run_ctx *ctx, unsigned lcore)
+struct server_conn {
+	uint32_t qpn;
+	uint64_t t_acc;    /* accept (REP) sent */
+	uint64_t t_alloc0; /* REQ seen, alloc started */
+	uint64_t pool_cyc; /* alloc cycles */
+	uint64_t t_end;    /* CLOSED seen (0: not completed) */
+	bool established;
+};
+
+/* The passive side's open connections by (node, connection id). Only the lcore that drives the
+ * passive side touches it, and the main lcore before launch and after every lcore returned. */
+std::unordered_map<uint64_t, server_conn> g_conns;
+
+uint64_t conn_key(unsigned node, uint32_t conn) { return (uint64_t(node) << 32) | conn; }
+
+/* The passive side gives its QPN back when its own timewait ends, not at CLOSED: the active side
+ * entered timewait later (when the DREP arrived) and, under the strict policy, holds (server
+ * GUID, server QPN) until then; the pool's quarantine then covers that difference. The cycle is
+ * counted from the REQ to CLOSED (plus the release call). */
+void server_release(run_ctx *ctx, server_conn &sc, bool completed)
 {
-	static const client_mode mode{};
-	return cm_lcore_run(ctx, lcore, mode);
+	lcore_stats &st = ctx->srv;
+	uint64_t t0 = rte_rdtsc();
+	int rc = mlx5_qpn_reserved_dealloc(ctx->dev, sc.qpn);
+	uint64_t t1 = rte_rdtsc();
+	if (rc != 0) {
+		st.errors.fetch_add(1, std::memory_order_relaxed);
+		APP_LOG(ERR, "server: release of QPN 0x%x: %s", sc.qpn, strerror(-rc));
+		return;
+	}
+	st.hist[STEP_RELEASE].record(t1 - t0);
+	st.frees.fetch_add(1, std::memory_order_relaxed);
+	if (completed) {
+		uint64_t cyc = sc.t_end - sc.t_alloc0 + (t1 - t0);
+		st.hist[STEP_CYCLE].record(cyc);
+		st.pool_cycles += sc.pool_cyc + (t1 - t0);
+		st.cycle_cycles += cyc;
+	}
 }
 
-static void dcta_fini(run_ctx *ctx) { cm_glue_fini(ctx); }
+/* A REQ: a reserved QPN of our own for the REP, or a REJ when there is none. */
+void on_request(run_ctx *ctx, const qpn_conn_event &ev)
+{
+	const qpn_conn_passive_ops &cn = ctx->conn->passive;
+	lcore_stats &st = ctx->srv;
+	server_conn sc{};
+	sc.t_alloc0 = rte_rdtsc();
+	int rc = mlx5_qpn_reserved_alloc(ctx->dev, &sc.qpn);
+	uint64_t t1 = rte_rdtsc();
+	if (rc != 0) {
+		count_alloc_failure(st, rc);
+		cn.reject(ctx, ev.node, ev.conn, MLX5_QPN_CM_REJ_NO_RESOURCES);
+		cn.release(ctx, ev.node, ev.conn);
+		return;
+	}
+	st.allocs.fetch_add(1, std::memory_order_relaxed);
+	st.hist[STEP_ALLOC].record(t1 - sc.t_alloc0);
+	sc.pool_cyc = t1 - sc.t_alloc0;
+	rc = cn.accept(ctx, ev.node, ev.conn, sc.qpn);
+	sc.t_acc = rte_rdtsc();
+	if (rc != 0) {
+		APP_LOG(ERR, "server: accept: %s", strerror(-rc));
+		st.errors.fetch_add(1, std::memory_order_relaxed);
+		cn.reject(ctx, ev.node, ev.conn, MLX5_QPN_CM_REJ_NO_RESOURCES);
+		cn.release(ctx, ev.node, ev.conn);
+		server_release(ctx, sc, false);
+		return;
+	}
+	g_conns[conn_key(ev.node, ev.conn)] = sc;
+}
+
+/* The connection is over for us: its QPN back to the pool, the connection released. */
+void finish(run_ctx *ctx, const qpn_conn_event &ev,
+	    std::unordered_map<uint64_t, server_conn>::iterator it)
+{
+	server_release(ctx, it->second, it->second.t_end != 0);
+	ctx->conn->passive.release(ctx, ev.node, ev.conn);
+	g_conns.erase(it);
+}
+
+void on_event(run_ctx *ctx, const qpn_conn_event &ev)
+{
+	lcore_stats &st = ctx->srv;
+	switch (ev.type) {
+	case QPN_CONN_EV_REQUEST:
+		on_request(ctx, ev);
+		break;
+	case QPN_CONN_EV_ESTABLISHED: {
+		auto it = g_conns.find(conn_key(ev.node, ev.conn));
+		if (it != g_conns.end() && !it->second.established) {
+			it->second.established = true;
+			st.hist[STEP_RTU].record(rte_rdtsc() - it->second.t_acc);
+		}
+		break;
+	}
+	case QPN_CONN_EV_REJECTED:
+	case QPN_CONN_EV_CLOSED: {
+		if (ev.type == QPN_CONN_EV_REJECTED)
+			count_rej(st, ev.reason);
+		auto it = g_conns.find(conn_key(ev.node, ev.conn));
+		if (it == g_conns.end())
+			break;
+		server_conn &sc = it->second;
+		if (ev.type == QPN_CONN_EV_CLOSED && sc.established) {
+			sc.t_end = rte_rdtsc();
+			st.ops.fetch_add(1, std::memory_order_relaxed);
+		}
+		if (!ev.timewait)
+			finish(ctx, ev, it); /* else released at TIMEWAIT_EXIT */
+		break;
+	}
+	case QPN_CONN_EV_TIMEWAIT_EXIT: {
+		auto it = g_conns.find(conn_key(ev.node, ev.conn));
+		if (it != g_conns.end())
+			finish(ctx, ev, it);
+		break;
+	}
+	case QPN_CONN_EV_COMPLETION:
+		/* A SEND received on a DCT. */
+		if (ev.error)
+			st.cqe_errors.fetch_add(1, std::memory_order_relaxed);
+		else
+			st.recvs.fetch_add(1, std::memory_order_relaxed);
+		break;
+	case QPN_CONN_EV_ERROR:
+		st.errors.fetch_add(1, std::memory_order_relaxed);
+		break;
+	}
+}
+
+void dcta_poll(run_ctx *ctx)
+{
+	qpn_conn_event ev[kPollBurst];
+	unsigned n;
+	do { /* a full burst: more may be waiting, and a round takes them all */
+		n = ctx->conn->passive.poll(ctx, ev, kPollBurst);
+		for (unsigned i = 0; i < n; i++)
+			on_event(ctx, ev[i]);
+	} while (n == kPollBurst);
+}
+
+int dcta_begin(run_ctx *)
+{
+	g_conns.clear();
+	return 0;
+}
+
+/* Connections still open at the end: give their QPNs back. */
+void dcta_end(run_ctx *ctx)
+{
+	for (auto &kv : g_conns)
+		mlx5_qpn_reserved_dealloc(ctx->dev, kv.second.qpn);
+	g_conns.clear();
+}
+
+} /* namespace */
 
 const qpn_engine engine_dct_accept = {
-	"dct-accept",
-	"passive side: per REQ a reserved QPN in the REP, RTU, receives on the DCT, DREP, release "
-	"after timewait",
-	dcta_init,
-	dcta_lcore_run,
-	dcta_fini,
-	true,
-	true,
+	.name = "dct-accept",
+	.help = "passive side: per REQ a reserved QPN in the REP, RTU, receives on the DCT, DREP, "
+		"release after timewait",
+	.uses_cm = true,
+	.passive_side = true,
+	.begin = dcta_begin,
+	.end = dcta_end,
+	.lcore_run = nullptr,
+	.passive_poll = dcta_poll,
+	.peer = &engine_dci_reconnect,
 };

@@ -5,396 +5,26 @@
  * Drives reserved-QPN engines on the lcores against mlx5_qpn devices (the emulated sim0 by
  * default): in batch mode for --duration seconds or --connections connections, with a progress
  * line every second and a summary (and JSON) at the end; with -i at an interactive prompt.
- * Exit codes: 0 success, 1 run-time failure (probe, engine init, errors during the run),
+ * Exit codes: 0 success, 1 run-time failure (probe, engine start, errors during the run),
  * 2 bad command line.
+ *
+ * This file holds the program's outline only: the options are options.cpp's, the runner
+ * run.cpp's, the engines engine_*.cpp's, the connections conn*.cpp's, the prompt cli.cpp's.
  */
-#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <getopt.h>
 #include <string>
-#include <thread>
-#include <unistd.h>
 
 #include <rte_cycles.h>
 #include <rte_eal.h>
-#include <rte_launch.h>
-#include <rte_lcore.h>
-#include <rte_log.h>
-#include <rte_pause.h>
 
-#include "mlx5_qpn_devargs.h"
-#include "opt_num.h"
 #include "sim/mlx5_qpn_sim.h"
 #include "testpmd.h"
 
-const qpn_engine *const engine_list[4] = {&engine_dci_reconnect, &engine_dct_accept,
-					  &engine_churn, &engine_alloc};
-
-const qpn_engine *engine_find(const std::string &name)
-{
-	for (const qpn_engine *e : engine_list)
-		if (name == e->name)
-			return e;
-	return nullptr;
-}
-
 namespace {
 
-void usage(const char *prog)
-{
-	printf("usage: %s [EAL options] -- [options]\n"
-	       "  --qpn-dev=DEVARGS     device (repeatable; default sim0), e.g. sim0,max_qpns=4096\n"
-	       "                        or ib=mlx5_0 (hardware; see doc/guides/app.md)\n"
-	       "  --engine=NAME         engine (default dci-reconnect):", prog);
-	for (const qpn_engine *e : engine_list)
-		printf(" %s", e->name);
-	printf("\n  --duration=SEC        run time (default 3)\n"
-	       "  --connections=N       stop after N connections in total (alloc: per lcore)\n"
-	       "  --peers=N             DC targets, each a CM node of its own (default 1, max 32)\n"
-	       "  --msgs-per-conn=N     SENDs per connection (default 4; 0: none)\n"
-	       "  --inflight=N          connections open at once per client lcore (default 4)\n"
-	       "  --quarantine-us=N     quarantine of released QPNs (default: the CM timewait)\n"
-	       "  --cm-policy=P         live | strict (default strict: pairs held through timewait)\n"
-	       "  --cm-plt=N            CM packet life time exponent (default 10)\n"
-	       "  --cm-ack-delay=N      CA ACK delay exponent (default 10); with the default\n"
-	       "                        both give a timewait of 16 ms\n"
-	       "  --force-shared-qpn    negative control: two connections share one QPN\n"
-	       "  --seed=N              random seed of churn (default 1)\n"
-	       "  --burst=N, --hold=N   alloc engine: QPNs per burst (8), QPNs held per lcore (64)\n"
-	       "  --json=FILE           write the summary as JSON\n"
-	       "  --destroy-sim         remove the emulated devices' shared memory at exit\n"
-	       "  --hw-peer=IP:PORT     hardware mode, active side: the passive qpn-testpmd\n"
-	       "  --hw-port=PORT        hardware mode, passive side: port to listen on (18515)\n"
-	       "  --role=R              both | client | server (default both: one process); client\n"
-	       "                        and server are two processes sharing --fabric and the device\n"
-	       "  --fabric=NAME         CM over the shared-memory fabric NAME (default: in-process)\n"
-	       "  -i, --interactive     interactive prompt\n"
-	       "  -h, --help            this text\n");
-	for (const qpn_engine *e : engine_list)
-		printf("engine %s: %s\n", e->name, e->help);
-}
-
-/* Numeric options: app/common/opt_num.h, one line naming the option and the value as typed. */
-bool opt_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-	std::string why;
-	if (opt_num_u64(v, lo, hi, out, &why))
-		return true;
-	fprintf(stderr, "%s\n", opt_num_error("qpn-testpmd", opt, v, why).c_str());
-	return false;
-}
-
-template <typename T> bool opt_uint(const char *opt, const char *v, uint64_t lo, uint64_t hi, T *out)
-{
-	uint64_t x;
-	if (!opt_u64(opt, v, lo, hi, &x))
-		return false;
-	*out = static_cast<T>(x);
-	return true;
-}
-
-/*
- * A --qpn-dev value is checked as typed, before anything is added to it, so that a bad one is
- * reported as the user wrote it and under the option's name (the driver's reason, without its
- * prefix, in the same line). Nothing is probed yet, so nothing is left behind.
- */
-bool check_devargs(const char *v)
-{
-	char *buf = nullptr;
-	size_t len = 0;
-	FILE *mem = open_memstream(&buf, &len);
-	if (mem != nullptr)
-		rte_openlog_stream(mem);
-	struct mlx5_qpn_devargs da;
-	int rc = mlx5_qpn_devargs_parse(v, &da);
-	if (mem != nullptr) {
-		rte_openlog_stream(nullptr);
-		fclose(mem);
-	}
-	std::string why = buf != nullptr ? std::string(buf, len) : std::string();
-	free(buf);
-	if (rc == 0)
-		return true;
-	while (!why.empty() && why.back() == '\n')
-		why.pop_back();
-	if (why.compare(0, 10, "mlx5_qpn: ") == 0)
-		why.erase(0, 10);
-	if (why.empty())
-		why = "refused by the driver";
-	fprintf(stderr, "%s\n", opt_num_error("qpn-testpmd", "--qpn-dev", v, why).c_str());
-	return false;
-}
-
-enum {
-	O_DEV = 256, O_ENGINE, O_DURATION, O_CONNS, O_BURST, O_HOLD, O_JSON, O_PEERS, O_MSGS,
-	O_INFLIGHT, O_QUAR, O_POLICY, O_PLT, O_ACK, O_SHARED, O_SEED, O_DESTROY, O_HWPEER,
-	O_HWPORT, O_ROLE, O_FABRIC,
-};
-
-int parse_args(int argc, char **argv, run_config *cfg)
-{
-	static const struct option opts[] = {
-		{"qpn-dev", required_argument, nullptr, O_DEV},
-		{"engine", required_argument, nullptr, O_ENGINE},
-		{"duration", required_argument, nullptr, O_DURATION},
-		{"connections", required_argument, nullptr, O_CONNS},
-		{"burst", required_argument, nullptr, O_BURST},
-		{"hold", required_argument, nullptr, O_HOLD},
-		{"json", required_argument, nullptr, O_JSON},
-		{"peers", required_argument, nullptr, O_PEERS},
-		{"msgs-per-conn", required_argument, nullptr, O_MSGS},
-		{"inflight", required_argument, nullptr, O_INFLIGHT},
-		{"quarantine-us", required_argument, nullptr, O_QUAR},
-		{"cm-policy", required_argument, nullptr, O_POLICY},
-		{"cm-plt", required_argument, nullptr, O_PLT},
-		{"cm-ack-delay", required_argument, nullptr, O_ACK},
-		{"force-shared-qpn", no_argument, nullptr, O_SHARED},
-		{"seed", required_argument, nullptr, O_SEED},
-		{"destroy-sim", no_argument, nullptr, O_DESTROY},
-		{"hw-peer", required_argument, nullptr, O_HWPEER},
-		{"hw-port", required_argument, nullptr, O_HWPORT},
-		{"role", required_argument, nullptr, O_ROLE},
-		{"fabric", required_argument, nullptr, O_FABRIC},
-		{"interactive", no_argument, nullptr, 'i'},
-		{"help", no_argument, nullptr, 'h'},
-		{nullptr, 0, nullptr, 0},
-	};
-	int c;
-	std::string why;
-	bool engine_set = false;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":hi", opts, nullptr)) != -1) {
-		switch (c) {
-		case O_DEV:
-			if (!check_devargs(optarg))
-				return -EINVAL;
-			cfg->devargs.push_back(optarg);
-			break;
-		case O_ENGINE:
-			cfg->engine = optarg;
-			engine_set = true;
-			break;
-		case O_ROLE:
-			if (strcmp(optarg, "both") != 0 && strcmp(optarg, "client") != 0 &&
-			    strcmp(optarg, "server") != 0) {
-				fprintf(stderr, "qpn-testpmd: bad value for --role: \"%s\" (expected "
-						"both, client or server)\n", optarg);
-				return -EINVAL;
-			}
-			cfg->role = optarg;
-			break;
-		case O_FABRIC:
-			if (optarg[0] == '\0' || strlen(optarg) > MLX5_QPN_CM_SHM_NAMESIZE ||
-			    strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-					   "0123456789_.-") != strlen(optarg)) {
-				fprintf(stderr, "qpn-testpmd: bad value for --fabric: \"%s\" (1..%d "
-						"characters from [A-Za-z0-9_.-])\n", optarg,
-					MLX5_QPN_CM_SHM_NAMESIZE);
-				return -EINVAL;
-			}
-			cfg->fabric = optarg;
-			break;
-		case O_DURATION:
-			if (!opt_num_decimal(optarg, 0.01, 86400, &cfg->duration_s, &why)) {
-				fprintf(stderr, "%s\n",
-					opt_num_error("qpn-testpmd", "--duration", optarg, why).c_str());
-				return -EINVAL;
-			}
-			break;
-		case O_CONNS:
-			if (!opt_uint("--connections", optarg, 1, 1000000000000000ull, &cfg->connections))
-				return -EINVAL;
-			break;
-		case O_BURST:
-			if (!opt_uint("--burst", optarg, 1, 64, &cfg->burst))
-				return -EINVAL;
-			break;
-		case O_HOLD:
-			if (!opt_uint("--hold", optarg, 0, 1 << 20, &cfg->hold))
-				return -EINVAL;
-			break;
-		case O_JSON: cfg->json = optarg; break;
-		case O_PEERS:
-			if (!opt_uint("--peers", optarg, 1, 32, &cfg->peers))
-				return -EINVAL;
-			break;
-		case O_MSGS:
-			if (!opt_uint("--msgs-per-conn", optarg, 0, 64, &cfg->msgs_per_conn))
-				return -EINVAL;
-			break;
-		case O_INFLIGHT:
-			if (!opt_uint("--inflight", optarg, 1, 64, &cfg->inflight))
-				return -EINVAL;
-			break;
-		case O_QUAR:
-			if (!opt_uint("--quarantine-us", optarg, 0, kMaxQuarantineUs,
-				      &cfg->quarantine_us))
-				return -EINVAL;
-			break;
-		case O_POLICY:
-			if (strcmp(optarg, "live") == 0) {
-				cfg->policy = MLX5_QPN_CM_POLICY_LIVE;
-			} else if (strcmp(optarg, "strict") == 0) {
-				cfg->policy = MLX5_QPN_CM_POLICY_STRICT;
-			} else {
-				fprintf(stderr, "qpn-testpmd: bad value for --cm-policy: \"%s\" "
-						"(expected live or strict)\n", optarg);
-				return -EINVAL;
-			}
-			break;
-		case O_PLT:
-			if (!opt_uint("--cm-plt", optarg, 0, 31, &cfg->plt))
-				return -EINVAL;
-			break;
-		case O_ACK:
-			if (!opt_uint("--cm-ack-delay", optarg, 0, 31, &cfg->ack_delay))
-				return -EINVAL;
-			break;
-		case O_SHARED: cfg->force_shared_qpn = true; break;
-		case O_SEED:
-			if (!opt_uint("--seed", optarg, 1, 1000000000000000000ull, &cfg->seed))
-				return -EINVAL;
-			break;
-		case O_DESTROY: cfg->destroy_sim = true; break;
-		case O_HWPEER:
-			if (!hw_peer_valid(optarg, &why)) {
-				fprintf(stderr, "%s\n",
-					opt_num_error("qpn-testpmd", "--hw-peer", optarg, why).c_str());
-				return -EINVAL;
-			}
-			cfg->hw_peer = optarg;
-			break;
-		case O_HWPORT:
-			if (!opt_uint("--hw-port", optarg, 1, 65535, &cfg->hw_port))
-				return -EINVAL;
-			break;
-		case 'i': cfg->interactive = true; break;
-		case 'h': usage(argv[0]); return 1;
-		case ':':
-			fprintf(stderr, "qpn-testpmd: option \"%s\" needs a value (see --help)\n",
-				argv[optind - 1]);
-			return -EINVAL;
-		default:
-			fprintf(stderr, "qpn-testpmd: unknown option \"%s\" (see --help)\n",
-				argv[optind - 1]);
-			return -EINVAL;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "qpn-testpmd: unexpected argument \"%s\"\n", argv[optind]);
-		return -EINVAL;
-	}
-	if (cfg->devargs.empty())
-		cfg->devargs.push_back("sim0");
-	if (cfg->role != "both") {
-		/* Two processes: the CM fabric must be the shared one and both sides must open the
-		 * same (one) device; the server runs the passive side whatever the engine. */
-		if (cfg->fabric.empty()) {
-			fprintf(stderr, "qpn-testpmd: --role=%s needs --fabric=NAME (the same in both "
-					"processes)\n", cfg->role.c_str());
-			return -EINVAL;
-		}
-		if (cfg->devargs.size() != 1) {
-			fprintf(stderr, "qpn-testpmd: --role=%s takes exactly one --qpn-dev\n",
-				cfg->role.c_str());
-			return -EINVAL;
-		}
-		if (cfg->role == "server") {
-			if (engine_set && cfg->engine != "dct-accept" && cfg->engine != "dci-reconnect") {
-				fprintf(stderr, "qpn-testpmd: --role=server runs the passive side: "
-						"--engine=%s does not apply\n", cfg->engine.c_str());
-				return -EINVAL;
-			}
-			cfg->engine = "dct-accept";
-		} else if (cfg->engine != "dci-reconnect" && cfg->engine != "churn") {
-			fprintf(stderr, "qpn-testpmd: --role=client runs the active side: use "
-					"--engine=dci-reconnect or churn\n");
-			return -EINVAL;
-		}
-	}
-	for (auto &d : cfg->devargs)
-		if (devargs_has_key(d, "quarantine_us") && cfg->quarantine_us >= 0) {
-			fprintf(stderr, "qpn-testpmd: give the quarantine once: --quarantine-us or the "
-					"devarg quarantine_us, not both\n");
-			return -EINVAL;
-		}
-	/* The default quarantine is the CM timewait, which the CM options can make longer than the
-	 * driver takes: say so in the options' terms, not as a devarg the user never typed. */
-	if (cfg->quarantine_us < 0 && uint64_t(cm_timewait_ms(*cfg)) * 1000u > kMaxQuarantineUs) {
-		bool all_set = true;
-		for (auto &d : cfg->devargs)
-			all_set &= devargs_has_key(d, "quarantine_us");
-		if (!all_set) {
-			fprintf(stderr, "qpn-testpmd: --cm-plt=%u --cm-ack-delay=%u give a CM timewait of "
-					"%u ms, longer than the longest quarantine (%" PRIu64 " ms) that "
-					"the default --quarantine-us would take from it: lower them, or "
-					"give --quarantine-us\n", cfg->plt, cfg->ack_delay,
-				cm_timewait_ms(*cfg), kMaxQuarantineUs / 1000);
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
-/* The devargs a device is probed with: the quarantine is a probe-time devarg of the driver;
- * unless the user set it in the devargs, it is --quarantine-us, by default the CM timewait.
- * The user's devargs were checked as typed (check_devargs), so appending one pair keeps them
- * valid; the quarantine itself was checked as an option (parse_args). */
-std::string devargs_with_quarantine(const std::string &da, int64_t quarantine_us,
-				    const run_config &cfg)
-{
-	if (devargs_has_key(da, "quarantine_us"))
-		return da;
-	uint64_t q = quarantine_us >= 0 ? static_cast<uint64_t>(quarantine_us)
-					: uint64_t(cm_timewait_ms(cfg)) * 1000u;
-	return da + ",quarantine_us=" + std::to_string(q);
-}
-
-run_ctx *g_ctx;
-const qpn_engine *g_engine;
-bool g_running;
-uint64_t g_start_tsc;
-
-int lcore_main(void *)
-{
-	unsigned lc = rte_lcore_id();
-	g_engine->lcore_run(g_ctx, lc);
-	g_ctx->lc[lc].done.store(true, std::memory_order_release);
-	return 0;
-}
-
-void close_devices(run_ctx *ctx)
-{
-	for (auto *x : ctx->devs)
-		mlx5_qpn_dev_close(x);
-	ctx->devs.clear();
-	ctx->dev = nullptr;
-}
-
-int probe_devices(run_ctx *ctx, int64_t quarantine_us)
-{
-	for (auto &da : ctx->cfg->devargs) {
-		std::string full = devargs_with_quarantine(da, quarantine_us, *ctx->cfg);
-		struct mlx5_qpn_dev *d = nullptr;
-		int rc = mlx5_qpn_dev_probe(full.c_str(), &d);
-		if (rc != 0) {
-			/* The driver already said why in one line for these; add nothing. */
-			if (rc != -EINVAL && rc != -ENODEV && rc != -EOPNOTSUPP && rc != -EEXIST)
-				fprintf(stderr, "qpn-testpmd: cannot probe \"%s\": %s\n", da.c_str(),
-					strerror(-rc));
-			close_devices(ctx);
-			return rc;
-		}
-		ctx->devs.push_back(d);
-	}
-	ctx->dev = ctx->devs[0];
-	return 0;
-}
-
+/* --destroy-sim: remove the emulated devices' shared memory at exit. The one call of the app
+ * into a driver-internal header (sim/): to be replaced by the public mlx5_qpn_dev_purge(name). */
 void destroy_sims(const run_config &cfg)
 {
 	for (auto &da : cfg.devargs) {
@@ -405,96 +35,6 @@ void destroy_sims(const run_config &cfg)
 }
 
 } /* namespace */
-
-bool run_active() { return g_running; }
-
-/* Checked devargs have no empty pair, no '[' list and no '=' but one per pair: a split on ','
- * gives exactly the driver's pairs (the first may be the bare device name). */
-bool devargs_has_key(const std::string &da, const char *key)
-{
-	const std::string want = std::string(key) + "=";
-	size_t at = 0;
-	for (;;) {
-		if (da.compare(at, want.size(), want) == 0)
-			return true;
-		size_t comma = da.find(',', at);
-		if (comma == std::string::npos)
-			return false;
-		at = comma + 1;
-	}
-}
-
-std::string devargs_without_key(const std::string &da, const char *key)
-{
-	const std::string want = std::string(key) + "=";
-	std::string out;
-	size_t at = 0;
-	for (;;) {
-		size_t comma = da.find(',', at);
-		std::string pair = da.substr(at, comma == std::string::npos ? std::string::npos
-									    : comma - at);
-		if (pair.compare(0, want.size(), want) != 0)
-			out += (out.empty() ? "" : ",") + pair;
-		if (comma == std::string::npos)
-			return out;
-		at = comma + 1;
-	}
-}
-
-int devices_reprobe(run_ctx *ctx, int64_t quarantine_us)
-{
-	close_devices(ctx);
-	int rc = probe_devices(ctx, quarantine_us);
-	if (rc == 0)
-		ctx->cfg->quarantine_us = quarantine_us;
-	return rc;
-}
-
-int run_start(run_ctx *ctx, const qpn_engine *e)
-{
-	if (g_running)
-		return -EBUSY;
-	for (auto &l : ctx->lc)
-		l.done.store(false);
-	ctx->stop.store(false);
-	g_engine = e;
-	g_ctx = ctx;
-	int rc = e->init(ctx);
-	if (rc != 0) {
-		fprintf(stderr, "qpn-testpmd: engine %s: %s\n", e->name, strerror(-rc));
-		return rc;
-	}
-	ctx->clients_running.store(ctx->nb_clients);
-	if (e->uses_cm && !ctx->data_path)
-		printf("qpn-testpmd: send step skipped (no data path: %s)\n",
-		       ctx->data_path_note.c_str());
-	g_running = true;
-	g_start_tsc = rte_rdtsc();
-	unsigned lc;
-	RTE_LCORE_FOREACH_WORKER(lc)
-		rte_eal_remote_launch(lcore_main, nullptr, lc);
-	return 0;
-}
-
-void run_stop(run_ctx *ctx, const qpn_engine *e)
-{
-	if (!g_running)
-		return;
-	ctx->stop.store(true);
-	unsigned lc;
-	RTE_LCORE_FOREACH_WORKER(lc) {
-		rte_eal_wait_lcore(lc);
-		/* The acquire pairs with the worker's release of `done`: what it wrote (CM agents,
-		 * histograms) is visible here in the C++ model, which ThreadSanitizer checks (it cannot
-		 * see the hand-over inside an uninstrumented rte_eal_wait_lcore). */
-		while (!ctx->lc[lc].done.load(std::memory_order_acquire))
-			rte_pause();
-	}
-	ctx->run_secs += static_cast<double>(rte_rdtsc() - g_start_tsc) /
-			 static_cast<double>(ctx->tsc_hz);
-	e->fini(ctx);
-	g_running = false;
-}
 
 int main(int argc, char **argv)
 {
@@ -521,7 +61,7 @@ int main(int argc, char **argv)
 	static run_ctx ctx;
 	ctx.cfg = &cfg;
 	ctx.tsc_hz = rte_get_tsc_hz();
-	if (probe_devices(&ctx, cfg.quarantine_us) != 0) {
+	if (devices_probe(&ctx, cfg.quarantine_us) != 0) {
 		rte_eal_cleanup();
 		return 1;
 	}
@@ -543,87 +83,18 @@ int main(int argc, char **argv)
 		printf("qpn-testpmd: role %s, CM fabric \"%s\" (shared memory /dev/shm/mlx5_qpn_cmfab_%s)"
 		       "\n", cfg.role.c_str(), cfg.fabric.c_str(), cfg.fabric.c_str());
 
-	if (dev_is_hw(ctx.dev) && engine->uses_cm) {
-		/* Hardware: the CM runs in the kernel, reached through librdmacm. */
-		rc = hw_rdmacm_check(&ctx);
-		close_devices(&ctx);
-		rte_eal_cleanup();
-		return rc == 0 ? 0 : 1;
-	}
 
 	if (cfg.interactive) {
 		rc = cli_run(&ctx, &engine);
 		if (run_active())
-			run_stop(&ctx, engine);
-		close_devices(&ctx);
-		cm_glue_free(&ctx);
-		if (cfg.destroy_sim)
-			destroy_sims(cfg);
-		rte_eal_cleanup();
-		return rc == 0 ? 0 : 1;
-	}
-
-	if (run_start(&ctx, engine) != 0) {
-		close_devices(&ctx);
-		if (cfg.destroy_sim)
-			destroy_sims(cfg);
-		rte_eal_cleanup();
-		return 1;
-	}
-	const uint64_t hz = ctx.tsc_hz;
-	const uint64_t start = rte_rdtsc();
-	const uint64_t end = start + static_cast<uint64_t>(cfg.duration_s * static_cast<double>(hz));
-	uint64_t last_ops = 0;
-	unsigned lc;
-	if (rte_lcore_count() == 1) {
-		/* Alone: the main lcore runs the engine; a timer thread ends it. */
-		std::atomic<bool> *stop = &ctx.stop;
-		std::atomic<bool> finished{false};
-		const double dur = cfg.duration_s;
-		std::thread timer([stop, &finished, dur] {
-			for (double t = 0; t < dur && !finished.load(); t += 0.01)
-				usleep(10000);
-			stop->store(true);
-		});
-		lcore_main(nullptr);
-		finished.store(true);
-		timer.join();
+			run_stop(&ctx);
+		rc = rc == 0 ? 0 : 1;
 	} else {
-		/* The main lcore monitors and prints, as testpmd's does. */
-		uint64_t next_print = start + hz;
-		for (;;) {
-			uint64_t now = rte_rdtsc();
-			bool all_done = true;
-			RTE_LCORE_FOREACH_WORKER(lc)
-				all_done &= ctx.lc[lc].done.load(std::memory_order_acquire);
-			if (now >= end || all_done)
-				break;
-			if (now >= next_print) {
-				stats_progress(&ctx, static_cast<double>(now - start) /
-							     static_cast<double>(hz), &last_ops);
-				next_print += hz;
-			}
-			usleep(1000);
-		}
+		rc = run_batch(&ctx, engine);
 	}
-	run_stop(&ctx, engine);
-
-	stats_summary(stdout, &ctx, engine);
-	uint64_t errors = 0;
-	RTE_LCORE_FOREACH(lc)
-		errors += ctx.lc[lc].errors.load();
-	errors += ctx.srv.errors.load();
-	if (!cfg.json.empty()) {
-		if (stats_json(cfg.json.c_str(), &ctx, engine) == 0)
-			printf("JSON summary written to %s\n", cfg.json.c_str());
-		else
-			errors++;
-	}
-	fflush(stdout);
-	close_devices(&ctx);
-	cm_glue_free(&ctx);
+	devices_close(&ctx);
 	if (cfg.destroy_sim)
 		destroy_sims(cfg);
 	rte_eal_cleanup();
-	return errors == 0 ? 0 : 1;
+	return rc;
 }

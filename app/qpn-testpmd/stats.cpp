@@ -53,7 +53,28 @@ void stats_clear(run_ctx *ctx)
 	mlx5_qpn_pool_stats_reset(mlx5_qpn_dev_pool(ctx->dev));
 }
 
+void count_rej(lcore_stats &st, uint16_t reason)
+{
+	if (reason < MLX5_QPN_CM_REJ_REASON_SLOTS)
+		st.rej[reason].fetch_add(1, std::memory_order_relaxed);
+	if (reason == MLX5_QPN_CM_REJ_STALE_CONN)
+		st.stale_rejects.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool count_alloc_failure(lcore_stats &st, int rc)
+{
+	(rc == -EAGAIN ? st.eagain : rc == -ENOSPC ? st.enospc : st.errors)
+		.fetch_add(1, std::memory_order_relaxed);
+	return rc != -EAGAIN && rc != -ENOSPC;
+}
+
 namespace {
+
+/* The CM's counters of the last CM run's connections (none before one). */
+qpn_conn_totals conn_totals(run_ctx *ctx)
+{
+	return ctx->conn != nullptr ? ctx->conn->totals(ctx) : qpn_conn_totals{};
+}
 
 double ns(uint64_t cycles, uint64_t hz)
 {
@@ -260,7 +281,7 @@ void stats_summary(FILE *f, run_ctx *ctx, const qpn_engine *e)
 	fprintf(f, "pool share of the connection cycle: %.2f%% ((alloc + release) / cycle)\n",
 		100.0 * pool_share(t));
 	if (e->uses_cm) {
-		cm_agent_totals a = cm_glue_totals(ctx);
+		qpn_conn_totals a = conn_totals(ctx);
 		fprintf(f, "stale rejects (REJ STALE_CONN seen by clients): %" PRIu64 "\n", t.stale);
 		fprintf(f, "REJ by reason:");
 		bool any = false;
@@ -311,7 +332,7 @@ int stats_json(const char *path, run_ctx *ctx, const qpn_engine *e)
 	mlx5_qpn_dev_info_get(ctx->dev, &info);
 	struct mlx5_qpn_dev_stats ds;
 	mlx5_qpn_dev_stats_get(ctx->dev, &ds);
-	cm_agent_totals a = cm_glue_totals(ctx);
+	qpn_conn_totals a = conn_totals(ctx);
 
 	json_writer js(f);
 	js.obj();

@@ -4,21 +4,26 @@
 
 /*
  * qpn-testpmd: engines in the manner of testpmd's forwarding engines — one struct of hooks per
- * engine, one file each. The runner (main.cpp) sets the run up (devices, engine->init), launches
- * engine->lcore_run on the worker lcores, prints a progress line every second (batch) or serves
- * the prompt (cli.cpp), and at the end prints the summary and writes the JSON (stats.cpp).
+ * engine, one file each, each holding its own per-connection body. The runner (run.cpp) sets the
+ * run up (devices, the connection implementation, roles), launches one lcore body for every
+ * engine on the worker lcores, prints a progress line every second (batch) or serves the prompt
+ * (cli.cpp), and at the end prints the summary and writes the JSON (stats.cpp). Options are
+ * parsed in options.cpp. The CM engines reach connections only through conn.h.
  *
  * Lcore layout (see doc/guides/app.md): the main lcore monitors or runs the prompt. With two or
- * more workers the last worker is the *server* lcore (every passive CM agent, the DCTs and the
- * device's doorbell service) and the others are *client* lcores; with a single worker that
- * worker runs the client and polls the server side in the same loop; with no worker the main
- * lcore does both (batch mode only).
+ * more workers the last worker is the *server* lcore (the passive side: every passive CM node,
+ * the DCTs and the device's doorbell service) and the others are *client* lcores (the active
+ * side); with a single worker that worker runs the client and polls the server side in the same
+ * loop; with no worker the main lcore does both (batch mode only).
  *
- * Two processes (--role=server / --role=client, see doc/guides/app.md): the CM agents attach to
- * a shared-memory fabric (--fabric) instead of the in-process one; the server process has no
- * client lcore (its first worker serves until the run ends) and publishes its nodes and DCTs in
- * the fabric's service directory; the client process has no server lcore, reads the directory
- * and runs the device's doorbell service itself.
+ * Sides. A CM engine measures one side and, in one process, the other side runs as its peer:
+ * dci-reconnect and churn are the active side with dct-accept's passive body as the peer;
+ * dct-accept is the passive side with dci-reconnect's active body as the peer. Two processes
+ * (--role=server / --role=client, see doc/guides/app.md) run one side each over a shared-memory
+ * CM fabric (--fabric): the server process has no client lcore (its first worker serves until
+ * the run ends) and publishes its nodes and DCTs in the fabric's service directory; the client
+ * process has no server lcore, reads the directory and runs the device's doorbell service
+ * itself. On hardware (librdmacm) the peer is another host, so a run has the engine's side only.
  */
 #include <atomic>
 #include <cstdint>
@@ -27,7 +32,9 @@
 #include <vector>
 
 #include <rte_lcore.h>
+#include <rte_log.h>
 
+#include "conn.h"
 #include "latency.h"
 #include "mlx5_qpn.h"
 #include "mlx5_qpn_cm.h"
@@ -59,6 +66,10 @@ struct run_config {
 	bool role_client() const { return role != "server"; }
 	bool role_server() const { return role != "client"; }
 };
+
+extern int qpn_app_logtype;
+#define APP_LOG(level, fmt, ...)                                                                \
+	rte_log(RTE_LOG_##level, qpn_app_logtype, "qpn-testpmd: " fmt "\n", ##__VA_ARGS__)
 
 /* Step histograms of a connection cycle, in TSC cycles. */
 enum step_id {
@@ -106,7 +117,7 @@ struct lcore_role {
 	unsigned client_idx = 0; /* client: 0.. */
 };
 
-struct cm_glue;
+struct qpn_engine;
 
 struct run_ctx {
 	run_config *cfg;
@@ -121,26 +132,42 @@ struct run_ctx {
 	unsigned nb_clients = 0;
 	int server_lcore = -1;                  /* dedicated server lcore, -1 if co-polled */
 	double run_secs = 0;                    /* accumulated over start/stop */
-	cm_glue *cm = nullptr;                  /* CM + DC wiring (cm_glue.cpp) */
+	/* The sides this process runs (run_start: --role, or the engine's side alone when the
+	 * connection implementation cannot hold the peer in this process). */
+	bool side_active = true;
+	bool side_passive = true;
+	const qpn_conn_ops *conn = nullptr;     /* connections of the last CM run (conn.h) */
+	unsigned nb_peers = 0;                  /* peers the active side connects to */
 	bool data_path = false;                 /* DC data path available */
 	std::string data_path_note;             /* why not */
-	unsigned fabric_seq = 0;
 };
 
-/* An engine: testpmd's struct fwd_engine, for QPNs. */
+/*
+ * An engine: testpmd's struct fwd_engine, for QPNs. A CM engine has the body of its side: the
+ * active side's lcore loop, or the passive side's poll round; the other side of a one-process
+ * run is its `peer`'s body. Hooks not needed are null.
+ */
 struct qpn_engine {
 	const char *name;
 	const char *help;
-	/* Called once on the main lcore before launch; 0 or negative errno (one line printed). */
-	int (*init)(run_ctx *ctx);
-	/* The per-lcore loop; returns when ctx->stop is set and its work is drained. */
-	int (*lcore_run)(run_ctx *ctx, unsigned lcore);
-	/* Called once after every lcore returned. */
-	void (*fini)(run_ctx *ctx);
-	/* Which side's QPN steps the summary reports: false client (active), true server. */
-	bool passive_side;
-	/* Whether the engine uses the CM (and so needs roles, agents and the fabric). */
+	/* Whether the engine uses the CM (and so needs roles, a connection implementation). */
 	bool uses_cm;
+	/* Which side's steps the summary reports: false the active side (or the pool), true the
+	 * passive side. */
+	bool passive_side;
+	/* Before launch, after the connections are set up; 0 or negative errno (the runner says
+	 * which engine failed). */
+	int (*begin)(run_ctx *ctx);
+	/* After every lcore returned, before the connections are torn down. */
+	void (*end)(run_ctx *ctx);
+	/* Active side (and alloc): the loop of one lcore; returns when ctx->stop is set (or its
+	 * quota is done) and its work is drained. A lcore that also serves the passive side calls
+	 * run_serve() once per round. */
+	int (*lcore_run)(run_ctx *ctx, unsigned lcore);
+	/* Passive side: one round over every passive node (REQs, RTUs, DREQs, receives). */
+	void (*passive_poll)(run_ctx *ctx);
+	/* The engine whose body plays the other side in one process. */
+	const qpn_engine *peer;
 };
 
 extern const qpn_engine engine_alloc;
@@ -151,31 +178,8 @@ extern const qpn_engine engine_churn;
 const qpn_engine *engine_find(const std::string &name);
 extern const qpn_engine *const engine_list[4];
 
-/* ---- cm_glue.cpp: CM agents over the ring fabric, DC resources, the connection loops ---- */
-
-/* How the client loop behaves (set by the engine). */
-struct client_mode {
-	bool churn = false;          /* random peers/message counts/aborts and reconnect storms */
-};
-
-/* Assign roles to lcores (see the layout above). */
-void roles_assign(run_ctx *ctx);
-/* Create the fabric, the agents and the DC resources. 0 or negative errno (one line printed). */
-int cm_glue_init(run_ctx *ctx);
-/* Destroy them (after every lcore returned). */
-void cm_glue_fini(run_ctx *ctx);
-/* Free the wiring itself (at exit). */
-void cm_glue_free(run_ctx *ctx);
-/* The lcore body of the CM engines: client and/or server per ctx->role[lcore]. */
-int cm_lcore_run(run_ctx *ctx, unsigned lcore, const client_mode &mode);
-/* CM timewait of this configuration, in ms. */
-uint32_t cm_timewait_ms(const run_config &cfg);
-/* Stale rejects and REJs sent as counted by the agents themselves; fabric drops. */
-struct cm_agent_totals {
-	uint64_t stale_rejects_sent = 0, stale_dreqs = 0, retransmits = 0, timeouts = 0,
-		 malformed = 0, unexpected = 0, fabric_drops = 0, established = 0;
-};
-cm_agent_totals cm_glue_totals(run_ctx *ctx);
+/* Events one poll of the connections hands over at most. */
+constexpr unsigned kPollBurst = 64;
 
 /* ---- stats.cpp ---- */
 void stats_progress(run_ctx *ctx, double t, uint64_t *last_ops);
@@ -185,32 +189,50 @@ void stats_lcores(FILE *f, run_ctx *ctx);
 void stats_clear(run_ctx *ctx);
 void show_device(FILE *f, run_ctx *ctx);
 void show_pool(FILE *f, run_ctx *ctx);
+/* Count a REJ of REASON received by this side. */
+void count_rej(lcore_stats &st, uint16_t reason);
+/* Count a failed reserved-QPN alloc: -EAGAIN and -ENOSPC are waits; true for anything else,
+ * an error (counted as such). */
+bool count_alloc_failure(lcore_stats &st, int rc);
 
-/* ---- main.cpp: run control, shared with cli.cpp ---- */
-/* Start the engine on the workers (init + launch). 0 or negative errno (line printed). */
-int run_start(run_ctx *ctx, const qpn_engine *e);
-/* Stop: set stop, wait for every worker, fini. */
-void run_stop(run_ctx *ctx, const qpn_engine *e);
-bool run_active();
-/* Re-probe every device with a new quarantine (stopped only). */
-int devices_reprobe(run_ctx *ctx, int64_t quarantine_us);
+/* ---- options.cpp: the command line ---- */
+/* Parse the options after the EAL's into CFG: 0, 1 (--help printed), or negative errno (one
+ * line printed). */
+int parse_args(int argc, char **argv, run_config *cfg);
+/* CM timewait of this configuration, in ms. */
+uint32_t cm_timewait_ms(const run_config &cfg);
 /* The longest quarantine, in us: the driver's bound on its devarg quarantine_us (one hour). */
 constexpr uint64_t kMaxQuarantineUs = 3600ull * 1000 * 1000;
 /* Whether checked devargs hold the key KEY (exact key, not a substring); the devargs without it. */
 bool devargs_has_key(const std::string &da, const char *key);
 std::string devargs_without_key(const std::string &da, const char *key);
+/* The devargs a device is probed with: DA plus the quarantine unless DA sets it. */
+std::string devargs_with_quarantine(const std::string &da, int64_t quarantine_us,
+				    const run_config &cfg);
 
-/* ---- hw_rdmacm.cpp ---- */
+/* ---- run.cpp: the runner, shared by batch mode (main.cpp) and the prompt (cli.cpp) ---- */
+/* Set the engine up (connections, roles, begin) and launch it on the workers. 0 or negative
+ * errno (line printed). */
+int run_start(run_ctx *ctx, const qpn_engine *e);
+/* Stop: set stop, wait for every worker, end, tear the connections down. */
+void run_stop(run_ctx *ctx);
+bool run_active();
+/* Batch mode: start, progress lines until --duration or the work is done, stop, summary and
+ * JSON. The exit status: 0, or 1 on a failed start or errors during the run. */
+int run_batch(run_ctx *ctx, const qpn_engine *e);
+/* For a lcore that also serves the passive side (a co-polling client): one round of it. */
+void run_serve(run_ctx *ctx, unsigned lcore);
+/* Probe every --qpn-dev with QUARANTINE_US (-1: the CM timewait); close them. */
+int devices_probe(run_ctx *ctx, int64_t quarantine_us);
+void devices_close(run_ctx *ctx);
+/* Re-probe every device with a new quarantine (stopped only). */
+int devices_reprobe(run_ctx *ctx, int64_t quarantine_us);
+
+/* ---- conn_rdmacm.cpp ---- */
 /* Whether s is IPv4:PORT (PORT 1..65535), as --hw-peer needs it; *why says what is wrong. */
 bool hw_peer_valid(const std::string &s, std::string *why);
 
 /* ---- cli.cpp ---- */
 int cli_run(run_ctx *ctx, const qpn_engine **engine);
-
-/* ---- hw_rdmacm.cpp: hardware mode through librdmacm (untested on hardware) ---- */
-/* Whether a device is a hardware one ("hw" backend). */
-bool dev_is_hw(struct mlx5_qpn_dev *dev);
-/* One connect/disconnect cycle to a real peer with conn_param.qp_num = a reserved QPN. */
-int hw_rdmacm_check(run_ctx *ctx);
 
 #endif

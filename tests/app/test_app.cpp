@@ -254,6 +254,26 @@ TEST_F(AppTest, AppDctAcceptDefaultLayout)
 	EXPECT_EQ(json_num(r.json, "errors.other"), 0);
 }
 
+/* dct-accept is the passive side: with --connections its peer (the active body) opens exactly N
+ * connections, and the passive side takes one QPN per REQ, times every RTU, receives every SEND
+ * and closes all N; the QPNs it still holds in timewait at the end go back to the pool. */
+TEST_F(AppTest, AppDctAcceptCountsThePassiveSide)
+{
+	std::string dev = next_name();
+	run_result r = run("0-1", cat("--qpn-dev=", dev, " --engine=dct-accept --peers=3 "
+			   "--connections=500 --duration=5 --destroy-sim"), dev);
+	EXPECT_RUN_OK(r);
+	EXPECT_EQ(json_str(r.json, "measured_side"), "passive");
+	EXPECT_EQ(json_num(r.json, "connections"), 500);
+	EXPECT_EQ(json_num(r.json, "steps.alloc.count"), 500);
+	EXPECT_EQ(json_num(r.json, "steps.rtu.count"), 500);
+	EXPECT_EQ(json_num(r.json, "errors.other"), 0);
+	EXPECT_EQ(json_num(r.json, "pool.in_use"), 0) << "every QPN given back";
+	if (r.json.find("\"data_path\": true") != std::string::npos) {
+		EXPECT_EQ(json_num(r.json, "data.received"), json_num(r.json, "data.sends"));
+	}
+}
+
 TEST_F(AppTest, AppChurnRunsWithoutErrors)
 {
 	std::string dev = next_name();

@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The CM engines' data path glue: one DCT per peer on one CQ per device, one DCI on one CQ per
- * client lcore (mlx5_qpn_dc.h).
+ * The emulated connections' data path: one DCT per peer on one CQ per device, one DCI on one CQ
+ * per client lcore (mlx5_qpn_dc.h). The active side's SENDs go from its lcore's DCI through the
+ * mapped UAR to the peer's DCT; the passive side polls the DCTs' CQ and runs the device's
+ * doorbell service.
  */
-#include "cm_glue.h"
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 
-void dc_fini(run_ctx *ctx)
+#include "conn_emu.h"
+
+void emu_dc_fini(run_ctx *)
 {
-	cm_glue *g = ctx->cm;
+	emu_state *g = &g_emu;
 	for (auto &l : g->dcl) {
 		mlx5_qpn_dci_destroy(l.dci);
 		mlx5_qpn_cq_destroy(l.cq);
@@ -23,9 +29,9 @@ void dc_fini(run_ctx *ctx)
 
 /* The data path is optional: -EOPNOTSUPP (no DC data path in this build or backend) makes the
  * engines skip the send step; any other error fails the start. */
-int dc_init(run_ctx *ctx)
+int emu_dc_init(run_ctx *ctx)
 {
-	cm_glue *g = ctx->cm;
+	emu_state *g = &g_emu;
 	ctx->data_path = false;
 	ctx->data_path_note.clear();
 	if (ctx->cfg->msgs_per_conn == 0) {
@@ -38,7 +44,7 @@ int dc_init(run_ctx *ctx)
 	for (size_t d = 0; d < ctx->devs.size() && rc == 0; d++) {
 		what = "mlx5_qpn_cq_create";
 		rc = mlx5_qpn_cq_create(ctx->devs[d], 12, &g->dcdev[d].cq);
-		unsigned nb_dct = ctx->cfg->role_server() ? ctx->cfg->peers : 0;
+		unsigned nb_dct = ctx->side_passive ? ctx->cfg->peers : 0;
 		for (unsigned p = 0; p < nb_dct && rc == 0; p++) {
 			mlx5_qpn_dct *t = nullptr;
 			what = "mlx5_qpn_dct_create";
@@ -61,13 +67,13 @@ int dc_init(run_ctx *ctx)
 			rc = mlx5_qpn_dci_create(dev, g->dcl[lc].cq, 8, &g->dcl[lc].dci);
 		}
 	}
-	if (rc == 0 && !ctx->cfg->role_server()) {
+	if (rc == 0 && !ctx->side_passive) {
 		/* Client process: the DCTs are the server's, as published. */
 		for (auto &d : g->dcdev)
 			d.dctn = g->peer_dctn;
 		for (uint32_t n : g->peer_dctn)
 			if (n == 0) {
-				dc_fini(ctx);
+				emu_dc_fini(ctx);
 				ctx->data_path_note = "the server published no DCT (its "
 						      "--msgs-per-conn=0 or no data path)";
 				return 0;
@@ -77,10 +83,49 @@ int dc_init(run_ctx *ctx)
 		ctx->data_path = true;
 		return 0;
 	}
-	dc_fini(ctx);
+	emu_dc_fini(ctx);
 	ctx->data_path_note = std::string(what) + ": " + strerror(-rc);
 	if (rc == -EOPNOTSUPP)
 		return 0;
 	fprintf(stderr, "qpn-testpmd: DC data path: %s\n", ctx->data_path_note.c_str());
 	return rc;
+}
+
+int emu_dc_send(run_ctx *ctx, unsigned lcore, unsigned peer, uint64_t wr_id)
+{
+	const uint32_t dctn = g_emu.dcdev[ctx->role[lcore].dev].dctn[peer];
+	uint8_t payload[64];
+	memset(payload, 0x5a, sizeof(payload));
+	return mlx5_qpn_dci_post_send(g_emu.dcl[lcore].dci, dctn, g_emu.peer_key[peer], payload,
+				      sizeof(payload), wr_id);
+}
+
+void emu_dc_flush(run_ctx *, unsigned lcore)
+{
+	mlx5_qpn_dci_ring(g_emu.dcl[lcore].dci);
+}
+
+unsigned emu_dc_send_completions(run_ctx *, unsigned lcore, qpn_conn_event *ev, unsigned max)
+{
+	mlx5_qpn_wc wc[32];
+	int n = mlx5_qpn_cq_poll(g_emu.dcl[lcore].cq, wc, std::min(max, 32u));
+	for (int i = 0; i < n; i++)
+		ev[i] = qpn_conn_event{.type = QPN_CONN_EV_COMPLETION,
+				       .error = wc[i].syndrome != 0 ||
+						wc[i].opcode == MLX5_QPN_CQE_REQ_ERR,
+				       .wr_id = wc[i].wr_id};
+	return n > 0 ? static_cast<unsigned>(n) : 0;
+}
+
+void emu_dc_receives(run_ctx *ctx, std::vector<qpn_conn_event> &out)
+{
+	for (mlx5_qpn_dev *d : ctx->devs)
+		mlx5_qpn_dev_service_run(d);
+	mlx5_qpn_wc wc[32];
+	for (auto &dd : g_emu.dcdev) {
+		int n = mlx5_qpn_cq_poll(dd.cq, wc, 32);
+		for (int i = 0; i < n; i++)
+			out.push_back(qpn_conn_event{.type = QPN_CONN_EV_COMPLETION,
+						     .error = wc[i].syndrome != 0});
+	}
 }

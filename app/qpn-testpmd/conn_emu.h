@@ -1,44 +1,30 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Internals of the CM engines shared by their files (cm_glue.cpp: the fabric and agents;
- * cm_dc.cpp: the DC data path resources; cm_server.cpp: the passive side; cm_client.cpp: the
- * active side). The design is described at the top of cm_glue.cpp.
+ * Internals of the emulated connection implementation (conn.h), shared by its two files:
+ * conn_emu.cpp (the CM fabric, the agents and the ops table) and conn_emu_dc.cpp (the DC data
+ * path: DCTs, DCIs, sends, completions). The design is described at the top of conn_emu.cpp.
  */
-#ifndef QPN_TESTPMD_CM_GLUE_H
-#define QPN_TESTPMD_CM_GLUE_H
+#ifndef QPN_TESTPMD_CONN_EMU_H
+#define QPN_TESTPMD_CONN_EMU_H
 
-#include <algorithm>
-#include <cerrno>
-#include <cinttypes>
-#include <cstring>
 #include <unordered_map>
-#include <unistd.h>
+#include <vector>
 
-#include <rte_cycles.h>
-#include <rte_errno.h>
-#include <rte_log.h>
 #include <rte_pause.h>
 
 #include "mlx5_qpn_dc.h"
 #include "testpmd.h"
 
-extern int qpn_app_logtype;
-#define APP_LOG(level, fmt, ...)                                                                \
-	rte_log(RTE_LOG_##level, qpn_app_logtype, "qpn-testpmd: " fmt "\n", ##__VA_ARGS__)
-
 constexpr uint64_t kServiceId = 0x0106'0000'0000'4450ull; /* RDMA_PS_TCP-like service id */
 constexpr uint64_t kDcKey = 0x5150'4e44'434b'4559ull;
-constexpr unsigned kMaxSlots = 64;      /* connections one client lcore keeps at once */
 constexpr uint32_t kAgentConns = 16384; /* CM slots per agent (timewait entries included) */
-constexpr uint64_t kDrainNs = 3'000'000'000ull; /* longest wait for open connections at stop */
 constexpr unsigned kShmSlots = 4096;    /* frames pending per node on a shared-memory fabric */
 constexpr double kDirWaitS = 5.0;       /* how long a client waits for a server to publish */
 
-/* A small event copy: what the loops need of struct mlx5_qpn_cm_event. */
+/* A small event copy: what the active side needs of struct mlx5_qpn_cm_event. */
 struct mini_ev {
 	uint32_t type;
 	uint32_t conn_id;
-	uint32_t remote_qpn;
 	uint16_t reason;
 };
 
@@ -52,6 +38,7 @@ struct spin {
 	void unlock() { f.clear(std::memory_order_release); }
 };
 
+/* The active node of one device, shared by its client lcores. */
 struct client_node {
 	mlx5_qpn_cm *cm = nullptr;
 	mlx5_qpn_cm_transport tp{};
@@ -63,21 +50,11 @@ struct client_node {
 	std::vector<mini_ev> pending[RTE_MAX_LCORE];
 };
 
-struct server_conn {
-	uint32_t qpn;
-	uint64_t t_req;    /* REQ event seen */
-	uint64_t t_acc;    /* accept (REP) sent */
-	uint64_t t_alloc0; /* alloc started */
-	uint64_t pool_cyc; /* alloc cycles */
-	uint64_t t_end;    /* DISCONNECTED seen (0: not completed) */
-	bool established;
-};
-
+/* One passive node (a peer, --peers). */
 struct server_node {
 	mlx5_qpn_cm *cm = nullptr;
 	mlx5_qpn_cm_transport tp{};
 	uint64_t guid = 0;
-	std::unordered_map<uint32_t, server_conn> conns;
 };
 
 /* DC resources: per device one DCT per peer on one CQ; per client lcore one DCI on one CQ. */
@@ -91,9 +68,22 @@ struct dc_lcore {
 	mlx5_qpn_dci *dci = nullptr;
 };
 
-struct cm_glue {
+/* Events taken from an agent and not yet handed to the engine (poll hands out a burst). */
+template <typename T> struct ev_queue {
+	std::vector<T> evs;
+	size_t at = 0;
+	bool empty() const { return at == evs.size(); }
+	void clear()
+	{
+		evs.clear();
+		at = 0;
+	}
+};
+
+struct emu_state {
 	mlx5_qpn_cm_fabric *fabric = nullptr;   /* in-process fabric, or */
 	mlx5_qpn_cm_shm_fabric *shm = nullptr;  /* the shared-memory one (--fabric) */
+	unsigned fabric_seq = 0;                /* in-process fabrics made so far (their names) */
 	/* The peers clients connect to: this process's server nodes, or the directory's. */
 	std::vector<uint64_t> peer_guid;
 	std::vector<uint32_t> peer_dctn;
@@ -102,15 +92,22 @@ struct cm_glue {
 	std::vector<server_node *> servers; /* per peer */
 	std::vector<dc_dev> dcdev;          /* per device */
 	dc_lcore dcl[RTE_MAX_LCORE];
-	cm_agent_totals last;               /* of the previous start (kept after fini) */
+	ev_queue<mini_ev> mine[RTE_MAX_LCORE]; /* per client lcore */
+	ev_queue<qpn_conn_event> passive;      /* the passive side's */
+	qpn_conn_totals last;                  /* of the previous runs (kept after teardown) */
 };
 
-/* cm_dc.cpp */
-int dc_init(run_ctx *ctx);
-void dc_fini(run_ctx *ctx);
+/* One per process: one run at a time. */
+extern emu_state g_emu;
 
-/* cm_server.cpp */
-void count_rej(lcore_stats &st, uint16_t reason);
-void server_poll(run_ctx *ctx);
+/* conn_emu_dc.cpp */
+int emu_dc_init(run_ctx *ctx);
+void emu_dc_fini(run_ctx *ctx);
+int emu_dc_send(run_ctx *ctx, unsigned lcore, unsigned peer, uint64_t wr_id);
+void emu_dc_flush(run_ctx *ctx, unsigned lcore);
+/* Up to MAX completions of the lcore's DCI as events. */
+unsigned emu_dc_send_completions(run_ctx *ctx, unsigned lcore, qpn_conn_event *ev, unsigned max);
+/* The DCTs' receives (and the device's doorbell service first), as events on the queue. */
+void emu_dc_receives(run_ctx *ctx, std::vector<qpn_conn_event> &out);
 
-#endif /* QPN_TESTPMD_CM_GLUE_H */
+#endif /* QPN_TESTPMD_CONN_EMU_H */

@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The emulated connections (conn.h): lib/cm's agents over a ring fabric, and the emulated DC data
+ * path (conn_emu_dc.cpp).
+ *
+ * Nodes. Every node is a CM agent attached to one in-process ring fabric:
+ * - one *client* agent per device, whose GUID is the device's node GUID: all client lcores on a
+ *   device share it, as all processes on one HCA share the node GUID and the kernel's CM. The
+ *   agent is used by one thread at a time, so client lcores take a spinlock around it; whoever
+ *   holds the lock polls it and hands each event to the lcore that owns the connection;
+ * - one *server* agent per peer (--peers), each with a GUID of its own, as if it were a remote
+ *   node: the passive side's (GUID, QPN) table of each peer is where STALE_CONN comes from. The
+ *   server agents, the DCTs and the device's doorbell service are polled by one lcore only.
+ *
+ * Both sides take a reserved QPN per connection (the engines do): the client for its REQ, the
+ * server for its REP (as rdma-core's DC-over-CM test does): with one QPN per DCT for every
+ * connection, the active side would see two live connections to the same (GUID, QPN) and reject
+ * the second REP as stale.
+ *
+ * Two processes (--role, --fabric): the agents attach to a shared-memory fabric instead; the
+ * server process publishes (service id, node GUID, DCT number, DC key) of each peer in the
+ * fabric's service directory, and the client process takes its peers from there, so it needs
+ * nothing of the server but the fabric name and the device.
+ *
+ * Time: the CM gets mlx5_qpn_clock_ns(), the clock of the pool's quarantine, so "quarantine >=
+ * timewait" compares like with like. Step latencies are TSC cycles (rte_rdtsc), the engines'.
+ */
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+#include <unistd.h>
+
+#include <rte_errno.h>
+
+#include "conn_emu.h"
+
+emu_state g_emu;
+
+namespace {
+
+mlx5_qpn_cm *agent_create(run_ctx *ctx, const char *name, uint64_t guid, mlx5_qpn_cm_transport *tp)
+{
+	int rc = g_emu.shm != nullptr ? mlx5_qpn_cm_shm_attach(g_emu.shm, guid, tp)
+				      : mlx5_qpn_cm_fabric_attach(g_emu.fabric, guid, tp);
+	if (rc != 0) {
+		fprintf(stderr, "qpn-testpmd: cannot attach CM node %s (GUID %016" PRIx64 "): %s\n",
+			name, guid, strerror(-rc));
+		return nullptr;
+	}
+	mlx5_qpn_cm_params p{};
+	p.name = name;
+	p.node_guid = guid;
+	p.policy = ctx->cfg->policy;
+	p.max_conns = kAgentConns;
+	p.packet_life_time = ctx->cfg->plt;
+	p.ack_delay = ctx->cfg->ack_delay;
+	p.cm_response_timeout = 20; /* ~4 s: no retransmission while an lcore is merely busy */
+	p.max_cm_retries = 3;
+	p.transport = tp;
+	mlx5_qpn_cm *cm = mlx5_qpn_cm_create(&p);
+	if (cm == nullptr)
+		fprintf(stderr, "qpn-testpmd: cannot create CM agent %s: %s\n", name,
+			rte_strerror(rte_errno));
+	return cm;
+}
+
+/* Client process: wait for the server process to publish its peers, take up to --peers. */
+int peers_from_directory(run_ctx *ctx)
+{
+	emu_state *g = &g_emu;
+	const run_config &cfg = *ctx->cfg;
+	mlx5_qpn_cm_shm_service svc[MLX5_QPN_CM_SHM_MAX_SERVICES];
+	const uint64_t deadline = mlx5_qpn_clock_ns() + static_cast<uint64_t>(kDirWaitS * 1e9);
+	int n;
+	while ((n = mlx5_qpn_cm_shm_lookup(g->shm, kServiceId, svc,
+					    MLX5_QPN_CM_SHM_MAX_SERVICES)) == 0 &&
+	       mlx5_qpn_clock_ns() < deadline)
+		usleep(10000);
+	if (n <= 0) {
+		fprintf(stderr, "qpn-testpmd: no server on CM fabric \"%s\" after %.0f s (start "
+				"qpn-testpmd --role=server --fabric=%s first)\n",
+			cfg.fabric.c_str(), kDirWaitS, cfg.fabric.c_str());
+		return -ETIMEDOUT;
+	}
+	unsigned take = std::min(static_cast<unsigned>(n), cfg.peers);
+	for (unsigned i = 0; i < take; i++) {
+		g->peer_guid.push_back(svc[i].node_guid);
+		g->peer_dctn.push_back(svc[i].dct_number);
+		g->peer_key.push_back(svc[i].dc_key);
+	}
+	printf("qpn-testpmd: %d server node(s) on CM fabric \"%s\" (pid %d), using %u\n", n,
+	       cfg.fabric.c_str(), static_cast<int>(svc[0].pid), take);
+	return 0;
+}
+
+qpn_conn_totals emu_totals(run_ctx *)
+{
+	emu_state *g = &g_emu;
+	if (g->fabric == nullptr && g->shm == nullptr)
+		return g->last;
+	qpn_conn_totals t;
+	auto add = [&t](mlx5_qpn_cm *cm) {
+		mlx5_qpn_cm_stats s;
+		if (cm == nullptr || mlx5_qpn_cm_stats_get(cm, &s) != 0)
+			return;
+		t.stale_rejects_sent += s.stale_rejects;
+		t.stale_dreqs += s.stale_dreqs;
+		t.retransmits += s.retransmits;
+		t.timeouts += s.timeouts;
+		t.malformed += s.malformed;
+		t.unexpected += s.unexpected;
+		t.established += s.established;
+	};
+	for (auto *c : g->clients)
+		add(c->cm);
+	for (auto *s : g->servers)
+		add(s->cm);
+	t.fabric_drops = g->shm != nullptr ? mlx5_qpn_cm_shm_drops(g->shm)
+					   : mlx5_qpn_cm_fabric_drops(g->fabric);
+	t.stale_rejects_sent += g->last.stale_rejects_sent;
+	t.stale_dreqs += g->last.stale_dreqs;
+	t.retransmits += g->last.retransmits;
+	t.timeouts += g->last.timeouts;
+	t.malformed += g->last.malformed;
+	t.unexpected += g->last.unexpected;
+	t.established += g->last.established;
+	t.fabric_drops += g->last.fabric_drops;
+	return t;
+}
+
+void emu_teardown(run_ctx *ctx)
+{
+	emu_state *g = &g_emu;
+	if (g->fabric != nullptr || g->shm != nullptr)
+		g->last = emu_totals(ctx); /* keep the counters for the summary */
+	emu_dc_fini(ctx);
+	for (auto *c : g->clients) {
+		mlx5_qpn_cm_destroy(c->cm);
+		delete c;
+	}
+	g->clients.clear();
+	for (auto *s : g->servers) {
+		mlx5_qpn_cm_destroy(s->cm);
+		delete s;
+	}
+	g->servers.clear();
+	/* Events of this run that nobody took must not reach the next one. */
+	for (auto &q : g->mine)
+		q.clear();
+	g->passive.clear();
+	mlx5_qpn_cm_fabric_destroy(g->fabric);
+	g->fabric = nullptr;
+	/* Detaches this process's nodes and withdraws its directory entries; the segment stays
+	 * while the other process uses it, and goes with the last user's close. */
+	mlx5_qpn_cm_shm_fabric_close(g->shm);
+	g->shm = nullptr;
+}
+
+int emu_setup(run_ctx *ctx)
+{
+	emu_state *g = &g_emu;
+	const run_config &cfg = *ctx->cfg;
+	char name[64];
+	g->peer_guid.clear();
+	g->peer_dctn.clear();
+	g->peer_key.clear();
+	if (!cfg.fabric.empty()) {
+		int rc = mlx5_qpn_cm_shm_fabric_open(cfg.fabric.c_str(), MLX5_QPN_CM_SHM_MAX_NODES,
+						     kShmSlots, &g->shm);
+		if (rc != 0) {
+			fprintf(stderr, "qpn-testpmd: cannot open the CM fabric \"%s\": %s\n",
+				cfg.fabric.c_str(), strerror(-rc));
+			return rc;
+		}
+	} else {
+		snprintf(name, 16, "tp%u_%u", static_cast<unsigned>(getpid() % 100000),
+			 g->fabric_seq++);
+		unsigned nodes = static_cast<unsigned>(ctx->devs.size()) + cfg.peers;
+		g->fabric = mlx5_qpn_cm_fabric_create(name, nodes, 4096);
+		if (g->fabric == nullptr) {
+			fprintf(stderr, "qpn-testpmd: cannot create the CM fabric: %s\n",
+				rte_strerror(rte_errno));
+			return -ENOMEM;
+		}
+	}
+	int rc = 0;
+	if (!ctx->side_passive)
+		rc = peers_from_directory(ctx);
+	for (size_t d = 0; d < ctx->devs.size() && rc == 0 && ctx->side_active; d++) {
+		mlx5_qpn_dev_info info;
+		mlx5_qpn_dev_info_get(ctx->devs[d], &info);
+		auto *c = new client_node();
+		g->clients.push_back(c);
+		c->guid = info.node_guid;
+		snprintf(name, sizeof(name), "client-%.24s", info.name);
+		c->cm = agent_create(ctx, name, c->guid, &c->tp);
+		if (c->cm == nullptr)
+			rc = -ENOMEM;
+	}
+	mlx5_qpn_dev_info info0;
+	mlx5_qpn_dev_info_get(ctx->dev, &info0);
+	for (unsigned p = 0; p < cfg.peers && rc == 0 && ctx->side_passive; p++) {
+		auto *s = new server_node();
+		g->servers.push_back(s);
+		/* A GUID of its own, as a remote node: the device GUID with the top byte flipped. */
+		s->guid = (info0.node_guid ^ (0xA5ull << 56)) + p + 1;
+		snprintf(name, sizeof(name), "server-%u", p);
+		s->cm = agent_create(ctx, name, s->guid, &s->tp);
+		if (s->cm == nullptr)
+			rc = -ENOMEM;
+		else if ((rc = mlx5_qpn_cm_listen(s->cm, kServiceId)) != 0)
+			fprintf(stderr, "qpn-testpmd: listen: %s\n", strerror(-rc));
+	}
+	for (server_node *s : g->servers) {
+		g->peer_guid.push_back(s->guid);
+		g->peer_key.push_back(kDcKey);
+	}
+	ctx->nb_peers = static_cast<unsigned>(g->peer_guid.size());
+	if (rc == 0)
+		rc = emu_dc_init(ctx);
+	if (rc == 0 && ctx->side_passive && g->shm != nullptr) {
+		/* Publish each peer for client processes (DCT 0: no data path here). */
+		for (size_t p = 0; p < g->servers.size() && rc == 0; p++) {
+			mlx5_qpn_cm_shm_service svc{};
+			svc.service_id = kServiceId;
+			svc.node_guid = g->servers[p]->guid;
+			svc.dc_key = kDcKey;
+			svc.dct_number = ctx->data_path ? g->dcdev[0].dctn[p] : 0;
+			rc = mlx5_qpn_cm_shm_publish(g->shm, &svc);
+			if (rc != 0)
+				fprintf(stderr, "qpn-testpmd: cannot publish server %zu on fabric "
+						"\"%s\": %s\n", p, cfg.fabric.c_str(), strerror(-rc));
+		}
+	}
+	if (rc != 0) {
+		emu_teardown(ctx);
+		return rc;
+	}
+	return 0;
+}
+
+/* ---- active side: the device's agent, shared by its client lcores under its lock ---- */
+
+client_node *node_of(run_ctx *ctx, unsigned lcore)
+{
+	return g_emu.clients[ctx->role[lcore].dev];
+}
+
+int emu_start(run_ctx *ctx, unsigned lcore, unsigned peer, uint32_t qpn, uint32_t *conn)
+{
+	client_node *node = node_of(ctx, lcore);
+	node->lock.lock();
+	int rc = mlx5_qpn_cm_connect(node->cm, g_emu.peer_guid[peer], kServiceId, qpn, nullptr, 0,
+				     mlx5_qpn_clock_ns(), conn);
+	if (rc == 0)
+		node->owner[*conn] = lcore;
+	node->lock.unlock();
+	return rc;
+}
+
+int emu_disconnect(run_ctx *ctx, unsigned lcore, uint32_t conn)
+{
+	client_node *node = node_of(ctx, lcore);
+	node->lock.lock();
+	int rc = mlx5_qpn_cm_disconnect(node->cm, conn, mlx5_qpn_clock_ns());
+	node->lock.unlock();
+	return rc;
+}
+
+/* The CM keeps its own timewait; nothing is held for a connection the engine let go. */
+void emu_active_release(run_ctx *, unsigned, uint32_t) {}
+
+/* Poll the shared agent and take this lcore's events. */
+void take_events(client_node *node, unsigned lcore, std::vector<mini_ev> &evs)
+{
+	node->lock.lock();
+	uint64_t now = mlx5_qpn_clock_ns();
+	mlx5_qpn_cm_tick(node->cm, now);
+	mlx5_qpn_cm_poll(node->cm, now);
+	mlx5_qpn_cm_event ev;
+	while (mlx5_qpn_cm_poll_event(node->cm, &ev) == 0) {
+		auto it = node->owner.find(ev.conn_id);
+		if (it == node->owner.end())
+			continue;
+		unsigned owner = it->second;
+		if (ev.type == MLX5_QPN_CM_EVENT_REJECTED || ev.type == MLX5_QPN_CM_EVENT_DISCONNECTED ||
+		    ev.type == MLX5_QPN_CM_EVENT_TIMEWAIT_EXIT)
+			node->owner.erase(it); /* nothing more for the lcore after these */
+		if (ev.type == MLX5_QPN_CM_EVENT_TIMEWAIT_EXIT)
+			continue;
+		node->pending[owner].push_back(mini_ev{ev.type, ev.conn_id, ev.reason});
+	}
+	evs.swap(node->pending[lcore]);
+	node->pending[lcore].clear();
+	node->lock.unlock();
+}
+
+qpn_conn_event_type ev_type(uint32_t cm_type)
+{
+	switch (cm_type) {
+	case MLX5_QPN_CM_EVENT_REQ: return QPN_CONN_EV_REQUEST;
+	case MLX5_QPN_CM_EVENT_ESTABLISHED: return QPN_CONN_EV_ESTABLISHED;
+	case MLX5_QPN_CM_EVENT_REJECTED: return QPN_CONN_EV_REJECTED;
+	case MLX5_QPN_CM_EVENT_DISCONNECTED: return QPN_CONN_EV_CLOSED;
+	case MLX5_QPN_CM_EVENT_TIMEWAIT_EXIT: return QPN_CONN_EV_TIMEWAIT_EXIT;
+	default: return QPN_CONN_EV_ERROR;
+	}
+}
+
+unsigned emu_active_poll(run_ctx *ctx, unsigned lcore, qpn_conn_event *ev, unsigned max)
+{
+	if (ctx->data_path && !ctx->side_passive)
+		/* No server lcore in this process: execute our doorbells here (the server process's
+		 * service may run them too; the device serialises). */
+		for (mlx5_qpn_dev *d : ctx->devs)
+			mlx5_qpn_dev_service_run(d);
+	ev_queue<mini_ev> &q = g_emu.mine[lcore];
+	if (q.empty()) {
+		q.clear();
+		take_events(node_of(ctx, lcore), lcore, q.evs);
+	}
+	unsigned n = 0;
+	for (; n < max && !q.empty(); q.at++) {
+		const mini_ev &m = q.evs[q.at];
+		qpn_conn_event_type t = ev_type(m.type);
+		if (t == QPN_CONN_EV_REQUEST || t == QPN_CONN_EV_ERROR)
+			continue; /* not of the active side */
+		ev[n++] = qpn_conn_event{.type = t, .reason = m.reason, .conn = m.conn_id};
+	}
+	if (ctx->data_path && n < max)
+		n += emu_dc_send_completions(ctx, lcore, ev + n, max - n);
+	return n;
+}
+
+/* ---- passive side: one agent per peer, driven by one lcore ---- */
+
+int emu_accept(run_ctx *, unsigned node, uint32_t conn, uint32_t qpn)
+{
+	return mlx5_qpn_cm_accept(g_emu.servers[node]->cm, conn, qpn, nullptr, 0,
+				  mlx5_qpn_clock_ns());
+}
+
+void emu_reject(run_ctx *, unsigned node, uint32_t conn, uint16_t reason)
+{
+	mlx5_qpn_cm_reject(g_emu.servers[node]->cm, conn, reason, nullptr, 0, mlx5_qpn_clock_ns());
+}
+
+void emu_passive_release(run_ctx *, unsigned, uint32_t) {}
+
+/* Every node's events in one round, then the DCTs' receives. */
+void passive_round(run_ctx *ctx, std::vector<qpn_conn_event> &out)
+{
+	uint64_t now = mlx5_qpn_clock_ns();
+	for (unsigned i = 0; i < g_emu.servers.size(); i++) {
+		mlx5_qpn_cm *cm = g_emu.servers[i]->cm;
+		/* Tick first: a timewait that ended is gone before the next REQ is looked at. */
+		mlx5_qpn_cm_tick(cm, now);
+		if (mlx5_qpn_cm_poll(cm, now) < 0) {
+			out.push_back(qpn_conn_event{.type = QPN_CONN_EV_ERROR, .node = i,
+						     .conn = ~0u});
+			continue;
+		}
+		mlx5_qpn_cm_event e;
+		while (mlx5_qpn_cm_poll_event(cm, &e) == 0) {
+			qpn_conn_event x{.type = ev_type(e.type), .reason = e.reason, .node = i,
+					 .conn = e.conn_id};
+			if (x.type == QPN_CONN_EV_ERROR)
+				continue; /* an event the engines do not use */
+			mlx5_qpn_cm_conn_info ci;
+			x.timewait = (x.type == QPN_CONN_EV_CLOSED || x.type == QPN_CONN_EV_REJECTED) &&
+				     mlx5_qpn_cm_conn_get(cm, e.conn_id, &ci) == 0 &&
+				     ci.state == MLX5_QPN_CM_STATE_TIMEWAIT;
+			out.push_back(x);
+		}
+	}
+	if (ctx->data_path)
+		emu_dc_receives(ctx, out);
+}
+
+unsigned emu_passive_poll(run_ctx *ctx, qpn_conn_event *ev, unsigned max)
+{
+	ev_queue<qpn_conn_event> &q = g_emu.passive;
+	if (q.empty()) {
+		q.clear();
+		passive_round(ctx, q.evs);
+	}
+	unsigned n = 0;
+	for (; n < max && !q.empty(); q.at++)
+		ev[n++] = q.evs[q.at];
+	return n;
+}
+
+} /* namespace */
+
+const qpn_conn_ops conn_emu_ops = {
+	.name = "emulated CM fabric",
+	.peer_in_process = true,
+	.setup = emu_setup,
+	.teardown = emu_teardown,
+	.totals = emu_totals,
+	.active = {
+		.start = emu_start,
+		.send = emu_dc_send,
+		.flush = emu_dc_flush,
+		.disconnect = emu_disconnect,
+		.release = emu_active_release,
+		.poll = emu_active_poll,
+	},
+	.passive = {
+		.accept = emu_accept,
+		.reject = emu_reject,
+		.release = emu_passive_release,
+		.poll = emu_passive_poll,
+	},
+};

@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The runner: one for every engine and both connection implementations, as testpmd's
+ * start_packet_forwarding() is one for every forwarding engine. It probes the devices, picks
+ * the connection implementation (conn_select: the only place that asks which device this is),
+ * assigns the lcores' roles, launches one lcore body on the workers, prints the progress lines
+ * (batch mode) and stops, ends and tears down. The engines hold the work; the runner only decides
+ * which body an lcore runs: the engine's own side, or its peer's for the other side.
+ */
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+#include <thread>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_launch.h>
+#include <rte_pause.h>
+
+#include "testpmd.h"
+
+RTE_LOG_REGISTER(qpn_app_logtype, mlx5_qpn.app, INFO);
+
+const qpn_engine *const engine_list[4] = {&engine_dci_reconnect, &engine_dct_accept,
+					  &engine_churn, &engine_alloc};
+
+const qpn_engine *engine_find(const std::string &name)
+{
+	for (const qpn_engine *e : engine_list)
+		if (name == e->name)
+			return e;
+	return nullptr;
+}
+
+namespace {
+
+/* Whether a device is a hardware one: the only question the app asks about a device's kind, and
+ * only to pick the connection implementation (conn_select). */
+bool dev_is_hw(struct mlx5_qpn_dev *dev)
+{
+	struct mlx5_qpn_dev_info info;
+	return mlx5_qpn_dev_info_get(dev, &info) == 0 && info.backend != nullptr &&
+	       strcmp(info.backend, "hw") == 0;
+}
+
+run_ctx *g_ctx;
+const qpn_engine *g_engine;
+const qpn_engine *g_active;  /* whose body runs the active side (CM engines) */
+const qpn_engine *g_passive; /* whose body runs the passive side */
+bool g_running;
+uint64_t g_start_tsc;
+
+/* Hardware: the kernel's CM through librdmacm; otherwise the emulated CM fabric. */
+const qpn_conn_ops *conn_select(run_ctx *ctx)
+{
+	return dev_is_hw(ctx->dev) ? &conn_rdmacm_ops : &conn_emu_ops;
+}
+
+/* Which sides this process runs: --role, unless the connections cannot hold the peer here
+ * (then the engine's side alone). */
+void sides_assign(run_ctx *ctx, const qpn_engine *e)
+{
+	ctx->side_active = ctx->cfg->role_client();
+	ctx->side_passive = ctx->cfg->role_server();
+	if (e->uses_cm && !ctx->conn->peer_in_process) {
+		ctx->side_active = !e->passive_side;
+		ctx->side_passive = e->passive_side;
+	}
+}
+
+/* Lcore roles (the layout is described in testpmd.h). */
+void roles_assign(run_ctx *ctx)
+{
+	/* Plain arrays: lcore ids only. */
+	unsigned workers[RTE_MAX_LCORE], nw = 0, clients[RTE_MAX_LCORE], nc = 0;
+	unsigned lc;
+	RTE_LCORE_FOREACH_WORKER(lc)
+		workers[nw++] = lc;
+	for (auto &r : ctx->role)
+		r = lcore_role{};
+	ctx->server_lcore = -1;
+	if (!ctx->side_active) {
+		/* Server process: one lcore serves every passive node; others stay idle. */
+		unsigned srv = nw == 0 ? rte_get_main_lcore() : workers[0];
+		ctx->role[srv].server = true;
+		ctx->server_lcore = nw == 0 ? -1 : static_cast<int>(srv);
+	} else if (!ctx->side_passive) {
+		/* Client process: every worker (or the main lcore alone) is a client. */
+		if (nw == 0)
+			clients[nc++] = rte_get_main_lcore();
+		for (unsigned i = 0; i < nw; i++)
+			clients[nc++] = workers[i];
+	} else if (nw == 0) {
+		clients[nc++] = rte_get_main_lcore();
+		ctx->role[rte_get_main_lcore()].server = true;
+	} else if (nw == 1) {
+		clients[nc++] = workers[0];
+		ctx->role[workers[0]].server = true;
+	} else {
+		ctx->server_lcore = static_cast<int>(workers[nw - 1]);
+		ctx->role[workers[nw - 1]].server = true;
+		for (unsigned i = 0; i + 1 < nw; i++)
+			clients[nc++] = workers[i];
+	}
+	for (unsigned i = 0; i < nc; i++) {
+		lcore_role &r = ctx->role[clients[i]];
+		r.client = true;
+		r.client_idx = i;
+		r.dev = i % static_cast<unsigned>(ctx->devs.size());
+	}
+	ctx->nb_clients = nc;
+}
+
+/* The lcore body of every engine. */
+void lcore_body(run_ctx *ctx, unsigned lc)
+{
+	if (!g_engine->uses_cm) {
+		g_engine->lcore_run(ctx, lc);
+		return;
+	}
+	const lcore_role &r = ctx->role[lc];
+	if (r.client) {
+		g_active->lcore_run(ctx, lc);
+		ctx->clients_running.fetch_sub(1, std::memory_order_acq_rel);
+		/* A co-polling client serves the passive side until every client is done. */
+		if (r.server)
+			while (ctx->clients_running.load(std::memory_order_acquire) != 0)
+				g_passive->passive_poll(ctx);
+		else
+			mlx5_qpn_pool_cache_flush(mlx5_qpn_dev_pool(ctx->devs[r.dev]));
+		return;
+	}
+	if (r.server) {
+		/* A server process has no clients: it serves until the run is stopped. */
+		const bool alone = !ctx->side_active;
+		while (ctx->clients_running.load(std::memory_order_acquire) != 0 ||
+		       (alone && !ctx->stop.load(std::memory_order_acquire)))
+			g_passive->passive_poll(ctx);
+		/* The last frames (DREPs already sent) need no answer; done. */
+		g_passive->passive_poll(ctx);
+	}
+}
+
+int lcore_main(void *)
+{
+	unsigned lc = rte_lcore_id();
+	lcore_body(g_ctx, lc);
+	g_ctx->lc[lc].done.store(true, std::memory_order_release);
+	return 0;
+}
+
+/* Undo a start (either side's begin done, or not). */
+void run_end(run_ctx *ctx)
+{
+	for (const qpn_engine *x : {g_active, g_passive})
+		if (x != nullptr && x->end != nullptr)
+			x->end(ctx);
+	if (g_engine->uses_cm)
+		ctx->conn->teardown(ctx);
+}
+
+/* Connections, roles and the engines' begin. 0 or negative errno. */
+int run_setup(run_ctx *ctx, const qpn_engine *e)
+{
+	g_active = g_passive = nullptr;
+	if (e->uses_cm) {
+		g_active = e->passive_side ? e->peer : e;
+		g_passive = e->passive_side ? e : e->peer;
+		ctx->conn = conn_select(ctx);
+	}
+	sides_assign(ctx, e);
+	roles_assign(ctx);
+	int rc = e->uses_cm ? ctx->conn->setup(ctx) : 0;
+	if (rc != 0)
+		return rc;
+	for (const qpn_engine *x : {g_active, g_passive})
+		if (rc == 0 && x != nullptr && x->begin != nullptr)
+			rc = x->begin(ctx);
+	if (rc != 0)
+		run_end(ctx);
+	return rc;
+}
+
+} /* namespace */
+
+void run_serve(run_ctx *ctx, unsigned lcore)
+{
+	if (ctx->role[lcore].server)
+		g_passive->passive_poll(ctx);
+}
+
+bool run_active() { return g_running; }
+
+void devices_close(run_ctx *ctx)
+{
+	for (auto *x : ctx->devs)
+		mlx5_qpn_dev_close(x);
+	ctx->devs.clear();
+	ctx->dev = nullptr;
+}
+
+int devices_probe(run_ctx *ctx, int64_t quarantine_us)
+{
+	for (auto &da : ctx->cfg->devargs) {
+		std::string full = devargs_with_quarantine(da, quarantine_us, *ctx->cfg);
+		struct mlx5_qpn_dev *d = nullptr;
+		int rc = mlx5_qpn_dev_probe(full.c_str(), &d);
+		if (rc != 0) {
+			/* The driver already said why in one line for these; add nothing. */
+			if (rc != -EINVAL && rc != -ENODEV && rc != -EOPNOTSUPP && rc != -EEXIST)
+				fprintf(stderr, "qpn-testpmd: cannot probe \"%s\": %s\n", da.c_str(),
+					strerror(-rc));
+			devices_close(ctx);
+			return rc;
+		}
+		ctx->devs.push_back(d);
+	}
+	ctx->dev = ctx->devs[0];
+	return 0;
+}
+
+int devices_reprobe(run_ctx *ctx, int64_t quarantine_us)
+{
+	devices_close(ctx);
+	int rc = devices_probe(ctx, quarantine_us);
+	if (rc == 0)
+		ctx->cfg->quarantine_us = quarantine_us;
+	return rc;
+}
+
+int run_start(run_ctx *ctx, const qpn_engine *e)
+{
+	if (g_running)
+		return -EBUSY;
+	for (auto &l : ctx->lc)
+		l.done.store(false);
+	ctx->stop.store(false);
+	g_engine = e;
+	g_ctx = ctx;
+	int rc = run_setup(ctx, e);
+	if (rc != 0) {
+		fprintf(stderr, "qpn-testpmd: engine %s: %s\n", e->name, strerror(-rc));
+		return rc;
+	}
+	ctx->clients_running.store(ctx->nb_clients);
+	if (e->uses_cm && !ctx->data_path)
+		printf("qpn-testpmd: send step skipped (no data path: %s)\n",
+		       ctx->data_path_note.c_str());
+	g_running = true;
+	g_start_tsc = rte_rdtsc();
+	unsigned lc;
+	RTE_LCORE_FOREACH_WORKER(lc)
+		rte_eal_remote_launch(lcore_main, nullptr, lc);
+	return 0;
+}
+
+void run_stop(run_ctx *ctx)
+{
+	if (!g_running)
+		return;
+	ctx->stop.store(true);
+	unsigned lc;
+	RTE_LCORE_FOREACH_WORKER(lc) {
+		rte_eal_wait_lcore(lc);
+		/* The acquire pairs with the worker's release of `done`: what it wrote (CM agents,
+		 * histograms) is visible here in the C++ model, which ThreadSanitizer checks (it cannot
+		 * see the hand-over inside an uninstrumented rte_eal_wait_lcore). */
+		while (!ctx->lc[lc].done.load(std::memory_order_acquire))
+			rte_pause();
+	}
+	ctx->run_secs += static_cast<double>(rte_rdtsc() - g_start_tsc) /
+			 static_cast<double>(ctx->tsc_hz);
+	run_end(ctx);
+	g_running = false;
+}
+
+int run_batch(run_ctx *ctx, const qpn_engine *e)
+{
+	if (run_start(ctx, e) != 0)
+		return 1;
+	const run_config &cfg = *ctx->cfg;
+	const uint64_t hz = ctx->tsc_hz;
+	const uint64_t start = rte_rdtsc();
+	const uint64_t end = start + static_cast<uint64_t>(cfg.duration_s * static_cast<double>(hz));
+	uint64_t last_ops = 0;
+	unsigned lc;
+	if (rte_lcore_count() == 1) {
+		/* Alone: the main lcore runs the engine; a timer thread ends it. */
+		std::atomic<bool> *stop = &ctx->stop;
+		std::atomic<bool> finished{false};
+		const double dur = cfg.duration_s;
+		std::thread timer([stop, &finished, dur] {
+			for (double t = 0; t < dur && !finished.load(); t += 0.01)
+				usleep(10000);
+			stop->store(true);
+		});
+		lcore_main(nullptr);
+		finished.store(true);
+		timer.join();
+	} else {
+		/* The main lcore monitors and prints, as testpmd's does. */
+		uint64_t next_print = start + hz;
+		for (;;) {
+			uint64_t now = rte_rdtsc();
+			bool all_done = true;
+			RTE_LCORE_FOREACH_WORKER(lc)
+				all_done &= ctx->lc[lc].done.load(std::memory_order_acquire);
+			if (now >= end || all_done)
+				break;
+			if (now >= next_print) {
+				stats_progress(ctx, static_cast<double>(now - start) /
+							    static_cast<double>(hz), &last_ops);
+				next_print += hz;
+			}
+			usleep(1000);
+		}
+	}
+	run_stop(ctx);
+
+	stats_summary(stdout, ctx, e);
+	uint64_t errors = 0;
+	RTE_LCORE_FOREACH(lc)
+		errors += ctx->lc[lc].errors.load();
+	errors += ctx->srv.errors.load();
+	if (!cfg.json.empty()) {
+		if (stats_json(cfg.json.c_str(), ctx, e) == 0)
+			printf("JSON summary written to %s\n", cfg.json.c_str());
+		else
+			errors++;
+	}
+	fflush(stdout);
+	return errors == 0 ? 0 : 1;
+}
