@@ -11,26 +11,29 @@
  * This file holds the program's outline only: the options are options.cpp's, the runner
  * run.cpp's, the engines engine_*.cpp's, the connections conn*.cpp's, the prompt cli.cpp's.
  */
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include <rte_cycles.h>
 #include <rte_eal.h>
 
-#include "sim/mlx5_qpn_sim.h"
 #include "testpmd.h"
 
 namespace {
 
-/* --destroy-sim: remove the emulated devices' shared memory at exit. The one call of the app
- * into a driver-internal header (sim/): to be replaced by the public mlx5_qpn_dev_purge(name). */
+/* --destroy-sim: remove what the emulated devices leave in shared memory, at exit (the driver
+ * knows which backends keep any: mlx5_qpn_dev_purge() says -EOPNOTSUPP for the others). */
 void destroy_sims(const run_config &cfg)
 {
 	for (auto &da : cfg.devargs) {
 		std::string name = da.substr(0, da.find(','));
-		if (name.rfind("sim", 0) == 0)
-			mlx5_qpn_sim_destroy(name.c_str());
+		int rc = mlx5_qpn_dev_purge(name.c_str());
+		if (rc != 0 && rc != -ENOENT && rc != -EOPNOTSUPP)
+			fprintf(stderr, "qpn-testpmd: --destroy-sim: %s: %s\n", name.c_str(),
+				strerror(-rc));
 	}
 }
 

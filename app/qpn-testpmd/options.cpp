@@ -14,7 +14,7 @@
 
 #include <rte_log.h>
 
-#include "mlx5_qpn_devargs.h"
+#include "mlx5_qpn.h"
 #include "opt_num.h"
 #include "testpmd.h"
 
@@ -85,28 +85,12 @@ template <typename T> bool opt_uint(const char *opt, const char *v, uint64_t lo,
  */
 bool check_devargs(const char *v)
 {
-	char *buf = nullptr;
-	size_t len = 0;
-	FILE *mem = open_memstream(&buf, &len);
-	if (mem != nullptr)
-		rte_openlog_stream(mem);
-	struct mlx5_qpn_devargs da;
-	int rc = mlx5_qpn_devargs_parse(v, &da);
-	if (mem != nullptr) {
-		rte_openlog_stream(nullptr);
-		fclose(mem);
-	}
-	std::string why = buf != nullptr ? std::string(buf, len) : std::string();
-	free(buf);
-	if (rc == 0)
+	char why[256];
+	if (mlx5_qpn_devargs_check(v, why, sizeof(why)) == 0)
 		return true;
-	while (!why.empty() && why.back() == '\n')
-		why.pop_back();
-	if (why.compare(0, 10, "mlx5_qpn: ") == 0)
-		why.erase(0, 10);
-	if (why.empty())
-		why = "refused by the driver";
-	fprintf(stderr, "%s\n", opt_num_error("qpn-testpmd", "--qpn-dev", v, why).c_str());
+	fprintf(stderr, "%s\n",
+		opt_num_error("qpn-testpmd", "--qpn-dev", v,
+			      why[0] != '\0' ? why : "refused by the driver").c_str());
 	return false;
 }
 

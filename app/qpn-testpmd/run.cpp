@@ -39,8 +39,7 @@ namespace {
 bool dev_is_hw(struct mlx5_qpn_dev *dev)
 {
 	struct mlx5_qpn_dev_info info;
-	return mlx5_qpn_dev_info_get(dev, &info) == 0 && info.backend != nullptr &&
-	       strcmp(info.backend, "hw") == 0;
+	return mlx5_qpn_dev_info_get(dev, &info) == 0 && (info.flags & MLX5_QPN_DEV_F_EMULATED) == 0;
 }
 
 run_ctx *g_ctx;

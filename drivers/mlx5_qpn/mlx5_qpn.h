@@ -30,6 +30,7 @@
  * the pool. The primary must close the device last.
  */
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "mlx5_qpn_pool.h"
@@ -121,6 +122,21 @@ struct mlx5_qpn_dev_stats {
  *         -EOPNOTSUPP no reserved-QPN support with reserved_qpn=yes; -ENOMEM; other device errors.
  */
 int mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **dev);
+
+/**
+ * Check devargs as mlx5_qpn_dev_probe() would, without touching a device: the same grammar,
+ * backends, keys, ranges and cross-key rules (checks that need the device's capabilities, such
+ * as log_range against its granularity, are made at probe). Nothing is logged: the reason is
+ * given to the caller, so that a tool can print it as its own one line.
+ *
+ * @param devargs  as for mlx5_qpn_dev_probe().
+ * @param[out] why if not NULL and len > 0: on -EINVAL the reason, e.g.
+ *                 `bad devarg cache=0: out of range [1, 65536]` (truncated to len); "" on 0.
+ * @param len      size of why.
+ * @return 0 valid; -EINVAL refused.
+ * Thread safety: any thread, concurrently.
+ */
+int mlx5_qpn_devargs_check(const char *devargs, char *why, size_t len);
 
 /**
  * Remove the state that crashed processes left behind for a device name, so that the next probe

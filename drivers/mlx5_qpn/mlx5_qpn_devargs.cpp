@@ -249,10 +249,18 @@ std::string shown(const std::string &t)
 	return q + "\"";
 }
 
+/* mlx5_qpn_devargs_check() in progress on this thread: the refusal goes to its buffer instead
+ * of the log (an application that checks first prints the reason in its own words). */
+thread_local char *t_why;
+thread_local size_t t_why_len;
+
 /* One refusal: one log line naming the text as written. */
 int refuse_text(const std::string &text, const char *why)
 {
-	DEV_LOG(ERR, "bad devarg %s: %s", shown(text).c_str(), why);
+	if (t_why != nullptr)
+		snprintf(t_why, t_why_len, "bad devarg %s: %s", shown(text).c_str(), why);
+	else
+		DEV_LOG(ERR, "bad devarg %s: %s", shown(text).c_str(), why);
 	return -EINVAL;
 }
 
@@ -511,4 +519,19 @@ extern "C" int mlx5_qpn_devargs_parse(const char *devargs, struct mlx5_qpn_devar
 	if (da->low_water == UINT32_MAX)
 		da->low_water = 2 * da->cache;
 	return 0;
+}
+
+extern "C" int mlx5_qpn_devargs_check(const char *devargs, char *why, size_t len)
+{
+	char scratch[8];
+	struct mlx5_qpn_devargs da;
+	if (why != nullptr && len > 0)
+		why[0] = '\0';
+	t_why = why != nullptr && len > 0 ? why : scratch;
+	t_why_len = why != nullptr && len > 0 ? len : sizeof(scratch);
+	int rc = mlx5_qpn_devargs_parse(devargs, &da);
+	t_why = nullptr;
+	if (rc != 0 && devargs == nullptr && why != nullptr && len > 0)
+		snprintf(why, len, "no devargs (NULL)");
+	return rc;
 }

@@ -99,15 +99,18 @@ TEST(DevArgs, GoodAndBadTable)
 	}
 }
 
-/* The log lines of one parse: rte_log goes to a memory stream for the duration. */
-static std::string devargs_log(const char *args, int *rc, struct mlx5_qpn_devargs *da)
+/* The log lines of one parse (or, with why, of one mlx5_qpn_devargs_check()): rte_log goes to a
+ * memory stream for the duration. */
+static std::string devargs_log(const char *args, int *rc, struct mlx5_qpn_devargs *da,
+			       char *why = nullptr, size_t why_len = 0)
 {
 	char *buf = nullptr;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	FILE *saved = rte_log_get_stream();
 	rte_openlog_stream(f);
-	*rc = mlx5_qpn_devargs_parse(args, da);
+	*rc = why != nullptr ? mlx5_qpn_devargs_check(args, why, why_len)
+			     : mlx5_qpn_devargs_parse(args, da);
 	rte_openlog_stream(saved == stderr ? nullptr : saved);
 	fclose(f);
 	std::string out(buf != nullptr ? buf : "", len);
@@ -171,7 +174,22 @@ TEST(DevArgs, RefusalsNameTheTextAsWritten)
 		std::string log = devargs_log(c.args, &rc, &da);
 		EXPECT_EQ(rc, -EINVAL) << "devargs: \"" << c.args << "\"";
 		EXPECT_EQ(log, std::string(c.line) + "\n") << "devargs: \"" << c.args << "\"";
+		/* The public check refuses the same way and gives the reason to the caller (the
+		 * line without its prefix), logging nothing. */
+		char why[256];
+		log = devargs_log(c.args, &rc, nullptr, why, sizeof(why));
+		EXPECT_EQ(rc, -EINVAL) << "devargs: \"" << c.args << "\"";
+		EXPECT_EQ(log, "") << "devargs: \"" << c.args << "\"";
+		std::string line(c.line);
+		EXPECT_EQ(std::string(why), line.substr(line.find(": ") + 2)) << "devargs: \"" << c.args << "\"";
 	}
+	char why[64] = "x";
+	EXPECT_EQ(mlx5_qpn_devargs_check("sim0,cache=8,quarantine_us=0", why, sizeof(why)), 0);
+	EXPECT_STREQ(why, "");
+	EXPECT_EQ(mlx5_qpn_devargs_check(nullptr, why, sizeof(why)), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_devargs_check("sim0,colour=red", nullptr, 0), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_devargs_check("sim0,colour=red", why, 8), -EINVAL);
+	EXPECT_STREQ(why, "bad dev"); /* truncated to the buffer, terminated */
 }
 
 /* Numbers are decimal or 0x-hex; 0 alone is fine; GUIDs take their three documented forms. */
