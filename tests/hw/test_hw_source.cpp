@@ -216,7 +216,8 @@ TEST(HwSource, YesWithoutObjectsFailsInOneLineNamingTheReason)
 		LogCapture cap;
 		EXPECT_EQ(mlx5_qpn_hw_ops.open(&da, &be), -EOPNOTSUPP) << c.reason;
 		std::string log = cap.text();
-		/* One ERR line from the refusal; the DEVX fallback notice is INFO. */
+		/* One line: the refusals met on the way are the reason, at debug level. */
+		EXPECT_EQ(count_lines(log), 1u) << log;
 		EXPECT_EQ(count(log, "reserved_qpn=yes but RESERVED_QPN objects are unusable"), 1u);
 		EXPECT_NE(log.find(c.reason), std::string::npos) << log;
 		EXPECT_EQ(be, nullptr);

@@ -139,7 +139,7 @@ hw_open(const struct mlx5_qpn_devargs *da, struct mlx5_qpn_backend **out)
 	} else {
 		/* DEVX refused (no permission, old kernel): verbs only, single-QPN API only. */
 		dev->probe.err = errno != 0 ? -errno : -EIO;
-		MLX5_QPN_HW_LOG(INFO, "%s: DEVX context refused (%s), opening without it",
+		MLX5_QPN_HW_LOG(DEBUG, "%s: DEVX context refused (%s), opening without it",
 				da->name, strerror(-dev->probe.err));
 		errno = 0;
 		dev->ctx = glue->open_device(found);
@@ -153,8 +153,10 @@ hw_open(const struct mlx5_qpn_devargs *da, struct mlx5_qpn_backend **out)
 		return rc;
 	}
 
+	dev->probing = true;
 	read_caps(dev);
 	trial_allocation(dev, da);
+	dev->probing = false;
 	const enum mlx5_qpn_hw_source src = mlx5_qpn_hw_source_choose(da->reserved_qpn, &dev->probe);
 	if (src == MLX5_QPN_HW_SRC_NONE) {
 		char why[128];

@@ -51,6 +51,7 @@ struct mlx5_qpn_hw_dev {
 	uint8_t raw_log_max_num;         /* as read; caps carry mlx5_qpn_hw_log_max_num() */
 	std::atomic<uint8_t> log_ok{0};  /* largest object size the firmware accepted */
 	std::atomic<bool> step_logged{false};
+	bool probing;                    /* inside open: firmware refusals are verdicts */
 	struct mlx5_qpn_hw_qps *qps;     /* the ordinary-QP source */
 };
 

@@ -32,8 +32,11 @@ cmd_error(const mlx5_qpn_hw_dev *dev, const char *what, const void *out, size_t 
 		rc = -EIO;
 	if (quiet_einval && rc == -EINVAL)
 		return rc; /* the caller steps the size down and logs that once */
-	MLX5_QPN_HW_LOG(ERR, "%s: %s failed: status 0x%x syndrome 0x%x (%s)", dev->name, what,
-			status, syndrome, strerror(-rc));
+	/* At probe a refusal is a verdict, not an error: the probe's line names it (debug level
+	 * keeps the status and syndrome for a bring-up). */
+	rte_log(dev->probing ? RTE_LOG_DEBUG : RTE_LOG_ERR, mlx5_qpn_hw_logtype,
+		"mlx5_qpn: %s: %s failed: status 0x%x syndrome 0x%x (%s)\n", dev->name, what,
+		status, syndrome, strerror(-rc));
 	return rc;
 }
 
@@ -161,13 +164,21 @@ read_caps(mlx5_qpn_hw_dev *dev)
 
 /* Log once per device that the firmware refused a size and objects continue smaller. */
 static void
-note_step_down(mlx5_qpn_hw_dev *dev, uint8_t refused, uint8_t next)
+log_step_once(mlx5_qpn_hw_dev *dev, uint8_t refused)
 {
-	dev->log_ok.store(next, std::memory_order_relaxed);
 	if (!dev->step_logged.exchange(true))
 		MLX5_QPN_HW_LOG(WARNING, "%s: firmware refused RESERVED_QPN objects of 2^%u QPNs "
 				"(bad parameter): stepping down towards 2^%u, still on objects",
 				dev->name, refused, dev->caps.log_reserved_qpn_granularity);
+}
+
+/* At probe the step is logged only if objects stay the source (else the verdict says it). */
+static void
+note_step_down(mlx5_qpn_hw_dev *dev, uint8_t refused, uint8_t next)
+{
+	dev->log_ok.store(next, std::memory_order_relaxed);
+	if (!dev->probing)
+		log_step_once(dev, refused);
 }
 
 /*
@@ -206,7 +217,8 @@ trial_allocation(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_devargs *da)
 	struct mlx5dv_devx_obj *obj = nullptr;
 	uint32_t first = 0;
 	/* limit= is a key of the emulated device only: no bound from it here. */
-	uint8_t log = mlx5_qpn_hw_request_log(&dev->caps, da->log_range, da->max_qpns, 0);
+	const uint8_t want = mlx5_qpn_hw_request_log(&dev->caps, da->log_range, da->max_qpns, 0);
+	uint8_t log = want;
 	int rc = create_rsvd_obj_stepping(dev, &log, &obj, &first);
 	dev->probe.trial_log = log;
 	if (rc != 0) {
@@ -215,6 +227,8 @@ trial_allocation(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_devargs *da)
 		dev->probe.err = rc;
 		return;
 	}
+	if (log < want)
+		log_step_once(dev, want);
 	destroy_rsvd_obj(dev, obj, first);
 	dev->log_ok.store(log, std::memory_order_relaxed);
 	dev->objs_ok = true;
