@@ -100,6 +100,27 @@ TEST(HwSource, TrialUsesTheSizeThatWillBeRequested)
 	EXPECT_EQ(hwfake::live_objects(), 0);
 }
 
+/* The devargs shape the request: log_range, and a max_qpns smaller than the largest object. */
+TEST(HwSource, TrialFollowsLogRangeAndMaxQpns)
+{
+	const struct {
+		uint32_t log_range, max_qpns;
+		uint8_t trial;
+	} cases[] = {{8, 65536, 8}, {UINT32_MAX, 256, 8}, {UINT32_MAX, 16, 7}, {9, 300, 8}};
+	for (const auto &c : cases) {
+		hwfake::Scope scope;
+		mlx5_qpn_devargs da = fake_devargs(MLX5_QPN_RSVD_TRY);
+		da.log_range = c.log_range;
+		da.max_qpns = c.max_qpns;
+		mlx5_qpn_backend *be = nullptr;
+		LogCapture cap;
+		ASSERT_EQ(mlx5_qpn_hw_ops.open(&da, &be), 0);
+		EXPECT_EQ(fake().create_logs, (std::vector<uint8_t>{c.trial}))
+			<< c.log_range << " " << c.max_qpns;
+		mlx5_qpn_hw_ops.close(be);
+	}
+}
+
 TEST(HwSource, BadParameterStepsDownOnceAndStaysOnObjects)
 {
 	hwfake::Scope scope;

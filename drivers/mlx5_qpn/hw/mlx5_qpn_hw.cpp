@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The rdma-core hardware backend: RESERVED_QPN objects through DEVX, the single-QPN
- * fallback of libmlx5, and UAR pages. See mlx5_qpn_hw.h for the contract of each op.
+ * fallback of libmlx5, ordinary UD QPs (mlx5_qpn_hw_qp.cpp) and UAR pages; the probe's
+ * firmware commands are in mlx5_qpn_hw_probe.cpp. See mlx5_qpn_hw.h for each op's contract.
  */
 #include "mlx5_qpn_hw.h"
 
@@ -11,15 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <mutex>
 #include <new>
 
 #include "mlx5_qpn_glue.h"
 #include "mlx5_qpn_hw_log.h"
-#include "mlx5_qpn_hw_priv.h"
-#include "mlx5_qpn_hw_qp.h"
-#include "mlx5_qpn_hw_sizing.h"
+#include "mlx5_qpn_hw_priv.h" /* the device, the QP source, the sizing decisions */
 #include "mlx5_qpn_prm.h"
 
 RTE_LOG_REGISTER(mlx5_qpn_hw_logtype, mlx5_qpn.hw, INFO);

@@ -17,7 +17,6 @@
 #include <atomic>
 #include <mutex>
 
-#include "mlx5_qpn_glue.h"
 #include "mlx5_qpn_hw_qp.h"
 #include "mlx5_qpn_hw_sizing.h"
 #include "mlx5_qpn_ops.h"
