@@ -39,7 +39,7 @@ struct mlx5_qpn_hw_qps {
 	const struct mlx5_qpn_glue *glue;
 	struct ibv_context *ctx;
 	char name[64];
-	std::mutex lock;       /* guards everything below */
+	mutable std::mutex lock; /* guards everything below */
 	struct ibv_pd *pd;     /* allocated with the first QP */
 	uint32_t count;
 	held_qp *bucket[QP_BUCKETS];
@@ -159,7 +159,7 @@ mlx5_qpn_hw_qps_count(const struct mlx5_qpn_hw_qps *q)
 {
 	if (q == nullptr)
 		return 0;
-	std::lock_guard<std::mutex> g(const_cast<mlx5_qpn_hw_qps *>(q)->lock);
+	std::lock_guard<std::mutex> g(q->lock);
 	return q->count;
 }
 
