@@ -38,9 +38,12 @@ enum mlx5_qpn_cmd_status {
 
 /**
  * Positive errno for a command status (0 for OK). The table is the kernel's cmd_status_to_err()
- * (drivers/net/ethernet/mellanox/mlx5/core/cmd.c, which added NOT_READY -> EAGAIN in 2024) and
- * rdma-core's cmd_status_to_err() (providers/mlx5/mlx5.c); both give EINVAL for a bad index
- * (0x0A), not ENOMEM: an index the firmware rejects is a caller error, not exhaustion.
+ * (drivers/net/ethernet/mellanox/mlx5/core/cmd.c) and rdma-core's mlx5_cmd_status_to_err()
+ * (providers/mlx5/mlx5.c, applied by mlx5_get_cmd_status_err() when a DEVX call fails with
+ * EREMOTEIO); both give EINVAL for a bad index (0x0A), not ENOMEM: an index the firmware
+ * rejects is a caller error, not exhaustion. NOT_READY (0x07) is the kernel's (added in 2024:
+ * EAGAIN, the firmware is transiently not ready); rdma-core's table has no entry for it yet
+ * and would give its default, EIO.
  */
 static inline int
 mlx5_qpn_cmd_status_to_errno(uint8_t status)

@@ -102,8 +102,8 @@ devx_general_cmd(ibv_context *, const void *in, size_t inlen, void *out, size_t 
 	(general ? g_dev.caps_queries : g_dev.caps2_queries)++;
 	if (opcode != MLX5_QPN_CMD_OP_QUERY_HCA_CAP || (general && !g_dev.caps_ok)) {
 		mlx5_qpn_prm_out_set_status(out, outlen, MLX5_QPN_CMD_STAT_BAD_SYS_STATE_ERR, 0x51);
-		errno = EIO;
-		return EIO;
+		errno = EREMOTEIO;
+		return EREMOTEIO;
 	}
 	mlx5_qpn_caps c{};
 	c.general_obj_types = g_dev.bit44 ? MLX5_QPN_HCA_CAP_GENERAL_OBJECT_TYPES_RESERVED_QPN : 0;
@@ -129,9 +129,10 @@ devx_obj_create(ibv_context *, const void *in, size_t inlen, void *out, size_t o
 	    h.log_obj_range < g_dev.gran)
 		st = MLX5_QPN_CMD_STAT_BAD_PARAM_ERR;
 	if (st != 0) {
-		/* As the kernel: the outbox is copied back and the ioctl fails with its errno. */
+		/* As the kernel: the outbox is copied back and the ioctl fails with EREMOTEIO
+		 * (rdma-core's mlx5_get_cmd_status_err() then reads the status). */
 		mlx5_qpn_prm_out_set_status(out, outlen, st, 0x1234);
-		errno = -mlx5_qpn_fw_status_to_errno(st);
+		errno = EREMOTEIO;
 		return nullptr;
 	}
 	/* Ranges aligned to their size, one after the other above 0x1000. */
