@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "mlx5_qpn_hw_log.h"
@@ -43,6 +44,12 @@ constexpr sym_desc syms[] = {
 	GLUE_SYM(LIB_VERBS, ibv_close_device, close_device),
 	GLUE_SYM(LIB_VERBS, ibv_query_device, query_device),
 	GLUE_SYM(LIB_VERBS, ibv_query_port, query_port),
+	GLUE_SYM(LIB_VERBS, ibv_alloc_pd, alloc_pd),
+	GLUE_SYM(LIB_VERBS, ibv_dealloc_pd, dealloc_pd),
+	GLUE_SYM(LIB_VERBS, ibv_create_cq, create_cq),
+	GLUE_SYM(LIB_VERBS, ibv_destroy_cq, destroy_cq),
+	GLUE_SYM(LIB_VERBS, ibv_create_qp, create_qp),
+	GLUE_SYM(LIB_VERBS, ibv_destroy_qp, destroy_qp),
 	GLUE_SYM(LIB_MLX5, mlx5dv_is_supported, dv_is_supported),
 	GLUE_SYM(LIB_MLX5, mlx5dv_open_device, dv_open_device),
 	GLUE_SYM(LIB_MLX5, mlx5dv_devx_general_cmd, devx_general_cmd),
@@ -165,6 +172,9 @@ struct global_glue {
 
 global_glue g_glue;
 
+/* mlx5_qpn_glue_set_override(): a fake table for tests, returned instead of g_glue.table. */
+std::atomic<const struct mlx5_qpn_glue *> g_override{nullptr};
+
 void
 global_load(void)
 {
@@ -225,9 +235,18 @@ mlx5_qpn_glue_unload(struct mlx5_qpn_glue *glue)
 	glue->cm_ok = 0;
 }
 
+void
+mlx5_qpn_glue_set_override(const struct mlx5_qpn_glue *glue)
+{
+	g_override.store(glue, std::memory_order_release);
+}
+
 const struct mlx5_qpn_glue *
 mlx5_qpn_glue_get_quiet(void)
 {
+	const struct mlx5_qpn_glue *o = g_override.load(std::memory_order_acquire);
+	if (o != nullptr)
+		return o;
 	ensure_loaded();
 	return g_glue.ok ? &g_glue.table : nullptr;
 }
@@ -246,6 +265,9 @@ mlx5_qpn_glue_get(void)
 const struct mlx5_qpn_glue *
 mlx5_qpn_glue_cm_get(void)
 {
+	const struct mlx5_qpn_glue *o = g_override.load(std::memory_order_acquire);
+	if (o != nullptr)
+		return o->cm_ok ? o : nullptr;
 	ensure_loaded();
 	if (g_glue.ok && g_glue.table.cm_ok)
 		return &g_glue.table;

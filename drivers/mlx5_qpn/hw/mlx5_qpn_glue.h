@@ -46,6 +46,13 @@ struct mlx5_qpn_glue {
 	__typeof__(ibv_query_device) *query_device;
 	/** The exported compat entry; fills the legacy part of ibv_port_attr. */
 	__typeof__(ibv_query_port) *query_port;
+	/* The ordinary-QP source (mlx5_qpn_hw_qp.cpp): one UD QP on a one-entry CQ per QPN. */
+	__typeof__(ibv_alloc_pd) *alloc_pd;
+	__typeof__(ibv_dealloc_pd) *dealloc_pd;
+	__typeof__(ibv_create_cq) *create_cq;
+	__typeof__(ibv_destroy_cq) *destroy_cq;
+	__typeof__(ibv_create_qp) *create_qp;
+	__typeof__(ibv_destroy_qp) *destroy_qp;
 
 	/* libmlx5.so.1 */
 	__typeof__(mlx5dv_is_supported) *dv_is_supported;
@@ -125,6 +132,15 @@ int mlx5_qpn_glue_load(const char *libdir, struct mlx5_qpn_glue *glue, char *err
 
 /** dlclose() the handles of a table from mlx5_qpn_glue_load() and clear it. */
 void mlx5_qpn_glue_unload(struct mlx5_qpn_glue *glue);
+
+/**
+ * Test hook: make mlx5_qpn_glue_get(), _get_quiet() and _cm_get() return glue instead of
+ * rdma-core's table (NULL restores it), so that the hardware backend's calls "happen" against
+ * a fake table on a machine without a ConnectX. mlx5_qpn_glue_error() is unaffected.
+ * The table must outlive every backend opened through it. Not for production use; must not
+ * race a concurrent open.
+ */
+void mlx5_qpn_glue_set_override(const struct mlx5_qpn_glue *glue);
 
 #ifdef __cplusplus
 }

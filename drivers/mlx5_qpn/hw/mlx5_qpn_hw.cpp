@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The rdma-core hardware backend: RESERVED_QPN objects through DEVX, the single-QPN
- * fallback of libmlx5, and UAR pages. See mlx5_qpn_hw.h for the contract of each op.
+ * fallback of libmlx5, ordinary UD QPs (mlx5_qpn_hw_qp.cpp) and UAR pages; the probe's
+ * firmware commands are in mlx5_qpn_hw_probe.cpp. See mlx5_qpn_hw.h for each op's contract.
  */
 #include "mlx5_qpn_hw.h"
 
@@ -9,6 +10,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <mutex>
 #include <new>
@@ -18,47 +20,19 @@
 #include "mlx5_qpn_backend.h"
 #include "mlx5_qpn_glue.h"
 #include "mlx5_qpn_hw_log.h"
+#include "mlx5_qpn_hw_priv.h" /* the device, the QP source, the sizing decisions */
 #include "common/mlx5_qpn_prm.h"
 
 RTE_LOG_REGISTER(mlx5_qpn_hw_logtype, mlx5_qpn.hw, INFO);
 
 namespace {
 
-/* What a bookkeeping node holds: everything the device must give back at close. */
-enum class node_kind { range, single_qpn, uar };
-
-struct hw_node {
-	hw_node *prev;
-	hw_node *next;
-	node_kind kind;
-	uint32_t qpn;                /* first QPN of a range, or the single QPN */
-	uint8_t log_size;
-	struct mlx5dv_devx_obj *obj; /* range */
-	struct mlx5dv_devx_uar *uar; /* uar */
-};
-
-struct mlx5_qpn_hw_dev {
-	struct mlx5_qpn_backend base{&mlx5_qpn_hw_ops}; /* first: the handle leads to its table */
-	const struct mlx5_qpn_glue *glue;
-	struct ibv_context *ctx;
-	char name[MLX5_QPN_DEV_NAMESIZE];
-	struct mlx5_qpn_caps caps;
-	bool objs_ok;   /* RESERVED_QPN objects proven by the trial allocation */
-	std::mutex lock; /* guards the list only; never held across a firmware command */
-	hw_node head;   /* circular list sentinel */
-};
+using namespace mlx5_qpn_hw;
 
 mlx5_qpn_hw_dev *
 to_dev(struct mlx5_qpn_backend *be)
 {
 	return reinterpret_cast<mlx5_qpn_hw_dev *>(be);
-}
-
-/* rdma-core returns positive errno values, some wrappers negative ones: make it negative. */
-int
-neg_errno(int rc)
-{
-	return rc > 0 ? -rc : rc;
 }
 
 void
@@ -95,148 +69,10 @@ list_take(mlx5_qpn_hw_dev *dev, node_kind kind, const hw_node *want, uint32_t qp
 	return nullptr;
 }
 
-/*
- * After a failed DEVX command: the firmware status in the outbox if there is one (the kernel
- * copies the outbox back on a command error), else the errno of the call.
- */
-int
-cmd_error(const mlx5_qpn_hw_dev *dev, const char *what, const void *out, size_t outlen,
-	  int sys_errno)
-{
-	uint8_t status = 0;
-	uint32_t syndrome = 0;
-	mlx5_qpn_prm_out_status(out, outlen, &status, &syndrome);
-	int rc = status != 0 ? mlx5_qpn_fw_status_to_errno(status) : neg_errno(sys_errno);
-	if (rc == 0)
-		rc = -EIO;
-	MLX5_QPN_HW_LOG(ERR, "%s: %s failed: status 0x%x syndrome 0x%x (%s)", dev->name, what,
-			status, syndrome, strerror(-rc));
-	return rc;
-}
-
-int
-query_hca_cap(mlx5_qpn_hw_dev *dev, uint16_t type, uint32_t *out, size_t outlen)
-{
-	uint32_t in[MLX5_QPN_PRM_QUERY_HCA_CAP_IN_LEN / 4];
-	mlx5_qpn_prm_query_hca_cap_in(in, sizeof(in),
-				      MLX5_QPN_HCA_CAP_OP_MOD(type, MLX5_QPN_HCA_CAP_OPMOD_CUR));
-	memset(out, 0, outlen);
-	errno = 0;
-	int rc = dev->glue->devx_general_cmd(dev->ctx, in, sizeof(in), out, outlen);
-	if (rc != 0)
-		return cmd_error(dev, type == MLX5_QPN_HCA_CAP_TYPE_GENERAL ? "QUERY_HCA_CAP" :
-									    "QUERY_HCA_CAP(caps 2)",
-				 out, outlen, rc);
-	return 0;
-}
-
-/* One RESERVED_QPN object; *obj and *first_qpn on success. */
-int
-create_rsvd_obj(mlx5_qpn_hw_dev *dev, uint8_t log_size, struct mlx5dv_devx_obj **obj,
-		uint32_t *first_qpn)
-{
-	uint32_t in[MLX5_QPN_PRM_CREATE_RSVD_QPN_IN_LEN / 4];
-	uint32_t out[MLX5_QPN_PRM_GENERAL_OBJ_OUT_LEN / 4] = {};
-	int rc = mlx5_qpn_prm_create_rsvd_qpn_in(in, sizeof(in), log_size);
-	if (rc != 0)
-		return rc;
-	errno = 0;
-	struct mlx5dv_devx_obj *o = dev->glue->devx_obj_create(dev->ctx, in, sizeof(in), out,
-							       sizeof(out));
-	if (o == nullptr)
-		return cmd_error(dev, "CREATE_GENERAL_OBJECT(RESERVED_QPN)", out, sizeof(out),
-				 errno != 0 ? errno : EIO);
-	rc = mlx5_qpn_prm_create_obj_out_id(out, sizeof(out), first_qpn);
-	if (rc != 0) {
-		dev->glue->devx_obj_destroy(o);
-		return rc;
-	}
-	*obj = o;
-	return 0;
-}
-
-int
-destroy_rsvd_obj(mlx5_qpn_hw_dev *dev, struct mlx5dv_devx_obj *obj, uint32_t first_qpn)
-{
-	int rc = neg_errno(dev->glue->devx_obj_destroy(obj));
-	if (rc != 0)
-		MLX5_QPN_HW_LOG(ERR, "%s: destroying RESERVED_QPN object 0x%x failed (%s)", dev->name,
-				first_qpn, strerror(-rc));
-	return rc;
-}
-
-uint8_t
-floor_log2(uint64_t v)
-{
-	uint8_t l = 0;
-	while (v > 1) {
-		v >>= 1;
-		l++;
-	}
-	return l;
-}
-
-/* Caps from verbs (GUID, ports, QP count) and, with DEVX, from the HCA caps. */
-void
-read_caps(mlx5_qpn_hw_dev *dev)
-{
-	struct ibv_device_attr attr;
-	memset(&attr, 0, sizeof(attr));
-	if (dev->glue->query_device(dev->ctx, &attr) == 0) {
-		dev->caps.node_guid = be64toh(attr.node_guid);
-		dev->caps.nb_ports = attr.phys_port_cnt;
-		if (attr.max_qp > 0)
-			dev->caps.log_max_qp = floor_log2(static_cast<uint64_t>(attr.max_qp));
-	} else {
-		MLX5_QPN_HW_LOG(WARNING, "%s: ibv_query_device failed (%s)", dev->name,
-				strerror(errno));
-	}
-	if (!dev->caps.devx)
-		return;
-
-	/* The outbox is 4 KiB: keep it off the stack of whatever thread probes. */
-	uint32_t *out = new (std::nothrow) uint32_t[MLX5_QPN_PRM_QUERY_HCA_CAP_OUT_LEN / 4];
-	if (out == nullptr) {
-		dev->caps.devx = 0;
-		return;
-	}
-	const size_t outlen = MLX5_QPN_PRM_QUERY_HCA_CAP_OUT_LEN;
-	if (query_hca_cap(dev, MLX5_QPN_HCA_CAP_TYPE_GENERAL, out, outlen) != 0 ||
-	    mlx5_qpn_prm_parse_hca_cap(out, outlen, &dev->caps) != 0) {
-		/* DEVX context but no commands allowed: behave as without DEVX. */
-		dev->caps.devx = 0;
-		dev->caps.reserved_qpn_obj = 0;
-	} else if (dev->caps.reserved_qpn_obj &&
-		   (query_hca_cap(dev, MLX5_QPN_HCA_CAP_TYPE_GENERAL_2, out, outlen) != 0 ||
-		    mlx5_qpn_prm_parse_hca_cap_2(out, outlen, &dev->caps) != 0)) {
-		/* Bit 44 without caps 2 gives no granularity to create objects with. */
-		dev->caps.reserved_qpn_obj = 0;
-	}
-	delete[] out;
-}
-
-/* Bit 44 can be set while creation still fails: only a real object proves support. */
-void
-trial_allocation(mlx5_qpn_hw_dev *dev)
-{
-	if (!dev->caps.devx || !dev->caps.reserved_qpn_obj)
-		return;
-	struct mlx5dv_devx_obj *obj = nullptr;
-	uint32_t first = 0;
-	const uint8_t g = mlx5_qpn_prm_clamp_log_range(&dev->caps, 0);
-	if (create_rsvd_obj(dev, g, &obj, &first) != 0) {
-		MLX5_QPN_HW_LOG(INFO, "%s: RESERVED_QPN advertised but not usable: "
-				"single-QPN fallback only", dev->name);
-		dev->caps.reserved_qpn_obj = 0;
-		return;
-	}
-	destroy_rsvd_obj(dev, obj, first);
-	dev->objs_ok = true;
-}
-
 void
 free_dev(mlx5_qpn_hw_dev *dev)
 {
+	mlx5_qpn_hw_qps_free(dev->qps, 1);
 	if (dev->ctx != nullptr)
 		dev->glue->close_device(dev->ctx);
 	delete dev;
@@ -291,6 +127,7 @@ hw_open(const struct mlx5_qpn_devargs *da, struct mlx5_qpn_backend **out)
 	}
 	dev->glue = glue;
 	dev->head.prev = dev->head.next = &dev->head;
+	dev->owner_pid = getpid();
 	snprintf(dev->name, sizeof(dev->name), "%s", da->name);
 
 	struct mlx5dv_context_attr dv_attr;
@@ -302,8 +139,9 @@ hw_open(const struct mlx5_qpn_devargs *da, struct mlx5_qpn_backend **out)
 		dev->caps.devx = 1;
 	} else {
 		/* DEVX refused (no permission, old kernel): verbs only, single-QPN API only. */
-		MLX5_QPN_HW_LOG(INFO, "%s: DEVX context refused (%s), opening without it",
-				da->name, strerror(errno != 0 ? errno : EIO));
+		dev->probe.err = errno != 0 ? -errno : -EIO;
+		MLX5_QPN_HW_LOG(DEBUG, "%s: DEVX context refused (%s), opening without it",
+				da->name, strerror(-dev->probe.err));
 		errno = 0;
 		dev->ctx = glue->open_device(found);
 	}
@@ -316,13 +154,25 @@ hw_open(const struct mlx5_qpn_devargs *da, struct mlx5_qpn_backend **out)
 		return rc;
 	}
 
+	dev->probing = true;
 	read_caps(dev);
-	trial_allocation(dev);
-	MLX5_QPN_HW_LOG(INFO, "%s: guid 0x%016llx, devx %u, RESERVED_QPN objects %s "
-			"(granularity 2^%u, max alloc 2^%u, total 2^%u)", dev->name,
-			static_cast<unsigned long long>(dev->caps.node_guid), dev->caps.devx,
-			dev->objs_ok ? "usable" : "unusable", dev->caps.log_reserved_qpn_granularity,
-			dev->caps.log_reserved_qpn_max_alloc, dev->caps.log_max_num_reserved_qpn);
+	trial_allocation(dev, da);
+	dev->probing = false;
+	const enum mlx5_qpn_hw_source src = mlx5_qpn_hw_source_choose(da->reserved_qpn, &dev->probe);
+	if (src == MLX5_QPN_HW_SRC_NONE) {
+		char why[128];
+		mlx5_qpn_hw_probe_reason(&dev->probe, why, sizeof(why));
+		MLX5_QPN_HW_LOG(ERR, "%s: reserved_qpn=yes but RESERVED_QPN objects are unusable: %s",
+				da->name, why);
+		free_dev(dev);
+		return -EOPNOTSUPP;
+	}
+	dev->qps = mlx5_qpn_hw_qps_new(glue, dev->ctx, dev->name);
+	if (dev->qps == nullptr) {
+		free_dev(dev);
+		return -ENOMEM;
+	}
+	log_probe(dev, src);
 	*out = reinterpret_cast<struct mlx5_qpn_backend *>(dev);
 	return 0;
 }
@@ -355,8 +205,10 @@ hw_range_reserve(struct mlx5_qpn_backend *be, uint32_t log_size, struct mlx5_qpn
 	if (n == nullptr)
 		return -ENOMEM;
 	n->kind = node_kind::range;
-	n->log_size = static_cast<uint8_t>(log_size);
-	int rc = create_rsvd_obj(dev, n->log_size, &n->obj, &n->qpn);
+	/* Never above what the firmware accepted: obj->log_size tells the caller what it got. */
+	const uint8_t ok = dev->log_ok.load(std::memory_order_relaxed);
+	n->log_size = static_cast<uint8_t>(log_size < ok ? log_size : ok);
+	int rc = create_rsvd_obj_stepping(dev, &n->log_size, &n->obj, &n->qpn);
 	if (rc != 0) {
 		delete n;
 		return rc;
@@ -403,6 +255,10 @@ hw_qpn_reserve_one(struct mlx5_qpn_backend *be, uint32_t *qpn)
 	if (be == nullptr || qpn == nullptr)
 		return -EINVAL;
 	mlx5_qpn_hw_dev *dev = to_dev(be);
+	/* rdma-core makes the same objects at the granularity: where the trial failed it would
+	 * fail too, so say so without asking (the generic layer then uses ordinary QPs). */
+	if (!dev->objs_ok)
+		return -EOPNOTSUPP;
 	hw_node *n = new (std::nothrow) hw_node();
 	if (n == nullptr)
 		return -ENOMEM;
@@ -498,12 +354,53 @@ hw_uar_unmap(struct mlx5_qpn_backend *be, struct mlx5_qpn_uar *uar)
 	return 0;
 }
 
+int
+hw_qp_create(struct mlx5_qpn_backend *be, uint32_t *qpn)
+{
+	if (be == nullptr || qpn == nullptr)
+		return -EINVAL;
+	return mlx5_qpn_hw_qps_get(to_dev(be)->qps, qpn);
+}
+
+int
+hw_qp_destroy(struct mlx5_qpn_backend *be, uint32_t qpn)
+{
+	if (be == nullptr)
+		return -EINVAL;
+	return mlx5_qpn_hw_qps_put(to_dev(be)->qps, qpn);
+}
+
+/*
+ * A forked child shares the parent's uverbs file: destroying an object, freeing a UAR, even
+ * ibv_close_device() (libmlx5 destroys its reserved-QPN blocks there) would act on the
+ * parent's objects. The child frees its own memory only.
+ */
+void
+close_in_child(mlx5_qpn_hw_dev *dev)
+{
+	unsigned int nodes = 0;
+	while (dev->head.next != &dev->head) {
+		hw_node *n = dev->head.next;
+		list_unlink(n);
+		delete n;
+		nodes++;
+	}
+	unsigned int qps = mlx5_qpn_hw_qps_free(dev->qps, 0);
+	MLX5_QPN_HW_LOG(INFO, "%s: closed in a child of pid %d: %u objects and %u QPs left to "
+			"their owner", dev->name, static_cast<int>(dev->owner_pid), nodes, qps);
+	delete dev;
+}
+
 void
 hw_close(struct mlx5_qpn_backend *be)
 {
 	if (be == nullptr)
 		return;
 	mlx5_qpn_hw_dev *dev = to_dev(be);
+	if (getpid() != dev->owner_pid) {
+		close_in_child(dev);
+		return;
+	}
 	unsigned int ranges = 0, singles = 0, uars = 0;
 	/* Close is not concurrent with other ops (contract), so the list is walked unlocked. */
 	while (dev->head.next != &dev->head) {
@@ -525,9 +422,10 @@ hw_close(struct mlx5_qpn_backend *be)
 		}
 		delete n;
 	}
-	if (ranges + singles + uars != 0)
-		MLX5_QPN_HW_LOG(INFO, "%s: closed with %u ranges, %u single QPNs, %u UARs still held",
-				dev->name, ranges, singles, uars);
+	const uint32_t qps = mlx5_qpn_hw_qps_count(dev->qps);
+	if (ranges + singles + uars + qps != 0)
+		MLX5_QPN_HW_LOG(INFO, "%s: closed with %u ranges, %u single QPNs, %u UARs, %u "
+				"ordinary QPs still held", dev->name, ranges, singles, uars, qps);
 	free_dev(dev);
 }
 
@@ -540,8 +438,8 @@ extern "C" const struct mlx5_qpn_dev_ops mlx5_qpn_hw_ops = {
 	.range_release = hw_range_release,
 	.qpn_reserve_one = hw_qpn_reserve_one,
 	.qpn_release_one = hw_qpn_release_one,
-	.qp_create = nullptr,
-	.qp_destroy = nullptr,
+	.qp_create = hw_qp_create,
+	.qp_destroy = hw_qp_destroy,
 	.uar_map = hw_uar_map,
 	.uar_unmap = hw_uar_unmap,
 	.close = hw_close,

@@ -15,25 +15,39 @@
  *                  -ENODEV too, since for the caller both mean "this device cannot be had".
  *                  A device that is not mlx5: -ENOTSUP. -EINVAL for a NULL/empty name.
  *                  The context is opened with DEVX (mlx5dv_open_device); when DEVX is refused
- *                  it falls back to ibv_open_device and caps.devx = 0. HCA caps and caps 2 are
- *                  read with QUERY_HCA_CAP through mlx5dv_devx_general_cmd; RESERVED_QPN
- *                  support is then proven by creating and destroying one object of
- *                  2^log_reserved_qpn_granularity QPNs.
+ *                  it falls back to ibv_open_device and caps.devx = 0. HCA caps are read with
+ *                  QUERY_HCA_CAP through mlx5dv_devx_general_cmd, caps 2 only when
+ *                  cmd_hca_cap.hca_cap_2 is set; RESERVED_QPN support is then proven by
+ *                  creating and destroying one object of the size the generic layer will
+ *                  request (mlx5_qpn_hw_request_log()), stepping down towards the
+ *                  granularity while the firmware answers "bad parameter" (logged once).
+ *                  reserved_qpn=no skips the trial. reserved_qpn=yes without usable objects:
+ *                  one line `mlx5_qpn: <name>: reserved_qpn=yes but RESERVED_QPN objects are
+ *                  unusable: <reason>` and -EOPNOTSUPP. The caps read, the verdict and the
+ *                  QPN source are logged in one INFO line. The opener's pid is recorded.
  * query_caps:      the caps read at open. caps.reserved_qpn_obj is 1 only when bit 44 of
  *                  general_obj_types is set AND the trial allocation succeeded (the raw bits
- *                  stay in caps.general_obj_types).
+ *                  stay in caps.general_obj_types). caps.log_max_num_reserved_qpn read as 0
+ *                  (unknown) is reported as 24: no firmware bound on the total.
  * range_reserve:   one DEVX CREATE_GENERAL_OBJECT(RESERVED_QPN, log_obj_range = log_size);
  *                  log_size must be within [granularity, max(max_alloc, granularity)]
  *                  (-EINVAL otherwise); -ENOTSUP when objects are not usable (use the
  *                  single-QPN fallback); firmware errors as mlx5_qpn_fw_status_to_errno().
+ *                  The object is never larger than the largest size the firmware accepted,
+ *                  and steps down on "bad parameter": obj->log_size is what was created.
  * range_release:   destroys the object; -EINVAL for a handle this device did not give.
  * qpn_reserve_one / qpn_release_one: mlx5dv_reserved_qpn_alloc / _dealloc, their positive
- *                  errno returned negated.
- * qp_create / qp_destroy: NULL (not supported on hardware yet: -EOPNOTSUPP by the ops rule).
+ *                  errno returned negated; -EOPNOTSUPP without asking rdma-core when the trial
+ *                  failed (rdma-core creates the same objects).
+ * qp_create / qp_destroy: the ordinary-QP source (mlx5_qpn_hw_qp.h): one UD QP on a
+ *                  one-entry CQ per QPN, held until qp_destroy; -EINVAL for a QPN not held.
  * uar_map / uar_unmap: mlx5dv_devx_alloc_uar, non-cached first, BlueFlame if refused.
- * close:           destroys every object, single QPN and UAR still held, closes the context.
+ * close:           destroys every object, single QPN, ordinary QP and UAR still held, closes
+ *                  the context. In a forked child (pid != the opener's) it frees the
+ *                  child's memory only: the verbs objects are the parent's through the
+ *                  shared uverbs file, and destroying them would take its QPNs away.
  *
- * The backend pointer handed out is a struct mlx5_qpn_hw_dev (private to mlx5_qpn_hw.cpp).
+ * The backend pointer handed out is a struct mlx5_qpn_hw_dev (mlx5_qpn_hw_priv.h).
  * Thread safety: each op may be called from any thread; firmware commands run outside the
  * backend's bookkeeping lock, which only the slow path takes. close must not race other ops.
  */

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef MLX5_QPN_HW_PRIV_H
+#define MLX5_QPN_HW_PRIV_H
+
+/**
+ * @file
+ * Internal to the hardware backend (C++ only): the device behind a struct mlx5_qpn_backend
+ * pointer, shared by the ops (mlx5_qpn_hw.cpp) and the probe's firmware commands
+ * (mlx5_qpn_hw_probe.cpp: caps, caps 2, the trial object and the size step-down).
+ *
+ * Thread safety: see mlx5_qpn_hw.h. The probe functions run inside open, before the device
+ * is handed out; create_rsvd_obj_stepping() and destroy_rsvd_obj() may run on any thread.
+ */
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "mlx5_qpn_hw_qp.h"
+#include "mlx5_qpn_hw_sizing.h"
+#include "mlx5_qpn_ops.h"
+
+namespace mlx5_qpn_hw {
+
+/* What a bookkeeping node holds: everything the device must give back at close. */
+enum class node_kind { range, single_qpn, uar };
+
+struct hw_node {
+	hw_node *prev;
+	hw_node *next;
+	node_kind kind;
+	uint32_t qpn;                /* first QPN of a range, or the single QPN */
+	uint8_t log_size;
+	struct mlx5dv_devx_obj *obj; /* range */
+	struct mlx5dv_devx_uar *uar; /* uar */
+};
+
+struct mlx5_qpn_hw_dev {
+	struct mlx5_qpn_backend base{&mlx5_qpn_hw_ops}; /* first: the handle leads to its table */
+	const struct mlx5_qpn_glue *glue;
+	struct ibv_context *ctx;
+	char name[MLX5_QPN_DEV_NAMESIZE];
+	struct mlx5_qpn_caps caps;
+	bool objs_ok;   /* RESERVED_QPN objects proven by the trial allocation */
+	std::mutex lock; /* guards the list only; never held across a firmware command */
+	hw_node head;   /* circular list sentinel */
+	/* Fork safety: only the process that opened the device destroys what it holds. */
+	pid_t owner_pid;
+	struct mlx5_qpn_hw_probe probe;  /* what the probe learned (mlx5_qpn_hw_sizing.h) */
+	uint8_t raw_log_max_num;         /* as read; caps carry mlx5_qpn_hw_log_max_num() */
+	std::atomic<uint8_t> log_ok{0};  /* largest object size the firmware accepted */
+	std::atomic<bool> step_logged{false};
+	bool probing;                    /* inside open: firmware refusals are verdicts */
+	struct mlx5_qpn_hw_qps *qps;     /* the ordinary-QP source */
+};
+
+/* rdma-core returns positive errno values, some wrappers negative ones: make it negative. */
+inline int
+neg_errno(int rc)
+{
+	return rc > 0 ? -rc : rc;
+}
+
+/** Caps from verbs (GUID, ports, QP count) and, with DEVX, from HCA caps and caps 2;
+ * dev->probe.verdict says how far it got. */
+void read_caps(mlx5_qpn_hw_dev *dev);
+
+/** The trial object at the size that will be requested (objs_ok, log_ok, probe on return). */
+void trial_allocation(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_devargs *da);
+
+/**
+ * One RESERVED_QPN object of 2^*log QPNs, or a smaller one down to the granularity while the
+ * firmware answers "bad parameter" (logged once per device); *log is the size created.
+ * @return 0, or the negative errno of the last answer.
+ */
+int create_rsvd_obj_stepping(mlx5_qpn_hw_dev *dev, uint8_t *log, struct mlx5dv_devx_obj **obj,
+			     uint32_t *first_qpn);
+
+/** Destroy one object; the negative errno is logged and returned. */
+int destroy_rsvd_obj(mlx5_qpn_hw_dev *dev, struct mlx5dv_devx_obj *obj, uint32_t first_qpn);
+
+/** The caps read, the objects' verdict and the QPN source, in one line at probe. */
+void log_probe(const mlx5_qpn_hw_dev *dev, enum mlx5_qpn_hw_source src);
+
+} /* namespace mlx5_qpn_hw */
+
+#endif /* MLX5_QPN_HW_PRIV_H */

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef MLX5_QPN_HW_SIZING_H
+#define MLX5_QPN_HW_SIZING_H
+
+/**
+ * @file
+ * Internal: the decisions of the hardware backend, as pure functions so that each one is
+ * unit-tested without a ConnectX. The backend (mlx5_qpn_hw.cpp) gathers facts — what the HCA
+ * caps say, what the trial allocation answered — and asks these functions what to do:
+ *
+ *  - which RESERVED_QPN object size to request (the size the generic layer will ask for, not
+ *    merely the granularity: the trial must prove the size that is used);
+ *  - whether a refused size may step down towards the granularity (only on a bad-parameter
+ *    answer, -EINVAL, and never below the granularity);
+ *  - what log_max_num_reserved_qpn means (0 = unknown: no firmware bound on the total);
+ *  - whether caps 2 may be queried at all (only when cmd_hca_cap.hca_cap_2 is set, as
+ *    rdma-core's get_hca_general_caps_2() is only called then);
+ *  - which QPN source serves reserved_qpn=try|yes|no, and the one-line reason when `yes`
+ *    cannot be served.
+ *
+ * Errors: negative errno where a function can fail (-EINVAL for NULL or short buffers).
+ * Thread safety: every function is reentrant and touches only its arguments. None logs.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mlx5_qpn_devargs.h"
+#include "mlx5_qpn_ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * Bit offset of hca_cap_2[0x1] in cmd_hca_cap (relative to the capability union):
+ * rdma-core providers/mlx5/mlx5_ifc.h, struct mlx5_ifc_cmd_hca_cap_bits, DW 1 bit 31 (after
+ * access_other_hca_roce[0x1], reserved_at_1[0x1e], vhca_resource_manager[0x1]).
+ */
+#define MLX5_QPN_HW_CAP_HCA_CAP_2_BIT 0x20
+
+/** What the probe learned about RESERVED_QPN objects; the first failing step wins. */
+enum mlx5_qpn_hw_obj_verdict {
+	MLX5_QPN_HW_OBJ_OK = 0,           /**< The trial object was created and destroyed. */
+	MLX5_QPN_HW_OBJ_NOT_TRIED,        /**< reserved_qpn=no: never asked the firmware. */
+	MLX5_QPN_HW_OBJ_NO_DEVX,          /**< The context was opened without DEVX. */
+	MLX5_QPN_HW_OBJ_CAPS_UNREADABLE,  /**< QUERY_HCA_CAP was refused. */
+	MLX5_QPN_HW_OBJ_NOT_ADVERTISED,   /**< general_obj_types bit 44 is clear. */
+	MLX5_QPN_HW_OBJ_NO_CAPS2,         /**< cmd_hca_cap.hca_cap_2 is clear. */
+	MLX5_QPN_HW_OBJ_CAPS2_UNREADABLE, /**< QUERY_HCA_CAP(caps 2) was refused. */
+	MLX5_QPN_HW_OBJ_TRIAL_FAILED,     /**< CREATE_GENERAL_OBJECT was refused. */
+};
+
+/** The probe's facts, in the order the backend learns them. */
+struct mlx5_qpn_hw_probe {
+	enum mlx5_qpn_hw_obj_verdict verdict;
+	int err;           /**< Negative errno of the failing step (0 if none or unknown). */
+	uint8_t trial_log; /**< Object size (log2) the trial proved, or last refused. */
+};
+
+/** Where QPNs come from on this device. */
+enum mlx5_qpn_hw_source {
+	MLX5_QPN_HW_SRC_OBJECTS = 0, /**< RESERVED_QPN objects (then rdma-core's single QPNs). */
+	MLX5_QPN_HW_SRC_ORDINARY,    /**< One UD QP on a one-entry CQ per QPN (as UCX falls back). */
+	MLX5_QPN_HW_SRC_NONE,        /**< reserved_qpn=yes on a device without objects: refuse. */
+};
+
+/**
+ * The source for a policy and what the probe learned. try: objects when proven, ordinary QPs
+ * otherwise (rdma-core's mlx5dv_reserved_qpn_alloc creates the same object type, so it cannot
+ * succeed where the trial failed); yes: objects or NONE; no: ordinary QPs.
+ * @return the source; MLX5_QPN_HW_SRC_NONE for a NULL probe.
+ */
+enum mlx5_qpn_hw_source mlx5_qpn_hw_source_choose(enum mlx5_qpn_rsvd_policy policy,
+						  const struct mlx5_qpn_hw_probe *probe);
+
+/**
+ * Why objects are (not) usable, as one short phrase for a log line, e.g.
+ * "general_obj_types bit 44 (RESERVED_QPN) clear" or "trial object of 2^7 QPNs refused
+ * (Invalid argument)". Always NUL-terminates a non-empty buffer.
+ * @return the length written (snprintf semantics), or -EINVAL for NULL arguments.
+ */
+int mlx5_qpn_hw_probe_reason(const struct mlx5_qpn_hw_probe *probe, char *buf, size_t len);
+
+/** Name of a source for log lines ("RESERVED_QPN objects", "ordinary UD QPs", "none"). */
+const char *mlx5_qpn_hw_source_name(enum mlx5_qpn_hw_source src);
+
+/**
+ * 1 if a QUERY_HCA_CAP(general) outbox sets cmd_hca_cap.hca_cap_2, 0 if not.
+ * @return 0/1, or -EINVAL for a NULL or short outbox.
+ */
+int mlx5_qpn_hw_caps2_advertised(const void *out, size_t outlen);
+
+/**
+ * log_max_num_reserved_qpn as a bound: a read of 0 means unknown (caps 2 unread, or firmware
+ * leaving it unset), which bounds nothing — the 24-bit QPN space is returned; other values
+ * pass through (capped at 24).
+ */
+uint8_t mlx5_qpn_hw_log_max_num(uint8_t raw);
+
+/**
+ * The object size the generic layer will request, so the trial proves exactly that: the
+ * devarg log_range (UINT32_MAX = unset: the largest object, max(max_alloc, granularity)),
+ * clamped to [granularity, max(max_alloc, granularity)], then halved while above the
+ * granularity and larger than the bound on the total: min(max_qpns, limit if non-zero,
+ * 2^mlx5_qpn_hw_log_max_num()). This mirrors the generic layer's first grow.
+ * @return the log2 size; the granularity for a NULL caps.
+ */
+uint8_t mlx5_qpn_hw_request_log(const struct mlx5_qpn_caps *caps, uint32_t devarg_log_range,
+				uint32_t max_qpns, uint32_t limit);
+
+/**
+ * The next size to try after the firmware answered rc to an object of 2^cur QPNs: cur - 1 when
+ * rc is -EINVAL (bad parameter: the size is not accepted by this firmware) and cur is above the
+ * granularity; -1 otherwise (success, another error, or nothing smaller to try). Other errors
+ * (exhaustion, no DEVX) would fail the same way at any size.
+ */
+int mlx5_qpn_hw_step_down(uint8_t cur, uint8_t granularity, int rc);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MLX5_QPN_HW_SIZING_H */

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef QPN_TESTS_HW_FAKE_GLUE_H
+#define QPN_TESTS_HW_FAKE_GLUE_H
+
+/*
+ * A fake rdma-core for the hardware backend: a glue table whose entry points answer like one
+ * mlx5 device ("mlx5_fake") with configurable caps and firmware behaviour, and count every
+ * call, so that the backend's calls "happen" on a machine without a ConnectX. The firmware
+ * part speaks the project's PRM layouts (the same ones test_hw_fidelity.cpp checks against
+ * rdma-core's definitions). Install with FakeGlue::Scope; one at a time.
+ */
+
+#include <stdint.h>
+
+#include <vector>
+
+#include "hw/mlx5_qpn_glue.h"
+
+namespace hwfake {
+
+/** What the fake device is and does; counters of what it was asked. */
+struct FakeDevice {
+	/* Configuration. */
+	bool devx = true;            /* mlx5dv_open_device(DEVX) succeeds */
+	bool caps_ok = true;         /* QUERY_HCA_CAP(general) succeeds */
+	bool bit44 = true;           /* general_obj_types advertises RESERVED_QPN */
+	bool hca_cap_2 = true;       /* cmd_hca_cap.hca_cap_2 */
+	uint8_t gran = 7, max_alloc = 10, max_num = 0;
+	uint8_t fw_max_log = 24;     /* larger log_obj_range: BAD_PARAM_ERR */
+	uint8_t create_status = 0;   /* non-zero: every object creation fails with it */
+	uint64_t guid = 0x0002c90300fa4e00ull;
+
+	/* What happened. */
+	int caps_queries = 0, caps2_queries = 0;
+	std::vector<uint8_t> create_logs; /* log_obj_range of every creation attempt */
+	int objs_live = 0, objs_destroyed = 0;
+	int single_calls = 0;
+	int uars_live = 0, uars_freed = 0;
+	int pds_live = 0, cqs_live = 0, qps_live = 0, qps_destroyed = 0;
+	std::vector<int> cq_depths;
+	int bad_qp_attrs = 0;        /* create_qp calls not UD on one CQ */
+	int contexts_open = 0, closes = 0;
+	uint32_t next_qpn = 0x2a0, next_obj = 0;
+};
+
+/** The fake's state (one per process; reset by Scope). */
+FakeDevice &fake();
+
+/** The fake table. */
+const struct mlx5_qpn_glue *fake_glue();
+
+/** Installs the fake as the process's glue for its lifetime, from a fresh FakeDevice. */
+class Scope {
+public:
+	Scope();
+	~Scope();
+	Scope(const Scope &) = delete;
+	Scope &operator=(const Scope &) = delete;
+};
+
+/** Every verbs/DEVX object the fake handed out and nobody destroyed yet. */
+int live_objects();
+
+} // namespace hwfake
+
+#endif /* QPN_TESTS_HW_FAKE_GLUE_H */

@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The hardware backend against a fake rdma-core (hw_fake_glue.h): the trial at the size that
+ * will be requested and its step-down, caps 2 only with hca_cap_2, reserved_qpn=try|yes|no on
+ * devices without objects (ordinary UD QPs; yes refused in one line), and fork safety.
+ */
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <set>
+#include <string>
+
+#include "hw/mlx5_qpn_hw.h"
+#include "common/mlx5_qpn_prm.h"
+#include "hw_fake_glue.h"
+#include "hw_test_util.h"
+#include "mlx5_qpn.h"
+
+using hwfake::fake;
+using hwtest::count_lines;
+using hwtest::LogCapture;
+
+namespace {
+
+mlx5_qpn_devargs
+fake_devargs(mlx5_qpn_rsvd_policy policy)
+{
+	mlx5_qpn_devargs da{};
+	snprintf(da.name, sizeof(da.name), "mlx5_fake");
+	da.reserved_qpn = policy;
+	da.log_range = UINT32_MAX;
+	da.max_qpns = 65536;
+	return da;
+}
+
+mlx5_qpn_backend *
+open_fake(mlx5_qpn_rsvd_policy policy, std::string *log = nullptr)
+{
+	mlx5_qpn_devargs da = fake_devargs(policy);
+	mlx5_qpn_backend *be = nullptr;
+	LogCapture cap;
+	int rc = mlx5_qpn_hw_ops.open(&da, &be);
+	std::string text = cap.text();
+	EXPECT_EQ(rc, 0) << text;
+	if (log != nullptr)
+		*log = text;
+	return be;
+}
+
+/* The ordinary-QP source serves a QPN; close leaves nothing of the fake's alive. */
+void
+one_qp_then_close(mlx5_qpn_backend *be)
+{
+	uint32_t q = 0;
+	EXPECT_EQ(mlx5_qpn_hw_ops.qp_create(be, &q), 0);
+	mlx5_qpn_hw_ops.close(be);
+	EXPECT_EQ(hwfake::live_objects(), 0);
+}
+
+size_t
+count(const std::string &s, const std::string &what)
+{
+	size_t n = 0;
+	for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1))
+		n++;
+	return n;
+}
+
+} // namespace
+
+TEST(HwSource, TrialUsesTheSizeThatWillBeRequested)
+{
+	hwfake::Scope scope;
+	std::string log;
+	mlx5_qpn_backend *be = open_fake(MLX5_QPN_RSVD_TRY, &log);
+	ASSERT_NE(be, nullptr);
+	/* Not the granularity (7): the largest object, which the generic layer asks for. */
+	EXPECT_EQ(fake().create_logs, (std::vector<uint8_t>{10}));
+	EXPECT_EQ(fake().objs_live, 0) << "the trial object is given back";
+	mlx5_qpn_caps caps{};
+	ASSERT_EQ(mlx5_qpn_hw_ops.query_caps(be, &caps), 0);
+	EXPECT_EQ(caps.reserved_qpn_obj, 1);
+	/* log_max_num_reserved_qpn read as 0: unknown, no bound (not a supply of one QPN). */
+	EXPECT_EQ(caps.log_max_num_reserved_qpn, MLX5_QPN_PRM_MAX_LOG_RANGE);
+	/* The caps read and the source, logged at probe. */
+	EXPECT_NE(log.find("granularity 2^7, max alloc 2^10, total unknown, taken as 2^24"),
+		  std::string::npos) << log;
+	EXPECT_NE(log.find("QPN source: RESERVED_QPN objects"), std::string::npos) << log;
+	mlx5_qpn_range_obj o{};
+	ASSERT_EQ(mlx5_qpn_hw_ops.range_reserve(be, 10, &o), 0);
+	EXPECT_EQ(o.log_size, 10);
+	EXPECT_EQ(o.first_qpn % 1024, 0u);
+	EXPECT_EQ(mlx5_qpn_hw_ops.range_release(be, &o), 0);
+	mlx5_qpn_hw_ops.close(be);
+	EXPECT_EQ(hwfake::live_objects(), 0);
+}
+
+/* The devargs shape the request: log_range, and a max_qpns smaller than the largest object. */
+TEST(HwSource, TrialFollowsLogRangeAndMaxQpns)
+{
+	const struct {
+		uint32_t log_range, max_qpns;
+		uint8_t trial;
+	} cases[] = {{8, 65536, 8}, {UINT32_MAX, 256, 8}, {UINT32_MAX, 16, 7}, {9, 300, 8}};
+	for (const auto &c : cases) {
+		hwfake::Scope scope;
+		mlx5_qpn_devargs da = fake_devargs(MLX5_QPN_RSVD_TRY);
+		da.log_range = c.log_range;
+		da.max_qpns = c.max_qpns;
+		mlx5_qpn_backend *be = nullptr;
+		LogCapture cap;
+		ASSERT_EQ(mlx5_qpn_hw_ops.open(&da, &be), 0);
+		EXPECT_EQ(fake().create_logs, (std::vector<uint8_t>{c.trial}))
+			<< c.log_range << " " << c.max_qpns;
+		mlx5_qpn_hw_ops.close(be);
+	}
+}
+
+TEST(HwSource, BadParameterStepsDownOnceAndStaysOnObjects)
+{
+	hwfake::Scope scope;
+	fake().fw_max_log = 8;
+	std::string log;
+	mlx5_qpn_backend *be = open_fake(MLX5_QPN_RSVD_YES, &log);
+	ASSERT_NE(be, nullptr);
+	EXPECT_EQ(fake().create_logs, (std::vector<uint8_t>{10, 9, 8}));
+	EXPECT_EQ(count(log, "stepping down towards 2^7"), 1u) << log;
+	EXPECT_EQ(count(log, "failed"), 0u) << "refused sizes are not errors: " << log;
+	EXPECT_NE(log.find("QPN source: RESERVED_QPN objects"), std::string::npos) << log;
+
+	/* The generic layer still asks for 2^10: it gets what the firmware accepts, at once. */
+	LogCapture cap;
+	mlx5_qpn_range_obj a{}, b{};
+	ASSERT_EQ(mlx5_qpn_hw_ops.range_reserve(be, 10, &a), 0);
+	EXPECT_EQ(a.log_size, 8);
+	EXPECT_EQ(fake().create_logs.size(), 4u) << "no refused command per range";
+	/* Firmware tightening later: one more step, not logged again. */
+	fake().fw_max_log = 7;
+	ASSERT_EQ(mlx5_qpn_hw_ops.range_reserve(be, 10, &b), 0);
+	EXPECT_EQ(b.log_size, 7);
+	EXPECT_EQ(cap.text(), "");
+	/* At the granularity a bad parameter is an error like any other. */
+	fake().fw_max_log = 6;
+	mlx5_qpn_range_obj c{};
+	LogCapture cap2;
+	EXPECT_EQ(mlx5_qpn_hw_ops.range_reserve(be, 10, &c), -EINVAL);
+	EXPECT_EQ(count_lines(cap2.text()), 1u) << cap2.text();
+	EXPECT_EQ(mlx5_qpn_hw_ops.range_release(be, &a), 0);
+	mlx5_qpn_hw_ops.close(be); /* b still held: close destroys it */
+	EXPECT_EQ(hwfake::live_objects(), 0);
+}
+
+TEST(HwSource, Caps2OnlyWhenHcaCap2IsSet)
+{
+	hwfake::Scope scope;
+	fake().hca_cap_2 = false;
+	std::string log;
+	mlx5_qpn_backend *be = open_fake(MLX5_QPN_RSVD_TRY, &log);
+	ASSERT_NE(be, nullptr);
+	EXPECT_EQ(fake().caps_queries, 1);
+	EXPECT_EQ(fake().caps2_queries, 0);
+	EXPECT_TRUE(fake().create_logs.empty());
+	EXPECT_NE(log.find("no HCA caps 2 (cmd_hca_cap.hca_cap_2 clear)"), std::string::npos) << log;
+	EXPECT_NE(log.find("QPN source: ordinary UD QPs"), std::string::npos) << log;
+	mlx5_qpn_hw_ops.close(be);
+
+	hwfake::Scope again;
+	be = open_fake(MLX5_QPN_RSVD_TRY);
+	EXPECT_EQ(fake().caps2_queries, 1);
+	mlx5_qpn_hw_ops.close(be);
+}
+
+TEST(HwSource, TryWithoutObjectsUsesOrdinaryUdQps)
+{
+	hwfake::Scope scope;
+	fake().devx = false;
+	std::string log;
+	mlx5_qpn_backend *be = open_fake(MLX5_QPN_RSVD_TRY, &log);
+	ASSERT_NE(be, nullptr);
+	EXPECT_NE(log.find("no DEVX context"), std::string::npos) << log;
+	/* rdma-core's single QPN needs the same object: refused without asking it. */
+	uint32_t q = 0;
+	EXPECT_EQ(mlx5_qpn_hw_ops.qpn_reserve_one(be, &q), -EOPNOTSUPP);
+	EXPECT_EQ(fake().single_calls, 0);
+	mlx5_qpn_range_obj o{};
+	EXPECT_EQ(mlx5_qpn_hw_ops.range_reserve(be, 7, &o), -ENOTSUP);
+
+	std::set<uint32_t> got;
+	for (int i = 0; i < 5; i++) {
+		ASSERT_EQ(mlx5_qpn_hw_ops.qp_create(be, &q), 0);
+		got.insert(q);
+	}
+	EXPECT_EQ(got.size(), 5u);
+	EXPECT_EQ(fake().qps_live, 5);
+	EXPECT_EQ(fake().cqs_live, 5) << "one CQ per QPN";
+	EXPECT_EQ(fake().pds_live, 1) << "one PD for all";
+	EXPECT_EQ(fake().cq_depths, (std::vector<int>(5, 1)));
+	EXPECT_EQ(fake().bad_qp_attrs, 0);
+	/* Released: the QP and its CQ go; a second release is refused before rdma-core. */
+	ASSERT_EQ(mlx5_qpn_hw_ops.qp_destroy(be, *got.begin()), 0);
+	EXPECT_EQ(fake().qps_live, 4);
+	EXPECT_EQ(fake().cqs_live, 4);
+	LogCapture cap;
+	EXPECT_EQ(mlx5_qpn_hw_ops.qp_destroy(be, *got.begin()), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_hw_ops.qp_destroy(be, 0xabcdef), -EINVAL);
+	EXPECT_EQ(count_lines(cap.text()), 2u);
+	EXPECT_EQ(fake().qps_destroyed, 1);
+	mlx5_qpn_hw_ops.close(be);
+	EXPECT_EQ(hwfake::live_objects(), 0) << "close destroys the QPs, CQs and the PD";
+}
+
+TEST(HwSource, YesWithoutObjectsFailsInOneLineNamingTheReason)
+{
+	struct Case {
+		void (*setup)(hwfake::FakeDevice &);
+		const char *reason;
+	} const cases[] = {
+		{[](hwfake::FakeDevice &d) { d.devx = false; }, "no DEVX context"},
+		{[](hwfake::FakeDevice &d) { d.caps_ok = false; }, "QUERY_HCA_CAP refused"},
+		{[](hwfake::FakeDevice &d) { d.bit44 = false; }, "bit 44 (RESERVED_QPN) clear"},
+		{[](hwfake::FakeDevice &d) { d.hca_cap_2 = false; }, "hca_cap_2 clear"},
+		{[](hwfake::FakeDevice &d) { d.create_status = MLX5_QPN_CMD_STAT_LIM_ERR; },
+		 "trial object of 2^10 QPNs refused"},
+		{[](hwfake::FakeDevice &d) { d.fw_max_log = 0; },
+		 "trial object of 2^7 QPNs refused"},
+	};
+	for (const Case &c : cases) {
+		hwfake::Scope scope;
+		c.setup(fake());
+		mlx5_qpn_devargs da = fake_devargs(MLX5_QPN_RSVD_YES);
+		mlx5_qpn_backend *be = nullptr;
+		LogCapture cap;
+		EXPECT_EQ(mlx5_qpn_hw_ops.open(&da, &be), -EOPNOTSUPP) << c.reason;
+		std::string log = cap.text();
+		/* One line: the refusals met on the way are the reason, at debug level. */
+		EXPECT_EQ(count_lines(log), 1u) << log;
+		EXPECT_EQ(count(log, "reserved_qpn=yes but RESERVED_QPN objects are unusable"), 1u);
+		EXPECT_NE(log.find(c.reason), std::string::npos) << log;
+		EXPECT_EQ(be, nullptr);
+		EXPECT_EQ(hwfake::live_objects(), 0) << c.reason;
+
+		/* The same device with try works, on ordinary QPs. */
+		hwfake::Scope again;
+		c.setup(fake());
+		one_qp_then_close(open_fake(MLX5_QPN_RSVD_TRY));
+	}
+}
+
+TEST(HwSource, NoNeverAsksForObjects)
+{
+	hwfake::Scope scope;
+	std::string log;
+	mlx5_qpn_backend *be = open_fake(MLX5_QPN_RSVD_NO, &log);
+	ASSERT_NE(be, nullptr);
+	EXPECT_TRUE(fake().create_logs.empty());
+	EXPECT_NE(log.find("(not tried (reserved_qpn=no)); QPN source: ordinary UD QPs"),
+		  std::string::npos) << log;
+	one_qp_then_close(be);
+}
+
+/* A child of the opener that closes the device frees its memory and nothing of the parent's. */
+TEST(HwSource, ForkedChildNeverDestroysParentsObjects)
+{
+	hwfake::Scope scope;
+	mlx5_qpn_backend *be = open_fake(MLX5_QPN_RSVD_TRY);
+	ASSERT_NE(be, nullptr);
+	mlx5_qpn_range_obj o{};
+	ASSERT_EQ(mlx5_qpn_hw_ops.range_reserve(be, 10, &o), 0);
+	uint32_t qpn = 0, single = 0;
+	ASSERT_EQ(mlx5_qpn_hw_ops.qp_create(be, &qpn), 0);
+	ASSERT_EQ(mlx5_qpn_hw_ops.qpn_reserve_one(be, &single), 0);
+	mlx5_qpn_uar uar{};
+	ASSERT_EQ(mlx5_qpn_hw_ops.uar_map(be, &uar), 0);
+	const hwfake::FakeDevice before = fake();
+
+	fflush(nullptr);
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		/* The fake's counters are this process's copy: what the child's close did. */
+		mlx5_qpn_hw_ops.close(be);
+		const hwfake::FakeDevice &d = fake();
+		int harm = (d.objs_destroyed - before.objs_destroyed) +
+			   (d.qps_destroyed - before.qps_destroyed) + (d.uars_freed - before.uars_freed) +
+			   (d.closes - before.closes) + (d.single_calls - before.single_calls) +
+			   (d.pds_live != before.pds_live) + (d.cqs_live != before.cqs_live);
+		_exit(harm > 100 ? 100 : harm);
+	}
+	int status = 0;
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(WEXITSTATUS(status), 0) << "the child destroyed something of the parent's";
+
+	/* The parent still owns everything and gives it back at its own close. */
+	EXPECT_EQ(fake().objs_live, 1);
+	EXPECT_EQ(fake().qps_live, 1);
+	mlx5_qpn_hw_ops.close(be);
+	EXPECT_EQ(fake().objs_destroyed, 2); /* the trial object and the range */
+	EXPECT_EQ(fake().qps_destroyed, 1);
+	EXPECT_EQ(fake().uars_freed, 1);
+	EXPECT_EQ(fake().single_calls, before.single_calls + 1);
+	EXPECT_EQ(hwfake::live_objects(), 0);
+}
+
+/* The generic layer over the fake: reserved_qpn=try on a ConnectX without objects works. */
+TEST(HwSource, ProbeTryWithoutObjectsServesOrdinaryQpns)
+{
+	hwfake::Scope scope;
+	fake().bit44 = false;
+	fake().guid = 0x0002c90300fa0000ull | static_cast<uint32_t>(getpid() & 0xffff);
+	mlx5_qpn_dev *dev = nullptr;
+	ASSERT_EQ(mlx5_qpn_dev_probe("ib=mlx5_fake,reserved_qpn=try,quarantine_us=0,max_qpns=256",
+				     &dev),
+		  0);
+	mlx5_qpn_dev_info info{};
+	ASSERT_EQ(mlx5_qpn_dev_info_get(dev, &info), 0);
+	EXPECT_EQ(info.source, MLX5_QPN_SRC_ORDINARY);
+	uint32_t q = 0;
+	ASSERT_EQ(mlx5_qpn_reserved_alloc(dev, &q), 0);
+	EXPECT_GE(q, 0x2a0u) << "a QPN of one of the fake's QPs";
+	EXPECT_GT(fake().qps_live, 0);
+	EXPECT_EQ(mlx5_qpn_reserved_dealloc(dev, q), 0);
+	mlx5_qpn_dev_close(dev);
+	EXPECT_EQ(hwfake::live_objects(), 0);
+
+	/* yes on the same device: refused at probe. */
+	hwfake::Scope again;
+	fake().bit44 = false;
+	dev = nullptr;
+	EXPECT_EQ(mlx5_qpn_dev_probe("ib=mlx5_fake,reserved_qpn=yes", &dev), -EOPNOTSUPP);
+	EXPECT_EQ(dev, nullptr);
+	EXPECT_EQ(hwfake::live_objects(), 0);
+}
