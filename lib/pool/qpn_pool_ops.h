@@ -154,7 +154,6 @@ public:
 	bool quarantine_next(uint64_t *when) const;
 
 	/* Caches. */
-	Cache *my_cache();
 	void seal(Chain &open, uint64_t stamp);
 	void give_back(Chain &c);
 	void flush_cache(Cache &c);

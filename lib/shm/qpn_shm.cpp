@@ -4,6 +4,7 @@
  */
 #include "qpn_shm.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -385,7 +386,12 @@ static int expected_kind()
 
 int mutex_lock(pthread_mutex_t *m, uint64_t timeout_ns)
 {
-	if (m == nullptr || __atomic_load_n(&m->__data.__kind, __ATOMIC_RELAXED) != expected_kind())
+	/*
+	 * The word is shared with other processes, which may be writing it (a hostile or half-made
+	 * segment): read it atomically, as glibc's own lock paths do.
+	 */
+	if (m == nullptr ||
+	    std::atomic_ref<int>(m->__data.__kind).load(std::memory_order_relaxed) != expected_kind())
 		return -EIO;
 	/*
 	 * trylock in a loop with a growing pause rather than timedlock/clocklock: ThreadSanitizer

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+#   devtools/check-probe.sh SOURCE_DIR BUILD_DIR
+#
+# The layering as the build enforces it (run by devtools/check.sh). For each component library
+# it takes the exact compiler command of that target from the build (meson-info), and tries to
+# compile a one-line probe `#include "<header>"` for every header the component must not see:
+#   qpn_shm  (lib/shm):   nothing of lib/pool, lib/cm, drivers/, app/
+#   qpn_pool (lib/pool):  nothing of lib/cm, drivers/, app/
+#   qpn_cm   (lib/cm):    nothing of lib/pool, drivers/, app/
+#   qpn_drv  (drivers/):  nothing of app/
+#   c_abi    (the public face, C11): no header of lib/, drivers/, app/ by its bare name, only
+#            <mlx5_qpn/...>
+# A probe must fail to find the header (or find a system header of the same name, never one of
+# the forbidden folder). One positive probe per target proves that a failure means the include
+# path and not a broken command. devtools/check-layering.sh still greps the sources, which also
+# catches a relative `#include "../../drivers/..."` that no include path can refuse.
+set -euo pipefail
+src=$(cd "$1" && pwd)
+build=$(cd "$2" && pwd)
+intro="$build/meson-info/intro-targets.json"
+[ -f "$intro" ] || { echo "check-probe: $intro missing (not a configured build dir)"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+probes=0
+
+# The compiler and its arguments for one language of one target, NUL-separated in a file.
+target_cmd() { # target language out
+	python3 - "$intro" "$1" "$2" > "$3" <<'PY'
+import json, sys
+intro, name, lang = sys.argv[1:4]
+for t in json.load(open(intro)):
+    if t["name"] != name:
+        continue
+    for s in t["target_sources"]:
+        if s.get("language") == lang:
+            args = s["compiler"] + [a for a in s["parameters"] if not a.startswith("-fdiagnostics-color")]
+            sys.stdout.write("\0".join(args))
+            sys.exit(0)
+sys.exit(1)
+PY
+}
+
+# Headers of the forbidden folders, as "path-in-tree<TAB>include-name" for the bare name and the
+# name relative to the component folder (e.g. sim/mlx5_qpn_sim.h).
+forbidden_names() { # folders...
+	(cd "$src" && find "$@" -name '*.h' 2>/dev/null) | while IFS= read -r h; do
+		printf '%s\t%s\n' "$h" "$(basename "$h")"
+		rel=$(cut -d/ -f3- <<< "$h")
+		[ "$rel" = "$(basename "$h")" ] || printf '%s\t%s\n' "$h" "$rel"
+	done
+}
+
+probe() { # target language ext include-line -> 0 if it compiles
+	local cmd=("${@:5}")
+	printf '%s\n' "$4" > "$tmp/probe.$3"
+	(cd "$build" && "${cmd[@]}" -M -MF "$tmp/probe.d" "$tmp/probe.$3" -o /dev/null) \
+		> /dev/null 2> "$tmp/probe.err"
+}
+
+check_target() { # target language ext positive-include forbidden-folders...
+	local target=$1 lang=$2 ext=$3 good=$4
+	shift 4
+	if ! target_cmd "$target" "$lang" "$tmp/cmd"; then
+		echo "check-probe: no $lang target '$target' in the build"
+		fail=1
+		return
+	fi
+	local cmd=()
+	mapfile -d '' cmd < "$tmp/cmd"
+	if ! probe "$target" "$lang" "$ext" "#include $good" "${cmd[@]}"; then
+		echo "check-probe: $target cannot compile its own '#include $good':"
+		head -5 "$tmp/probe.err"
+		fail=1
+		return
+	fi
+	while IFS=$'\t' read -r path name; do
+		probes=$((probes + 1))
+		if probe "$target" "$lang" "$ext" "#include \"$name\"" "${cmd[@]}" &&
+		   grep -qF "$src/$path" "$tmp/probe.d"; then
+			echo "check-probe: $target can include \"$name\" ($path): its include path is too wide"
+			fail=1
+		fi
+	done < <(forbidden_names "$@")
+}
+
+check_target qpn_shm cpp cpp '"qpn_shm.h"' lib/pool lib/cm drivers app
+check_target qpn_pool cpp cpp '"qpn_pool_internal.h"' lib/cm drivers app
+check_target qpn_cm cpp cpp '"cm_internal.h"' lib/pool drivers app
+check_target qpn_drv cpp cpp '"mlx5_qpn_ops.h"' app
+check_target c_abi c c '<mlx5_qpn/mlx5_qpn_dc.h>' lib drivers app
+
+[ $fail -eq 0 ] && echo "check-probe: OK ($probes forbidden includes refused by the build's include paths)"
+exit $fail

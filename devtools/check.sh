@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+#   devtools/check.sh [--no-format] [--no-library] [SOURCE_DIR [BUILD_DIR]]
+#
+# Every static check of the tree, in one command (run by the test command as the meson test
+# 'check', suite 'check'):
+#  1. format       clang-format --dry-run --Werror with .clang-format on the tracked *.c *.h
+#                  *.cpp under lib/ drivers/ app/ tests/ (skipped, with one line, where no
+#                  clang-format is installed; devtools/format.sh applies it);
+#  2. editorconfig no trailing whitespace and a final newline in every tracked text file;
+#  3. library      the exported symbols, the SONAME and the installed headers
+#                  (devtools/check-library.sh; needs BUILD_DIR);
+#  4. layering     the include direction by grep (devtools/check-layering.sh) and as the build
+#                  enforces it, by compile probes (devtools/check-probe.sh; needs BUILD_DIR).
+# SOURCE_DIR defaults to this script's tree, BUILD_DIR to SOURCE_DIR/build (parts needing it are
+# skipped when it is not a configured build). --no-format or QPN_CHECK_FORMAT=0 skips part 1,
+# --no-library part 3 (a sanitizer build's library cannot be linked without its runtime).
+# Exit status: 0 when every part that ran passed.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+do_format=${QPN_CHECK_FORMAT:-1}
+do_library=1
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--no-format) do_format=0 ;;
+	--no-library) do_library=0 ;;
+	-h|--help) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-*) echo "check: unknown option $1" >&2; exit 2 ;;
+	*) break ;;
+	esac
+	shift
+done
+src=$(cd "${1:-$here/..}" && pwd)
+build=${2:-$src/build}
+failed=()
+run_part() { # name command...
+	local name=$1
+	shift
+	echo "--- check: $name"
+	if ! "$@"; then
+		failed+=("$name")
+	fi
+}
+
+# Tracked files (any file in a tarball without git).
+tracked() { # pathspecs...
+	if git -C "$src" rev-parse --is-inside-work-tree > /dev/null 2>&1; then
+		git -C "$src" ls-files -- "$@"
+	else
+		(cd "$src" && find . -type f -not -path './build*' -not -path './.git/*' |
+			sed 's|^\./||')
+	fi
+}
+
+check_format() {
+	local cf
+	cf=$(command -v clang-format-14 || command -v clang-format || true)
+	if [ -z "$cf" ]; then
+		echo "check: format skipped (no clang-format installed)"
+		return 0
+	fi
+	local files
+	mapfile -t files < <(tracked 'lib/*.c' 'lib/*.h' 'lib/*.cpp' 'drivers/*.c' 'drivers/*.h' \
+		'drivers/*.cpp' 'app/*.c' 'app/*.h' 'app/*.cpp' 'tests/*.c' 'tests/*.h' 'tests/*.cpp')
+	local bad
+	bad=$(cd "$src" && printf '%s\0' "${files[@]}" |
+		xargs -0 -n 16 "$cf" --style=file --dry-run --Werror 2>&1 |
+		sed -n 's|^\([^:]*\):[0-9]*:[0-9]*: error: code should be clang-formatted.*|\1|p' |
+		sort | uniq -c)
+	if [ -n "$bad" ]; then
+		echo "check: $(wc -l <<< "$bad") files are not formatted as .clang-format says" \
+			"(lines to change, file; fix with devtools/format.sh):"
+		head -20 <<< "$bad"
+		return 1
+	fi
+	echo "check: format OK (${#files[@]} files)"
+}
+
+check_editorconfig() {
+	# One process for the whole tree. Text files only: binary fuzz corpora are left alone.
+	tracked . | grep -v '^tests/fuzz/corpus_' | python3 -c '
+import re, sys
+src, bad = sys.argv[1], 0
+for f in sys.stdin.read().splitlines():
+    try:
+        data = open(src + "/" + f, "rb").read()
+    except (FileNotFoundError, IsADirectoryError):
+        continue
+    if b"\0" in data[:8192]:
+        continue
+    for n, line in enumerate(data.split(b"\n"), 1):
+        if re.search(rb"[ \t\r\f\v]+$", line):
+            print(f"check: trailing whitespace: {f}:{n}")
+            bad = 1
+    if data and not data.endswith(b"\n"):
+        print(f"check: no final newline: {f}")
+        bad = 1
+if not bad:
+    print("check: editorconfig basics OK")
+sys.exit(bad)
+' "$src"
+}
+
+have_build() { [ -f "$build/meson-info/intro-targets.json" ]; }
+
+if [ "$do_format" = 1 ]; then
+	run_part format check_format
+else
+	echo "--- check: format skipped (--no-format / QPN_CHECK_FORMAT=0)"
+fi
+run_part editorconfig check_editorconfig
+if [ $do_library -eq 1 ] && have_build; then
+	run_part library "$here/check-library.sh" "$src" "$build"
+else
+	echo "--- check: library skipped (--no-library or no build in $build)"
+fi
+run_part layering "$here/check-layering.sh" "$src"
+if have_build; then
+	run_part include-paths "$here/check-probe.sh" "$src" "$build"
+else
+	echo "--- check: include-paths skipped (no build in $build)"
+fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "check: FAILED: ${failed[*]}"
+	exit 1
+fi
+echo "check: OK"
