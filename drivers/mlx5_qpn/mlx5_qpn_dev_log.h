@@ -3,8 +3,10 @@
 #define MLX5_QPN_DEV_LOG_H
 
 /* Internal: the generic driver layer's log type (mlx5_qpn.dev). One line per message, prefixed
- * "mlx5_qpn: " so that a tool's user sees where it comes from. */
+ * "mlx5_qpn.dev: " (the family: lib/log/mlx5_qpn_log.h). */
 #include <rte_log.h>
+
+#include "mlx5_qpn_log.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -14,7 +16,6 @@ extern int mlx5_qpn_dev_logtype;
 }
 #endif
 
-#define DEV_LOG(level, fmt, ...) \
-	rte_log(RTE_LOG_##level, mlx5_qpn_dev_logtype, "mlx5_qpn: " fmt "\n", ##__VA_ARGS__)
+#define DEV_LOG(level, ...) MLX5_QPN_LOG(dev, level, __VA_ARGS__)
 
 #endif

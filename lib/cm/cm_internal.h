@@ -9,13 +9,14 @@
 
 #include <rte_log.h>
 
+#include "mlx5_qpn_log.h"
+
 #include <cstddef>
 #include <cstdint>
 
 extern int mlx5_qpn_cm_logtype;
 
-#define CM_LOG(level, fmt, ...) \
-	rte_log(RTE_LOG_##level, mlx5_qpn_cm_logtype, "mlx5_qpn.cm: " fmt "\n", ##__VA_ARGS__)
+#define CM_LOG(level, ...) MLX5_QPN_LOG(cm, level, __VA_ARGS__)
 
 namespace cm_impl {
 

@@ -31,13 +31,14 @@
 #include <rte_common.h>
 #include <rte_lcore.h>
 #include <rte_log.h>
+
+#include "mlx5_qpn_log.h"
 #include <rte_prefetch.h>
 
 #include "qpn_pool_internal.h"
 
 extern int mlx5_qpn_pool_logtype;
-#define POOL_LOG(level, fmt, ...) \
-	rte_log(RTE_LOG_##level, mlx5_qpn_pool_logtype, "mlx5_qpn.pool: " fmt "\n", ##__VA_ARGS__)
+#define POOL_LOG(level, ...) MLX5_QPN_LOG(pool, level, __VA_ARGS__)
 
 #pragma GCC visibility push(hidden)
 

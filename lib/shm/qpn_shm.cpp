@@ -22,9 +22,10 @@
 
 #include <rte_log.h>
 
+#include "mlx5_qpn_log.h"
+
 RTE_LOG_REGISTER(mlx5_qpn_shm_logtype, mlx5_qpn.shm, INFO);
-#define SHM_LOG(level, fmt, ...) \
-	rte_log(RTE_LOG_##level, mlx5_qpn_shm_logtype, "mlx5_qpn.shm: " fmt "\n", ##__VA_ARGS__)
+#define SHM_LOG(level, ...) MLX5_QPN_LOG(shm, level, __VA_ARGS__)
 
 namespace qpn::shm {
 

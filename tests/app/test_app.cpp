@@ -350,7 +350,7 @@ TEST_F(AppTest, AppHardwareWithoutDeviceFailsCleanly)
 	std::string dev = next_name();
 	run_result r = run("0-1", "--qpn-dev=ib=mlx5_0 --duration=1", dev, "", false);
 	EXPECT_EQ(r.status, 1) << r.output;
-	EXPECT_NE(r.output.find("mlx5_qpn: no RDMA device \"mlx5_0\""), std::string::npos)
+	EXPECT_NE(r.output.find("mlx5_qpn.hw: no RDMA device \"mlx5_0\""), std::string::npos)
 		<< r.output;
 }
 

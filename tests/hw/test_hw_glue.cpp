@@ -205,7 +205,7 @@ TEST(HwOps, OpenMlx5_0IsEnodevHere)
 	EXPECT_EQ(be, nullptr);
 	std::string log = cap.text();
 	EXPECT_EQ(count_lines(log), 1u) << log;
-	EXPECT_EQ(log.rfind("mlx5_qpn: no RDMA device \"mlx5_0\"", 0), 0u) << log;
+	EXPECT_EQ(log.rfind("mlx5_qpn.hw: no RDMA device \"mlx5_0\"", 0), 0u) << log;
 }
 
 TEST(HwOps, OpenUnknownDeviceLogsExactLine)
@@ -220,7 +220,7 @@ TEST(HwOps, OpenUnknownDeviceLogsExactLine)
 	LogCapture cap;
 	EXPECT_EQ(mlx5_qpn_hw_ops.open(&da, &be), -ENODEV);
 	EXPECT_EQ(be, nullptr);
-	EXPECT_EQ(cap.text(), "mlx5_qpn: no RDMA device \"mlx5_qpn_nodev\" (" + std::to_string(n) +
+	EXPECT_EQ(cap.text(), "mlx5_qpn.hw: no RDMA device \"mlx5_qpn_nodev\" (" + std::to_string(n) +
 				      " devices found)\n");
 }
 

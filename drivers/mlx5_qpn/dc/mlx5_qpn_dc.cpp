@@ -22,6 +22,8 @@
 #include <rte_common.h>
 #include <rte_log.h>
 
+#include "mlx5_qpn_log.h"
+
 #include "mlx5_qpn_dc.h"
 #include "mlx5_qpn_dc_ops.h"
 #include "mlx5_qpn_dev_internal.h"
@@ -31,8 +33,7 @@
 
 RTE_LOG_REGISTER(mlx5_qpn_dc_logtype, mlx5_qpn.dc, INFO);
 
-#define DC_LOG(level, fmt, ...) \
-	rte_log(RTE_LOG_##level, mlx5_qpn_dc_logtype, "mlx5_qpn_dc: " fmt "\n", ##__VA_ARGS__)
+#define DC_LOG(level, ...) MLX5_QPN_LOG(dc, level, __VA_ARGS__)
 
 static_assert(MLX5_QPN_CQE_REQ == MLX5_QPN_PRM_CQE_REQ, "CQE opcode");
 static_assert(MLX5_QPN_CQE_RESP_SEND == MLX5_QPN_PRM_CQE_RESP_SEND, "CQE opcode");

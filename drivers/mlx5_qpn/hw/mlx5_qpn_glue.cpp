@@ -257,7 +257,7 @@ mlx5_qpn_glue_get(void)
 	const struct mlx5_qpn_glue *g = mlx5_qpn_glue_get_quiet();
 	if (g == nullptr)
 		std::call_once(g_glue.logged, [] {
-			MLX5_QPN_HW_LOG(ERR, "rdma-core unavailable: %s", g_glue.err);
+			HW_LOG(ERR, "rdma-core unavailable: %s", g_glue.err);
 		});
 	return g;
 }
@@ -272,7 +272,7 @@ mlx5_qpn_glue_cm_get(void)
 	if (g_glue.ok && g_glue.table.cm_ok)
 		return &g_glue.table;
 	std::call_once(g_glue.cm_logged, [] {
-		MLX5_QPN_HW_LOG(ERR, "librdmacm unavailable: %s", g_glue.cm_err);
+		HW_LOG(ERR, "librdmacm unavailable: %s", g_glue.cm_err);
 	});
 	return nullptr;
 }

@@ -85,13 +85,13 @@ hw_open(const struct mlx5_qpn_devargs *da, struct mlx5_qpn_backend **out)
 {
 	if (da == nullptr || out == nullptr || da->name[0] == '\0' ||
 	    memchr(da->name, '\0', sizeof(da->name)) == nullptr) {
-		MLX5_QPN_HW_LOG(ERR, "hw open: no device name given");
+		HW_LOG(ERR, "hw open: no device name given");
 		return -EINVAL;
 	}
 	*out = nullptr;
 	const struct mlx5_qpn_glue *glue = mlx5_qpn_glue_get_quiet();
 	if (glue == nullptr) {
-		MLX5_QPN_HW_LOG(ERR, "no RDMA device \"%s\": rdma-core unavailable (%s)", da->name,
+		HW_LOG(ERR, "no RDMA device \"%s\": rdma-core unavailable (%s)", da->name,
 				mlx5_qpn_glue_error());
 		return -ENODEV;
 	}
@@ -111,12 +111,12 @@ hw_open(const struct mlx5_qpn_devargs *da, struct mlx5_qpn_backend **out)
 	if (found == nullptr) {
 		if (list != nullptr)
 			glue->free_device_list(list);
-		MLX5_QPN_HW_LOG(ERR, "no RDMA device \"%s\" (%d devices found)", da->name, n);
+		HW_LOG(ERR, "no RDMA device \"%s\" (%d devices found)", da->name, n);
 		return -ENODEV;
 	}
 	if (!glue->dv_is_supported(found)) {
 		glue->free_device_list(list);
-		MLX5_QPN_HW_LOG(ERR, "RDMA device \"%s\" is not an mlx5 device", da->name);
+		HW_LOG(ERR, "RDMA device \"%s\" is not an mlx5 device", da->name);
 		return -ENOTSUP;
 	}
 
@@ -140,7 +140,7 @@ hw_open(const struct mlx5_qpn_devargs *da, struct mlx5_qpn_backend **out)
 	} else {
 		/* DEVX refused (no permission, old kernel): verbs only, single-QPN API only. */
 		dev->probe.err = errno != 0 ? -errno : -EIO;
-		MLX5_QPN_HW_LOG(DEBUG, "%s: DEVX context refused (%s), opening without it",
+		HW_LOG(DEBUG, "%s: DEVX context refused (%s), opening without it",
 				da->name, strerror(-dev->probe.err));
 		errno = 0;
 		dev->ctx = glue->open_device(found);
@@ -149,7 +149,7 @@ hw_open(const struct mlx5_qpn_devargs *da, struct mlx5_qpn_backend **out)
 	glue->free_device_list(list);
 	if (dev->ctx == nullptr) {
 		int rc = errno != 0 ? -errno : -ENODEV;
-		MLX5_QPN_HW_LOG(ERR, "cannot open RDMA device \"%s\" (%s)", da->name, strerror(-rc));
+		HW_LOG(ERR, "cannot open RDMA device \"%s\" (%s)", da->name, strerror(-rc));
 		free_dev(dev);
 		return rc;
 	}
@@ -162,7 +162,7 @@ hw_open(const struct mlx5_qpn_devargs *da, struct mlx5_qpn_backend **out)
 	if (src == MLX5_QPN_HW_SRC_NONE) {
 		char why[128];
 		mlx5_qpn_hw_probe_reason(&dev->probe, why, sizeof(why));
-		MLX5_QPN_HW_LOG(ERR, "%s: reserved_qpn=yes but RESERVED_QPN objects are unusable: %s",
+		HW_LOG(ERR, "%s: reserved_qpn=yes but RESERVED_QPN objects are unusable: %s",
 				da->name, why);
 		free_dev(dev);
 		return -EOPNOTSUPP;
@@ -196,7 +196,7 @@ hw_range_reserve(struct mlx5_qpn_backend *be, uint32_t log_size, struct mlx5_qpn
 		return -ENOTSUP;
 	if (log_size > MLX5_QPN_PRM_MAX_LOG_RANGE ||
 	    mlx5_qpn_prm_clamp_log_range(&dev->caps, log_size) != log_size) {
-		MLX5_QPN_HW_LOG(ERR, "%s: range of 2^%u QPNs outside the device's 2^%u..2^%u",
+		HW_LOG(ERR, "%s: range of 2^%u QPNs outside the device's 2^%u..2^%u",
 				dev->name, log_size, dev->caps.log_reserved_qpn_granularity,
 				mlx5_qpn_prm_clamp_log_range(&dev->caps, MLX5_QPN_PRM_MAX_LOG_RANGE));
 		return -EINVAL;
@@ -235,7 +235,7 @@ hw_range_release(struct mlx5_qpn_backend *be, const struct mlx5_qpn_range_obj *o
 	if (n == nullptr || n->qpn != obj->first_qpn) {
 		if (n != nullptr)
 			list_add(dev, n);
-		MLX5_QPN_HW_LOG(ERR, "%s: range at QPN 0x%x is not held by this device", dev->name,
+		HW_LOG(ERR, "%s: range at QPN 0x%x is not held by this device", dev->name,
 				obj->first_qpn);
 		return -EINVAL;
 	}
@@ -267,7 +267,7 @@ hw_qpn_reserve_one(struct mlx5_qpn_backend *be, uint32_t *qpn)
 	if (rc != 0) {
 		delete n;
 		if (rc != -EOPNOTSUPP)
-			MLX5_QPN_HW_LOG(ERR, "%s: mlx5dv_reserved_qpn_alloc failed (%s)", dev->name,
+			HW_LOG(ERR, "%s: mlx5dv_reserved_qpn_alloc failed (%s)", dev->name,
 					strerror(-rc));
 		return rc;
 	}
@@ -285,13 +285,13 @@ hw_qpn_release_one(struct mlx5_qpn_backend *be, uint32_t qpn)
 	/* Refused before rdma-core sees it: a double free must not reach libmlx5's lists. */
 	hw_node *n = list_take(dev, node_kind::single_qpn, nullptr, qpn);
 	if (n == nullptr) {
-		MLX5_QPN_HW_LOG(ERR, "%s: QPN 0x%x is not a reserved QPN of this device",
+		HW_LOG(ERR, "%s: QPN 0x%x is not a reserved QPN of this device",
 				dev->name, qpn);
 		return -EINVAL;
 	}
 	int rc = neg_errno(dev->glue->reserved_qpn_dealloc(dev->ctx, qpn));
 	if (rc != 0) {
-		MLX5_QPN_HW_LOG(ERR, "%s: mlx5dv_reserved_qpn_dealloc(0x%x) failed (%s)", dev->name,
+		HW_LOG(ERR, "%s: mlx5dv_reserved_qpn_dealloc(0x%x) failed (%s)", dev->name,
 				qpn, strerror(-rc));
 		list_add(dev, n);
 		return rc;
@@ -320,7 +320,7 @@ hw_uar_map(struct mlx5_qpn_backend *be, struct mlx5_qpn_uar *uar)
 	if (n->uar == nullptr) {
 		int rc = errno != 0 ? -errno : -ENOMEM;
 		delete n;
-		MLX5_QPN_HW_LOG(ERR, "%s: mlx5dv_devx_alloc_uar failed (%s)", dev->name,
+		HW_LOG(ERR, "%s: mlx5dv_devx_alloc_uar failed (%s)", dev->name,
 				strerror(-rc));
 		return rc;
 	}
@@ -344,7 +344,7 @@ hw_uar_unmap(struct mlx5_qpn_backend *be, struct mlx5_qpn_uar *uar)
 			       reinterpret_cast<const hw_node *>(static_cast<uintptr_t>(uar->handle)),
 			       0);
 	if (n == nullptr) {
-		MLX5_QPN_HW_LOG(ERR, "%s: UAR page %u is not mapped by this device", dev->name,
+		HW_LOG(ERR, "%s: UAR page %u is not mapped by this device", dev->name,
 				uar->page_id);
 		return -EINVAL;
 	}
@@ -386,7 +386,7 @@ close_in_child(mlx5_qpn_hw_dev *dev)
 		nodes++;
 	}
 	unsigned int qps = mlx5_qpn_hw_qps_free(dev->qps, 0);
-	MLX5_QPN_HW_LOG(INFO, "%s: closed in a child of pid %d: %u objects and %u QPs left to "
+	HW_LOG(INFO, "%s: closed in a child of pid %d: %u objects and %u QPs left to "
 			"their owner", dev->name, static_cast<int>(dev->owner_pid), nodes, qps);
 	delete dev;
 }
@@ -424,7 +424,7 @@ hw_close(struct mlx5_qpn_backend *be)
 	}
 	const uint32_t qps = mlx5_qpn_hw_qps_count(dev->qps);
 	if (ranges + singles + uars + qps != 0)
-		MLX5_QPN_HW_LOG(INFO, "%s: closed with %u ranges, %u single QPNs, %u UARs, %u "
+		HW_LOG(INFO, "%s: closed with %u ranges, %u single QPNs, %u UARs, %u "
 				"ordinary QPs still held", dev->name, ranges, singles, uars, qps);
 	free_dev(dev);
 }

@@ -87,7 +87,7 @@ destroy_rsvd_obj(mlx5_qpn_hw_dev *dev, struct mlx5dv_devx_obj *obj, uint32_t fir
 {
 	int rc = neg_errno(dev->glue->devx_obj_destroy(obj));
 	if (rc != 0)
-		MLX5_QPN_HW_LOG(ERR, "%s: destroying RESERVED_QPN object 0x%x failed (%s)", dev->name,
+		HW_LOG(ERR, "%s: destroying RESERVED_QPN object 0x%x failed (%s)", dev->name,
 				first_qpn, strerror(-rc));
 	return rc;
 }
@@ -115,7 +115,7 @@ read_caps(mlx5_qpn_hw_dev *dev)
 		if (attr.max_qp > 0)
 			dev->caps.log_max_qp = floor_log2(static_cast<uint64_t>(attr.max_qp));
 	} else {
-		MLX5_QPN_HW_LOG(WARNING, "%s: ibv_query_device failed (%s)", dev->name,
+		HW_LOG(WARNING, "%s: ibv_query_device failed (%s)", dev->name,
 				strerror(errno));
 	}
 	if (!dev->caps.devx) {
@@ -167,7 +167,7 @@ static void
 log_step_once(mlx5_qpn_hw_dev *dev, uint8_t refused)
 {
 	if (!dev->step_logged.exchange(true))
-		MLX5_QPN_HW_LOG(WARNING, "%s: firmware refused RESERVED_QPN objects of 2^%u QPNs "
+		HW_LOG(WARNING, "%s: firmware refused RESERVED_QPN objects of 2^%u QPNs "
 				"(bad parameter): stepping down towards 2^%u, still on objects",
 				dev->name, refused, dev->caps.log_reserved_qpn_granularity);
 }
@@ -240,7 +240,7 @@ log_probe(const mlx5_qpn_hw_dev *dev, enum mlx5_qpn_hw_source src)
 {
 	char why[128];
 	mlx5_qpn_hw_probe_reason(&dev->probe, why, sizeof(why));
-	MLX5_QPN_HW_LOG(INFO, "%s: guid 0x%016llx, devx %u, general_obj_types 0x%llx, "
+	HW_LOG(INFO, "%s: guid 0x%016llx, devx %u, general_obj_types 0x%llx, "
 			"granularity 2^%u, max alloc 2^%u, total %s2^%u, log_max_qp %u; "
 			"RESERVED_QPN objects %s (%s); QPN source: %s", dev->name,
 			static_cast<unsigned long long>(dev->caps.node_guid), dev->caps.devx,

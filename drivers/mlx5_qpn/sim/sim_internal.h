@@ -49,11 +49,12 @@
 
 #include <rte_log.h>
 
+#include "mlx5_qpn_log.h"
+
 /* Registered once, in sim_ops.cpp (RTE_LOG_REGISTER). */
 extern int mlx5_qpn_sim_logtype;
 
-#define SIM_LOG(level, fmt, ...) \
-	rte_log(RTE_LOG_##level, mlx5_qpn_sim_logtype, "mlx5_qpn_sim: " fmt "\n", ##__VA_ARGS__)
+#define SIM_LOG(level, ...) MLX5_QPN_LOG(sim, level, __VA_ARGS__)
 
 #pragma GCC visibility push(hidden)
 
