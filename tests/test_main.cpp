@@ -16,13 +16,15 @@
 #include <unistd.h>
 #include <vector>
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	::testing::InitGoogleTest(&argc, argv);
 
 	std::string prefix = "--file-prefix=qpn_test_" + std::to_string(getpid());
-	std::vector<std::string> eal_args = {argv[0], "--no-huge", "--no-pci", "-m", "512",
-					     "-l", "0-1", prefix, "--log-level=lib.eal:error"};
+	std::vector<std::string> eal_args = {argv[0], "--no-huge", "--no-pci",
+					     "-m",    "512",       "-l",
+					     "0-1",   prefix,      "--log-level=lib.eal:error"};
 	if (const char *extra = std::getenv("QPN_TEST_EAL_ARGS")) {
 		std::string s(extra);
 		size_t pos = 0;

@@ -111,11 +111,21 @@ json_writer::write_str(const char *s)
 	fputc('"', f_);
 	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
 		switch (*p) {
-		case '"': fputs("\\\"", f_); break;
-		case '\\': fputs("\\\\", f_); break;
-		case '\n': fputs("\\n", f_); break;
-		case '\t': fputs("\\t", f_); break;
-		case '\r': fputs("\\r", f_); break;
+		case '"':
+			fputs("\\\"", f_);
+			break;
+		case '\\':
+			fputs("\\\\", f_);
+			break;
+		case '\n':
+			fputs("\\n", f_);
+			break;
+		case '\t':
+			fputs("\\t", f_);
+			break;
+		case '\r':
+			fputs("\\r", f_);
+			break;
 		default:
 			if (*p < 0x20)
 				fprintf(f_, "\\u%04x", *p);

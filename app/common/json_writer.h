@@ -30,10 +30,26 @@ struct json_writer {
 
 	/* Members of an object. */
 	void key(const char *k);
-	void kv(const char *k, const char *v) { key(k); str(v); }
-	void kv(const char *k, uint64_t v) { key(k); num(v); }
-	void kv(const char *k, double v) { key(k); num(v); }
-	void kv_bool(const char *k, bool v) { key(k); boolean(v); }
+	void kv(const char *k, const char *v)
+	{
+		key(k);
+		str(v);
+	}
+	void kv(const char *k, uint64_t v)
+	{
+		key(k);
+		num(v);
+	}
+	void kv(const char *k, double v)
+	{
+		key(k);
+		num(v);
+	}
+	void kv_bool(const char *k, bool v)
+	{
+		key(k);
+		boolean(v);
+	}
 
 	/** True if nothing went wrong so far (unbalanced calls or a failed write). */
 	bool ok() const { return ok_ && ferror(f_) == 0; }

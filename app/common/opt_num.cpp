@@ -10,7 +10,8 @@
 
 namespace {
 
-bool all_digits(const char *s, const char *e)
+bool
+all_digits(const char *s, const char *e)
 {
 	for (; s < e; s++)
 		if (!isdigit(static_cast<unsigned char>(*s)))
@@ -19,14 +20,16 @@ bool all_digits(const char *s, const char *e)
 }
 
 /* "1..32"; doubles without a trailing ".000000". */
-std::string range_u64(uint64_t lo, uint64_t hi)
+std::string
+range_u64(uint64_t lo, uint64_t hi)
 {
 	char buf[64];
 	snprintf(buf, sizeof(buf), "%" PRIu64 "..%" PRIu64, lo, hi);
 	return buf;
 }
 
-std::string range_double(double lo, double hi)
+std::string
+range_double(double lo, double hi)
 {
 	char buf[64];
 	snprintf(buf, sizeof(buf), "%.15g..%.15g", lo, hi);
@@ -35,7 +38,8 @@ std::string range_double(double lo, double hi)
 
 } /* namespace */
 
-bool opt_num_u64(const char *text, uint64_t lo, uint64_t hi, uint64_t *out, std::string *why)
+bool
+opt_num_u64(const char *text, uint64_t lo, uint64_t hi, uint64_t *out, std::string *why)
 {
 	const std::string expect = "expected an integer in " + range_u64(lo, hi);
 	if (text == nullptr || *text == '\0') {
@@ -59,7 +63,8 @@ bool opt_num_u64(const char *text, uint64_t lo, uint64_t hi, uint64_t *out, std:
 	return true;
 }
 
-bool opt_num_decimal(const char *text, double lo, double hi, double *out, std::string *why)
+bool
+opt_num_decimal(const char *text, double lo, double hi, double *out, std::string *why)
 {
 	const std::string expect = "expected a decimal number in " + range_double(lo, hi);
 	if (text == nullptr || *text == '\0') {
@@ -91,8 +96,8 @@ bool opt_num_decimal(const char *text, double lo, double hi, double *out, std::s
 	return true;
 }
 
-std::string opt_num_error(const char *prog, const char *opt, const char *text,
-			  const std::string &why)
+std::string
+opt_num_error(const char *prog, const char *opt, const char *text, const std::string &why)
 {
 	std::string shown;
 	for (const char *s = text != nullptr ? text : ""; *s; s++) {

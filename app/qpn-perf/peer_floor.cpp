@@ -130,13 +130,15 @@ floor_setup(const struct perf_cfg *cfg, void **ctx)
 	struct floor_ctx *c;
 	unsigned int lcore, nb = rte_lcore_count(), i = 0;
 
-	c = static_cast<struct floor_ctx *>(aligned_alloc(RTE_CACHE_LINE_SIZE,
-		RTE_ALIGN_CEIL(sizeof(*c), RTE_CACHE_LINE_SIZE)));
+	c = static_cast<struct floor_ctx *>(
+		aligned_alloc(RTE_CACHE_LINE_SIZE,
+			      RTE_ALIGN_CEIL(sizeof(*c), RTE_CACHE_LINE_SIZE)));
 	if (c == nullptr)
 		return -ENOMEM;
 	memset(c, 0, sizeof(*c));
 	c->bytes = sizeof(*c);
-	RTE_LCORE_FOREACH(lcore) {
+	RTE_LCORE_FOREACH(lcore)
+	{
 		uint32_t slice = cfg->range / nb, first = cfg->first + i * slice;
 		struct floor_lcore *l = &c->lc[lcore];
 

@@ -57,7 +57,7 @@ mempool_setup(const struct perf_cfg *cfg, void **ctx)
 	cache = RTE_MIN(cache, (uint32_t)(cfg->range * 2 / 3));
 	snprintf(name, sizeof(name), "perf_mp%u", cfg->seq);
 	mp = rte_mempool_create(name, cfg->range, sizeof(uint32_t), cache, 0, nullptr, nullptr,
-		mempool_obj_init, &first, SOCKET_ID_ANY, 0);
+				mempool_obj_init, &first, SOCKET_ID_ANY, 0);
 	if (mp == nullptr)
 		return -rte_errno;
 	*ctx = mp;

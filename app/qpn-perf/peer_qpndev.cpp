@@ -42,8 +42,10 @@ qpndev_setup(const struct perf_cfg *cfg, void **ctx)
 
 	snprintf(g_name, sizeof(g_name), "simperf%d_%u", getpid(), cfg->seq);
 	/* The whole range reserved up front (log_max_alloc 16): the timed loops never grow it. */
-	snprintf(args, sizeof(args), "%s,quarantine_us=0,cache=%u,max_qpns=%u,log_max_alloc=16,"
-		 "log_max_num=24", g_name, cfg->cache, cfg->range);
+	snprintf(args, sizeof(args),
+		 "%s,quarantine_us=0,cache=%u,max_qpns=%u,log_max_alloc=16,"
+		 "log_max_num=24",
+		 g_name, cfg->cache, cfg->range);
 	int rc = mlx5_qpn_dev_probe(args, &d);
 	if (rc != 0)
 		return rc;

@@ -91,7 +91,8 @@ qpnpool_stats_json(void *ctx, struct json_writer *js)
 
 	if (mlx5_qpn_pool_stats_get(static_cast<struct mlx5_qpn_pool *>(ctx), &st) != 0)
 		return;
-	js->kv("quarantine_ns", mlx5_qpn_pool_quarantine_ns(static_cast<struct mlx5_qpn_pool *>(ctx)));
+	js->kv("quarantine_ns",
+	       mlx5_qpn_pool_quarantine_ns(static_cast<struct mlx5_qpn_pool *>(ctx)));
 	js->kv("capacity", st.capacity);
 	js->kv("in_use", st.in_use);
 	js->kv("in_quarantine", st.in_quarantine);

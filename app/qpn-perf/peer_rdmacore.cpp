@@ -40,7 +40,7 @@ struct rc_ctx {
 	struct rc_block *blocks; /* oldest first: new blocks are appended */
 	struct rc_block *newest; /* where alloc takes QPNs; NULL when a new block is needed */
 	uint32_t first, log, size, nb_slots, slot_cursor;
-	uint8_t *slot_used;      /* the "firmware": which blocks of the range are reserved */
+	uint8_t *slot_used; /* the "firmware": which blocks of the range are reserved */
 	uint64_t live_bytes, peak_bytes;
 	uint64_t created, destroyed, max_scan;
 };
@@ -203,7 +203,7 @@ rc_setup(const struct perf_cfg *cfg, void **ctx)
 
 	if (cfg->block_log > 20 || (cfg->range >> cfg->block_log) < 2) {
 		PERF_LOG(ERR, "rdmacore model: range %u holds fewer than 2 blocks of 2^%u",
-			cfg->range, cfg->block_log);
+			 cfg->range, cfg->block_log);
 		return -EINVAL;
 	}
 	c = static_cast<struct rc_ctx *>(calloc(1, sizeof(*c)));

@@ -31,7 +31,7 @@ constexpr uint32_t rv_bits_per_page = rv_page_bytes * 8;
 constexpr uint32_t rv_words_per_page = rv_page_bytes / sizeof(uint64_t);
 
 struct rv_ctx {
-	std::atomic<uint32_t> last;  /* offset of the last QPN handed out */
+	std::atomic<uint32_t> last; /* offset of the last QPN handed out */
 	uint32_t first, range, incr, nb_pages;
 	std::atomic<uint64_t> pages_allocated;
 	std::atomic<std::atomic<uint64_t> *> *pages;
@@ -62,7 +62,7 @@ rv_alloc(struct rv_ctx *c, uint32_t *qpn)
 {
 	uint32_t off = c->last.load(std::memory_order_relaxed) + c->incr;
 
-	for (uint64_t probed = 0; probed < c->range; ) {
+	for (uint64_t probed = 0; probed < c->range;) {
 		std::atomic<uint64_t> *map;
 
 		if (off >= c->range)
@@ -182,7 +182,7 @@ rv_footprint(void *p)
 	struct rv_ctx *c = static_cast<struct rv_ctx *>(p);
 
 	return sizeof(*c) + c->nb_pages * sizeof(*c->pages) +
-		c->pages_allocated.load() * rv_page_bytes;
+	       c->pages_allocated.load() * rv_page_bytes;
 }
 
 void

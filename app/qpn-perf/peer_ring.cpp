@@ -42,7 +42,7 @@ ring_setup(const struct perf_cfg *cfg, void **ctx)
 	snprintf(name, sizeof(name), "perf_rg%u", cfg->seq);
 	/* RING_F_EXACT_SZ: room for exactly the range, like the other peers. */
 	r = rte_ring_create_elem(name, sizeof(uint32_t), cfg->range, SOCKET_ID_ANY,
-		RING_F_EXACT_SZ);
+				 RING_F_EXACT_SZ);
 	if (r == nullptr)
 		return -rte_errno;
 	for (uint32_t i = 0; i < cfg->range; i++) {

@@ -26,31 +26,31 @@ struct json_writer;
 
 /** Parameters common to all peers. */
 struct perf_cfg {
-	uint32_t first;          /**< first QPN of the range */
-	uint32_t range;          /**< QPNs in the range */
-	uint32_t cache;          /**< per-lcore cache size (for peers that have one) */
-	uint64_t quarantine_ns;  /**< quarantine of the "ours with quarantine" peer */
-	unsigned int burst;      /**< bulk size of the burst loop */
-	unsigned int block_log;  /**< rdma-core model: log2 of the QPNs in one block */
-	unsigned int seq;        /**< unique number for DPDK object names */
+	uint32_t first;         /**< first QPN of the range */
+	uint32_t range;         /**< QPNs in the range */
+	uint32_t cache;         /**< per-lcore cache size (for peers that have one) */
+	uint64_t quarantine_ns; /**< quarantine of the "ours with quarantine" peer */
+	unsigned int burst;     /**< bulk size of the burst loop */
+	unsigned int block_log; /**< rdma-core model: log2 of the QPNs in one block */
+	unsigned int seq;       /**< unique number for DPDK object names */
 };
 
 /** What a timed loop reports besides its time. */
 struct perf_loop_res {
-	uint64_t ops;       /**< alloc+free pairs completed */
-	uint64_t failures;  /**< allocations that failed (the pair was skipped) */
+	uint64_t ops;      /**< alloc+free pairs completed */
+	uint64_t failures; /**< allocations that failed (the pair was skipped) */
 };
 
 /** Peer flags. */
-#define PERF_F_SCALING  (1u << 0) /**< may run on several lcores at once on one context */
-#define PERF_F_HEAP_MEM (1u << 1) /**< memory is all in the DPDK heap: measure it by delta */
-#define PERF_F_CHECKS   (1u << 2) /**< refuses a double free (checked by the self-check) */
+#define PERF_F_SCALING   (1u << 0) /**< may run on several lcores at once on one context */
+#define PERF_F_HEAP_MEM  (1u << 1) /**< memory is all in the DPDK heap: measure it by delta */
+#define PERF_F_CHECKS    (1u << 2) /**< refuses a double free (checked by the self-check) */
 #define PERF_F_OWN_RANGE (1u << 3) /**< QPNs come from a device's own ranges, not cfg.first */
 
 /** Hooks of one peer. */
 struct perf_peer {
-	const char *name;  /**< short name, used by --only and as JSON key */
-	const char *desc;  /**< one line: what it models */
+	const char *name; /**< short name, used by --only and as JSON key */
+	const char *desc; /**< one line: what it models */
 	unsigned int flags;
 	/** Create the peer's context, filled with all QPNs of the range. 0 or negative errno. */
 	int (*setup)(const struct perf_cfg *cfg, void **ctx);
@@ -86,7 +86,7 @@ extern const struct perf_peer perf_peer_qpndev;
 extern int perf_logtype;
 
 /** One readable log line of the benchmark. */
-#define PERF_LOG(level, fmt, ...) \
+#define PERF_LOG(level, fmt, ...)                                                                  \
 	rte_log(RTE_LOG_##level, perf_logtype, "qpn-perf: " fmt "\n", ##__VA_ARGS__)
 
 #endif /* QPN_PERF_H */

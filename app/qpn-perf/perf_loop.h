@@ -35,8 +35,7 @@ perf_sink(uint32_t v)
 	asm volatile("" : : "r"(v));
 }
 
-template <class Ops>
-struct perf_loops {
+template <class Ops> struct perf_loops {
 	using ctx_t = typename Ops::ctx;
 	using tok_t = typename Ops::token;
 
@@ -121,10 +120,8 @@ struct perf_loops {
 };
 
 /** Fill the generic and timed hooks of a struct perf_peer initialiser from Ops. */
-#define PERF_PEER_LOOPS(Ops) \
-	.alloc = perf_loops<Ops>::alloc, \
-	.free = perf_loops<Ops>::free, \
-	.run_pairs = perf_loops<Ops>::pairs, \
-	.run_burst = perf_loops<Ops>::burst
+#define PERF_PEER_LOOPS(Ops)                                                                       \
+	.alloc = perf_loops<Ops>::alloc, .free = perf_loops<Ops>::free,                            \
+	.run_pairs = perf_loops<Ops>::pairs, .run_burst = perf_loops<Ops>::burst
 
 #endif /* QPN_PERF_LOOP_H */

@@ -60,7 +60,7 @@ perf_measure_memory(const struct perf_opts *o, perf_state *s, uint64_t full_delt
 		s->mem.method = "dpdk-heap-delta";
 		s->mem.total_bytes = full_delta;
 		s->mem.bytes_per_qpn = ((double)full_delta - (double)half_delta) /
-			(double)(o->range - o->range / 2);
+				       (double)(o->range - o->range / 2);
 		s->mem.fixed_bytes = (double)full_delta - s->mem.bytes_per_qpn * o->range;
 	} else if (s->peer->footprint != nullptr) {
 		/*
@@ -93,15 +93,15 @@ perf_self_check(const struct perf_opts *o, perf_state *s)
 	for (unsigned int i = 0; i < k; i++) {
 		ret = s->peer->alloc(s->ctx, &qpn, &tokens[i]);
 		if (ret != 0) {
-			s->error = "self-check: alloc " + std::to_string(i) + " failed: " +
-				strerror(-ret);
+			s->error = "self-check: alloc " + std::to_string(i) +
+				   " failed: " + strerror(-ret);
 			return false;
 		}
 		if (s->peer->flags & PERF_F_OWN_RANGE) {
 			/* A device's own ranges: distinct and 24-bit is all that can be asked. */
 			if (qpn > 0xFFFFFF || !own.insert(qpn).second) {
 				s->error = "self-check: QPN " + std::to_string(qpn) +
-					" not 24-bit or handed out twice";
+					   " not 24-bit or handed out twice";
 				return false;
 			}
 			continue;
@@ -109,7 +109,7 @@ perf_self_check(const struct perf_opts *o, perf_state *s)
 		if (qpn < perf_first_qpn || qpn - perf_first_qpn >= o->range ||
 		    seen[qpn - perf_first_qpn]) {
 			s->error = "self-check: QPN " + std::to_string(qpn) +
-				" out of range or handed out twice";
+				   " out of range or handed out twice";
 			return false;
 		}
 		seen[qpn - perf_first_qpn] = 1;
@@ -211,8 +211,7 @@ perf_mc_worker(void *arg)
 
 /* Returns Mops/s over both lcores, or a negative value if the worker could not be launched. */
 double
-perf_run_two(perf_state *s, unsigned int worker, uint64_t n, double lcore_ns[2],
-	uint64_t *failures)
+perf_run_two(perf_state *s, unsigned int worker, uint64_t n, double lcore_ns[2], uint64_t *failures)
 {
 	perf_mc_job j;
 
@@ -282,7 +281,8 @@ perf_on_all_lcores(void (*fn)(void *), void *ctx)
 	unsigned int lcore;
 
 	fn(ctx);
-	RTE_LCORE_FOREACH_WORKER(lcore) {
+	RTE_LCORE_FOREACH_WORKER(lcore)
+	{
 		if (rte_eal_remote_launch(perf_hook_worker, &h, lcore) == 0)
 			rte_eal_wait_lcore(lcore);
 	}

@@ -8,8 +8,19 @@
 namespace {
 
 enum {
-	OPT_ITER = 256, OPT_REPEAT, OPT_CACHE, OPT_RANGE, OPT_QUAR, OPT_BURST, OPT_LCORES,
-	OPT_JSON, OPT_ONLY, OPT_QUICK, OPT_BLOCK_LOG, OPT_BUDGET, OPT_HELP,
+	OPT_ITER = 256,
+	OPT_REPEAT,
+	OPT_CACHE,
+	OPT_RANGE,
+	OPT_QUAR,
+	OPT_BURST,
+	OPT_LCORES,
+	OPT_JSON,
+	OPT_ONLY,
+	OPT_QUICK,
+	OPT_BLOCK_LOG,
+	OPT_BUDGET,
+	OPT_HELP,
 };
 
 const struct option perf_long_opts[] = {
@@ -85,8 +96,9 @@ perf_parse_args(int argc, char **argv, struct perf_opts *o)
 	while ((opt = getopt_long(argc, argv, ":", perf_long_opts, &li)) != -1) {
 		/* The option's name as --NAME (the value may be in the next argument). */
 		std::string long_name = li >= 0 ? std::string("--") + perf_long_opts[li].name : "";
-		const char *name = li >= 0 ? long_name.c_str()
-			: (optind > 0 && optind <= argc ? argv[optind - 1] : "?");
+		const char *name = li >= 0 ?
+					   long_name.c_str() :
+					   (optind > 0 && optind <= argc ? argv[optind - 1] : "?");
 		li = -1;
 
 		switch (opt) {
@@ -180,7 +192,7 @@ perf_parse_args(int argc, char **argv, struct perf_opts *o)
 	}
 	if ((o->range >> o->block_log) < 2) {
 		PERF_LOG(ERR, "--range=%u holds fewer than 2 blocks of 2^%u QPNs (--block-log)",
-			o->range, o->block_log);
+			 o->range, o->block_log);
 		return -EINVAL;
 	}
 	return 0;

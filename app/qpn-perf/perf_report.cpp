@@ -68,20 +68,21 @@ perf_aims(std::vector<perf_state> &st, bool scaling)
 	double o = ours ? perf_median(ours->ph[PH_PAIR].ns) : 0;
 
 	a.push_back({"ours_over_mempool", "ours / rte_mempool (pair, 1 lcore)",
-		perf_ratio(o, mp ? perf_median(mp->ph[PH_PAIR].ns) : 0), "<= 0.5", true, 0.5});
+		     perf_ratio(o, mp ? perf_median(mp->ph[PH_PAIR].ns) : 0), "<= 0.5", true, 0.5});
 	a.push_back({"ours_over_floor", "ours / floor (pair, 1 lcore)",
-		perf_ratio(o, fl ? perf_median(fl->ph[PH_PAIR].ns) : 0), "<= 3", true, 3});
+		     perf_ratio(o, fl ? perf_median(fl->ph[PH_PAIR].ns) : 0), "<= 3", true, 3});
 	a.push_back({"quarantine_over_no_quarantine", "ours with / without quarantine (pair)",
-		perf_ratio(q ? perf_median(q->ph[PH_PAIR].ns) : 0, o), "<= 1.3", true, 1.3});
+		     perf_ratio(q ? perf_median(q->ph[PH_PAIR].ns) : 0, o), "<= 1.3", true, 1.3});
 	if (scaling) {
 		double o2 = ours ? perf_median(ours->scaling.mops) : 0;
 		double o1 = o > 0 ? 1e3 / o : 0;
 
 		a.push_back({"ours_2lcore_speedup", "ours 2-lcore / 1-lcore throughput",
-			perf_ratio(o2, o1), ">= 1.8", false, 1.8});
+			     perf_ratio(o2, o1), ">= 1.8", false, 1.8});
 		a.push_back({"ours_over_mutex_2lcore",
-			"ours / rdma-core model throughput, 2 lcores",
-			perf_ratio(o2, rc ? perf_median(rc->scaling.mops) : 0), ">= 20", false, 20});
+			     "ours / rdma-core model throughput, 2 lcores",
+			     perf_ratio(o2, rc ? perf_median(rc->scaling.mops) : 0), ">= 20", false,
+			     20});
 	}
 	return a;
 }
@@ -105,13 +106,14 @@ perf_print_tables(const struct perf_opts *o, std::vector<perf_state> &st, bool s
 		double ref = ours ? perf_median(ours->ph[ph].ns) : 0;
 
 		printf("\n%s: %s, median of %u (ns and TSC cycles per QPN allocated and freed)\n",
-			perf_phase_name[ph],
-			ph == PH_PAIR ? "alloc+free pair on one lcore" : "bulk alloc+free on one lcore",
-			o->repeat);
+		       perf_phase_name[ph],
+		       ph == PH_PAIR ? "alloc+free pair on one lcore" :
+				       "bulk alloc+free on one lcore",
+		       o->repeat);
 		if (ph == PH_BURST)
 			printf("burst of %u\n", o->burst);
 		printf("  %-10s %10s %10s %10s %10s %9s %9s\n", "peer", "ns/op", "cycles/op",
-			"min ns", "max ns", "vs ours", "failures");
+		       "min ns", "max ns", "vs ours", "failures");
 		for (auto &s : st) {
 			if (!s.ok)
 				continue;
@@ -119,8 +121,8 @@ perf_print_tables(const struct perf_opts *o, std::vector<perf_state> &st, bool s
 			double med = perf_median(r.ns);
 
 			printf("  %-10s %10.2f %10.1f %10.2f %10.2f %8.2fx %9" PRIu64 "\n",
-				s.peer->name, med, perf_median(r.cycles), perf_min(r.ns),
-				perf_max(r.ns), ref > 0 ? med / ref : 0.0, r.failures);
+			       s.peer->name, med, perf_median(r.cycles), perf_min(r.ns),
+			       perf_max(r.ns), ref > 0 ? med / ref : 0.0, r.failures);
 		}
 	}
 	if (scaling) {
@@ -128,7 +130,7 @@ perf_print_tables(const struct perf_opts *o, std::vector<perf_state> &st, bool s
 
 		printf("\nscaling: alloc+free pairs, Mops/s (median of %u)\n", o->repeat);
 		printf("  %-10s %10s %10s %9s %12s\n", "peer", "1 lcore", "2 lcores", "speed-up",
-			"ours/peer@2");
+		       "ours/peer@2");
 		for (auto &s : st) {
 			if (!s.ok || !(s.peer->flags & PERF_F_SCALING))
 				continue;
@@ -136,23 +138,23 @@ perf_print_tables(const struct perf_opts *o, std::vector<perf_state> &st, bool s
 			double m2 = perf_median(s.scaling.mops);
 
 			printf("  %-10s %10.2f %10.2f %8.2fx %11.2fx\n", s.peer->name, m1, m2,
-				m1 > 0 ? m2 / m1 : 0.0, m2 > 0 ? ref / m2 : 0.0);
+			       m1 > 0 ? m2 / m1 : 0.0, m2 > 0 ? ref / m2 : 0.0);
 		}
 	}
 	printf("\nmemory for a range of %u QPNs\n", o->range);
 	printf("  %-10s %12s %14s %14s  %s\n", "peer", "bytes/QPN", "fixed bytes", "total bytes",
-		"method");
+	       "method");
 	for (auto &s : st) {
 		if (!s.ok || !s.mem.valid)
 			continue;
 		printf("  %-10s %12.2f %14.0f %14" PRIu64 "  %s\n", s.peer->name,
-			s.mem.bytes_per_qpn, s.mem.fixed_bytes, s.mem.total_bytes, s.mem.method);
+		       s.mem.bytes_per_qpn, s.mem.fixed_bytes, s.mem.total_bytes, s.mem.method);
 	}
 	printf("\nBRIEF section 5 ratios (measured in this run)\n");
 	for (const auto &a : perf_aims(st, scaling)) {
 		if (a.value > 0)
 			printf("  %-45s %8.3f  aim %-7s %s\n", a.what, a.value, a.aim,
-				perf_meets(a) ? "met" : "NOT met");
+			       perf_meets(a) ? "met" : "NOT met");
 		else
 			printf("  %-45s %8s  aim %-7s\n", a.what, "n/a", a.aim);
 	}
@@ -212,7 +214,7 @@ json_writer_series(json_writer &js, const char *key, const std::vector<double> &
 
 int
 perf_write_json(const struct perf_opts *o, std::vector<perf_state> &st, bool scaling,
-	double elapsed_s)
+		double elapsed_s)
 {
 	FILE *f = fopen(o->json.c_str(), "w");
 

@@ -52,9 +52,10 @@ perf_main(const struct perf_opts *o)
 	}
 	perf_load_at_start = perf_loadavg();
 	if (perf_load_at_start > 0.5 * sysconf(_SC_NPROCESSORS_ONLN))
-		PERF_LOG(WARNING, "load average %.2f on %ld CPUs: other work will skew the figures, "
-			"above all the 2-lcore ones", perf_load_at_start,
-			sysconf(_SC_NPROCESSORS_ONLN));
+		PERF_LOG(WARNING,
+			 "load average %.2f on %ld CPUs: other work will skew the figures, "
+			 "above all the 2-lcore ones",
+			 perf_load_at_start, sysconf(_SC_NPROCESSORS_ONLN));
 	printf("qpn-perf: range %u QPNs, cache %u, quarantine %" PRIu64 " us, burst %u, "
 	       "%u repetitions, TSC %" PRIu64 " Hz, %s\n",
 	       o->range, o->cache, o->quarantine_us, o->burst, o->repeat, rte_get_tsc_hz(),
@@ -92,7 +93,7 @@ perf_main(const struct perf_opts *o)
 		if (s.peer->flags & PERF_F_HEAP_MEM)
 			perf_measure_memory(o, &s, delta);
 		printf("  setup %-10s ok%s\n", p->name,
-			s.refuses_double_free ? " (refuses double free)" : "");
+		       s.refuses_double_free ? " (refuses double free)" : "");
 	}
 
 	/* Calibrate the length of each timed run from a short run (which also warms up). */
@@ -130,7 +131,7 @@ perf_main(const struct perf_opts *o)
 
 				/* Warm-up: caches filled, quarantine in steady state. */
 				perf_run_once(&s, (perf_phase)ph, std::max<uint64_t>(r.n / 8, 1000),
-					o->burst, &warm);
+					      o->burst, &warm);
 				perf_timed t = perf_time_once(&s, (perf_phase)ph, r.n, o->burst);
 				uint64_t ops = std::max<uint64_t>(t.res.ops, 1);
 
@@ -138,9 +139,10 @@ perf_main(const struct perf_opts *o)
 				r.ns.push_back(perf_cycles_to_ns((double)t.cycles / ops));
 				r.ops.push_back(t.res.ops);
 				r.failures += t.res.failures;
-				printf("  [%u/%u] %-5s %-10s %9.2f ns/op %8.1f cycles/op%s\n", rep + 1,
-					o->repeat, perf_phase_name[ph], s.peer->name, r.ns.back(),
-					r.cycles.back(), t.res.failures ? "  (failures)" : "");
+				printf("  [%u/%u] %-5s %-10s %9.2f ns/op %8.1f cycles/op%s\n",
+				       rep + 1, o->repeat, perf_phase_name[ph], s.peer->name,
+				       r.ns.back(), r.cycles.back(),
+				       t.res.failures ? "  (failures)" : "");
 			}
 		}
 		if (!scaling)
@@ -162,7 +164,7 @@ perf_main(const struct perf_opts *o)
 			s.scaling.lcore_ns[1].push_back(lns[1]);
 			s.scaling.failures += fails;
 			printf("  [%u/%u] 2lc   %-10s %9.2f Mops/s%s\n", rep + 1, o->repeat,
-				s.peer->name, mops, fails ? "  (failures)" : "");
+			       s.peer->name, mops, fails ? "  (failures)" : "");
 		}
 	}
 	fflush(stdout);
@@ -172,11 +174,12 @@ perf_main(const struct perf_opts *o)
 			perf_measure_memory(o, &s, 0);
 	perf_print_tables(o, st, scaling);
 	for (auto &s : st) {
-		if (s.ok && (s.ph[PH_PAIR].failures || s.ph[PH_BURST].failures ||
-			     s.scaling.failures))
-			PERF_LOG(WARNING, "%s: some allocations failed (see failures); for "
-				"qpnpool-q the range may be too small for the quarantine",
-				s.peer->name);
+		if (s.ok &&
+		    (s.ph[PH_PAIR].failures || s.ph[PH_BURST].failures || s.scaling.failures))
+			PERF_LOG(WARNING,
+				 "%s: some allocations failed (see failures); for "
+				 "qpnpool-q the range may be too small for the quarantine",
+				 s.peer->name);
 	}
 
 	/* Figures of the peers' own counters are read before teardown. */

@@ -36,7 +36,8 @@ struct cli_inst {
 	void *tokens[5];
 };
 
-bool refuse_running(const char *what)
+bool
+refuse_running(const char *what)
 {
 	if (!run_active())
 		return false;
@@ -44,14 +45,19 @@ bool refuse_running(const char *what)
 	return true;
 }
 
-void done() { fflush(stdout); }
+void
+done()
+{
+	fflush(stdout);
+}
 
 /* ---- start / stop / quit / help ---- */
 struct cmd_word {
 	cmdline_fixed_string_t word;
 };
 
-void cmd_start_parsed(void *, struct cmdline *, void *)
+void
+cmd_start_parsed(void *, struct cmdline *, void *)
 {
 	if (run_active()) {
 		printf("start: already running\n");
@@ -64,7 +70,8 @@ void cmd_start_parsed(void *, struct cmdline *, void *)
 	done();
 }
 
-void cmd_stop_parsed(void *, struct cmdline *, void *)
+void
+cmd_stop_parsed(void *, struct cmdline *, void *)
 {
 	if (!run_active()) {
 		printf("stop: not running\n");
@@ -76,14 +83,16 @@ void cmd_stop_parsed(void *, struct cmdline *, void *)
 	done();
 }
 
-void cmd_quit_parsed(void *, struct cmdline *cl, void *)
+void
+cmd_quit_parsed(void *, struct cmdline *cl, void *)
 {
 	if (run_active())
 		run_stop(g_cli_ctx);
 	cmdline_quit(cl);
 }
 
-void cmd_help_parsed(void *, struct cmdline *, void *)
+void
+cmd_help_parsed(void *, struct cmdline *, void *)
 {
 	printf("commands (TAB completes, '?' lists choices):\n"
 	       "  start                       run the engine on the worker lcores\n"
@@ -142,7 +151,8 @@ struct cmd_three {
 	cmdline_fixed_string_t c;
 };
 
-void cmd_show_parsed(void *res, struct cmdline *, void *)
+void
+cmd_show_parsed(void *res, struct cmdline *, void *)
 {
 	auto *r = static_cast<cmd_two *>(res);
 	if (strcmp(r->b, "stats") == 0) {
@@ -162,13 +172,15 @@ void cmd_show_parsed(void *res, struct cmdline *, void *)
 	done();
 }
 
-void cmd_show_lcore_parsed(void *, struct cmdline *, void *)
+void
+cmd_show_lcore_parsed(void *, struct cmdline *, void *)
 {
 	stats_lcores(stdout, g_cli_ctx);
 	done();
 }
 
-void cmd_clear_parsed(void *, struct cmdline *, void *)
+void
+cmd_clear_parsed(void *, struct cmdline *, void *)
 {
 	if (!refuse_running("clear stats")) {
 		stats_clear(g_cli_ctx);
@@ -178,8 +190,8 @@ void cmd_clear_parsed(void *, struct cmdline *, void *)
 }
 
 cmdline_parse_token_string_t tok_show = TOKEN_STRING_INITIALIZER(cmd_two, a, "show");
-cmdline_parse_token_string_t tok_show_what =
-	TOKEN_STRING_INITIALIZER(cmd_two, b, "stats#device#pool");
+cmdline_parse_token_string_t tok_show_what = TOKEN_STRING_INITIALIZER(cmd_two, b,
+								      "stats#device#pool");
 cmdline_parse_token_string_t tok_show3 = TOKEN_STRING_INITIALIZER(cmd_three, a, "show");
 cmdline_parse_token_string_t tok_lcore = TOKEN_STRING_INITIALIZER(cmd_three, b, "lcore");
 cmdline_parse_token_string_t tok_lstats = TOKEN_STRING_INITIALIZER(cmd_three, c, "stats");
@@ -217,7 +229,8 @@ struct cmd_set_num {
 	cmdline_fixed_string_t value; /* any one token, parsed by opt_num_u64() */
 };
 
-void cmd_set_engine_parsed(void *res, struct cmdline *, void *)
+void
+cmd_set_engine_parsed(void *res, struct cmdline *, void *)
 {
 	auto *r = static_cast<cmd_set_str *>(res);
 	if (!refuse_running("set engine")) {
@@ -233,18 +246,20 @@ void cmd_set_engine_parsed(void *res, struct cmdline *, void *)
 	done();
 }
 
-void cmd_set_policy_parsed(void *res, struct cmdline *, void *)
+void
+cmd_set_policy_parsed(void *res, struct cmdline *, void *)
 {
 	auto *r = static_cast<cmd_set_str *>(res);
 	if (!refuse_running("set cm-policy")) {
-		g_cli_ctx->cfg->policy = strcmp(r->value, "live") == 0 ? MLX5_QPN_CM_POLICY_LIVE
-								      : MLX5_QPN_CM_POLICY_STRICT;
+		g_cli_ctx->cfg->policy = strcmp(r->value, "live") == 0 ? MLX5_QPN_CM_POLICY_LIVE :
+									 MLX5_QPN_CM_POLICY_STRICT;
 		printf("CM policy: %s (from the next start)\n", r->value);
 	}
 	done();
 }
 
-void cmd_set_quarantine_parsed(void *res, struct cmdline *, void *)
+void
+cmd_set_quarantine_parsed(void *res, struct cmdline *, void *)
 {
 	auto *r = static_cast<cmd_set_num *>(res);
 	if (refuse_running("set quarantine")) {
@@ -257,7 +272,8 @@ void cmd_set_quarantine_parsed(void *res, struct cmdline *, void *)
 	uint64_t us;
 	std::string why;
 	if (!opt_num_u64(r->value, 0, kMaxQuarantineUs, &us, &why)) {
-		printf("%s\n", opt_num_error("qpn-testpmd", "set quarantine", r->value, why).c_str());
+		printf("%s\n",
+		       opt_num_error("qpn-testpmd", "set quarantine", r->value, why).c_str());
 		done();
 		return;
 	}
@@ -266,7 +282,8 @@ void cmd_set_quarantine_parsed(void *res, struct cmdline *, void *)
 		d = devargs_without_key(d, "quarantine_us");
 	int rc = devices_reprobe(g_cli_ctx, static_cast<int64_t>(us));
 	if (rc != 0)
-		printf("set quarantine: re-probe failed: %s (devices closed; quit)\n", strerror(-rc));
+		printf("set quarantine: re-probe failed: %s (devices closed; quit)\n",
+		       strerror(-rc));
 	else
 		printf("quarantine: %" PRIu64 " us (devices re-probed)\n", us);
 	done();
@@ -277,13 +294,11 @@ cmdline_parse_token_string_t tok_engine = TOKEN_STRING_INITIALIZER(cmd_set_str, 
 cmdline_parse_token_string_t tok_engine_name =
 	TOKEN_STRING_INITIALIZER(cmd_set_str, value, "dci-reconnect#dct-accept#churn#alloc");
 cmdline_parse_token_string_t tok_set_p = TOKEN_STRING_INITIALIZER(cmd_set_str, set, "set");
-cmdline_parse_token_string_t tok_policy =
-	TOKEN_STRING_INITIALIZER(cmd_set_str, what, "cm-policy");
-cmdline_parse_token_string_t tok_policy_name =
-	TOKEN_STRING_INITIALIZER(cmd_set_str, value, "live#strict");
+cmdline_parse_token_string_t tok_policy = TOKEN_STRING_INITIALIZER(cmd_set_str, what, "cm-policy");
+cmdline_parse_token_string_t tok_policy_name = TOKEN_STRING_INITIALIZER(cmd_set_str, value,
+									"live#strict");
 cmdline_parse_token_string_t tok_set_q = TOKEN_STRING_INITIALIZER(cmd_set_num, set, "set");
-cmdline_parse_token_string_t tok_quar =
-	TOKEN_STRING_INITIALIZER(cmd_set_num, what, "quarantine");
+cmdline_parse_token_string_t tok_quar = TOKEN_STRING_INITIALIZER(cmd_set_num, what, "quarantine");
 cmdline_parse_token_string_t tok_quar_us = TOKEN_STRING_INITIALIZER(cmd_set_num, value, nullptr);
 
 cli_inst cmd_set_engine = {
@@ -321,7 +336,8 @@ cmdline_parse_ctx_t cli_ctx[] = {
 
 } /* namespace */
 
-int cli_run(run_ctx *ctx, const qpn_engine **engine)
+int
+cli_run(run_ctx *ctx, const qpn_engine **engine)
 {
 	g_cli_ctx = ctx;
 	g_cli_engine = engine;

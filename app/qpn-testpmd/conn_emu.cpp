@@ -39,10 +39,11 @@ emu_state g_emu;
 
 namespace {
 
-mlx5_qpn_cm *agent_create(run_ctx *ctx, const char *name, uint64_t guid, mlx5_qpn_cm_transport *tp)
+mlx5_qpn_cm *
+agent_create(run_ctx *ctx, const char *name, uint64_t guid, mlx5_qpn_cm_transport *tp)
 {
-	int rc = g_emu.shm != nullptr ? mlx5_qpn_cm_shm_attach(g_emu.shm, guid, tp)
-				      : mlx5_qpn_cm_fabric_attach(g_emu.fabric, guid, tp);
+	int rc = g_emu.shm != nullptr ? mlx5_qpn_cm_shm_attach(g_emu.shm, guid, tp) :
+					mlx5_qpn_cm_fabric_attach(g_emu.fabric, guid, tp);
 	if (rc != 0) {
 		fprintf(stderr, "qpn-testpmd: cannot attach CM node %s (GUID %016" PRIx64 "): %s\n",
 			name, guid, strerror(-rc));
@@ -66,7 +67,8 @@ mlx5_qpn_cm *agent_create(run_ctx *ctx, const char *name, uint64_t guid, mlx5_qp
 }
 
 /* Client process: wait for the server process to publish its peers, take up to --peers. */
-int peers_from_directory(run_ctx *ctx)
+int
+peers_from_directory(run_ctx *ctx)
 {
 	emu_state *g = &g_emu;
 	const run_config &cfg = *ctx->cfg;
@@ -74,12 +76,13 @@ int peers_from_directory(run_ctx *ctx)
 	const uint64_t deadline = mlx5_qpn_clock_ns() + static_cast<uint64_t>(kDirWaitS * 1e9);
 	int n;
 	while ((n = mlx5_qpn_cm_shm_lookup(g->shm, kServiceId, svc,
-					    MLX5_QPN_CM_SHM_MAX_SERVICES)) == 0 &&
+					   MLX5_QPN_CM_SHM_MAX_SERVICES)) == 0 &&
 	       mlx5_qpn_clock_ns() < deadline)
 		usleep(10000);
 	if (n <= 0) {
-		fprintf(stderr, "qpn-testpmd: no server on CM fabric \"%s\" after %.0f s (start "
-				"qpn-testpmd --role=server --fabric=%s first)\n",
+		fprintf(stderr,
+			"qpn-testpmd: no server on CM fabric \"%s\" after %.0f s (start "
+			"qpn-testpmd --role=server --fabric=%s first)\n",
 			cfg.fabric.c_str(), kDirWaitS, cfg.fabric.c_str());
 		return -ETIMEDOUT;
 	}
@@ -94,7 +97,8 @@ int peers_from_directory(run_ctx *ctx)
 	return 0;
 }
 
-qpn_conn_totals emu_totals(run_ctx *)
+qpn_conn_totals
+emu_totals(run_ctx *)
 {
 	emu_state *g = &g_emu;
 	if (g->fabric == nullptr && g->shm == nullptr)
@@ -116,8 +120,8 @@ qpn_conn_totals emu_totals(run_ctx *)
 		add(c->cm);
 	for (auto *s : g->servers)
 		add(s->cm);
-	t.fabric_drops = g->shm != nullptr ? mlx5_qpn_cm_shm_drops(g->shm)
-					   : mlx5_qpn_cm_fabric_drops(g->fabric);
+	t.fabric_drops = g->shm != nullptr ? mlx5_qpn_cm_shm_drops(g->shm) :
+					     mlx5_qpn_cm_fabric_drops(g->fabric);
 	t.stale_rejects_sent += g->last.stale_rejects_sent;
 	t.stale_dreqs += g->last.stale_dreqs;
 	t.retransmits += g->last.retransmits;
@@ -129,7 +133,8 @@ qpn_conn_totals emu_totals(run_ctx *)
 	return t;
 }
 
-void emu_teardown(run_ctx *ctx)
+void
+emu_teardown(run_ctx *ctx)
 {
 	emu_state *g = &g_emu;
 	if (g->fabric != nullptr || g->shm != nullptr)
@@ -157,7 +162,8 @@ void emu_teardown(run_ctx *ctx)
 	g->shm = nullptr;
 }
 
-int emu_setup(run_ctx *ctx)
+int
+emu_setup(run_ctx *ctx)
 {
 	emu_state *g = &g_emu;
 	const run_config &cfg = *ctx->cfg;
@@ -229,8 +235,10 @@ int emu_setup(run_ctx *ctx)
 			svc.dct_number = ctx->data_path ? g->dcdev[0].dctn[p] : 0;
 			rc = mlx5_qpn_cm_shm_publish(g->shm, &svc);
 			if (rc != 0)
-				fprintf(stderr, "qpn-testpmd: cannot publish server %zu on fabric "
-						"\"%s\": %s\n", p, cfg.fabric.c_str(), strerror(-rc));
+				fprintf(stderr,
+					"qpn-testpmd: cannot publish server %zu on fabric "
+					"\"%s\": %s\n",
+					p, cfg.fabric.c_str(), strerror(-rc));
 		}
 	}
 	if (rc != 0) {
@@ -242,12 +250,14 @@ int emu_setup(run_ctx *ctx)
 
 /* ---- active side: the device's agent, shared by its client lcores under its lock ---- */
 
-client_node *node_of(run_ctx *ctx, unsigned lcore)
+client_node *
+node_of(run_ctx *ctx, unsigned lcore)
 {
 	return g_emu.clients[ctx->role[lcore].dev];
 }
 
-int emu_start(run_ctx *ctx, unsigned lcore, unsigned peer, uint32_t qpn, uint32_t *conn)
+int
+emu_start(run_ctx *ctx, unsigned lcore, unsigned peer, uint32_t qpn, uint32_t *conn)
 {
 	client_node *node = node_of(ctx, lcore);
 	node->lock.lock();
@@ -259,7 +269,8 @@ int emu_start(run_ctx *ctx, unsigned lcore, unsigned peer, uint32_t qpn, uint32_
 	return rc;
 }
 
-int emu_disconnect(run_ctx *ctx, unsigned lcore, uint32_t conn)
+int
+emu_disconnect(run_ctx *ctx, unsigned lcore, uint32_t conn)
 {
 	client_node *node = node_of(ctx, lcore);
 	node->lock.lock();
@@ -269,10 +280,14 @@ int emu_disconnect(run_ctx *ctx, unsigned lcore, uint32_t conn)
 }
 
 /* The CM keeps its own timewait; nothing is held for a connection the engine let go. */
-void emu_active_release(run_ctx *, unsigned, uint32_t) {}
+void
+emu_active_release(run_ctx *, unsigned, uint32_t)
+{
+}
 
 /* Poll the shared agent and take this lcore's events. */
-void take_events(client_node *node, unsigned lcore, std::vector<mini_ev> &evs)
+void
+take_events(client_node *node, unsigned lcore, std::vector<mini_ev> &evs)
 {
 	node->lock.lock();
 	uint64_t now = mlx5_qpn_clock_ns();
@@ -284,7 +299,8 @@ void take_events(client_node *node, unsigned lcore, std::vector<mini_ev> &evs)
 		if (it == node->owner.end())
 			continue;
 		unsigned owner = it->second;
-		if (ev.type == MLX5_QPN_CM_EVENT_REJECTED || ev.type == MLX5_QPN_CM_EVENT_DISCONNECTED ||
+		if (ev.type == MLX5_QPN_CM_EVENT_REJECTED ||
+		    ev.type == MLX5_QPN_CM_EVENT_DISCONNECTED ||
 		    ev.type == MLX5_QPN_CM_EVENT_TIMEWAIT_EXIT)
 			node->owner.erase(it); /* nothing more for the lcore after these */
 		if (ev.type == MLX5_QPN_CM_EVENT_TIMEWAIT_EXIT)
@@ -296,19 +312,27 @@ void take_events(client_node *node, unsigned lcore, std::vector<mini_ev> &evs)
 	node->lock.unlock();
 }
 
-qpn_conn_event_type ev_type(uint32_t cm_type)
+qpn_conn_event_type
+ev_type(uint32_t cm_type)
 {
 	switch (cm_type) {
-	case MLX5_QPN_CM_EVENT_REQ: return QPN_CONN_EV_REQUEST;
-	case MLX5_QPN_CM_EVENT_ESTABLISHED: return QPN_CONN_EV_ESTABLISHED;
-	case MLX5_QPN_CM_EVENT_REJECTED: return QPN_CONN_EV_REJECTED;
-	case MLX5_QPN_CM_EVENT_DISCONNECTED: return QPN_CONN_EV_CLOSED;
-	case MLX5_QPN_CM_EVENT_TIMEWAIT_EXIT: return QPN_CONN_EV_TIMEWAIT_EXIT;
-	default: return QPN_CONN_EV_ERROR;
+	case MLX5_QPN_CM_EVENT_REQ:
+		return QPN_CONN_EV_REQUEST;
+	case MLX5_QPN_CM_EVENT_ESTABLISHED:
+		return QPN_CONN_EV_ESTABLISHED;
+	case MLX5_QPN_CM_EVENT_REJECTED:
+		return QPN_CONN_EV_REJECTED;
+	case MLX5_QPN_CM_EVENT_DISCONNECTED:
+		return QPN_CONN_EV_CLOSED;
+	case MLX5_QPN_CM_EVENT_TIMEWAIT_EXIT:
+		return QPN_CONN_EV_TIMEWAIT_EXIT;
+	default:
+		return QPN_CONN_EV_ERROR;
 	}
 }
 
-unsigned emu_active_poll(run_ctx *ctx, unsigned lcore, qpn_conn_event *ev, unsigned max)
+unsigned
+emu_active_poll(run_ctx *ctx, unsigned lcore, qpn_conn_event *ev, unsigned max)
 {
 	if (ctx->data_path && !ctx->side_passive)
 		/* No server lcore in this process: execute our doorbells here (the server process's
@@ -335,21 +359,27 @@ unsigned emu_active_poll(run_ctx *ctx, unsigned lcore, qpn_conn_event *ev, unsig
 
 /* ---- passive side: one agent per peer, driven by one lcore ---- */
 
-int emu_accept(run_ctx *, unsigned node, uint32_t conn, uint32_t qpn)
+int
+emu_accept(run_ctx *, unsigned node, uint32_t conn, uint32_t qpn)
 {
 	return mlx5_qpn_cm_accept(g_emu.servers[node]->cm, conn, qpn, nullptr, 0,
 				  mlx5_qpn_clock_ns());
 }
 
-void emu_reject(run_ctx *, unsigned node, uint32_t conn, uint16_t reason)
+void
+emu_reject(run_ctx *, unsigned node, uint32_t conn, uint16_t reason)
 {
 	mlx5_qpn_cm_reject(g_emu.servers[node]->cm, conn, reason, nullptr, 0, mlx5_qpn_clock_ns());
 }
 
-void emu_passive_release(run_ctx *, unsigned, uint32_t) {}
+void
+emu_passive_release(run_ctx *, unsigned, uint32_t)
+{
+}
 
 /* Every node's events in one round, then the DCTs' receives. */
-void passive_round(run_ctx *ctx, std::vector<qpn_conn_event> &out)
+void
+passive_round(run_ctx *ctx, std::vector<qpn_conn_event> &out)
 {
 	uint64_t now = mlx5_qpn_clock_ns();
 	for (unsigned i = 0; i < g_emu.servers.size(); i++) {
@@ -357,18 +387,21 @@ void passive_round(run_ctx *ctx, std::vector<qpn_conn_event> &out)
 		/* Tick first: a timewait that ended is gone before the next REQ is looked at. */
 		mlx5_qpn_cm_tick(cm, now);
 		if (mlx5_qpn_cm_poll(cm, now) < 0) {
-			out.push_back(qpn_conn_event{.type = QPN_CONN_EV_ERROR, .node = i,
-						     .conn = ~0u});
+			out.push_back(
+				qpn_conn_event{.type = QPN_CONN_EV_ERROR, .node = i, .conn = ~0u});
 			continue;
 		}
 		mlx5_qpn_cm_event e;
 		while (mlx5_qpn_cm_poll_event(cm, &e) == 0) {
-			qpn_conn_event x{.type = ev_type(e.type), .reason = e.reason, .node = i,
+			qpn_conn_event x{.type = ev_type(e.type),
+					 .reason = e.reason,
+					 .node = i,
 					 .conn = e.conn_id};
 			if (x.type == QPN_CONN_EV_ERROR)
 				continue; /* an event the engines do not use */
 			mlx5_qpn_cm_conn_info ci;
-			x.timewait = (x.type == QPN_CONN_EV_CLOSED || x.type == QPN_CONN_EV_REJECTED) &&
+			x.timewait = (x.type == QPN_CONN_EV_CLOSED ||
+				      x.type == QPN_CONN_EV_REJECTED) &&
 				     mlx5_qpn_cm_conn_get(cm, e.conn_id, &ci) == 0 &&
 				     ci.state == MLX5_QPN_CM_STATE_TIMEWAIT;
 			out.push_back(x);
@@ -378,7 +411,8 @@ void passive_round(run_ctx *ctx, std::vector<qpn_conn_event> &out)
 		emu_dc_receives(ctx, out);
 }
 
-unsigned emu_passive_poll(run_ctx *ctx, qpn_conn_event *ev, unsigned max)
+unsigned
+emu_passive_poll(run_ctx *ctx, qpn_conn_event *ev, unsigned max)
 {
 	ev_queue<qpn_conn_event> &q = g_emu.passive;
 	if (q.empty()) {
@@ -399,18 +433,20 @@ const qpn_conn_ops conn_emu_ops = {
 	.setup = emu_setup,
 	.teardown = emu_teardown,
 	.totals = emu_totals,
-	.active = {
-		.start = emu_start,
-		.send = emu_dc_send,
-		.flush = emu_dc_flush,
-		.disconnect = emu_disconnect,
-		.release = emu_active_release,
-		.poll = emu_active_poll,
-	},
-	.passive = {
-		.accept = emu_accept,
-		.reject = emu_reject,
-		.release = emu_passive_release,
-		.poll = emu_passive_poll,
-	},
+	.active =
+		{
+			.start = emu_start,
+			.send = emu_dc_send,
+			.flush = emu_dc_flush,
+			.disconnect = emu_disconnect,
+			.release = emu_active_release,
+			.poll = emu_active_poll,
+		},
+	.passive =
+		{
+			.accept = emu_accept,
+			.reject = emu_reject,
+			.release = emu_passive_release,
+			.poll = emu_passive_poll,
+		},
 };

@@ -81,9 +81,9 @@ template <typename T> struct ev_queue {
 };
 
 struct emu_state {
-	mlx5_qpn_cm_fabric *fabric = nullptr;   /* in-process fabric, or */
-	mlx5_qpn_cm_shm_fabric *shm = nullptr;  /* the shared-memory one (--fabric) */
-	unsigned fabric_seq = 0;                /* in-process fabrics made so far (their names) */
+	mlx5_qpn_cm_fabric *fabric = nullptr;  /* in-process fabric, or */
+	mlx5_qpn_cm_shm_fabric *shm = nullptr; /* the shared-memory one (--fabric) */
+	unsigned fabric_seq = 0;               /* in-process fabrics made so far (their names) */
 	/* The peers clients connect to: this process's server nodes, or the directory's. */
 	std::vector<uint64_t> peer_guid;
 	std::vector<uint32_t> peer_dctn;

@@ -11,7 +11,8 @@
 
 #include "conn_emu.h"
 
-void emu_dc_fini(run_ctx *)
+void
+emu_dc_fini(run_ctx *)
 {
 	emu_state *g = &g_emu;
 	for (auto &l : g->dcl) {
@@ -29,7 +30,8 @@ void emu_dc_fini(run_ctx *)
 
 /* The data path is optional: -EOPNOTSUPP (no DC data path in this build or backend) makes the
  * engines skip the send step; any other error fails the start. */
-int emu_dc_init(run_ctx *ctx)
+int
+emu_dc_init(run_ctx *ctx)
 {
 	emu_state *g = &g_emu;
 	ctx->data_path = false;
@@ -56,7 +58,8 @@ int emu_dc_init(run_ctx *ctx)
 		}
 	}
 	unsigned lc;
-	RTE_LCORE_FOREACH(lc) {
+	RTE_LCORE_FOREACH(lc)
+	{
 		if (rc != 0 || !ctx->role[lc].client)
 			continue;
 		mlx5_qpn_dev *dev = ctx->devs[ctx->role[lc].dev];
@@ -91,7 +94,8 @@ int emu_dc_init(run_ctx *ctx)
 	return rc;
 }
 
-int emu_dc_send(run_ctx *ctx, unsigned lcore, unsigned peer, uint64_t wr_id)
+int
+emu_dc_send(run_ctx *ctx, unsigned lcore, unsigned peer, uint64_t wr_id)
 {
 	const uint32_t dctn = g_emu.dcdev[ctx->role[lcore].dev].dctn[peer];
 	uint8_t payload[64];
@@ -100,12 +104,14 @@ int emu_dc_send(run_ctx *ctx, unsigned lcore, unsigned peer, uint64_t wr_id)
 				      sizeof(payload), wr_id);
 }
 
-void emu_dc_flush(run_ctx *, unsigned lcore)
+void
+emu_dc_flush(run_ctx *, unsigned lcore)
 {
 	mlx5_qpn_dci_ring(g_emu.dcl[lcore].dci);
 }
 
-unsigned emu_dc_send_completions(run_ctx *, unsigned lcore, qpn_conn_event *ev, unsigned max)
+unsigned
+emu_dc_send_completions(run_ctx *, unsigned lcore, qpn_conn_event *ev, unsigned max)
 {
 	mlx5_qpn_wc wc[32];
 	int n = mlx5_qpn_cq_poll(g_emu.dcl[lcore].cq, wc, std::min(max, 32u));
@@ -117,7 +123,8 @@ unsigned emu_dc_send_completions(run_ctx *, unsigned lcore, qpn_conn_event *ev, 
 	return n > 0 ? static_cast<unsigned>(n) : 0;
 }
 
-void emu_dc_receives(run_ctx *ctx, std::vector<qpn_conn_event> &out)
+void
+emu_dc_receives(run_ctx *ctx, std::vector<qpn_conn_event> &out)
 {
 	for (mlx5_qpn_dev *d : ctx->devs)
 		mlx5_qpn_dev_service_run(d);

@@ -40,16 +40,17 @@ struct active_conn {
 struct rdmacm_state {
 	const mlx5_qpn_glue *g = nullptr;
 	sockaddr_in dst{};
-	rdma_event_channel *ch[RTE_MAX_LCORE] = {};     /* per client lcore */
-	active_conn *conns[RTE_MAX_LCORE] = {};         /* kLcoreConns per client lcore */
-	rdma_event_channel *pch = nullptr;              /* the passive side's */
+	rdma_event_channel *ch[RTE_MAX_LCORE] = {}; /* per client lcore */
+	active_conn *conns[RTE_MAX_LCORE] = {};     /* kLcoreConns per client lcore */
+	rdma_event_channel *pch = nullptr;          /* the passive side's */
 	rdma_cm_id *listen_id = nullptr;
-	std::vector<rdma_cm_id *> pconns;               /* the passive side's, by conn id */
+	std::vector<rdma_cm_id *> pconns; /* the passive side's, by conn id */
 };
 
 rdmacm_state g_rc;
 
-bool parse_peer(const std::string &s, sockaddr_in *sa, std::string *why)
+bool
+parse_peer(const std::string &s, sockaddr_in *sa, std::string *why)
 {
 	size_t colon = s.rfind(':');
 	if (colon == std::string::npos) {
@@ -73,7 +74,8 @@ bool parse_peer(const std::string &s, sockaddr_in *sa, std::string *why)
 }
 
 /* An event channel whose rdma_get_cm_event() answers EAGAIN instead of blocking. */
-rdma_event_channel *channel_create()
+rdma_event_channel *
+channel_create()
 {
 	rdma_event_channel *ch = g_rc.g->cm_create_event_channel();
 	if (ch == nullptr)
@@ -86,12 +88,14 @@ rdma_event_channel *channel_create()
 	return ch;
 }
 
-uint32_t conn_of(rdma_cm_id *id)
+uint32_t
+conn_of(rdma_cm_id *id)
 {
 	return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(id->context) - 1);
 }
 
-void rc_teardown(run_ctx *)
+void
+rc_teardown(run_ctx *)
 {
 	const mlx5_qpn_glue *g = g_rc.g;
 	if (g == nullptr)
@@ -119,15 +123,16 @@ void rc_teardown(run_ctx *)
 	g_rc.pch = nullptr;
 }
 
-int passive_setup(run_ctx *ctx)
+int
+passive_setup(run_ctx *ctx)
 {
 	const mlx5_qpn_glue *g = g_rc.g;
 	sockaddr_in sa{};
 	sa.sin_family = AF_INET;
 	sa.sin_port = htons(static_cast<uint16_t>(ctx->cfg->hw_port));
 	g_rc.pch = channel_create();
-	if (g_rc.pch == nullptr || g->cm_create_id(g_rc.pch, &g_rc.listen_id, nullptr,
-						   RDMA_PS_TCP) != 0 ||
+	if (g_rc.pch == nullptr ||
+	    g->cm_create_id(g_rc.pch, &g_rc.listen_id, nullptr, RDMA_PS_TCP) != 0 ||
 	    g->cm_bind_addr(g_rc.listen_id, (sockaddr *)&sa) != 0 ||
 	    g->cm_listen(g_rc.listen_id, 64) != 0) {
 		int rc = -errno;
@@ -138,7 +143,8 @@ int passive_setup(run_ctx *ctx)
 	return 0;
 }
 
-int active_setup(run_ctx *ctx)
+int
+active_setup(run_ctx *ctx)
 {
 	std::string why;
 	if (!parse_peer(ctx->cfg->hw_peer, &g_rc.dst, &why)) {
@@ -147,13 +153,15 @@ int active_setup(run_ctx *ctx)
 		return -EINVAL;
 	}
 	unsigned lc;
-	RTE_LCORE_FOREACH(lc) {
+	RTE_LCORE_FOREACH(lc)
+	{
 		if (!ctx->role[lc].client)
 			continue;
 		g_rc.ch[lc] = channel_create();
 		g_rc.conns[lc] = new (std::nothrow) active_conn[kLcoreConns]();
 		if (g_rc.ch[lc] == nullptr || g_rc.conns[lc] == nullptr) {
-			fprintf(stderr, "qpn-testpmd: cannot create a librdmacm event channel: %s\n",
+			fprintf(stderr,
+				"qpn-testpmd: cannot create a librdmacm event channel: %s\n",
 				strerror(errno));
 			return -ENOMEM;
 		}
@@ -162,7 +170,8 @@ int active_setup(run_ctx *ctx)
 	return 0;
 }
 
-int rc_setup(run_ctx *ctx)
+int
+rc_setup(run_ctx *ctx)
 {
 	g_rc.g = mlx5_qpn_glue_cm_get();
 	if (g_rc.g == nullptr) {
@@ -186,11 +195,16 @@ int rc_setup(run_ctx *ctx)
 }
 
 /* The kernel's CM keeps its own counters: none are visible here. */
-qpn_conn_totals rc_totals(run_ctx *) { return qpn_conn_totals{}; }
+qpn_conn_totals
+rc_totals(run_ctx *)
+{
+	return qpn_conn_totals{};
+}
 
 /* ---- active side ---- */
 
-int rc_start(run_ctx *, unsigned lcore, unsigned, uint32_t qpn, uint32_t *conn)
+int
+rc_start(run_ctx *, unsigned lcore, unsigned, uint32_t qpn, uint32_t *conn)
 {
 	const mlx5_qpn_glue *g = g_rc.g;
 	active_conn *c = g_rc.conns[lcore];
@@ -214,16 +228,25 @@ int rc_start(run_ctx *, unsigned lcore, unsigned, uint32_t qpn, uint32_t *conn)
 	return 0;
 }
 
-int rc_send(run_ctx *, unsigned, unsigned, uint64_t) { return -EOPNOTSUPP; }
+int
+rc_send(run_ctx *, unsigned, unsigned, uint64_t)
+{
+	return -EOPNOTSUPP;
+}
 
-void rc_flush(run_ctx *, unsigned) {}
+void
+rc_flush(run_ctx *, unsigned)
+{
+}
 
-int rc_disconnect(run_ctx *, unsigned lcore, uint32_t conn)
+int
+rc_disconnect(run_ctx *, unsigned lcore, uint32_t conn)
 {
 	return g_rc.g->cm_disconnect(g_rc.conns[lcore][conn].id) == 0 ? 0 : -errno;
 }
 
-void rc_active_release(run_ctx *, unsigned lcore, uint32_t conn)
+void
+rc_active_release(run_ctx *, unsigned lcore, uint32_t conn)
 {
 	active_conn &c = g_rc.conns[lcore][conn];
 	if (c.id != nullptr)
@@ -232,7 +255,8 @@ void rc_active_release(run_ctx *, unsigned lcore, uint32_t conn)
 }
 
 /* The REQ, once the route is known: the reserved QPN is what the peer's CM sees. */
-int send_req(rdma_cm_id *id, uint32_t qpn)
+int
+send_req(rdma_cm_id *id, uint32_t qpn)
 {
 	rdma_conn_param p{};
 	p.qp_num = qpn;
@@ -244,7 +268,8 @@ int send_req(rdma_cm_id *id, uint32_t qpn)
 }
 
 /* A REJ's status is the IB CM reason; anything else is counted under no reason. */
-uint16_t rej_reason(int status)
+uint16_t
+rej_reason(int status)
 {
 	return status > 0 && status < MLX5_QPN_CM_REJ_REASON_SLOTS ? uint16_t(status) : UINT16_MAX;
 }
@@ -252,7 +277,8 @@ uint16_t rej_reason(int status)
 /* Up to MAX events of channel CH, each translated by XLATE (false: nothing for the engine) and
  * acknowledged right away, so that a release may destroy its cm_id. */
 template <typename F>
-unsigned drain(rdma_event_channel *ch, qpn_conn_event *ev, unsigned max, F xlate)
+unsigned
+drain(rdma_event_channel *ch, qpn_conn_event *ev, unsigned max, F xlate)
 {
 	unsigned n = 0;
 	rdma_cm_event *e;
@@ -265,7 +291,8 @@ unsigned drain(rdma_event_channel *ch, qpn_conn_event *ev, unsigned max, F xlate
 	return n;
 }
 
-unsigned rc_active_poll(run_ctx *, unsigned lcore, qpn_conn_event *ev, unsigned max)
+unsigned
+rc_active_poll(run_ctx *, unsigned lcore, qpn_conn_event *ev, unsigned max)
 {
 	const mlx5_qpn_glue *g = g_rc.g;
 	return drain(g_rc.ch[lcore], ev, max, [g, lcore](rdma_cm_event *e, qpn_conn_event *x) {
@@ -301,7 +328,8 @@ unsigned rc_active_poll(run_ctx *, unsigned lcore, qpn_conn_event *ev, unsigned 
 
 /* ---- passive side ---- */
 
-int rc_accept(run_ctx *, unsigned, uint32_t conn, uint32_t qpn)
+int
+rc_accept(run_ctx *, unsigned, uint32_t conn, uint32_t qpn)
 {
 	rdma_conn_param p{};
 	p.qp_num = qpn;
@@ -310,12 +338,14 @@ int rc_accept(run_ctx *, unsigned, uint32_t conn, uint32_t qpn)
 	return g_rc.g->cm_accept(g_rc.pconns[conn], &p) == 0 ? 0 : -errno;
 }
 
-void rc_reject(run_ctx *, unsigned, uint32_t conn, uint16_t)
+void
+rc_reject(run_ctx *, unsigned, uint32_t conn, uint16_t)
 {
 	g_rc.g->cm_reject(g_rc.pconns[conn], nullptr, 0);
 }
 
-void rc_passive_release(run_ctx *, unsigned, uint32_t conn)
+void
+rc_passive_release(run_ctx *, unsigned, uint32_t conn)
 {
 	if (g_rc.pconns[conn] != nullptr)
 		g_rc.g->cm_destroy_id(g_rc.pconns[conn]);
@@ -323,7 +353,8 @@ void rc_passive_release(run_ctx *, unsigned, uint32_t conn)
 }
 
 /* A connection id for a new request's cm_id: a free one, or one more. */
-uint32_t passive_add(rdma_cm_id *id)
+uint32_t
+passive_add(rdma_cm_id *id)
 {
 	uint32_t i = 0;
 	while (i < g_rc.pconns.size() && g_rc.pconns[i] != nullptr)
@@ -335,7 +366,8 @@ uint32_t passive_add(rdma_cm_id *id)
 	return i;
 }
 
-unsigned rc_passive_poll(run_ctx *, qpn_conn_event *ev, unsigned max)
+unsigned
+rc_passive_poll(run_ctx *, qpn_conn_event *ev, unsigned max)
 {
 	return drain(g_rc.pch, ev, max, [](rdma_cm_event *e, qpn_conn_event *x) {
 		switch (e->event) {
@@ -366,7 +398,8 @@ unsigned rc_passive_poll(run_ctx *, qpn_conn_event *ev, unsigned max)
 
 } /* namespace */
 
-bool hw_peer_valid(const std::string &s, std::string *why)
+bool
+hw_peer_valid(const std::string &s, std::string *why)
 {
 	sockaddr_in sa;
 	return parse_peer(s, &sa, why);
@@ -378,18 +411,20 @@ const qpn_conn_ops conn_rdmacm_ops = {
 	.setup = rc_setup,
 	.teardown = rc_teardown,
 	.totals = rc_totals,
-	.active = {
-		.start = rc_start,
-		.send = rc_send,
-		.flush = rc_flush,
-		.disconnect = rc_disconnect,
-		.release = rc_active_release,
-		.poll = rc_active_poll,
-	},
-	.passive = {
-		.accept = rc_accept,
-		.reject = rc_reject,
-		.release = rc_passive_release,
-		.poll = rc_passive_poll,
-	},
+	.active =
+		{
+			.start = rc_start,
+			.send = rc_send,
+			.flush = rc_flush,
+			.disconnect = rc_disconnect,
+			.release = rc_active_release,
+			.poll = rc_active_poll,
+		},
+	.passive =
+		{
+			.accept = rc_accept,
+			.reject = rc_reject,
+			.release = rc_passive_release,
+			.poll = rc_passive_poll,
+		},
 };

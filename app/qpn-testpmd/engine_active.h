@@ -13,9 +13,9 @@ constexpr unsigned kMaxSlots = 64; /* connections one client lcore keeps at once
 
 /* One connection to start. */
 struct active_plan {
-	unsigned peer;  /* 0 .. ctx->nb_peers - 1 */
-	unsigned msgs;  /* SENDs once established */
-	bool abort;     /* close right after the RTU, without sending */
+	unsigned peer; /* 0 .. ctx->nb_peers - 1 */
+	unsigned msgs; /* SENDs once established */
+	bool abort;    /* close right after the RTU, without sending */
 };
 
 /* How a client lcore picks its connections. Every hook may be null (dci-reconnect's pattern:

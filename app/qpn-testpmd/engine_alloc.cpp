@@ -13,7 +13,8 @@
 
 #include "testpmd.h"
 
-static int alloc_lcore_run(run_ctx *ctx, unsigned lcore)
+static int
+alloc_lcore_run(run_ctx *ctx, unsigned lcore)
 {
 	lcore_stats &st = ctx->lc[lcore];
 	const run_config &cfg = *ctx->cfg;
@@ -40,8 +41,9 @@ static int alloc_lcore_run(run_ctx *ctx, unsigned lcore)
 			}
 		}
 		/* Release the oldest ones beyond `hold`. */
-		while (held.size() > cfg.hold || (held.size() > 0 && st.enospc.load(std::memory_order_relaxed) &&
-						   held.size() > cfg.hold / 2)) {
+		while (held.size() > cfg.hold ||
+		       (held.size() > 0 && st.enospc.load(std::memory_order_relaxed) &&
+			held.size() > cfg.hold / 2)) {
 			uint32_t x = held.front();
 			held.pop_front();
 			uint64_t t0 = rte_rdtsc();
@@ -59,7 +61,8 @@ static int alloc_lcore_run(run_ctx *ctx, unsigned lcore)
 			if (held.size() <= cfg.hold)
 				break;
 		}
-		if (cfg.connections != 0 && st.ops.load(std::memory_order_relaxed) >= cfg.connections)
+		if (cfg.connections != 0 &&
+		    st.ops.load(std::memory_order_relaxed) >= cfg.connections)
 			break;
 	}
 	for (uint32_t x : held) {

@@ -30,7 +30,8 @@ struct churn_state {
 	unsigned storm = 0; /* connections left in the current storm */
 };
 
-void churn_plan(void *priv, const run_ctx *ctx, active_plan *p)
+void
+churn_plan(void *priv, const run_ctx *ctx, active_plan *p)
 {
 	churn_state *c = static_cast<churn_state *>(priv);
 	p->peer = c->rng.below(ctx->nb_peers);
@@ -39,7 +40,8 @@ void churn_plan(void *priv, const run_ctx *ctx, active_plan *p)
 }
 
 /* Reconnect storms: every 512 connections or so, all slots at once for the next 128. */
-unsigned churn_slots(void *priv, unsigned inflight)
+unsigned
+churn_slots(void *priv, unsigned inflight)
 {
 	churn_state *c = static_cast<churn_state *>(priv);
 	if (c->storm == 0 && c->rng.below(512) == 0)
@@ -47,7 +49,8 @@ unsigned churn_slots(void *priv, unsigned inflight)
 	return c->storm > 0 ? kMaxSlots : inflight;
 }
 
-void churn_started(void *priv)
+void
+churn_started(void *priv)
 {
 	churn_state *c = static_cast<churn_state *>(priv);
 	if (c->storm > 0)
@@ -55,7 +58,8 @@ void churn_started(void *priv)
 }
 
 /* A burst of bare alloc/free mixed in (no connection). */
-void churn_round(void *priv, mlx5_qpn_dev *dev)
+void
+churn_round(void *priv, mlx5_qpn_dev *dev)
 {
 	churn_state *c = static_cast<churn_state *>(priv);
 	if (c->rng.below(64) != 0)
@@ -65,7 +69,8 @@ void churn_round(void *priv, mlx5_qpn_dev *dev)
 		mlx5_qpn_reserved_dealloc_bulk(dev, q, 8);
 }
 
-int churn_lcore_run(run_ctx *ctx, unsigned lcore)
+int
+churn_lcore_run(run_ctx *ctx, unsigned lcore)
 {
 	churn_state c{.rng = {ctx->cfg->seed * 0x9E3779B97F4A7C15ull + lcore + 1}};
 	const active_pattern pat = {

@@ -29,9 +29,9 @@ struct slot {
 	slot_state state = S_IDLE;
 	uint32_t qpn = 0;
 	bool owns_qpn = false;
-	bool has_conn = false;     /* started: the connection is to be released */
+	bool has_conn = false; /* started: the connection is to be released */
 	bool peer_closed = false;
-	bool abort = false;        /* disconnect without sending */
+	bool abort = false; /* disconnect without sending */
 	uint32_t conn_id = 0;
 	unsigned peer = 0;
 	unsigned msgs = 0;
@@ -53,8 +53,8 @@ struct active_loop {
 	unsigned active_slots;
 
 	active_loop(run_ctx *c, unsigned lc, const active_pattern &p)
-		: ctx(c), lcore(lc), pat(p), cn(c->conn->active), st(c->lc[lc]),
-		  dev(c->devs[c->role[lc].dev])
+	    : ctx(c), lcore(lc), pat(p), cn(c->conn->active), st(c->lc[lc]),
+	      dev(c->devs[c->role[lc].dev])
 	{
 		const run_config &cfg = *ctx->cfg;
 		active_slots = std::min(std::max(cfg.inflight, cfg.force_shared_qpn ? 2u : 1u),
@@ -225,7 +225,8 @@ struct active_loop {
 		const run_config &cfg = *ctx->cfg;
 		unsigned idx = static_cast<unsigned>(&s - slots);
 		s = slot{};
-		active_plan plan{.peer = rr++ % ctx->nb_peers, .msgs = cfg.msgs_per_conn,
+		active_plan plan{.peer = rr++ % ctx->nb_peers,
+				 .msgs = cfg.msgs_per_conn,
 				 .abort = false};
 		if (pat.plan != nullptr)
 			pat.plan(pat.priv, ctx, &plan);
@@ -300,8 +301,9 @@ struct active_loop {
 					if (s.state == S_SENDING && s.posted < s.msgs)
 						post_more(s);
 			if (!stopping) {
-				unsigned limit = pat.slots != nullptr ? pat.slots(pat.priv, active_slots)
-								      : active_slots;
+				unsigned limit = pat.slots != nullptr ?
+							 pat.slots(pat.priv, active_slots) :
+							 active_slots;
 				for (unsigned i = 0; i < limit; i++) {
 					if (slots[i].state != S_IDLE)
 						continue;
@@ -322,21 +324,23 @@ struct active_loop {
 		for (slot &s : slots)
 			if (s.state != S_IDLE) {
 				st.errors.fetch_add(1, std::memory_order_relaxed);
-				APP_LOG(WARNING, "lcore %u: connection 0x%x still open at stop", lcore,
-					s.conn_id);
+				APP_LOG(WARNING, "lcore %u: connection 0x%x still open at stop",
+					lcore, s.conn_id);
 				release(s, false);
 			}
 	}
 };
 
-int dcir_lcore_run(run_ctx *ctx, unsigned lcore)
+int
+dcir_lcore_run(run_ctx *ctx, unsigned lcore)
 {
 	return active_lcore_run(ctx, lcore, active_pattern{});
 }
 
 } /* namespace */
 
-int active_lcore_run(run_ctx *ctx, unsigned lcore, const active_pattern &pat)
+int
+active_lcore_run(run_ctx *ctx, unsigned lcore, const active_pattern &pat)
 {
 	/* Heap, not stack: 64 slots and the loop's state are a few KiB. */
 	active_loop *l = new active_loop(ctx, lcore, pat);

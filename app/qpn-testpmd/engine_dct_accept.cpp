@@ -31,13 +31,18 @@ struct server_conn {
  * passive side touches it, and the main lcore before launch and after every lcore returned. */
 std::unordered_map<uint64_t, server_conn> g_conns;
 
-uint64_t conn_key(unsigned node, uint32_t conn) { return (uint64_t(node) << 32) | conn; }
+uint64_t
+conn_key(unsigned node, uint32_t conn)
+{
+	return (uint64_t(node) << 32) | conn;
+}
 
 /* The passive side gives its QPN back when its own timewait ends, not at CLOSED: the active side
  * entered timewait later (when the DREP arrived) and, under the strict policy, holds (server
  * GUID, server QPN) until then; the pool's quarantine then covers that difference. The cycle is
  * counted from the REQ to CLOSED (plus the release call). */
-void server_release(run_ctx *ctx, server_conn &sc, bool completed)
+void
+server_release(run_ctx *ctx, server_conn &sc, bool completed)
 {
 	lcore_stats &st = ctx->srv;
 	uint64_t t0 = rte_rdtsc();
@@ -59,7 +64,8 @@ void server_release(run_ctx *ctx, server_conn &sc, bool completed)
 }
 
 /* A REQ: a reserved QPN of our own for the REP, or a REJ when there is none. */
-void on_request(run_ctx *ctx, const qpn_conn_event &ev)
+void
+on_request(run_ctx *ctx, const qpn_conn_event &ev)
 {
 	const qpn_conn_passive_ops &cn = ctx->conn->passive;
 	lcore_stats &st = ctx->srv;
@@ -90,15 +96,17 @@ void on_request(run_ctx *ctx, const qpn_conn_event &ev)
 }
 
 /* The connection is over for us: its QPN back to the pool, the connection released. */
-void finish(run_ctx *ctx, const qpn_conn_event &ev,
-	    std::unordered_map<uint64_t, server_conn>::iterator it)
+void
+finish(run_ctx *ctx, const qpn_conn_event &ev,
+       std::unordered_map<uint64_t, server_conn>::iterator it)
 {
 	server_release(ctx, it->second, it->second.t_end != 0);
 	ctx->conn->passive.release(ctx, ev.node, ev.conn);
 	g_conns.erase(it);
 }
 
-void on_event(run_ctx *ctx, const qpn_conn_event &ev)
+void
+on_event(run_ctx *ctx, const qpn_conn_event &ev)
 {
 	lcore_stats &st = ctx->srv;
 	switch (ev.type) {
@@ -148,7 +156,8 @@ void on_event(run_ctx *ctx, const qpn_conn_event &ev)
 	}
 }
 
-void dcta_poll(run_ctx *ctx)
+void
+dcta_poll(run_ctx *ctx)
 {
 	qpn_conn_event ev[kPollBurst];
 	unsigned n;
@@ -159,14 +168,16 @@ void dcta_poll(run_ctx *ctx)
 	} while (n == kPollBurst);
 }
 
-int dcta_begin(run_ctx *)
+int
+dcta_begin(run_ctx *)
 {
 	g_conns.clear();
 	return 0;
 }
 
 /* Connections still open at the end: give their QPNs back. */
-void dcta_end(run_ctx *ctx)
+void
+dcta_end(run_ctx *ctx)
 {
 	for (auto &kv : g_conns)
 		mlx5_qpn_reserved_dealloc(ctx->dev, kv.second.qpn);

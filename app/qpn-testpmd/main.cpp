@@ -26,7 +26,8 @@ namespace {
 
 /* --destroy-sim: remove what the emulated devices leave in shared memory, at exit (the driver
  * knows which backends keep any: mlx5_qpn_dev_purge() says -EOPNOTSUPP for the others). */
-void destroy_sims(const run_config &cfg)
+void
+destroy_sims(const run_config &cfg)
 {
 	for (auto &da : cfg.devargs) {
 		std::string name = da.substr(0, da.find(','));
@@ -39,11 +40,13 @@ void destroy_sims(const run_config &cfg)
 
 } /* namespace */
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	int eal = rte_eal_init(argc, argv);
 	if (eal < 0) {
-		fprintf(stderr, "qpn-testpmd: cannot initialise EAL (see the EAL messages above)\n");
+		fprintf(stderr,
+			"qpn-testpmd: cannot initialise EAL (see the EAL messages above)\n");
 		return 1;
 	}
 	argc -= eal;
@@ -57,7 +60,8 @@ int main(int argc, char **argv)
 	}
 	const qpn_engine *engine = engine_find(cfg.engine);
 	if (engine == nullptr) {
-		fprintf(stderr, "qpn-testpmd: unknown engine \"%s\" (see --help)\n", cfg.engine.c_str());
+		fprintf(stderr, "qpn-testpmd: unknown engine \"%s\" (see --help)\n",
+			cfg.engine.c_str());
 		rte_eal_cleanup();
 		return 2;
 	}
@@ -77,14 +81,15 @@ int main(int argc, char **argv)
 	       cm_timewait_ms(cfg), cfg.policy == MLX5_QPN_CM_POLICY_STRICT ? "strict" : "live");
 	if (info.secondary) {
 		/* --proc-type=secondary: the device and its pool are the primary's (driver.md §15). */
-		printf("qpn-testpmd: secondary process: device %s of the primary (pid %d)\n", info.name,
-		       int(info.primary_pid));
+		printf("qpn-testpmd: secondary process: device %s of the primary (pid %d)\n",
+		       info.name, int(info.primary_pid));
 		cfg.destroy_sim = false;
 	}
 
 	if (cfg.role != "both" || !cfg.fabric.empty())
 		printf("qpn-testpmd: role %s, CM fabric \"%s\" (shared memory /dev/shm/mlx5_qpn_cmfab_%s)"
-		       "\n", cfg.role.c_str(), cfg.fabric.c_str(), cfg.fabric.c_str());
+		       "\n",
+		       cfg.role.c_str(), cfg.fabric.c_str(), cfg.fabric.c_str());
 
 
 	if (cfg.interactive) {

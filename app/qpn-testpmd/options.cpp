@@ -18,19 +18,22 @@
 #include "opt_num.h"
 #include "testpmd.h"
 
-uint32_t cm_timewait_ms(const run_config &cfg)
+uint32_t
+cm_timewait_ms(const run_config &cfg)
 {
 	return mlx5_qpn_cm_timewait_ms(cfg.plt, cfg.ack_delay);
 }
 
 namespace {
 
-void usage(const char *prog)
+void
+usage(const char *prog)
 {
 	printf("usage: %s [EAL options] -- [options]\n"
 	       "  --qpn-dev=DEVARGS     device (repeatable; default sim0), e.g. sim0,max_qpns=4096\n"
 	       "                        or ib=mlx5_0 (hardware; see doc/guides/app.md)\n"
-	       "  --engine=NAME         engine (default dci-reconnect):", prog);
+	       "  --engine=NAME         engine (default dci-reconnect):",
+	       prog);
 	for (const qpn_engine *e : engine_list)
 		printf(" %s", e->name);
 	printf("\n  --duration=SEC        run time (default 3)\n"
@@ -60,7 +63,8 @@ void usage(const char *prog)
 }
 
 /* Numeric options: app/common/opt_num.h, one line naming the option and the value as typed. */
-bool opt_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
+bool
+opt_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
 {
 	std::string why;
 	if (opt_num_u64(v, lo, hi, out, &why))
@@ -69,7 +73,9 @@ bool opt_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t 
 	return false;
 }
 
-template <typename T> bool opt_uint(const char *opt, const char *v, uint64_t lo, uint64_t hi, T *out)
+template <typename T>
+bool
+opt_uint(const char *opt, const char *v, uint64_t lo, uint64_t hi, T *out)
 {
 	uint64_t x;
 	if (!opt_u64(opt, v, lo, hi, &x))
@@ -83,26 +89,47 @@ template <typename T> bool opt_uint(const char *opt, const char *v, uint64_t lo,
  * reported as the user wrote it and under the option's name (the driver's reason, without its
  * prefix, in the same line). Nothing is probed yet, so nothing is left behind.
  */
-bool check_devargs(const char *v)
+bool
+check_devargs(const char *v)
 {
 	char why[256];
 	if (mlx5_qpn_devargs_check(v, why, sizeof(why)) == 0)
 		return true;
 	fprintf(stderr, "%s\n",
 		opt_num_error("qpn-testpmd", "--qpn-dev", v,
-			      why[0] != '\0' ? why : "refused by the driver").c_str());
+			      why[0] != '\0' ? why : "refused by the driver")
+			.c_str());
 	return false;
 }
 
 enum {
-	O_DEV = 256, O_ENGINE, O_DURATION, O_CONNS, O_BURST, O_HOLD, O_JSON, O_PEERS, O_MSGS,
-	O_INFLIGHT, O_QUAR, O_POLICY, O_PLT, O_ACK, O_SHARED, O_SEED, O_DESTROY, O_HWPEER,
-	O_HWPORT, O_ROLE, O_FABRIC,
+	O_DEV = 256,
+	O_ENGINE,
+	O_DURATION,
+	O_CONNS,
+	O_BURST,
+	O_HOLD,
+	O_JSON,
+	O_PEERS,
+	O_MSGS,
+	O_INFLIGHT,
+	O_QUAR,
+	O_POLICY,
+	O_PLT,
+	O_ACK,
+	O_SHARED,
+	O_SEED,
+	O_DESTROY,
+	O_HWPEER,
+	O_HWPORT,
+	O_ROLE,
+	O_FABRIC,
 };
 
 } /* namespace */
 
-int parse_args(int argc, char **argv, run_config *cfg)
+int
+parse_args(int argc, char **argv, run_config *cfg)
 {
 	static const struct option opts[] = {
 		{"qpn-dev", required_argument, nullptr, O_DEV},
@@ -149,8 +176,10 @@ int parse_args(int argc, char **argv, run_config *cfg)
 		case O_ROLE:
 			if (strcmp(optarg, "both") != 0 && strcmp(optarg, "client") != 0 &&
 			    strcmp(optarg, "server") != 0) {
-				fprintf(stderr, "qpn-testpmd: bad value for --role: \"%s\" (expected "
-						"both, client or server)\n", optarg);
+				fprintf(stderr,
+					"qpn-testpmd: bad value for --role: \"%s\" (expected "
+					"both, client or server)\n",
+					optarg);
 				return -EINVAL;
 			}
 			cfg->role = optarg;
@@ -159,9 +188,10 @@ int parse_args(int argc, char **argv, run_config *cfg)
 			if (optarg[0] == '\0' || strlen(optarg) > MLX5_QPN_CM_SHM_NAMESIZE ||
 			    strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 					   "0123456789_.-") != strlen(optarg)) {
-				fprintf(stderr, "qpn-testpmd: bad value for --fabric: \"%s\" (1..%d "
-						"characters from [A-Za-z0-9_.-])\n", optarg,
-					MLX5_QPN_CM_SHM_NAMESIZE);
+				fprintf(stderr,
+					"qpn-testpmd: bad value for --fabric: \"%s\" (1..%d "
+					"characters from [A-Za-z0-9_.-])\n",
+					optarg, MLX5_QPN_CM_SHM_NAMESIZE);
 				return -EINVAL;
 			}
 			cfg->fabric = optarg;
@@ -169,12 +199,14 @@ int parse_args(int argc, char **argv, run_config *cfg)
 		case O_DURATION:
 			if (!opt_num_decimal(optarg, 0.01, 86400, &cfg->duration_s, &why)) {
 				fprintf(stderr, "%s\n",
-					opt_num_error("qpn-testpmd", "--duration", optarg, why).c_str());
+					opt_num_error("qpn-testpmd", "--duration", optarg, why)
+						.c_str());
 				return -EINVAL;
 			}
 			break;
 		case O_CONNS:
-			if (!opt_uint("--connections", optarg, 1, 1000000000000000ull, &cfg->connections))
+			if (!opt_uint("--connections", optarg, 1, 1000000000000000ull,
+				      &cfg->connections))
 				return -EINVAL;
 			break;
 		case O_BURST:
@@ -185,7 +217,9 @@ int parse_args(int argc, char **argv, run_config *cfg)
 			if (!opt_uint("--hold", optarg, 0, 1 << 20, &cfg->hold))
 				return -EINVAL;
 			break;
-		case O_JSON: cfg->json = optarg; break;
+		case O_JSON:
+			cfg->json = optarg;
+			break;
 		case O_PEERS:
 			if (!opt_uint("--peers", optarg, 1, 32, &cfg->peers))
 				return -EINVAL;
@@ -209,8 +243,10 @@ int parse_args(int argc, char **argv, run_config *cfg)
 			} else if (strcmp(optarg, "strict") == 0) {
 				cfg->policy = MLX5_QPN_CM_POLICY_STRICT;
 			} else {
-				fprintf(stderr, "qpn-testpmd: bad value for --cm-policy: \"%s\" "
-						"(expected live or strict)\n", optarg);
+				fprintf(stderr,
+					"qpn-testpmd: bad value for --cm-policy: \"%s\" "
+					"(expected live or strict)\n",
+					optarg);
 				return -EINVAL;
 			}
 			break;
@@ -222,16 +258,21 @@ int parse_args(int argc, char **argv, run_config *cfg)
 			if (!opt_uint("--cm-ack-delay", optarg, 0, 31, &cfg->ack_delay))
 				return -EINVAL;
 			break;
-		case O_SHARED: cfg->force_shared_qpn = true; break;
+		case O_SHARED:
+			cfg->force_shared_qpn = true;
+			break;
 		case O_SEED:
 			if (!opt_uint("--seed", optarg, 1, 1000000000000000000ull, &cfg->seed))
 				return -EINVAL;
 			break;
-		case O_DESTROY: cfg->destroy_sim = true; break;
+		case O_DESTROY:
+			cfg->destroy_sim = true;
+			break;
 		case O_HWPEER:
 			if (!hw_peer_valid(optarg, &why)) {
 				fprintf(stderr, "%s\n",
-					opt_num_error("qpn-testpmd", "--hw-peer", optarg, why).c_str());
+					opt_num_error("qpn-testpmd", "--hw-peer", optarg, why)
+						.c_str());
 				return -EINVAL;
 			}
 			cfg->hw_peer = optarg;
@@ -240,8 +281,12 @@ int parse_args(int argc, char **argv, run_config *cfg)
 			if (!opt_uint("--hw-port", optarg, 1, 65535, &cfg->hw_port))
 				return -EINVAL;
 			break;
-		case 'i': cfg->interactive = true; break;
-		case 'h': usage(argv[0]); return 1;
+		case 'i':
+			cfg->interactive = true;
+			break;
+		case 'h':
+			usage(argv[0]);
+			return 1;
 		case ':':
 			fprintf(stderr, "qpn-testpmd: option \"%s\" needs a value (see --help)\n",
 				argv[optind - 1]);
@@ -262,8 +307,10 @@ int parse_args(int argc, char **argv, run_config *cfg)
 		/* Two processes: the CM fabric must be the shared one and both sides must open the
 		 * same (one) device; the server runs the passive side whatever the engine. */
 		if (cfg->fabric.empty()) {
-			fprintf(stderr, "qpn-testpmd: --role=%s needs --fabric=NAME (the same in both "
-					"processes)\n", cfg->role.c_str());
+			fprintf(stderr,
+				"qpn-testpmd: --role=%s needs --fabric=NAME (the same in both "
+				"processes)\n",
+				cfg->role.c_str());
 			return -EINVAL;
 		}
 		if (cfg->devargs.size() != 1) {
@@ -272,9 +319,12 @@ int parse_args(int argc, char **argv, run_config *cfg)
 			return -EINVAL;
 		}
 		if (cfg->role == "server") {
-			if (engine_set && cfg->engine != "dct-accept" && cfg->engine != "dci-reconnect") {
-				fprintf(stderr, "qpn-testpmd: --role=server runs the passive side: "
-						"--engine=%s does not apply\n", cfg->engine.c_str());
+			if (engine_set && cfg->engine != "dct-accept" &&
+			    cfg->engine != "dci-reconnect") {
+				fprintf(stderr,
+					"qpn-testpmd: --role=server runs the passive side: "
+					"--engine=%s does not apply\n",
+					cfg->engine.c_str());
 				return -EINVAL;
 			}
 			cfg->engine = "dct-accept";
@@ -286,8 +336,9 @@ int parse_args(int argc, char **argv, run_config *cfg)
 	}
 	for (auto &d : cfg->devargs)
 		if (devargs_has_key(d, "quarantine_us") && cfg->quarantine_us >= 0) {
-			fprintf(stderr, "qpn-testpmd: give the quarantine once: --quarantine-us or the "
-					"devarg quarantine_us, not both\n");
+			fprintf(stderr,
+				"qpn-testpmd: give the quarantine once: --quarantine-us or the "
+				"devarg quarantine_us, not both\n");
 			return -EINVAL;
 		}
 	/* The default quarantine is the CM timewait, which the CM options can make longer than the
@@ -297,11 +348,13 @@ int parse_args(int argc, char **argv, run_config *cfg)
 		for (auto &d : cfg->devargs)
 			all_set &= devargs_has_key(d, "quarantine_us");
 		if (!all_set) {
-			fprintf(stderr, "qpn-testpmd: --cm-plt=%u --cm-ack-delay=%u give a CM timewait of "
-					"%u ms, longer than the longest quarantine (%" PRIu64 " ms) that "
-					"the default --quarantine-us would take from it: lower them, or "
-					"give --quarantine-us\n", cfg->plt, cfg->ack_delay,
-				cm_timewait_ms(*cfg), kMaxQuarantineUs / 1000);
+			fprintf(stderr,
+				"qpn-testpmd: --cm-plt=%u --cm-ack-delay=%u give a CM timewait of "
+				"%u ms, longer than the longest quarantine (%" PRIu64 " ms) that "
+				"the default --quarantine-us would take from it: lower them, or "
+				"give --quarantine-us\n",
+				cfg->plt, cfg->ack_delay, cm_timewait_ms(*cfg),
+				kMaxQuarantineUs / 1000);
 			return -EINVAL;
 		}
 	}
@@ -312,19 +365,20 @@ int parse_args(int argc, char **argv, run_config *cfg)
  * unless the user set it in the devargs, it is --quarantine-us, by default the CM timewait.
  * The user's devargs were checked as typed (check_devargs), so appending one pair keeps them
  * valid; the quarantine itself was checked as an option (parse_args). */
-std::string devargs_with_quarantine(const std::string &da, int64_t quarantine_us,
-				    const run_config &cfg)
+std::string
+devargs_with_quarantine(const std::string &da, int64_t quarantine_us, const run_config &cfg)
 {
 	if (devargs_has_key(da, "quarantine_us"))
 		return da;
-	uint64_t q = quarantine_us >= 0 ? static_cast<uint64_t>(quarantine_us)
-					: uint64_t(cm_timewait_ms(cfg)) * 1000u;
+	uint64_t q = quarantine_us >= 0 ? static_cast<uint64_t>(quarantine_us) :
+					  uint64_t(cm_timewait_ms(cfg)) * 1000u;
 	return da + ",quarantine_us=" + std::to_string(q);
 }
 
 /* Checked devargs have no empty pair, no '[' list and no '=' but one per pair: a split on ','
  * gives exactly the driver's pairs (the first may be the bare device name). */
-bool devargs_has_key(const std::string &da, const char *key)
+bool
+devargs_has_key(const std::string &da, const char *key)
 {
 	const std::string want = std::string(key) + "=";
 	size_t at = 0;
@@ -338,15 +392,16 @@ bool devargs_has_key(const std::string &da, const char *key)
 	}
 }
 
-std::string devargs_without_key(const std::string &da, const char *key)
+std::string
+devargs_without_key(const std::string &da, const char *key)
 {
 	const std::string want = std::string(key) + "=";
 	std::string out;
 	size_t at = 0;
 	for (;;) {
 		size_t comma = da.find(',', at);
-		std::string pair = da.substr(at, comma == std::string::npos ? std::string::npos
-									    : comma - at);
+		std::string pair = da.substr(at, comma == std::string::npos ? std::string::npos :
+									      comma - at);
 		if (pair.compare(0, want.size(), want) != 0)
 			out += (out.empty() ? "" : ",") + pair;
 		if (comma == std::string::npos)

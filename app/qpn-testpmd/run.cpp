@@ -21,10 +21,11 @@
 
 RTE_LOG_REGISTER(qpn_app_logtype, mlx5_qpn.app, INFO);
 
-const qpn_engine *const engine_list[4] = {&engine_dci_reconnect, &engine_dct_accept,
-					  &engine_churn, &engine_alloc};
+const qpn_engine *const engine_list[4] = {&engine_dci_reconnect, &engine_dct_accept, &engine_churn,
+					  &engine_alloc};
 
-const qpn_engine *engine_find(const std::string &name)
+const qpn_engine *
+engine_find(const std::string &name)
 {
 	for (const qpn_engine *e : engine_list)
 		if (name == e->name)
@@ -36,10 +37,12 @@ namespace {
 
 /* Whether a device is a hardware one: the only question the app asks about a device's kind, and
  * only to pick the connection implementation (conn_select). */
-bool dev_is_hw(struct mlx5_qpn_dev *dev)
+bool
+dev_is_hw(struct mlx5_qpn_dev *dev)
 {
 	struct mlx5_qpn_dev_info info;
-	return mlx5_qpn_dev_info_get(dev, &info) == 0 && (info.flags & MLX5_QPN_DEV_F_EMULATED) == 0;
+	return mlx5_qpn_dev_info_get(dev, &info) == 0 &&
+	       (info.flags & MLX5_QPN_DEV_F_EMULATED) == 0;
 }
 
 run_ctx *g_ctx;
@@ -50,14 +53,16 @@ bool g_running;
 uint64_t g_start_tsc;
 
 /* Hardware: the kernel's CM through librdmacm; otherwise the emulated CM fabric. */
-const qpn_conn_ops *conn_select(run_ctx *ctx)
+const qpn_conn_ops *
+conn_select(run_ctx *ctx)
 {
 	return dev_is_hw(ctx->dev) ? &conn_rdmacm_ops : &conn_emu_ops;
 }
 
 /* Which sides this process runs: --role, unless the connections cannot hold the peer here
  * (then the engine's side alone). */
-void sides_assign(run_ctx *ctx, const qpn_engine *e)
+void
+sides_assign(run_ctx *ctx, const qpn_engine *e)
 {
 	ctx->side_active = ctx->cfg->role_client();
 	ctx->side_passive = ctx->cfg->role_server();
@@ -68,13 +73,14 @@ void sides_assign(run_ctx *ctx, const qpn_engine *e)
 }
 
 /* Lcore roles (the layout is described in testpmd.h). */
-void roles_assign(run_ctx *ctx)
+void
+roles_assign(run_ctx *ctx)
 {
 	/* Plain arrays: lcore ids only. */
 	unsigned workers[RTE_MAX_LCORE], nw = 0, clients[RTE_MAX_LCORE], nc = 0;
 	unsigned lc;
 	RTE_LCORE_FOREACH_WORKER(lc)
-		workers[nw++] = lc;
+	workers[nw++] = lc;
 	for (auto &r : ctx->role)
 		r = lcore_role{};
 	ctx->server_lcore = -1;
@@ -111,7 +117,8 @@ void roles_assign(run_ctx *ctx)
 }
 
 /* The lcore body of every engine. */
-void lcore_body(run_ctx *ctx, unsigned lc)
+void
+lcore_body(run_ctx *ctx, unsigned lc)
 {
 	if (!g_engine->uses_cm) {
 		g_engine->lcore_run(ctx, lc);
@@ -140,7 +147,8 @@ void lcore_body(run_ctx *ctx, unsigned lc)
 	}
 }
 
-int lcore_main(void *)
+int
+lcore_main(void *)
 {
 	unsigned lc = rte_lcore_id();
 	lcore_body(g_ctx, lc);
@@ -149,7 +157,8 @@ int lcore_main(void *)
 }
 
 /* Undo a start (either side's begin done, or not). */
-void run_end(run_ctx *ctx)
+void
+run_end(run_ctx *ctx)
 {
 	for (const qpn_engine *x : {g_active, g_passive})
 		if (x != nullptr && x->end != nullptr)
@@ -159,7 +168,8 @@ void run_end(run_ctx *ctx)
 }
 
 /* Connections, roles and the engines' begin. 0 or negative errno. */
-int run_setup(run_ctx *ctx, const qpn_engine *e)
+int
+run_setup(run_ctx *ctx, const qpn_engine *e)
 {
 	g_active = g_passive = nullptr;
 	if (e->uses_cm) {
@@ -182,15 +192,21 @@ int run_setup(run_ctx *ctx, const qpn_engine *e)
 
 } /* namespace */
 
-void run_serve(run_ctx *ctx, unsigned lcore)
+void
+run_serve(run_ctx *ctx, unsigned lcore)
 {
 	if (ctx->role[lcore].server)
 		g_passive->passive_poll(ctx);
 }
 
-bool run_active() { return g_running; }
+bool
+run_active()
+{
+	return g_running;
+}
 
-void devices_close(run_ctx *ctx)
+void
+devices_close(run_ctx *ctx)
 {
 	for (auto *x : ctx->devs)
 		mlx5_qpn_dev_close(x);
@@ -198,7 +214,8 @@ void devices_close(run_ctx *ctx)
 	ctx->dev = nullptr;
 }
 
-int devices_probe(run_ctx *ctx, int64_t quarantine_us)
+int
+devices_probe(run_ctx *ctx, int64_t quarantine_us)
 {
 	for (auto &da : ctx->cfg->devargs) {
 		std::string full = devargs_with_quarantine(da, quarantine_us, *ctx->cfg);
@@ -207,8 +224,8 @@ int devices_probe(run_ctx *ctx, int64_t quarantine_us)
 		if (rc != 0) {
 			/* The driver already said why in one line for these; add nothing. */
 			if (rc != -EINVAL && rc != -ENODEV && rc != -EOPNOTSUPP && rc != -EEXIST)
-				fprintf(stderr, "qpn-testpmd: cannot probe \"%s\": %s\n", da.c_str(),
-					strerror(-rc));
+				fprintf(stderr, "qpn-testpmd: cannot probe \"%s\": %s\n",
+					da.c_str(), strerror(-rc));
 			devices_close(ctx);
 			return rc;
 		}
@@ -218,7 +235,8 @@ int devices_probe(run_ctx *ctx, int64_t quarantine_us)
 	return 0;
 }
 
-int devices_reprobe(run_ctx *ctx, int64_t quarantine_us)
+int
+devices_reprobe(run_ctx *ctx, int64_t quarantine_us)
 {
 	devices_close(ctx);
 	int rc = devices_probe(ctx, quarantine_us);
@@ -227,7 +245,8 @@ int devices_reprobe(run_ctx *ctx, int64_t quarantine_us)
 	return rc;
 }
 
-int run_start(run_ctx *ctx, const qpn_engine *e)
+int
+run_start(run_ctx *ctx, const qpn_engine *e)
 {
 	if (g_running)
 		return -EBUSY;
@@ -249,17 +268,19 @@ int run_start(run_ctx *ctx, const qpn_engine *e)
 	g_start_tsc = rte_rdtsc();
 	unsigned lc;
 	RTE_LCORE_FOREACH_WORKER(lc)
-		rte_eal_remote_launch(lcore_main, nullptr, lc);
+	rte_eal_remote_launch(lcore_main, nullptr, lc);
 	return 0;
 }
 
-void run_stop(run_ctx *ctx)
+void
+run_stop(run_ctx *ctx)
 {
 	if (!g_running)
 		return;
 	ctx->stop.store(true);
 	unsigned lc;
-	RTE_LCORE_FOREACH_WORKER(lc) {
+	RTE_LCORE_FOREACH_WORKER(lc)
+	{
 		rte_eal_wait_lcore(lc);
 		/* The acquire pairs with the worker's release of `done`: what it wrote (CM agents,
 		 * histograms) is visible here in the C++ model, which ThreadSanitizer checks (it cannot
@@ -273,14 +294,16 @@ void run_stop(run_ctx *ctx)
 	g_running = false;
 }
 
-int run_batch(run_ctx *ctx, const qpn_engine *e)
+int
+run_batch(run_ctx *ctx, const qpn_engine *e)
 {
 	if (run_start(ctx, e) != 0)
 		return 1;
 	const run_config &cfg = *ctx->cfg;
 	const uint64_t hz = ctx->tsc_hz;
 	const uint64_t start = rte_rdtsc();
-	const uint64_t end = start + static_cast<uint64_t>(cfg.duration_s * static_cast<double>(hz));
+	const uint64_t end = start +
+			     static_cast<uint64_t>(cfg.duration_s * static_cast<double>(hz));
 	uint64_t last_ops = 0;
 	unsigned lc;
 	if (rte_lcore_count() == 1) {
@@ -303,12 +326,14 @@ int run_batch(run_ctx *ctx, const qpn_engine *e)
 			uint64_t now = rte_rdtsc();
 			bool all_done = true;
 			RTE_LCORE_FOREACH_WORKER(lc)
-				all_done &= ctx->lc[lc].done.load(std::memory_order_acquire);
+			all_done &= ctx->lc[lc].done.load(std::memory_order_acquire);
 			if (now >= end || all_done)
 				break;
 			if (now >= next_print) {
-				stats_progress(ctx, static_cast<double>(now - start) /
-							    static_cast<double>(hz), &last_ops);
+				stats_progress(ctx,
+					       static_cast<double>(now - start) /
+						       static_cast<double>(hz),
+					       &last_ops);
 				next_print += hz;
 			}
 			usleep(1000);
@@ -319,7 +344,7 @@ int run_batch(run_ctx *ctx, const qpn_engine *e)
 	stats_summary(stdout, ctx, e);
 	uint64_t errors = 0;
 	RTE_LCORE_FOREACH(lc)
-		errors += ctx->lc[lc].errors.load();
+	errors += ctx->lc[lc].errors.load();
 	errors += ctx->srv.errors.load();
 	if (!cfg.json.empty()) {
 		if (stats_json(cfg.json.c_str(), ctx, e) == 0)

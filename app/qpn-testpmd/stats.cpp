@@ -18,10 +18,11 @@
 #include "json_writer.h"
 #include "testpmd.h"
 
-const char *const step_names[STEP_NB] = {"alloc", "req_rep", "rtu", "send_cqe",
+const char *const step_names[STEP_NB] = {"alloc",     "req_rep", "rtu",  "send_cqe",
 					 "dreq_drep", "release", "cycle"};
 
-void lcore_stats::clear()
+void
+lcore_stats::clear()
 {
 	ops = 0;
 	allocs = 0;
@@ -44,7 +45,8 @@ void lcore_stats::clear()
 	cycle_cycles = 0;
 }
 
-void stats_clear(run_ctx *ctx)
+void
+stats_clear(run_ctx *ctx)
 {
 	for (auto &l : ctx->lc)
 		l.clear();
@@ -53,7 +55,8 @@ void stats_clear(run_ctx *ctx)
 	mlx5_qpn_pool_stats_reset(mlx5_qpn_dev_pool(ctx->dev));
 }
 
-void count_rej(lcore_stats &st, uint16_t reason)
+void
+count_rej(lcore_stats &st, uint16_t reason)
 {
 	if (reason < MLX5_QPN_CM_REJ_REASON_SLOTS)
 		st.rej[reason].fetch_add(1, std::memory_order_relaxed);
@@ -61,9 +64,12 @@ void count_rej(lcore_stats &st, uint16_t reason)
 		st.stale_rejects.fetch_add(1, std::memory_order_relaxed);
 }
 
-bool count_alloc_failure(lcore_stats &st, int rc)
+bool
+count_alloc_failure(lcore_stats &st, int rc)
 {
-	(rc == -EAGAIN ? st.eagain : rc == -ENOSPC ? st.enospc : st.errors)
+	(rc == -EAGAIN ? st.eagain :
+	 rc == -ENOSPC ? st.enospc :
+			 st.errors)
 		.fetch_add(1, std::memory_order_relaxed);
 	return rc != -EAGAIN && rc != -ENOSPC;
 }
@@ -71,12 +77,14 @@ bool count_alloc_failure(lcore_stats &st, int rc)
 namespace {
 
 /* The CM's counters of the last CM run's connections (none before one). */
-qpn_conn_totals conn_totals(run_ctx *ctx)
+qpn_conn_totals
+conn_totals(run_ctx *ctx)
 {
 	return ctx->conn != nullptr ? ctx->conn->totals(ctx) : qpn_conn_totals{};
 }
 
-double ns(uint64_t cycles, uint64_t hz)
+double
+ns(uint64_t cycles, uint64_t hz)
 {
 	return static_cast<double>(cycles) * 1e9 / static_cast<double>(hz);
 }
@@ -91,17 +99,20 @@ struct totals {
 	unsigned measured_lcores = 0;
 };
 
-bool lcore_used(const lcore_stats &s)
+bool
+lcore_used(const lcore_stats &s)
 {
 	return s.ops.load() != 0 || s.allocs.load() != 0 || s.errors.load() != 0 ||
 	       s.eagain.load() != 0 || s.enospc.load() != 0;
 }
 
-void collect(run_ctx *ctx, const qpn_engine *e, totals &t)
+void
+collect(run_ctx *ctx, const qpn_engine *e, totals &t)
 {
 	unsigned lc;
 	/* Client-side numbers: REJs, sends, connections of the active side. */
-	RTE_LCORE_FOREACH(lc) {
+	RTE_LCORE_FOREACH(lc)
+	{
 		const lcore_stats &s = ctx->lc[lc];
 		for (unsigned r = 0; r < MLX5_QPN_CM_REJ_REASON_SLOTS; r++)
 			t.rej[r] += s.rej[r].load();
@@ -144,7 +155,8 @@ void collect(run_ctx *ctx, const qpn_engine *e, totals &t)
 			if (i != STEP_RTU)
 				t.hist[i].merge(v.hist[i]);
 		/* What the client measured of the exchanges the server takes part in. */
-		RTE_LCORE_FOREACH(lc) {
+		RTE_LCORE_FOREACH(lc)
+		{
 			t.hist[STEP_REQ_REP].merge(ctx->lc[lc].hist[STEP_REQ_REP]);
 			t.hist[STEP_SEND_CQE].merge(ctx->lc[lc].hist[STEP_SEND_CQE]);
 			t.hist[STEP_DREQ_DREP].merge(ctx->lc[lc].hist[STEP_DREQ_DREP]);
@@ -152,13 +164,16 @@ void collect(run_ctx *ctx, const qpn_engine *e, totals &t)
 	}
 }
 
-double pool_share(const totals &t)
+double
+pool_share(const totals &t)
 {
-	return t.cycle_cyc == 0 ? 0.0
-				: static_cast<double>(t.pool_cyc) / static_cast<double>(t.cycle_cyc);
+	return t.cycle_cyc == 0 ?
+		       0.0 :
+		       static_cast<double>(t.pool_cyc) / static_cast<double>(t.cycle_cyc);
 }
 
-const char *role_name(const run_ctx *ctx, unsigned lc)
+const char *
+role_name(const run_ctx *ctx, unsigned lc)
 {
 	const lcore_role &r = ctx->role[lc];
 	if (r.client && r.server)
@@ -172,11 +187,13 @@ const char *role_name(const run_ctx *ctx, unsigned lc)
 
 } /* namespace */
 
-void stats_progress(run_ctx *ctx, double t, uint64_t *last_ops)
+void
+stats_progress(run_ctx *ctx, double t, uint64_t *last_ops)
 {
 	uint64_t ops = 0, stale = 0, rej = 0;
 	unsigned lc;
-	RTE_LCORE_FOREACH(lc) {
+	RTE_LCORE_FOREACH(lc)
+	{
 		ops += ctx->lc[lc].ops.load(std::memory_order_relaxed);
 		stale += ctx->lc[lc].stale_rejects.load(std::memory_order_relaxed);
 		for (auto &r : ctx->lc[lc].rej)
@@ -194,13 +211,15 @@ void stats_progress(run_ctx *ctx, double t, uint64_t *last_ops)
 	*last_ops = ops;
 }
 
-void stats_lcores(FILE *f, run_ctx *ctx)
+void
+stats_lcores(FILE *f, run_ctx *ctx)
 {
 	const double secs = ctx->run_secs > 0 ? ctx->run_secs : 1e-9;
 	fprintf(f, "%-6s %-14s %12s %12s %10s %10s %8s %8s %8s\n", "lcore", "role", "conns",
 		"conns/s", "alloc p50", "alloc p99", "rej", "stale", "eagain");
 	unsigned lc;
-	RTE_LCORE_FOREACH(lc) {
+	RTE_LCORE_FOREACH(lc)
+	{
 		const lcore_stats &s = ctx->lc[lc];
 		if (!lcore_used(s) && !ctx->role[lc].client)
 			continue;
@@ -208,50 +227,59 @@ void stats_lcores(FILE *f, run_ctx *ctx)
 		for (auto &r : s.rej)
 			rej += r.load();
 		const bool quiet = s.done.load(std::memory_order_acquire);
-		fprintf(f, "%-6u %-14s %12" PRIu64 " %12.0f %8.0fns %8.0fns %8" PRIu64 " %8" PRIu64
-			   " %8" PRIu64 "\n",
-			lc, role_name(ctx, lc), s.ops.load(), static_cast<double>(s.ops.load()) / secs,
+		fprintf(f,
+			"%-6u %-14s %12" PRIu64 " %12.0f %8.0fns %8.0fns %8" PRIu64 " %8" PRIu64
+			" %8" PRIu64 "\n",
+			lc, role_name(ctx, lc), s.ops.load(),
+			static_cast<double>(s.ops.load()) / secs,
 			quiet ? ns(s.hist[STEP_ALLOC].percentile(50), ctx->tsc_hz) : 0.0,
 			quiet ? ns(s.hist[STEP_ALLOC].percentile(99), ctx->tsc_hz) : 0.0, rej,
 			s.stale_rejects.load(), s.eagain.load());
 	}
 	const lcore_stats &v = ctx->srv;
 	if (lcore_used(v))
-		fprintf(f, "%-6s %-14s %12" PRIu64 " %12.0f %10s %10s %8s %8" PRIu64 " %8" PRIu64
-			   "   (accepted and closed; %" PRIu64 " SENDs received)\n",
+		fprintf(f,
+			"%-6s %-14s %12" PRIu64 " %12.0f %10s %10s %8s %8" PRIu64 " %8" PRIu64
+			"   (accepted and closed; %" PRIu64 " SENDs received)\n",
 			ctx->server_lcore >= 0 ? std::to_string(ctx->server_lcore).c_str() : "-",
-			"server side", v.ops.load(), static_cast<double>(v.ops.load()) / secs, "", "",
-			"", v.stale_rejects.load(), v.eagain.load(), v.recvs.load());
+			"server side", v.ops.load(), static_cast<double>(v.ops.load()) / secs, "",
+			"", "", v.stale_rejects.load(), v.eagain.load(), v.recvs.load());
 }
 
-void show_pool(FILE *f, run_ctx *ctx)
+void
+show_pool(FILE *f, run_ctx *ctx)
 {
 	for (auto *d : ctx->devs)
 		mlx5_qpn_pool_dump(f, mlx5_qpn_dev_pool(d));
 }
 
-void show_device(FILE *f, run_ctx *ctx)
+void
+show_device(FILE *f, run_ctx *ctx)
 {
 	for (auto *d : ctx->devs) {
 		struct mlx5_qpn_dev_info info;
 		mlx5_qpn_dev_info_get(d, &info);
-		fprintf(f, "device %s: backend %s, GUID %016" PRIx64 ", NUMA %d, cores %s, "
-			   "quarantine %" PRIu64 " us, max %u QPNs, ranges of 2^%u\n",
+		fprintf(f,
+			"device %s: backend %s, GUID %016" PRIx64 ", NUMA %d, cores %s, "
+			"quarantine %" PRIu64 " us, max %u QPNs, ranges of 2^%u\n",
 			info.name, info.backend, info.node_guid, info.numa_node,
 			info.cores[0] ? info.cores : "-", info.quarantine_us, info.max_qpns,
 			info.log_range);
 		mlx5_qpn_dev_dump(f, d);
 	}
-	fprintf(f, "CM: policy %s, packet life time %u, ack delay %u, timewait %u ms; "
-		   "data path: %s\n",
+	fprintf(f,
+		"CM: policy %s, packet life time %u, ack delay %u, timewait %u ms; "
+		"data path: %s\n",
 		ctx->cfg->policy == MLX5_QPN_CM_POLICY_STRICT ? "strict" : "live", ctx->cfg->plt,
 		ctx->cfg->ack_delay, cm_timewait_ms(*ctx->cfg),
-		ctx->data_path ? "DC (DCI -> DCT through the UAR)"
-			       : (ctx->data_path_note.empty() ? "not set up yet"
-							      : ("none (" + ctx->data_path_note + ")").c_str()));
+		ctx->data_path ? "DC (DCI -> DCT through the UAR)" :
+				 (ctx->data_path_note.empty() ?
+					  "not set up yet" :
+					  ("none (" + ctx->data_path_note + ")").c_str()));
 }
 
-void stats_summary(FILE *f, run_ctx *ctx, const qpn_engine *e)
+void
+stats_summary(FILE *f, run_ctx *ctx, const qpn_engine *e)
 {
 	totals t;
 	collect(ctx, e, t);
@@ -260,10 +288,12 @@ void stats_summary(FILE *f, run_ctx *ctx, const qpn_engine *e)
 	fprintf(f, "\n---------------- qpn-testpmd summary: engine %s, %.2f s ----------------\n",
 		e->name, ctx->run_secs);
 	stats_lcores(f, ctx);
-	fprintf(f, "connections: %" PRIu64 " (%s), %.0f/s in total, %.0f/s per lcore "
-		   "(%u lcore%s)\n",
-		t.conns, e->uses_cm ? (e->passive_side ? "passive side" : "active side")
-				    : "alloc+free pairs",
+	fprintf(f,
+		"connections: %" PRIu64 " (%s), %.0f/s in total, %.0f/s per lcore "
+		"(%u lcore%s)\n",
+		t.conns,
+		e->uses_cm ? (e->passive_side ? "passive side" : "active side") :
+			     "alloc+free pairs",
 		static_cast<double>(t.conns) / secs,
 		static_cast<double>(t.conns) / secs / (t.measured_lcores ? t.measured_lcores : 1),
 		t.measured_lcores, t.measured_lcores == 1 ? "" : "s");
@@ -282,41 +312,50 @@ void stats_summary(FILE *f, run_ctx *ctx, const qpn_engine *e)
 		100.0 * pool_share(t));
 	if (e->uses_cm) {
 		qpn_conn_totals a = conn_totals(ctx);
-		fprintf(f, "stale rejects (REJ STALE_CONN seen by clients): %" PRIu64 "\n", t.stale);
+		fprintf(f, "stale rejects (REJ STALE_CONN seen by clients): %" PRIu64 "\n",
+			t.stale);
 		fprintf(f, "REJ by reason:");
 		bool any = false;
 		for (unsigned r = 0; r < MLX5_QPN_CM_REJ_REASON_SLOTS; r++)
 			if (t.rej[r] != 0) {
-				fprintf(f, " %s(%u)=%" PRIu64, mlx5_qpn_cm_rej_reason_name(uint16_t(r)), r,
-					t.rej[r]);
+				fprintf(f, " %s(%u)=%" PRIu64,
+					mlx5_qpn_cm_rej_reason_name(uint16_t(r)), r, t.rej[r]);
 				any = true;
 			}
 		fprintf(f, "%s\n", any ? "" : " none");
-		fprintf(f, "CM: established %" PRIu64 ", stale REJs sent %" PRIu64 ", stale DREQs %"
-			   PRIu64 ", retransmits %" PRIu64 ", timeouts %" PRIu64 ", fabric drops %"
-			   PRIu64 ", closed by peer %" PRIu64 ", connect retries %" PRIu64 "\n",
-			a.established, a.stale_rejects_sent, a.stale_dreqs, a.retransmits, a.timeouts,
-			a.fabric_drops, t.peer_disc, t.cm_busy);
-		fprintf(f, "data path: %" PRIu64 " sends, %" PRIu64 " completions, %" PRIu64
-			   " error completions, %" PRIu64 " received by DCTs\n",
+		fprintf(f,
+			"CM: established %" PRIu64 ", stale REJs sent %" PRIu64
+			", stale DREQs %" PRIu64 ", retransmits %" PRIu64 ", timeouts %" PRIu64
+			", fabric drops %" PRIu64 ", closed by peer %" PRIu64
+			", connect retries %" PRIu64 "\n",
+			a.established, a.stale_rejects_sent, a.stale_dreqs, a.retransmits,
+			a.timeouts, a.fabric_drops, t.peer_disc, t.cm_busy);
+		fprintf(f,
+			"data path: %" PRIu64 " sends, %" PRIu64 " completions, %" PRIu64
+			" error completions, %" PRIu64 " received by DCTs\n",
 			t.sends, t.cqes, t.cqe_err, ctx->srv.recvs.load());
 	}
-	fprintf(f, "alloc waits (all free QPNs in quarantine) %" PRIu64 ", enospc %" PRIu64
-		   ", errors %" PRIu64 "\n", t.eagain, t.enospc, t.errors);
+	fprintf(f,
+		"alloc waits (all free QPNs in quarantine) %" PRIu64 ", enospc %" PRIu64
+		", errors %" PRIu64 "\n",
+		t.eagain, t.enospc, t.errors);
 	struct mlx5_qpn_dev_stats ds;
 	mlx5_qpn_dev_stats_get(ctx->dev, &ds);
-	fprintf(f, "pool: capacity %" PRIu64 ", in use %" PRIu64 ", in quarantine %" PRIu64
-		   ", free %" PRIu64 ", allocs %" PRIu64 ", frees %" PRIu64 ", cache hits %" PRIu64
-		   ", misses %" PRIu64 ", refused frees %" PRIu64 "\n",
+	fprintf(f,
+		"pool: capacity %" PRIu64 ", in use %" PRIu64 ", in quarantine %" PRIu64
+		", free %" PRIu64 ", allocs %" PRIu64 ", frees %" PRIu64 ", cache hits %" PRIu64
+		", misses %" PRIu64 ", refused frees %" PRIu64 "\n",
 		ds.pool.capacity, ds.pool.in_use, ds.pool.in_quarantine, ds.pool.free,
 		ds.pool.allocs, ds.pool.frees, ds.pool.cache_hits, ds.pool.cache_misses,
 		ds.pool.refused_frees);
-	fprintf(f, "device: ranges reserved %" PRIu64 " (%" PRIu64 " QPNs), released %" PRIu64
-		   ", reserve failures %" PRIu64 "\n",
+	fprintf(f,
+		"device: ranges reserved %" PRIu64 " (%" PRIu64 " QPNs), released %" PRIu64
+		", reserve failures %" PRIu64 "\n",
 		ds.ranges_reserved, ds.qpns_reserved, ds.ranges_released, ds.reserve_failures);
 }
 
-int stats_json(const char *path, run_ctx *ctx, const qpn_engine *e)
+int
+stats_json(const char *path, run_ctx *ctx, const qpn_engine *e)
 {
 	FILE *f = fopen(path, "w");
 	if (f == nullptr) {
@@ -384,7 +423,8 @@ int stats_json(const char *path, run_ctx *ctx, const qpn_engine *e)
 	js.key("per_lcore");
 	js.arr();
 	unsigned lc;
-	RTE_LCORE_FOREACH(lc) {
+	RTE_LCORE_FOREACH(lc)
+	{
 		const lcore_stats &s = ctx->lc[lc];
 		if (!lcore_used(s))
 			continue;

@@ -41,45 +41,45 @@
 
 /* Everything the options set. */
 struct run_config {
-	std::vector<std::string> devargs;   /* --qpn-dev, repeatable */
+	std::vector<std::string> devargs; /* --qpn-dev, repeatable */
 	std::string engine = "dci-reconnect";
-	double duration_s = 3.0;            /* --duration */
-	uint64_t connections = 0;           /* --connections (0: run for duration) */
-	unsigned burst = 8;                 /* --burst (alloc engine) */
-	unsigned hold = 64;                 /* --hold (alloc engine) */
-	std::string json;                   /* --json */
-	unsigned peers = 1;                 /* --peers: DC targets, each a passive CM node */
-	unsigned msgs_per_conn = 4;         /* --msgs-per-conn */
-	unsigned inflight = 4;              /* --inflight: connections open at once per client lcore */
-	int64_t quarantine_us = -1;         /* --quarantine-us; -1: the CM timewait */
+	double duration_s = 3.0;    /* --duration */
+	uint64_t connections = 0;   /* --connections (0: run for duration) */
+	unsigned burst = 8;         /* --burst (alloc engine) */
+	unsigned hold = 64;         /* --hold (alloc engine) */
+	std::string json;           /* --json */
+	unsigned peers = 1;         /* --peers: DC targets, each a passive CM node */
+	unsigned msgs_per_conn = 4; /* --msgs-per-conn */
+	unsigned inflight = 4;      /* --inflight: connections open at once per client lcore */
+	int64_t quarantine_us = -1; /* --quarantine-us; -1: the CM timewait */
 	uint32_t policy = MLX5_QPN_CM_POLICY_STRICT; /* --cm-policy */
-	uint8_t plt = 10;                   /* --cm-plt: packet life time exponent */
-	uint8_t ack_delay = 10;             /* --cm-ack-delay: CA ACK delay exponent */
-	bool force_shared_qpn = false;      /* --force-shared-qpn (negative control) */
-	bool interactive = false;           /* -i */
-	bool destroy_sim = false;           /* --destroy-sim: remove emulated devices at exit */
-	uint64_t seed = 1;                  /* --seed (churn) */
-	std::string hw_peer;                /* --hw-peer=IP:PORT (hardware, active side) */
-	unsigned hw_port = 18515;           /* --hw-port (hardware, passive side) */
-	std::string role = "both";          /* --role: both | client | server */
-	std::string fabric;                 /* --fabric: shared-memory CM fabric ("": in-process) */
+	uint8_t plt = 10;                            /* --cm-plt: packet life time exponent */
+	uint8_t ack_delay = 10;                      /* --cm-ack-delay: CA ACK delay exponent */
+	bool force_shared_qpn = false;               /* --force-shared-qpn (negative control) */
+	bool interactive = false;                    /* -i */
+	bool destroy_sim = false;  /* --destroy-sim: remove emulated devices at exit */
+	uint64_t seed = 1;         /* --seed (churn) */
+	std::string hw_peer;       /* --hw-peer=IP:PORT (hardware, active side) */
+	unsigned hw_port = 18515;  /* --hw-port (hardware, passive side) */
+	std::string role = "both"; /* --role: both | client | server */
+	std::string fabric;        /* --fabric: shared-memory CM fabric ("": in-process) */
 	bool role_client() const { return role != "server"; }
 	bool role_server() const { return role != "client"; }
 };
 
 extern int qpn_app_logtype;
-#define APP_LOG(level, fmt, ...)                                                                \
+#define APP_LOG(level, fmt, ...)                                                                   \
 	rte_log(RTE_LOG_##level, qpn_app_logtype, "qpn-testpmd: " fmt "\n", ##__VA_ARGS__)
 
 /* Step histograms of a connection cycle, in TSC cycles. */
 enum step_id {
-	STEP_ALLOC = 0,   /* reserved QPN alloc call */
-	STEP_REQ_REP,     /* active: connect (REQ) -> ESTABLISHED (REP received, RTU sent) */
-	STEP_RTU,         /* passive: accept (REP sent) -> ESTABLISHED (RTU received) */
-	STEP_SEND_CQE,    /* first send posted -> last send completion */
-	STEP_DREQ_DREP,   /* active: disconnect (DREQ) -> DISCONNECTED (DREP received) */
-	STEP_RELEASE,     /* reserved QPN dealloc call */
-	STEP_CYCLE,       /* whole cycle: alloc start -> release end */
+	STEP_ALLOC = 0, /* reserved QPN alloc call */
+	STEP_REQ_REP,   /* active: connect (REQ) -> ESTABLISHED (REP received, RTU sent) */
+	STEP_RTU,       /* passive: accept (REP sent) -> ESTABLISHED (RTU received) */
+	STEP_SEND_CQE,  /* first send posted -> last send completion */
+	STEP_DREQ_DREP, /* active: disconnect (DREQ) -> DISCONNECTED (DREP received) */
+	STEP_RELEASE,   /* reserved QPN dealloc call */
+	STEP_CYCLE,     /* whole cycle: alloc start -> release end */
 	STEP_NB,
 };
 extern const char *const step_names[STEP_NB];
@@ -87,23 +87,23 @@ extern const char *const step_names[STEP_NB];
 /* What one lcore (or the server side) did. Counters are relaxed atomics written by the owner and
  * read by the main lcore at any time; histograms are read only when the owner is done. */
 struct lcore_stats {
-	std::atomic<uint64_t> ops{0};          /* completed connect+disconnect cycles (alloc: pairs) */
+	std::atomic<uint64_t> ops{0}; /* completed connect+disconnect cycles (alloc: pairs) */
 	std::atomic<uint64_t> allocs{0};
 	std::atomic<uint64_t> frees{0};
-	std::atomic<uint64_t> eagain{0};       /* alloc found every free QPN in quarantine */
+	std::atomic<uint64_t> eagain{0}; /* alloc found every free QPN in quarantine */
 	std::atomic<uint64_t> enospc{0};
-	std::atomic<uint64_t> errors{0};       /* unexpected errors (each logged) */
+	std::atomic<uint64_t> errors{0}; /* unexpected errors (each logged) */
 	std::atomic<uint64_t> rej[MLX5_QPN_CM_REJ_REASON_SLOTS]{};
-	std::atomic<uint64_t> stale_rejects{0};/* REJ STALE_CONN seen by this side */
-	std::atomic<uint64_t> peer_disc{0};    /* connections closed by the peer */
-	std::atomic<uint64_t> cm_busy{0};      /* connect refused for lack of CM slots (retried) */
+	std::atomic<uint64_t> stale_rejects{0}; /* REJ STALE_CONN seen by this side */
+	std::atomic<uint64_t> peer_disc{0};     /* connections closed by the peer */
+	std::atomic<uint64_t> cm_busy{0};       /* connect refused for lack of CM slots (retried) */
 	std::atomic<uint64_t> sends{0};
 	std::atomic<uint64_t> cqes{0};
 	std::atomic<uint64_t> cqe_errors{0};
-	std::atomic<uint64_t> recvs{0};        /* server: SENDs received by the DCTs */
+	std::atomic<uint64_t> recvs{0}; /* server: SENDs received by the DCTs */
 	latency_hist hist[STEP_NB];
-	uint64_t pool_cycles = 0;              /* sum of alloc + release cycles */
-	uint64_t cycle_cycles = 0;             /* sum of whole-cycle cycles */
+	uint64_t pool_cycles = 0;  /* sum of alloc + release cycles */
+	uint64_t cycle_cycles = 0; /* sum of whole-cycle cycles */
 	std::atomic<bool> done{false};
 
 	void clear();
@@ -122,24 +122,24 @@ struct qpn_engine;
 struct run_ctx {
 	run_config *cfg;
 	std::vector<struct mlx5_qpn_dev *> devs;
-	struct mlx5_qpn_dev *dev;               /* devs[0] */
+	struct mlx5_qpn_dev *dev; /* devs[0] */
 	std::atomic<bool> stop{false};
 	std::atomic<unsigned> clients_running{0};
 	uint64_t tsc_hz = 0;
 	lcore_role role[RTE_MAX_LCORE];
 	lcore_stats lc[RTE_MAX_LCORE];
-	lcore_stats srv;                        /* the passive side (whoever polls it) */
+	lcore_stats srv; /* the passive side (whoever polls it) */
 	unsigned nb_clients = 0;
-	int server_lcore = -1;                  /* dedicated server lcore, -1 if co-polled */
-	double run_secs = 0;                    /* accumulated over start/stop */
+	int server_lcore = -1; /* dedicated server lcore, -1 if co-polled */
+	double run_secs = 0;   /* accumulated over start/stop */
 	/* The sides this process runs (run_start: --role, or the engine's side alone when the
 	 * connection implementation cannot hold the peer in this process). */
 	bool side_active = true;
 	bool side_passive = true;
-	const qpn_conn_ops *conn = nullptr;     /* connections of the last CM run (conn.h) */
-	unsigned nb_peers = 0;                  /* peers the active side connects to */
-	bool data_path = false;                 /* DC data path available */
-	std::string data_path_note;             /* why not */
+	const qpn_conn_ops *conn = nullptr; /* connections of the last CM run (conn.h) */
+	unsigned nb_peers = 0;              /* peers the active side connects to */
+	bool data_path = false;             /* DC data path available */
+	std::string data_path_note;         /* why not */
 };
 
 /*

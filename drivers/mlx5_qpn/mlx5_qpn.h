@@ -46,7 +46,7 @@ struct mlx5_qpn_dev;
 enum mlx5_qpn_source {
 	MLX5_QPN_SRC_OBJECTS = 0, /**< RESERVED_QPN general objects (DEVX), ranges of 2^g. */
 	MLX5_QPN_SRC_SINGLE,      /**< mlx5dv_reserved_qpn_alloc() one QPN at a time. */
-	MLX5_QPN_SRC_ORDINARY,    /**< Ordinary QP numbers (reserved_qpn=try without support, or no). */
+	MLX5_QPN_SRC_ORDINARY, /**< Ordinary QP numbers (reserved_qpn=try without support, or no). */
 };
 
 /**
@@ -59,24 +59,24 @@ enum mlx5_qpn_source {
 
 /** Device information. */
 struct mlx5_qpn_dev_info {
-	char name[32];                  /**< "sim0", "mlx5_0". */
-	const char *backend;            /**< The backend's registered name: "sim" or "hw". */
-	uint64_t node_guid;             /**< Node GUID (host order). */
-	enum mlx5_qpn_source source;    /**< How QPNs are reserved. */
-	uint8_t reserved_qpn_cap;       /**< general_obj_types bit 44. */
+	char name[32];                        /**< "sim0", "mlx5_0". */
+	const char *backend;                  /**< The backend's registered name: "sim" or "hw". */
+	uint64_t node_guid;                   /**< Node GUID (host order). */
+	enum mlx5_qpn_source source;          /**< How QPNs are reserved. */
+	uint8_t reserved_qpn_cap;             /**< general_obj_types bit 44. */
 	uint8_t log_reserved_qpn_granularity; /**< Smallest RESERVED_QPN object: 2^g QPNs. */
 	uint8_t log_reserved_qpn_max_alloc;   /**< Largest RESERVED_QPN object: 2^m QPNs. */
 	uint8_t log_max_num_reserved_qpn;     /**< Most reserved QPNs in total: 2^n. */
-	uint32_t log_range;             /**< log2 QPNs per reservation used. */
-	uint32_t max_qpns;              /**< Most QPNs the pool may hold. */
-	uint64_t quarantine_us;         /**< Quarantine of released QPNs. */
-	int numa_node;                  /**< Device's NUMA node, -1 if unknown. */
-	char cores[128];                /**< Cores near the device, hwloc list syntax ("0-3"). */
-	const char *pool_name;          /**< The pool behind the device (mlx5_qpn_pool_lookup()). */
-	int secondary;                  /**< 1: this handle is a secondary process's attachment. */
-	int32_t primary_pid;            /**< pid of the primary that probed the device (0: none
+	uint32_t log_range;                   /**< log2 QPNs per reservation used. */
+	uint32_t max_qpns;                    /**< Most QPNs the pool may hold. */
+	uint64_t quarantine_us;               /**< Quarantine of released QPNs. */
+	int numa_node;                        /**< Device's NUMA node, -1 if unknown. */
+	char cores[128];       /**< Cores near the device, hwloc list syntax ("0-3"). */
+	const char *pool_name; /**< The pool behind the device (mlx5_qpn_pool_lookup()). */
+	int secondary;         /**< 1: this handle is a secondary process's attachment. */
+	int32_t primary_pid;   /**< pid of the primary that probed the device (0: none
 					     published, e.g. DPDK IPC off). */
-	uint32_t flags;                 /**< MLX5_QPN_DEV_F_* of the device's backend. */
+	uint32_t flags;        /**< MLX5_QPN_DEV_F_* of the device's backend. */
 };
 
 /** Device counters (the pool's are in the pool's stats). */
@@ -86,9 +86,9 @@ struct mlx5_qpn_dev_stats {
 	uint64_t ranges_released;        /**< Ranges returned to the device. */
 	uint64_t qpns_reserved;          /**< QPNs reserved from the device, in total. */
 	uint64_t reserve_failures;       /**< Reservations the device refused. */
-	uint64_t sync_reserves;          /**< Reservations made on the allocation path (pool empty). */
-	uint64_t bg_reserves;            /**< Reservations made ahead of need by the control thread. */
-	int last_error;                  /**< Last reservation error (negative errno), 0 if none. */
+	uint64_t sync_reserves; /**< Reservations made on the allocation path (pool empty). */
+	uint64_t bg_reserves;   /**< Reservations made ahead of need by the control thread. */
+	int last_error;         /**< Last reservation error (negative errno), 0 if none. */
 	/**
 	 * Reservations not attempted because the back-off after a failed one was running: after a
 	 * failure the driver sends the device no reservation for 1 ms, doubling per further
@@ -96,15 +96,15 @@ struct mlx5_qpn_dev_stats {
 	 * pool's -ENOSPC/-EAGAIN at once, and the control thread waits.
 	 */
 	uint64_t backoff_skips;
-	uint64_t cooling_qpns;           /**< QPNs the device gave that the lease file keeps out of
+	uint64_t cooling_qpns;      /**< QPNs the device gave that the lease file keeps out of
 					      the pool now: let go by a process (closed, crashed or
 					      killed) less than a quarantine ago (invariant 5). */
-	uint64_t cooled_ranges;          /**< Such ranges that went into the pool once cool. */
-	uint64_t lease_errors;           /**< Lease file operations that failed (a range that could
+	uint64_t cooled_ranges;     /**< Such ranges that went into the pool once cool. */
+	uint64_t lease_errors;      /**< Lease file operations that failed (a range that could
 					      not be recorded is given back to the device). */
-	uint64_t mp_grow_requests;       /**< Grow requests: sent (secondary), handled (primary). */
-	uint64_t mp_ipc_grows;           /**< Ranges the primary reserved for secondaries' requests. */
-	uint64_t mp_dead_reclaimed;      /**< QPNs of dead processes that the driver's calls of
+	uint64_t mp_grow_requests;  /**< Grow requests: sent (secondary), handled (primary). */
+	uint64_t mp_ipc_grows;      /**< Ranges the primary reserved for secondaries' requests. */
+	uint64_t mp_dead_reclaimed; /**< QPNs of dead processes that the driver's calls of
 					      mlx5_qpn_pool_reclaim_dead() recovered (any process
 					      of the device; the pool also recovers on its own). */
 };
@@ -182,8 +182,7 @@ int mlx5_qpn_reserved_dealloc(struct mlx5_qpn_dev *dev, uint32_t qpn);
 int mlx5_qpn_reserved_alloc_bulk(struct mlx5_qpn_dev *dev, uint32_t *qpns, unsigned int n);
 
 /** Release n QPNs; the valid ones are released. @return 0, or -EINVAL if any was refused. */
-int mlx5_qpn_reserved_dealloc_bulk(struct mlx5_qpn_dev *dev, const uint32_t *qpns,
-				   unsigned int n);
+int mlx5_qpn_reserved_dealloc_bulk(struct mlx5_qpn_dev *dev, const uint32_t *qpns, unsigned int n);
 
 /** The pool behind a device. */
 struct mlx5_qpn_pool *mlx5_qpn_dev_pool(struct mlx5_qpn_dev *dev);

@@ -18,7 +18,8 @@ unsigned int g_nb_backends;
 
 extern "C" {
 
-int mlx5_qpn_backend_register(const struct mlx5_qpn_backend_desc *desc)
+int
+mlx5_qpn_backend_register(const struct mlx5_qpn_backend_desc *desc)
 {
 	if (desc == nullptr || desc->name == nullptr || desc->ops == nullptr ||
 	    (desc->name_prefix == nullptr && desc->name_key == nullptr))
@@ -31,12 +32,14 @@ int mlx5_qpn_backend_register(const struct mlx5_qpn_backend_desc *desc)
 	return 0;
 }
 
-const struct mlx5_qpn_backend_desc *mlx5_qpn_backend_at(unsigned int i)
+const struct mlx5_qpn_backend_desc *
+mlx5_qpn_backend_at(unsigned int i)
 {
 	return i < g_nb_backends ? g_backends[i] : nullptr;
 }
 
-const struct mlx5_qpn_backend_desc *mlx5_qpn_backend_find(const char *name)
+const struct mlx5_qpn_backend_desc *
+mlx5_qpn_backend_find(const char *name)
 {
 	for (unsigned int i = 0; name != nullptr && i < g_nb_backends; i++)
 		if (strcmp(g_backends[i]->name, name) == 0)
@@ -44,7 +47,8 @@ const struct mlx5_qpn_backend_desc *mlx5_qpn_backend_find(const char *name)
 	return nullptr;
 }
 
-const struct mlx5_qpn_backend_desc *mlx5_qpn_backend_of_name(const char *name)
+const struct mlx5_qpn_backend_desc *
+mlx5_qpn_backend_of_name(const char *name)
 {
 	if (name == nullptr)
 		return nullptr;
@@ -55,8 +59,8 @@ const struct mlx5_qpn_backend_desc *mlx5_qpn_backend_of_name(const char *name)
 		if (be->name_prefix != nullptr &&
 		    strncmp(name, be->name_prefix, strlen(be->name_prefix)) == 0)
 			return be;
-		if (be->name_key != nullptr && strncmp(name, be->name_key, n = strlen(be->name_key)) == 0 &&
-		    name[n] == '=')
+		if (be->name_key != nullptr &&
+		    strncmp(name, be->name_key, n = strlen(be->name_key)) == 0 && name[n] == '=')
 			return be;
 		if (be->name_key != nullptr && be->name_prefix == nullptr && any == nullptr)
 			any = be;

@@ -37,11 +37,11 @@ enum mlx5_qpn_devarg_type {
 
 /** One devargs key a backend takes: where its value goes in the backend's args struct. */
 struct mlx5_qpn_devarg_key {
-	const char *name;              /**< The key as written ("ports"). */
+	const char *name; /**< The key as written ("ports"). */
 	enum mlx5_qpn_devarg_type type;
-	uint64_t min, max;             /**< UINT, GUID: allowed range. */
-	size_t off;                    /**< Offset of the field in the args struct. */
-	size_t width;                  /**< UINT/GUID: 4 or 8 bytes; CORES: size of the array. */
+	uint64_t min, max; /**< UINT, GUID: allowed range. */
+	size_t off;        /**< Offset of the field in the args struct. */
+	size_t width;      /**< UINT/GUID: 4 or 8 bytes; CORES: size of the array. */
 };
 
 /** Flags of a backend's devices; reported in mlx5_qpn_dev_info.flags. */
@@ -49,8 +49,8 @@ struct mlx5_qpn_devarg_key {
 
 /** A backend, as it registers itself. */
 struct mlx5_qpn_backend_desc {
-	const char *name;            /**< "sim", "hw": mlx5_qpn_dev_info.backend. */
-	uint32_t flags;              /**< MLX5_QPN_BACKEND_F_*. */
+	const char *name; /**< "sim", "hw": mlx5_qpn_dev_info.backend. */
+	uint32_t flags;   /**< MLX5_QPN_BACKEND_F_*. */
 	/** A bare leading devargs token with this prefix names one of its devices ("sim" for
 	 * "sim0"); NULL if it takes none. Such names hold letters, digits and '_'. */
 	const char *name_prefix;

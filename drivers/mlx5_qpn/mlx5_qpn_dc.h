@@ -36,10 +36,10 @@ struct mlx5_qpn_dci;
 struct mlx5_qpn_dct;
 
 /** CQE opcodes (PRM, op_own >> 4). */
-#define MLX5_QPN_CQE_REQ        0x0  /**< Send completion (requester). */
-#define MLX5_QPN_CQE_RESP_SEND  0x2  /**< Receive completion (responder: a DCT got a SEND). */
-#define MLX5_QPN_CQE_REQ_ERR    0xd  /**< Requester error. */
-#define MLX5_QPN_CQE_RESP_ERR   0xe  /**< Responder error. */
+#define MLX5_QPN_CQE_REQ       0x0 /**< Send completion (requester). */
+#define MLX5_QPN_CQE_RESP_SEND 0x2 /**< Receive completion (responder: a DCT got a SEND). */
+#define MLX5_QPN_CQE_REQ_ERR   0xd /**< Requester error. */
+#define MLX5_QPN_CQE_RESP_ERR  0xe /**< Responder error. */
 
 /** A completion, decoded from a CQE. */
 struct mlx5_qpn_wc {

@@ -44,30 +44,30 @@ struct mlx5_qpn_backend;
 
 /** A CQ as the DC layer uses it. */
 struct mlx5_qpn_dc_cq_info {
-	void *ring;             /**< 2^log_depth CQEs of MLX5_QPN_CQE_SIZE bytes, all invalid. */
-	uint32_t *dbrec;        /**< [MLX5_QPN_CQ_SET_CI]: consumer index (be32, low 24 bits). */
+	void *ring;      /**< 2^log_depth CQEs of MLX5_QPN_CQE_SIZE bytes, all invalid. */
+	uint32_t *dbrec; /**< [MLX5_QPN_CQ_SET_CI]: consumer index (be32, low 24 bits). */
 	uint32_t log_depth;
-	uint32_t cqn;           /**< CQ number. */
-	uint64_t handle;        /**< The backend's, for the other calls. */
+	uint32_t cqn;    /**< CQ number. */
+	uint64_t handle; /**< The backend's, for the other calls. */
 };
 
 /** A DCI as the DC layer uses it. */
 struct mlx5_qpn_dc_dci_info {
-	uint32_t qpn;           /**< The DCI's QP number. */
-	uint32_t log_sq_bbs;    /**< The SQ holds 2^log_sq_bbs basic blocks of 64 bytes. */
-	void *sq;               /**< The SQ ring. */
-	uint32_t *dbrec;        /**< [MLX5_QPN_SND_DBR]: send counter in BBs (be32, low 16 bits). */
-	void *uar_reg;          /**< 64-bit doorbell register (UAR page + 0x800). */
+	uint32_t qpn;        /**< The DCI's QP number. */
+	uint32_t log_sq_bbs; /**< The SQ holds 2^log_sq_bbs basic blocks of 64 bytes. */
+	void *sq;            /**< The SQ ring. */
+	uint32_t *dbrec;     /**< [MLX5_QPN_SND_DBR]: send counter in BBs (be32, low 16 bits). */
+	void *uar_reg;       /**< 64-bit doorbell register (UAR page + 0x800). */
 	uint64_t handle;
 };
 
 /** A DCT as the DC layer uses it. */
 struct mlx5_qpn_dc_dct_info {
-	uint32_t dctn;          /**< DCT number. */
-	uint32_t rx_slots;      /**< Slots of the receive ring (see MLX5_QPN_DC_RX_DATA). */
-	uint32_t rx_stride;     /**< Bytes per slot. */
+	uint32_t dctn;      /**< DCT number. */
+	uint32_t rx_slots;  /**< Slots of the receive ring (see MLX5_QPN_DC_RX_DATA). */
+	uint32_t rx_stride; /**< Bytes per slot. */
 	uint32_t rsvd;
-	const void *rx;         /**< The receive ring. */
+	const void *rx; /**< The receive ring. */
 	uint64_t handle;
 };
 

@@ -20,12 +20,14 @@ using namespace mlx5_qpn_dev_impl;
 
 extern "C" {
 
-struct mlx5_qpn_backend *mlx5_qpn_dev_backend(struct mlx5_qpn_dev *d)
+struct mlx5_qpn_backend *
+mlx5_qpn_dev_backend(struct mlx5_qpn_dev *d)
 {
 	return d != nullptr ? d->be : nullptr;
 }
 
-int mlx5_qpn_reserved_alloc(struct mlx5_qpn_dev *d, uint32_t *qpn)
+int
+mlx5_qpn_reserved_alloc(struct mlx5_qpn_dev *d, uint32_t *qpn)
 {
 	if (unlikely(d == nullptr || qpn == nullptr))
 		return -EINVAL;
@@ -55,14 +57,16 @@ int mlx5_qpn_reserved_alloc(struct mlx5_qpn_dev *d, uint32_t *qpn)
 	return rc;
 }
 
-int mlx5_qpn_reserved_dealloc(struct mlx5_qpn_dev *d, uint32_t qpn)
+int
+mlx5_qpn_reserved_dealloc(struct mlx5_qpn_dev *d, uint32_t qpn)
 {
 	if (unlikely(d == nullptr))
 		return -EINVAL;
 	return mlx5_qpn_pool_free(d->pool, qpn);
 }
 
-int mlx5_qpn_reserved_alloc_bulk(struct mlx5_qpn_dev *d, uint32_t *qpns, unsigned int n)
+int
+mlx5_qpn_reserved_alloc_bulk(struct mlx5_qpn_dev *d, uint32_t *qpns, unsigned int n)
 {
 	if (d == nullptr || (qpns == nullptr && n != 0))
 		return -EINVAL;
@@ -85,19 +89,22 @@ int mlx5_qpn_reserved_alloc_bulk(struct mlx5_qpn_dev *d, uint32_t *qpns, unsigne
 	return rc;
 }
 
-int mlx5_qpn_reserved_dealloc_bulk(struct mlx5_qpn_dev *d, const uint32_t *qpns, unsigned int n)
+int
+mlx5_qpn_reserved_dealloc_bulk(struct mlx5_qpn_dev *d, const uint32_t *qpns, unsigned int n)
 {
 	if (d == nullptr)
 		return -EINVAL;
 	return mlx5_qpn_pool_free_bulk(d->pool, qpns, n);
 }
 
-struct mlx5_qpn_pool *mlx5_qpn_dev_pool(struct mlx5_qpn_dev *d)
+struct mlx5_qpn_pool *
+mlx5_qpn_dev_pool(struct mlx5_qpn_dev *d)
 {
 	return d != nullptr ? d->pool : nullptr;
 }
 
-int mlx5_qpn_dev_info_get(struct mlx5_qpn_dev *d, struct mlx5_qpn_dev_info *info)
+int
+mlx5_qpn_dev_info_get(struct mlx5_qpn_dev *d, struct mlx5_qpn_dev_info *info)
 {
 	if (d == nullptr || info == nullptr)
 		return -EINVAL;
@@ -123,7 +130,8 @@ int mlx5_qpn_dev_info_get(struct mlx5_qpn_dev *d, struct mlx5_qpn_dev_info *info
 	return 0;
 }
 
-int mlx5_qpn_dev_stats_get(struct mlx5_qpn_dev *d, struct mlx5_qpn_dev_stats *st)
+int
+mlx5_qpn_dev_stats_get(struct mlx5_qpn_dev *d, struct mlx5_qpn_dev_stats *st)
 {
 	if (d == nullptr || st == nullptr)
 		return -EINVAL;
@@ -145,7 +153,8 @@ int mlx5_qpn_dev_stats_get(struct mlx5_qpn_dev *d, struct mlx5_qpn_dev_stats *st
 	return 0;
 }
 
-void mlx5_qpn_dev_dump(FILE *f, struct mlx5_qpn_dev *d)
+void
+mlx5_qpn_dev_dump(FILE *f, struct mlx5_qpn_dev *d)
 {
 	if (f == nullptr || d == nullptr)
 		return;
@@ -155,18 +164,23 @@ void mlx5_qpn_dev_dump(FILE *f, struct mlx5_qpn_dev *d)
 	mlx5_qpn_dev_stats_get(d, &st);
 	fprintf(f, "device %s (%s): GUID %016" PRIx64 ", QPNs from %s\n", in.name, in.backend,
 		in.node_guid, mlx5_qpn_supply_of(in.source)->name);
-	fprintf(f, "  caps: reserved_qpn %u, log granularity %u, log max alloc %u, log max num %u\n",
+	fprintf(f,
+		"  caps: reserved_qpn %u, log granularity %u, log max alloc %u, log max num %u\n",
 		in.reserved_qpn_cap, in.log_reserved_qpn_granularity, in.log_reserved_qpn_max_alloc,
 		in.log_max_num_reserved_qpn);
-	fprintf(f, "  ranges of 2^%u, up to %u QPNs, quarantine %" PRIu64 " us, NUMA %d, cores %s\n",
+	fprintf(f,
+		"  ranges of 2^%u, up to %u QPNs, quarantine %" PRIu64 " us, NUMA %d, cores %s\n",
 		in.log_range, in.max_qpns, in.quarantine_us, in.numa_node,
 		in.cores[0] ? in.cores : "-");
-	fprintf(f, "  reserved %" PRIu64 " ranges (%" PRIu64 " QPNs), released %" PRIu64
-		   ", failures %" PRIu64 " (last %d), on demand %" PRIu64 ", ahead %" PRIu64 "\n",
+	fprintf(f,
+		"  reserved %" PRIu64 " ranges (%" PRIu64 " QPNs), released %" PRIu64
+		", failures %" PRIu64 " (last %d), on demand %" PRIu64 ", ahead %" PRIu64 "\n",
 		st.ranges_reserved, st.qpns_reserved, st.ranges_released, st.reserve_failures,
 		st.last_error, st.sync_reserves, st.bg_reserves);
-	fprintf(f, "  lease: %" PRIu64 " QPNs cooling, %" PRIu64 " ranges cooled into the pool, %" PRIu64
-		   " lease errors\n", st.cooling_qpns, st.cooled_ranges, st.lease_errors);
+	fprintf(f,
+		"  lease: %" PRIu64 " QPNs cooling, %" PRIu64
+		" ranges cooled into the pool, %" PRIu64 " lease errors\n",
+		st.cooling_qpns, st.cooled_ranges, st.lease_errors);
 	mlx5_qpn_pool_dump(f, d->pool);
 }
 

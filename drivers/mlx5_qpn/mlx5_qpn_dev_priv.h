@@ -46,8 +46,8 @@ struct mlx5_qpn_mp;
  * so that growing, shrinking and closing never ask which one it is.
  */
 struct mlx5_qpn_supply_ops {
-	const char *name;             /* in logs and dumps */
-	enum mlx5_qpn_source source;  /* what mlx5_qpn_dev_info.source reports */
+	const char *name;            /* in logs and dumps */
+	enum mlx5_qpn_source source; /* what mlx5_qpn_dev_info.source reports */
 	/* 1: reserve() gives aligned ranges of 2^log QPNs, one device object each, that may go
 	 * back whole (shrink, close); 0: it gives one QPN per object, log is ignored. */
 	int ranges;
@@ -70,16 +70,17 @@ struct mlx5_qpn_dev {
 	struct mlx5_qpn_caps caps = {};
 	const struct mlx5_qpn_supply_ops *supply = nullptr;
 	uint32_t log_range = 0;
-	uint64_t limit = 0;               /* most QPNs we may hold from the device */
+	uint64_t limit = 0; /* most QPNs we may hold from the device */
 	struct mlx5_qpn_pool *pool = nullptr;
 	char pool_name[MLX5_QPN_POOL_NAMESIZE + 1] = {};
 	int numa_node = -1;
 	char cores[128] = {};
 
-	std::mutex grow_mutex;            /* device commands; never taken by the fast path */
+	std::mutex grow_mutex;                /* device commands; never taken by the fast path */
 	std::vector<mlx5_qpn_range_obj> objs; /* under grow_mutex */
-	std::atomic<uint64_t> held{0};    /* QPNs reserved from the device now */
-	std::atomic<uint64_t> grown{0};   /* successful reservations: lets a waiter see it lost a race */
+	std::atomic<uint64_t> held{0};        /* QPNs reserved from the device now */
+	std::atomic<uint64_t> grown{
+		0}; /* successful reservations: lets a waiter see it lost a race */
 
 	std::atomic<uint64_t> ranges_reserved{0}, ranges_released{0}, qpns_reserved{0};
 	std::atomic<uint64_t> reserve_failures{0}, sync_reserves{0}, bg_reserves{0};
@@ -89,10 +90,10 @@ struct mlx5_qpn_dev {
 	 * backoff_until (mlx5_qpn_clock_ns()); read without the mutex by the allocation path. */
 	std::atomic<uint64_t> backoff_until{0};
 	std::atomic<uint64_t> backoff_skips{0};
-	uint64_t backoff_ns = 0;          /* current step, 0: not backing off (grow_mutex) */
-	uint64_t fail_streak = 0;         /* failed reservations in a row (grow_mutex) */
-	uint64_t fail_logged = 0;         /* fail_streak at the last warning (grow_mutex) */
-	uint64_t warn_next_ns = 0;        /* no warning before this (grow_mutex) */
+	uint64_t backoff_ns = 0;   /* current step, 0: not backing off (grow_mutex) */
+	uint64_t fail_streak = 0;  /* failed reservations in a row (grow_mutex) */
+	uint64_t fail_logged = 0;  /* fail_streak at the last warning (grow_mutex) */
+	uint64_t warn_next_ns = 0; /* no warning before this (grow_mutex) */
 
 	std::atomic<bool> stop{false};
 	pthread_t ctrl{};

@@ -29,8 +29,10 @@
 
 namespace {
 
-#define U32(f, lo, hi) \
-	{#f, MLX5_QPN_DEVARG_UINT, lo, hi, offsetof(mlx5_qpn_devargs, f), 4}
+#define U32(f, lo, hi)                                                                             \
+	{                                                                                          \
+#f, MLX5_QPN_DEVARG_UINT, lo, hi, offsetof(mlx5_qpn_devargs, f), 4                 \
+	}
 
 /* The generic allow-list (with reserved_qpn and each backend's name key, handled apart). */
 const mlx5_qpn_devarg_key kKeys[] = {
@@ -43,7 +45,8 @@ const mlx5_qpn_devarg_key kKeys[] = {
 };
 constexpr const char kPolicyKey[] = "reserved_qpn";
 
-const mlx5_qpn_devarg_key *key_in(const mlx5_qpn_devarg_key *keys, unsigned n, const char *k)
+const mlx5_qpn_devarg_key *
+key_in(const mlx5_qpn_devarg_key *keys, unsigned n, const char *k)
 {
 	for (unsigned i = 0; i < n; i++)
 		if (strcmp(keys[i].name, k) == 0)
@@ -59,7 +62,8 @@ struct Owner {
 };
 
 /* The backend's own key wins over another backend's of the same name (prefer may be NULL). */
-Owner owner_of(const char *k, const mlx5_qpn_backend_desc *prefer)
+Owner
+owner_of(const char *k, const mlx5_qpn_backend_desc *prefer)
 {
 	Owner o;
 	if ((o.key = key_in(kKeys, RTE_DIM(kKeys), k)) != nullptr) {
@@ -92,7 +96,8 @@ Owner owner_of(const char *k, const mlx5_qpn_backend_desc *prefer)
 }
 
 /* "expected simN or ib=NAME": the ways the registered backends name a device. */
-std::string expected_device()
+std::string
+expected_device()
 {
 	std::string s;
 	const mlx5_qpn_backend_desc *be;
@@ -113,7 +118,8 @@ std::string expected_device()
  * would read "010" as octal 8 while a reader expects ten (refused rather than guessed).
  * @return 0; -ERANGE for a well-formed number that does not fit 64 bits; -EINVAL otherwise.
  */
-int parse_u64(const char *v, uint64_t *out)
+int
+parse_u64(const char *v, uint64_t *out)
 {
 	int base = 10;
 	const char *digits = v;
@@ -126,8 +132,8 @@ int parse_u64(const char *v, uint64_t *out)
 	if (*digits == '\0')
 		return -EINVAL;
 	for (const char *s = digits; *s; s++)
-		if (base == 10 ? !isdigit(static_cast<unsigned char>(*s))
-			       : !isxdigit(static_cast<unsigned char>(*s)))
+		if (base == 10 ? !isdigit(static_cast<unsigned char>(*s)) :
+				 !isxdigit(static_cast<unsigned char>(*s)))
 			return -EINVAL;
 	errno = 0;
 	unsigned long long x = strtoull(digits, nullptr, base);
@@ -138,7 +144,8 @@ int parse_u64(const char *v, uint64_t *out)
 }
 
 /* Hex digits only, 1..maxlen of them. */
-bool all_hex(const char *s, size_t len, size_t maxlen)
+bool
+all_hex(const char *s, size_t len, size_t maxlen)
 {
 	if (len == 0 || len > maxlen)
 		return false;
@@ -150,7 +157,8 @@ bool all_hex(const char *s, size_t len, size_t maxlen)
 
 /* "0x0002c90300a1b2c3" or "0002c90300a1b2c3" (1..16 hex digits), "0002:c903:00a1:b2c3" (four
  * groups of four) or "00:02:c9:03:00:a1:b2:c3" (eight groups of two). */
-bool parse_guid(const char *v, uint64_t *out)
+bool
+parse_guid(const char *v, uint64_t *out)
 {
 	std::string hex;
 	const char *s = v;
@@ -178,7 +186,8 @@ bool parse_guid(const char *v, uint64_t *out)
 
 /* A core list, "0-3" or "0:2:4" or "0-3:8-11" (a comma would end the pair): items N or N-M with
  * N <= M < 65536, separated by ':'. */
-bool valid_cores(const char *v, size_t size)
+bool
+valid_cores(const char *v, size_t size)
 {
 	if (*v == '\0' || strlen(v) >= size)
 		return false;
@@ -208,7 +217,8 @@ bool valid_cores(const char *v, size_t size)
 /* Device names: a bare name (a backend's prefix, "sim0") is letters, digits and '_'; a name given
  * by key (an ibv device name) is letters, digits, '_', '-' and '.'. Both shorter than
  * MLX5_QPN_DEV_NAMESIZE. */
-const char *bad_name(const char *v, bool bare)
+const char *
+bad_name(const char *v, bool bare)
 {
 	if (*v == '\0')
 		return "empty device name";
@@ -217,15 +227,16 @@ const char *bad_name(const char *v, bool bare)
 	for (const char *s = v; *s; s++) {
 		unsigned char ch = static_cast<unsigned char>(*s);
 		if (!isalnum(ch) && ch != '_' && (bare || (ch != '-' && ch != '.')))
-			return bare ? "name may hold letters, digits and _"
-				    : "name may hold letters, digits, _, - and .";
+			return bare ? "name may hold letters, digits and _" :
+				      "name may hold letters, digits, _, - and .";
 	}
 	return nullptr;
 }
 
 /* The text as the user wrote it, quoted and escaped if it holds anything but visible
  * characters, so that a space, a tab or an empty string can be seen in the log line. */
-std::string shown(const std::string &t)
+std::string
+shown(const std::string &t)
 {
 	bool plain = !t.empty();
 	for (unsigned char ch : t)
@@ -255,7 +266,8 @@ thread_local char *t_why;
 thread_local size_t t_why_len;
 
 /* One refusal: one log line naming the text as written. */
-int refuse_text(const std::string &text, const char *why)
+int
+refuse_text(const std::string &text, const char *why)
 {
 	if (t_why != nullptr)
 		snprintf(t_why, t_why_len, "bad devarg %s: %s", shown(text).c_str(), why);
@@ -264,7 +276,8 @@ int refuse_text(const std::string &text, const char *why)
 	return -EINVAL;
 }
 
-int refuse(const char *key, const char *value, const char *why)
+int
+refuse(const char *key, const char *value, const char *why)
 {
 	return refuse_text(std::string(key) + "=" + (value != nullptr ? value : ""), why);
 }
@@ -277,7 +290,8 @@ int refuse(const char *key, const char *value, const char *why)
  * character anywhere; no DPDK "[a,b]" list; no key twice. Refusals name the pair (or, for an empty
  * pair, the whole string) as written.
  */
-int check_syntax(const std::string &all, const std::string &list)
+int
+check_syntax(const std::string &all, const std::string &list)
 {
 	if (list.empty())
 		return 0;
@@ -289,8 +303,8 @@ int check_syntax(const std::string &all, const std::string &list)
 	size_t at = 0;
 	while (at <= list.size()) {
 		size_t comma = list.find(',', at);
-		std::string pair = list.substr(at, comma == std::string::npos ? std::string::npos
-									      : comma - at);
+		std::string pair = list.substr(at, comma == std::string::npos ? std::string::npos :
+										comma - at);
 		if (pair.empty())
 			return refuse_text(all, "empty pair (a doubled ',')");
 		for (unsigned char ch : pair)
@@ -300,10 +314,11 @@ int check_syntax(const std::string &all, const std::string &list)
 		if (pair.find_first_of("[]") != std::string::npos) {
 			/* DPDK's "key=[a,b]" list: name the whole list, not its pieces. */
 			size_t close = list.find(']', at);
-			return refuse_text(list.substr(at, close == std::string::npos
-							       ? std::string::npos : close + 1 - at),
-					   "a [list] value (none of these keys takes one; cores: use "
-					   "0-3 or 0:2:4)");
+			return refuse_text(
+				list.substr(at, close == std::string::npos ? std::string::npos :
+									     close + 1 - at),
+				"a [list] value (none of these keys takes one; cores: use "
+				"0-3 or 0:2:4)");
 		}
 		size_t eq = pair.find('=');
 		if (eq == std::string::npos)
@@ -328,7 +343,8 @@ int check_syntax(const std::string &all, const std::string &list)
 	return 0;
 }
 
-void set_defaults(mlx5_qpn_devargs *da)
+void
+set_defaults(mlx5_qpn_devargs *da)
 {
 	memset(da, 0, sizeof(*da));
 	da->reserved_qpn = MLX5_QPN_RSVD_TRY;
@@ -340,7 +356,8 @@ void set_defaults(mlx5_qpn_devargs *da)
 }
 
 /* The backend whose name prefix a bare leading token carries. */
-const mlx5_qpn_backend_desc *backend_of_prefix(const std::string &first)
+const mlx5_qpn_backend_desc *
+backend_of_prefix(const std::string &first)
 {
 	const mlx5_qpn_backend_desc *be;
 	for (unsigned i = 0; (be = mlx5_qpn_backend_at(i)) != nullptr; i++)
@@ -350,7 +367,8 @@ const mlx5_qpn_backend_desc *backend_of_prefix(const std::string &first)
 	return nullptr;
 }
 
-void choose_backend(mlx5_qpn_devargs *da, const mlx5_qpn_backend_desc *be)
+void
+choose_backend(mlx5_qpn_devargs *da, const mlx5_qpn_backend_desc *be)
 {
 	da->backend = be;
 	if (be->args_default != nullptr)
@@ -360,7 +378,8 @@ void choose_backend(mlx5_qpn_devargs *da, const mlx5_qpn_backend_desc *be)
 /* Every pair of the checked list, in order: generic keys into *da, the chosen backend's into
  * da->be_args; another backend's key is read into scratch (a bad value is refused as such)
  * and refused afterwards, naming who takes it. */
-int parse_pairs(const std::string &rest, mlx5_qpn_devargs *da, bool have_name)
+int
+parse_pairs(const std::string &rest, mlx5_qpn_devargs *da, bool have_name)
 {
 	/* Syntax checked: kvargs splits it into exactly the pairs check_syntax() saw. */
 	struct rte_kvargs *kv = rte_kvargs_parse(rest.c_str(), nullptr);
@@ -424,7 +443,8 @@ int parse_pairs(const std::string &rest, mlx5_qpn_devargs *da, bool have_name)
 		Owner o = owner_of(kv->pairs[i].key, da->backend);
 		if (o.what == Owner::kBackend && o.be != da->backend)
 			rc = refuse(kv->pairs[i].key, kv->pairs[i].value,
-				    (std::string("only ") + o.be->owner + " takes this key").c_str());
+				    (std::string("only ") + o.be->owner + " takes this key")
+					    .c_str());
 	}
 	rte_kvargs_free(kv);
 	if (rc == 0 && !have_name)
@@ -434,20 +454,23 @@ int parse_pairs(const std::string &rest, mlx5_qpn_devargs *da, bool have_name)
 
 } /* namespace */
 
-extern "C" int mlx5_qpn_devargs_refuse(const char *key, const char *value, const char *why)
+extern "C" int
+mlx5_qpn_devargs_refuse(const char *key, const char *value, const char *why)
 {
 	return refuse(key, value, why);
 }
 
-extern "C" int mlx5_qpn_devargs_take(const struct mlx5_qpn_devarg_key *key, const char *v,
-				     void *args)
+extern "C" int
+mlx5_qpn_devargs_take(const struct mlx5_qpn_devarg_key *key, const char *v, void *args)
 {
 	char *field = static_cast<char *>(args) + key->off;
 	uint64_t x = 0;
 	switch (key->type) {
 	case MLX5_QPN_DEVARG_CORES:
 		if (!valid_cores(v, key->width))
-			return refuse(key->name, v, "expected a core list such as 0-3 or 0:2:4 (< 64 characters)");
+			return refuse(
+				key->name, v,
+				"expected a core list such as 0-3 or 0:2:4 (< 64 characters)");
 		snprintf(field, key->width, "%s", v);
 		return 0;
 	case MLX5_QPN_DEVARG_GUID:
@@ -460,7 +483,8 @@ extern "C" int mlx5_qpn_devargs_take(const struct mlx5_qpn_devarg_key *key, cons
 	}
 	int prc = parse_u64(v, &x);
 	if (prc == -EINVAL)
-		return refuse(key->name, v, "not a number (decimal, or hex with 0x; no sign, no leading zero)");
+		return refuse(key->name, v,
+			      "not a number (decimal, or hex with 0x; no sign, no leading zero)");
 	if (prc != 0 || x < key->min || x > key->max) {
 		char why[128];
 		snprintf(why, sizeof(why), "out of range [%" PRIu64 ", %" PRIu64 "]", key->min,
@@ -476,7 +500,8 @@ extern "C" int mlx5_qpn_devargs_take(const struct mlx5_qpn_devarg_key *key, cons
 	return 0;
 }
 
-extern "C" int mlx5_qpn_devargs_parse(const char *devargs, struct mlx5_qpn_devargs *da)
+extern "C" int
+mlx5_qpn_devargs_parse(const char *devargs, struct mlx5_qpn_devargs *da)
 {
 	if (devargs == nullptr || da == nullptr)
 		return -EINVAL;
@@ -493,10 +518,13 @@ extern "C" int mlx5_qpn_devargs_parse(const char *devargs, struct mlx5_qpn_devar
 	if (first.find('=') == std::string::npos && !first.empty()) {
 		for (unsigned char ch : first)
 			if (isspace(ch) || !isprint(ch))
-				return refuse_text(first, "whitespace or control character (devargs take none)");
+				return refuse_text(
+					first,
+					"whitespace or control character (devargs take none)");
 		const mlx5_qpn_backend_desc *be = backend_of_prefix(first);
 		if (be == nullptr)
-			return refuse_text(first, ("unknown device (" + expected_device() + ")").c_str());
+			return refuse_text(first,
+					   ("unknown device (" + expected_device() + ")").c_str());
 		if (const char *why = bad_name(first.c_str(), true))
 			return refuse_text(first, why);
 		snprintf(da->name, sizeof(da->name), "%s", first.c_str());
@@ -521,7 +549,8 @@ extern "C" int mlx5_qpn_devargs_parse(const char *devargs, struct mlx5_qpn_devar
 	return 0;
 }
 
-extern "C" int mlx5_qpn_devargs_check(const char *devargs, char *why, size_t len)
+extern "C" int
+mlx5_qpn_devargs_check(const char *devargs, char *why, size_t len)
 {
 	char scratch[8];
 	struct mlx5_qpn_devargs da;

@@ -43,14 +43,14 @@ struct mlx5_qpn_backend_desc;
 struct mlx5_qpn_devargs {
 	/** The backend that owns the device (mlx5_qpn_backend.h), from the device name. */
 	const struct mlx5_qpn_backend_desc *backend;
-	char name[MLX5_QPN_DEV_NAMESIZE];  /**< "sim0" or the ibv device name ("mlx5_0"). */
+	char name[MLX5_QPN_DEV_NAMESIZE]; /**< "sim0" or the ibv device name ("mlx5_0"). */
 
 	enum mlx5_qpn_rsvd_policy reserved_qpn; /**< reserved_qpn=try|yes|no (default try). */
-	uint64_t quarantine_us;   /**< quarantine_us=N (default 2000000: a typical CM timewait). */
-	uint32_t cache;           /**< cache=N per-thread cache batch (default 64). */
-	uint32_t log_range;       /**< log_range=N: log2 QPNs per reservation (default: caps max). */
-	uint32_t low_water;       /**< low_water=N: reserve more when free < N (default 2*cache). */
-	uint32_t max_qpns;        /**< max_qpns=N: most QPNs the device's pool holds (default 65536). */
+	uint64_t quarantine_us; /**< quarantine_us=N (default 2000000: a typical CM timewait). */
+	uint32_t cache;         /**< cache=N per-thread cache batch (default 64). */
+	uint32_t log_range;     /**< log_range=N: log2 QPNs per reservation (default: caps max). */
+	uint32_t low_water;     /**< low_water=N: reserve more when free < N (default 2*cache). */
+	uint32_t max_qpns; /**< max_qpns=N: most QPNs the device's pool holds (default 65536). */
 
 	/** The backend's own keys, in its own struct (zeroed, then its defaults). */
 	uint64_t be_args[MLX5_QPN_BE_ARGS_WORDS];

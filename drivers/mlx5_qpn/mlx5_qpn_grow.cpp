@@ -19,7 +19,8 @@
 namespace mlx5_qpn_dev_impl {
 
 /* Give one device object (range or single QPN) back. */
-void release_obj(mlx5_qpn_dev *d, const mlx5_qpn_range_obj &o)
+void
+release_obj(mlx5_qpn_dev *d, const mlx5_qpn_range_obj &o)
 {
 	int rc = d->supply->release(d->ops, d->be, &o);
 	if (rc != 0)
@@ -29,7 +30,8 @@ void release_obj(mlx5_qpn_dev *d, const mlx5_qpn_range_obj &o)
 	d->ranges_released.fetch_add(1, rlx);
 }
 
-void lease_error(mlx5_qpn_dev *d, int rc, const char *what)
+void
+lease_error(mlx5_qpn_dev *d, int rc, const char *what)
 {
 	d->lease_errors.fetch_add(1, rlx);
 	DEV_LOG(ERR, "%s: lease file: %s failed: %s", d->da.name, what, strerror(-rc));
@@ -44,7 +46,8 @@ namespace {
  * @return 0 in the pool; 1 held aside; negative errno (lease full or unusable, or the pool
  *         refused): the QPNs are in neither, the caller gives the object back.
  */
-int take_block(mlx5_qpn_dev *d, uint32_t first, uint32_t log)
+int
+take_block(mlx5_qpn_dev *d, uint32_t first, uint32_t log)
 {
 	uint64_t until = 0;
 	int rc = d->lease.acquire(first, log, &until);
@@ -55,7 +58,9 @@ int take_block(mlx5_qpn_dev *d, uint32_t first, uint32_t log)
 	if (until != 0) {
 		d->cooling.push_back({first, 1u << log, until});
 		d->cooling_qpns.fetch_add(1ull << log, rlx);
-		DEV_LOG(INFO, "%s: QPNs 0x%06x..0x%06x were let go by a process less than a quarantine ago: cooling for %" PRIu64 " ms",
+		DEV_LOG(INFO,
+			"%s: QPNs 0x%06x..0x%06x were let go by a process less than a quarantine ago: cooling for %" PRIu64
+			" ms",
 			d->da.name, first, first + (1u << log) - 1,
 			(until - mlx5_qpn_clock_ns()) / 1000000);
 		return 1;
@@ -69,7 +74,8 @@ int take_block(mlx5_qpn_dev *d, uint32_t first, uint32_t log)
 } /* namespace */
 
 /* Move ranges whose cooling is over into the pool. @return how many. Caller holds grow_mutex. */
-int promote_locked(mlx5_qpn_dev *d)
+int
+promote_locked(mlx5_qpn_dev *d)
 {
 	if (d->cooling.empty())
 		return 0;
@@ -85,7 +91,8 @@ int promote_locked(mlx5_qpn_dev *d)
 		int rc = d->lease.check(c.first, c.count, &until);
 		if (rc != 0) {
 			lease_error(d, rc, "checking a cooling range");
-			c.until_ns = now + qpn::lease::Lease::kRecheckNs; /* stays out of the pool */
+			c.until_ns = now +
+				     qpn::lease::Lease::kRecheckNs; /* stays out of the pool */
 			i++;
 			continue;
 		}
@@ -111,7 +118,8 @@ namespace {
 
 /* One QPN at a time (a supply of single QPNs or ordinary QPs): reserve up to n, add them to the pool as
  * runs of consecutive QPNs (the device's cursor makes most of them consecutive). */
-int grow_singles(mlx5_qpn_dev *d, uint32_t n)
+int
+grow_singles(mlx5_qpn_dev *d, uint32_t n)
 {
 	std::vector<uint32_t> got;
 	int rc = 0;
@@ -150,7 +158,8 @@ int grow_singles(mlx5_qpn_dev *d, uint32_t n)
 			/* Pool's range table or the lease is full: give the failed block and every
 			 * later QPN back (the earlier blocks are in the pool or cooling). */
 			for (size_t k = start; k < got.size(); k++)
-				for (auto it = d->objs.begin(); it != d->objs.end() && got[k] >= fail_from; ++it)
+				for (auto it = d->objs.begin();
+				     it != d->objs.end() && got[k] >= fail_from; ++it)
 					if (it->first_qpn == got[k]) {
 						release_obj(d, *it);
 						d->objs.erase(it);
@@ -178,14 +187,15 @@ int grow_singles(mlx5_qpn_dev *d, uint32_t n)
  * pool's -ENOSPC/-EAGAIN without a command (counted in backoff_skips). One WARNING starts a
  * streak of failures; while it lasts, at most one more line every 10 s says how many followed.
  */
-constexpr uint64_t kBackoffMinNs = 1000000ull;       /* 1 ms */
-constexpr uint64_t kBackoffMaxNs = 1000000000ull;    /* 1 s */
-constexpr uint64_t kBackoffWarnNs = 10000000000ull;  /* 10 s between warnings */
+constexpr uint64_t kBackoffMinNs = 1000000ull;      /* 1 ms */
+constexpr uint64_t kBackoffMaxNs = 1000000000ull;   /* 1 s */
+constexpr uint64_t kBackoffWarnNs = 10000000000ull; /* 10 s between warnings */
 
 } /* namespace */
 
 /* Whether the back-off forbids a device command now (counts the skip). */
-bool backoff_running(mlx5_qpn_dev *d)
+bool
+backoff_running(mlx5_qpn_dev *d)
 {
 	uint64_t until = d->backoff_until.load(std::memory_order_acquire);
 	if (until == 0 || mlx5_qpn_clock_ns() >= until)
@@ -197,28 +207,34 @@ bool backoff_running(mlx5_qpn_dev *d)
 namespace {
 
 /* A reservation reached the device and failed (rc). Caller holds grow_mutex. */
-void backoff_failed(mlx5_qpn_dev *d, int rc)
+void
+backoff_failed(mlx5_qpn_dev *d, int rc)
 {
 	uint64_t now = mlx5_qpn_clock_ns();
-	d->backoff_ns = d->backoff_ns == 0 ? kBackoffMinNs
-					   : std::min(d->backoff_ns * 2, kBackoffMaxNs);
+	d->backoff_ns = d->backoff_ns == 0 ? kBackoffMinNs :
+					     std::min(d->backoff_ns * 2, kBackoffMaxNs);
 	d->backoff_until.store(now + d->backoff_ns, std::memory_order_release);
 	d->fail_streak++;
 	if (d->fail_streak == 1 || now >= d->warn_next_ns) {
 		if (d->fail_streak == 1)
-			DEV_LOG(WARNING, "%s: reserving QPNs from the device failed (%s); retrying with "
-				"back-off from 1 ms up to 1 s", d->da.name, strerror(-rc));
+			DEV_LOG(WARNING,
+				"%s: reserving QPNs from the device failed (%s); retrying with "
+				"back-off from 1 ms up to 1 s",
+				d->da.name, strerror(-rc));
 		else
-			DEV_LOG(WARNING, "%s: reserving QPNs still fails (%s): %" PRIu64 " failures "
-				"since the last message, retrying every %" PRIu64 " ms", d->da.name,
-				strerror(-rc), d->fail_streak - d->fail_logged, d->backoff_ns / 1000000);
+			DEV_LOG(WARNING,
+				"%s: reserving QPNs still fails (%s): %" PRIu64 " failures "
+				"since the last message, retrying every %" PRIu64 " ms",
+				d->da.name, strerror(-rc), d->fail_streak - d->fail_logged,
+				d->backoff_ns / 1000000);
 		d->fail_logged = d->fail_streak;
 		d->warn_next_ns = now + kBackoffWarnNs;
 	}
 }
 
 /* A reservation succeeded. Caller holds grow_mutex. */
-void backoff_reset(mlx5_qpn_dev *d)
+void
+backoff_reset(mlx5_qpn_dev *d)
 {
 	if (d->fail_streak != 0)
 		DEV_LOG(NOTICE, "%s: reserving QPNs works again after %" PRIu64 " failures",
@@ -233,7 +249,8 @@ void backoff_reset(mlx5_qpn_dev *d)
 /* Ranges (RESERVED_QPN objects): one of 2^log_range, smaller near the limit. A range that must
  * cool is held aside (it counts against the limit) and another one is asked for, a few times
  * at most. @return as take_block(), or a reservation error. */
-int grow_ranges(mlx5_qpn_dev *d)
+int
+grow_ranges(mlx5_qpn_dev *d)
 {
 	int rc = -ENOSPC;
 	for (int attempt = 0; attempt < 4; attempt++) {
@@ -269,7 +286,8 @@ int grow_ranges(mlx5_qpn_dev *d)
 } /* namespace */
 
 /* Reserve one more range from the device into the pool. Caller holds grow_mutex. */
-int grow_locked(mlx5_qpn_dev *d)
+int
+grow_locked(mlx5_qpn_dev *d)
 {
 	if (promote_locked(d) > 0) {
 		d->grown.fetch_add(1, std::memory_order_release);
@@ -305,7 +323,8 @@ int grow_locked(mlx5_qpn_dev *d)
 
 /* Reserve more unless another thread did since the caller saw `seen` (then just retry), or the
  * back-off after a failure is running (-EAGAIN: the caller returns the pool's error). */
-int grow(mlx5_qpn_dev *d, uint64_t seen)
+int
+grow(mlx5_qpn_dev *d, uint64_t seen)
 {
 	if (d->secondary)
 		return mlx5_qpn_mp_grow(d->mp, 0); /* the primary grows; its counter, not ours */
@@ -327,7 +346,8 @@ namespace {
  * Only whole RESERVED_QPN objects, and only when all their QPNs are free (the pool refuses
  * otherwise, -EBUSY: try an older one next time). Caller holds grow_mutex.
  */
-int shrink_locked(mlx5_qpn_dev *d, uint64_t free_now)
+int
+shrink_locked(mlx5_qpn_dev *d, uint64_t free_now)
 {
 	if (!d->supply->ranges || d->objs.size() < 2)
 		return -ENOENT;
@@ -353,7 +373,8 @@ int shrink_locked(mlx5_qpn_dev *d, uint64_t free_now)
 
 /* The control thread: reserve ahead of need so that the fast path rarely meets an empty pool,
  * and give ranges back when the pool holds far more than it uses. */
-void *ctrl_main(void *arg)
+void *
+ctrl_main(void *arg)
 {
 	auto *d = static_cast<mlx5_qpn_dev *>(arg);
 	unsigned tick = 0;
@@ -387,7 +408,8 @@ using namespace mlx5_qpn_dev_impl;
 
 extern "C" {
 
-int mlx5_qpn_dev_grow_if(struct mlx5_qpn_dev *d, uint64_t seen, int force, uint64_t *grown)
+int
+mlx5_qpn_dev_grow_if(struct mlx5_qpn_dev *d, uint64_t seen, int force, uint64_t *grown)
 {
 	std::lock_guard<std::mutex> g(d->grow_mutex);
 	int rc = 0;
@@ -403,7 +425,8 @@ int mlx5_qpn_dev_grow_if(struct mlx5_qpn_dev *d, uint64_t seen, int force, uint6
 	return rc;
 }
 
-int mlx5_qpn_dev_grow(struct mlx5_qpn_dev *d)
+int
+mlx5_qpn_dev_grow(struct mlx5_qpn_dev *d)
 {
 	if (d == nullptr)
 		return -EINVAL;

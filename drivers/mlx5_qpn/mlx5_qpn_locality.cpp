@@ -15,7 +15,8 @@ namespace {
 std::once_flag g_once;
 hwloc_topology_t g_topo = nullptr;
 
-void load_topology()
+void
+load_topology()
 {
 	if (hwloc_topology_init(&g_topo) != 0) {
 		g_topo = nullptr;
@@ -28,7 +29,8 @@ void load_topology()
 	}
 }
 
-void cpuset_list(hwloc_const_cpuset_t set, char *out, size_t len)
+void
+cpuset_list(hwloc_const_cpuset_t set, char *out, size_t len)
 {
 	if (len == 0)
 		return;
@@ -39,8 +41,8 @@ void cpuset_list(hwloc_const_cpuset_t set, char *out, size_t len)
 
 } /* namespace */
 
-extern "C" int mlx5_qpn_locality(const struct mlx5_qpn_devargs *da, int *numa, char *cores,
-				 size_t len)
+extern "C" int
+mlx5_qpn_locality(const struct mlx5_qpn_devargs *da, int *numa, char *cores, size_t len)
 {
 	*numa = -1;
 	if (len != 0)
@@ -87,7 +89,7 @@ extern "C" int mlx5_qpn_locality(const struct mlx5_qpn_devargs *da, int *numa, c
 	}
 	if (*numa >= 0) {
 		hwloc_obj_t node = hwloc_get_numanode_obj_by_os_index(g_topo,
-			static_cast<unsigned>(*numa));
+								      static_cast<unsigned>(*numa));
 		if (node != nullptr) {
 			cpuset_list(node->cpuset, cores, len);
 			return 0;

@@ -67,7 +67,8 @@ struct MpRep {
 };
 static_assert(sizeof(MpReq) <= RTE_MP_MAX_PARAM_LEN && sizeof(MpRep) <= RTE_MP_MAX_PARAM_LEN);
 
-void zone_name(const char *dev, char *out, size_t len)
+void
+zone_name(const char *dev, char *out, size_t len)
 {
 	snprintf(out, len, "qpn_mp_%.24s", dev);
 }
@@ -77,11 +78,11 @@ void zone_name(const char *dev, char *out, size_t len)
 struct mlx5_qpn_mp {
 	bool secondary = false;
 	MpInfo *info = nullptr;
-	const rte_memzone *mz = nullptr;  /* primary */
-	mlx5_qpn_dev *dev = nullptr;      /* primary */
+	const rte_memzone *mz = nullptr; /* primary */
+	mlx5_qpn_dev *dev = nullptr;     /* primary */
 	mlx5_qpn_pool *pool = nullptr;
 	char name[MLX5_QPN_DEV_NAMESIZE] = {};
-	int slot = -1;                    /* secondary: its entry in info->secondaries */
+	int slot = -1; /* secondary: its entry in info->secondaries */
 	std::atomic<uint64_t> grow_requests{0};
 	std::atomic<uint64_t> dead_reclaimed{0};
 	std::atomic<uint64_t> next_tick_ns{0};
@@ -91,12 +92,13 @@ struct mlx5_qpn_mp {
 
 namespace {
 
-std::mutex g_mp_mutex;                 /* the primaries the handler serves */
+std::mutex g_mp_mutex; /* the primaries the handler serves */
 std::vector<mlx5_qpn_mp *> g_primaries;
 bool g_action_registered;
 
 /* Ask the pool to take back what dead processes held (caches, allocated QPNs) into quarantine. */
-void reclaim(mlx5_qpn_mp *mp)
+void
+reclaim(mlx5_qpn_mp *mp)
 {
 	if (mp->pool == nullptr)
 		return;
@@ -105,12 +107,13 @@ void reclaim(mlx5_qpn_mp *mp)
 	if (n > 0) {
 		mp->dead_reclaimed.fetch_add(n, rlx);
 		mp->info->dead_reclaimed.fetch_add(n, rlx);
-		DEV_LOG(NOTICE, "%s: recovered %d QPNs of dead processes (into quarantine)", mp->name,
-			n);
+		DEV_LOG(NOTICE, "%s: recovered %d QPNs of dead processes (into quarantine)",
+			mp->name, n);
 	}
 }
 
-int lock_info(MpInfo *in)
+int
+lock_info(MpInfo *in)
 {
 	int rc = qpn::shm::mutex_lock(&in->lock);
 	if (rc == 1) { /* a secondary died inside attach/detach: the table is still valid */
@@ -120,7 +123,8 @@ int lock_info(MpInfo *in)
 	return rc;
 }
 
-int handler(const struct rte_mp_msg *msg, const void *peer)
+int
+handler(const struct rte_mp_msg *msg, const void *peer)
 {
 	MpRep rep = {};
 	MpReq req = {};
@@ -136,7 +140,8 @@ int handler(const struct rte_mp_msg *msg, const void *peer)
 				continue;
 			mp->info->ipc_requests.fetch_add(1, rlx);
 			reclaim(mp);
-			rep.rc = mlx5_qpn_dev_grow_if(mp->dev, req.seen, req.force != 0, &rep.grown);
+			rep.rc = mlx5_qpn_dev_grow_if(mp->dev, req.seen, req.force != 0,
+						      &rep.grown);
 			/* The mirror may lag (grows before publish): the next request sees it right. */
 			mp->info->grown.store(rep.grown, std::memory_order_release);
 			if (rep.rc == 1)
@@ -152,20 +157,24 @@ int handler(const struct rte_mp_msg *msg, const void *peer)
 }
 
 /* Primary: the handler serves this device from now on. Registers the action once a process. */
-void serve(mlx5_qpn_mp *mp)
+void
+serve(mlx5_qpn_mp *mp)
 {
 	std::lock_guard<std::mutex> g(g_mp_mutex);
 	if (!g_action_registered) {
 		if (rte_mp_action_register(MLX5_QPN_MP_ACTION, handler) == 0)
 			g_action_registered = true;
 		else if (rte_errno != ENOTSUP) /* ENOTSUP: IPC is off (--no-shconf, --in-memory) */
-			DEV_LOG(WARNING, "%s: cannot register IPC action %s (%s): secondaries cannot "
-				"grow the pool", mp->name, MLX5_QPN_MP_ACTION, rte_strerror(rte_errno));
+			DEV_LOG(WARNING,
+				"%s: cannot register IPC action %s (%s): secondaries cannot "
+				"grow the pool",
+				mp->name, MLX5_QPN_MP_ACTION, rte_strerror(rte_errno));
 	}
 	g_primaries.push_back(mp);
 }
 
-void unserve(mlx5_qpn_mp *mp)
+void
+unserve(mlx5_qpn_mp *mp)
 {
 	std::lock_guard<std::mutex> g(g_mp_mutex); /* waits for a request in progress */
 	for (auto it = g_primaries.begin(); it != g_primaries.end(); ++it)
@@ -186,7 +195,8 @@ struct Pair {
 	bool bare;
 };
 
-bool is_name_key(const char *key)
+bool
+is_name_key(const char *key)
 {
 	const mlx5_qpn_backend_desc *be;
 	for (unsigned i = 0; (be = mlx5_qpn_backend_at(i)) != nullptr; i++)
@@ -197,14 +207,15 @@ bool is_name_key(const char *key)
 
 /* The key=value pairs of a devargs string, without the device name ("simN" or a backend's
  * naming key, "ib=..."). */
-bool pairs_of(const char *devargs, std::vector<Pair> *out)
+bool
+pairs_of(const char *devargs, std::vector<Pair> *out)
 {
 	std::string s(devargs);
 	size_t comma = s.find(',');
 	std::string first = s.substr(0, comma);
-	std::string rest = first.find('=') == std::string::npos
-				   ? (comma == std::string::npos ? "" : s.substr(comma + 1))
-				   : s;
+	std::string rest = first.find('=') == std::string::npos ?
+				   (comma == std::string::npos ? "" : s.substr(comma + 1)) :
+				   s;
 	if (rest.empty())
 		return true;
 	struct rte_kvargs *kv = rte_kvargs_parse(rest.c_str(), nullptr);
@@ -220,7 +231,8 @@ bool pairs_of(const char *devargs, std::vector<Pair> *out)
 	return true;
 }
 
-std::string with_pair(std::string s, const Pair &p)
+std::string
+with_pair(std::string s, const Pair &p)
 {
 	s.append(",").append(p.key);
 	if (!p.bare)
@@ -233,18 +245,21 @@ std::string with_pair(std::string s, const Pair &p)
  * with that one key set to the secondary's value must parse to the same settings. So a bare name
  * always agrees, and "quarantine_us=2000000" agrees with a primary that took the default.
  */
-int check_agreement(const mlx5_qpn_devargs *sda, const char *sdevargs, const MpInfo *in,
-		    const mlx5_qpn_devargs *pda)
+int
+check_agreement(const mlx5_qpn_devargs *sda, const char *sdevargs, const MpInfo *in,
+		const mlx5_qpn_devargs *pda)
 {
 	std::vector<Pair> mine, theirs;
 	if (!pairs_of(sdevargs, &mine) || !pairs_of(in->devargs, &theirs))
 		return -EINVAL;
 	const mlx5_qpn_backend_desc *be = sda->backend;
-	std::string base = be->name_key == nullptr ? std::string(sda->name)
-						   : std::string(be->name_key) + "=" + sda->name;
+	std::string base = be->name_key == nullptr ? std::string(sda->name) :
+						     std::string(be->name_key) + "=" + sda->name;
 	if (sda->backend != pda->backend) {
-		DEV_LOG(ERR, "%s: the primary probed this device as \"%s\": a secondary attaches to it "
-			"as it is", sda->name, in->devargs);
+		DEV_LOG(ERR,
+			"%s: the primary probed this device as \"%s\": a secondary attaches to it "
+			"as it is",
+			sda->name, in->devargs);
 		return -EINVAL;
 	}
 	for (const Pair &m : mine) {
@@ -256,10 +271,11 @@ int check_agreement(const mlx5_qpn_devargs *sda, const char *sdevargs, const MpI
 		mlx5_qpn_devargs x;
 		if (mlx5_qpn_devargs_parse(merged.c_str(), &x) != 0 ||
 		    memcmp(&x, pda, sizeof(x)) != 0) {
-			DEV_LOG(ERR, "%s: devarg %s=%s differs from the primary's device (probed as "
+			DEV_LOG(ERR,
+				"%s: devarg %s=%s differs from the primary's device (probed as "
 				"\"%s\"): a secondary attaches to the device as it is; give the same "
-				"value or the bare name", sda->name, m.key.c_str(), m.value.c_str(),
-				in->devargs);
+				"value or the bare name",
+				sda->name, m.key.c_str(), m.value.c_str(), in->devargs);
 			return -EINVAL;
 		}
 	}
@@ -270,8 +286,9 @@ int check_agreement(const mlx5_qpn_devargs *sda, const char *sdevargs, const MpI
 
 extern "C" {
 
-int mlx5_qpn_mp_publish(struct mlx5_qpn_dev *dev, const char *name, const char *devargs,
-			const struct mlx5_qpn_mp_devinfo *di, struct mlx5_qpn_mp **out)
+int
+mlx5_qpn_mp_publish(struct mlx5_qpn_dev *dev, const char *name, const char *devargs,
+		    const struct mlx5_qpn_mp_devinfo *di, struct mlx5_qpn_mp **out)
 {
 	*out = nullptr;
 	if (strlen(devargs) >= sizeof(MpInfo::devargs))
@@ -307,13 +324,15 @@ int mlx5_qpn_mp_publish(struct mlx5_qpn_dev *dev, const char *name, const char *
 	return 0;
 }
 
-void mlx5_qpn_mp_note_grow(struct mlx5_qpn_mp *mp, uint64_t grown)
+void
+mlx5_qpn_mp_note_grow(struct mlx5_qpn_mp *mp, uint64_t grown)
 {
 	if (mp != nullptr && !mp->secondary)
 		mp->info->grown.store(grown, std::memory_order_release);
 }
 
-void mlx5_qpn_mp_tick(struct mlx5_qpn_mp *mp, struct mlx5_qpn_pool *pool)
+void
+mlx5_qpn_mp_tick(struct mlx5_qpn_mp *mp, struct mlx5_qpn_pool *pool)
 {
 	if (mp == nullptr)
 		return;
@@ -325,17 +344,20 @@ void mlx5_qpn_mp_tick(struct mlx5_qpn_mp *mp, struct mlx5_qpn_pool *pool)
 	reclaim(mp);
 }
 
-int mlx5_qpn_mp_attach(const struct mlx5_qpn_devargs *da, const char *devargs,
-		       struct mlx5_qpn_devargs *pda, struct mlx5_qpn_mp_devinfo *di,
-		       struct mlx5_qpn_pool **pool, struct mlx5_qpn_mp **out)
+int
+mlx5_qpn_mp_attach(const struct mlx5_qpn_devargs *da, const char *devargs,
+		   struct mlx5_qpn_devargs *pda, struct mlx5_qpn_mp_devinfo *di,
+		   struct mlx5_qpn_pool **pool, struct mlx5_qpn_mp **out)
 {
 	*out = nullptr;
 	char zname[RTE_MEMZONE_NAMESIZE];
 	zone_name(da->name, zname, sizeof(zname));
 	const rte_memzone *mz = rte_memzone_lookup(zname);
 	if (mz == nullptr) {
-		DEV_LOG(ERR, "%s: no primary process has probed this device (a secondary process "
-			"attaches to the device its primary probed)", da->name);
+		DEV_LOG(ERR,
+			"%s: no primary process has probed this device (a secondary process "
+			"attaches to the device its primary probed)",
+			da->name);
 		return -ENODEV;
 	}
 	auto *in = static_cast<MpInfo *>(mz->addr);
@@ -385,7 +407,8 @@ int mlx5_qpn_mp_attach(const struct mlx5_qpn_devargs *da, const char *devargs,
 	return 0;
 }
 
-int mlx5_qpn_mp_check_primary(struct mlx5_qpn_mp *mp)
+int
+mlx5_qpn_mp_check_primary(struct mlx5_qpn_mp *mp)
 {
 	if (mp == nullptr || !mp->secondary)
 		return 0;
@@ -394,13 +417,15 @@ int mlx5_qpn_mp_check_primary(struct mlx5_qpn_mp *mp)
 	if (!closed && qpn::shm::alive(in->primary))
 		return 0;
 	if (!mp->dead_logged.exchange(true))
-		DEV_LOG(ERR, "%s: the primary process (pid %d) %s: this secondary gets no more QPNs "
-			"from the device", mp->name, int(in->primary.pid),
-			closed ? "closed the device" : "is gone");
+		DEV_LOG(ERR,
+			"%s: the primary process (pid %d) %s: this secondary gets no more QPNs "
+			"from the device",
+			mp->name, int(in->primary.pid), closed ? "closed the device" : "is gone");
 	return -ENODEV;
 }
 
-int mlx5_qpn_mp_grow(struct mlx5_qpn_mp *mp, int force)
+int
+mlx5_qpn_mp_grow(struct mlx5_qpn_mp *mp, int force)
 {
 	if (mp == nullptr || !mp->secondary)
 		return -EINVAL;
@@ -423,7 +448,8 @@ int mlx5_qpn_mp_grow(struct mlx5_qpn_mp *mp, int force)
 	msg.len_param = sizeof(req);
 	memcpy(msg.param, &req, sizeof(req));
 	struct rte_mp_reply reply = {};
-	struct timespec ts = {MLX5_QPN_MP_TIMEOUT_MS / 1000, (MLX5_QPN_MP_TIMEOUT_MS % 1000) * 1000000};
+	struct timespec ts = {MLX5_QPN_MP_TIMEOUT_MS / 1000,
+			      (MLX5_QPN_MP_TIMEOUT_MS % 1000) * 1000000};
 	int r = rte_mp_request_sync(&msg, &reply, &ts);
 	int err = rte_errno;
 	MpRep rep = {};
@@ -443,19 +469,20 @@ int mlx5_qpn_mp_grow(struct mlx5_qpn_mp *mp, int force)
 	return rep.rc < 0 ? rep.rc : 0;
 }
 
-int mlx5_qpn_mp_is_secondary(const struct mlx5_qpn_mp *mp)
+int
+mlx5_qpn_mp_is_secondary(const struct mlx5_qpn_mp *mp)
 {
 	return mp != nullptr && mp->secondary ? 1 : 0;
 }
 
-void mlx5_qpn_mp_counters(const struct mlx5_qpn_mp *mp, uint64_t *grow_requests,
-			  uint64_t *ipc_grows, uint64_t *dead_reclaimed, int32_t *primary_pid)
+void
+mlx5_qpn_mp_counters(const struct mlx5_qpn_mp *mp, uint64_t *grow_requests, uint64_t *ipc_grows,
+		     uint64_t *dead_reclaimed, int32_t *primary_pid)
 {
 	uint64_t a = 0, b = 0, c = 0;
 	int32_t pid = 0;
 	if (mp != nullptr) {
-		a = mp->secondary ? mp->grow_requests.load(rlx)
-				  : mp->info->ipc_requests.load(rlx);
+		a = mp->secondary ? mp->grow_requests.load(rlx) : mp->info->ipc_requests.load(rlx);
 		b = mp->info->ipc_grows.load(rlx);
 		c = mp->info->dead_reclaimed.load(rlx);
 		pid = mp->info->primary.pid;
@@ -470,7 +497,8 @@ void mlx5_qpn_mp_counters(const struct mlx5_qpn_mp *mp, uint64_t *grow_requests,
 		*primary_pid = pid;
 }
 
-void mlx5_qpn_mp_close(struct mlx5_qpn_mp *mp)
+void
+mlx5_qpn_mp_close(struct mlx5_qpn_mp *mp)
 {
 	if (mp == nullptr)
 		return;
@@ -493,8 +521,10 @@ void mlx5_qpn_mp_close(struct mlx5_qpn_mp *mp)
 		pthread_mutex_unlock(&in->lock);
 	}
 	if (live != 0)
-		DEV_LOG(WARNING, "%s: closed by the primary while %u secondary process(es) still use "
-			"it: their calls fail from now on (close the primary last)", mp->name, live);
+		DEV_LOG(WARNING,
+			"%s: closed by the primary while %u secondary process(es) still use "
+			"it: their calls fail from now on (close the primary last)",
+			mp->name, live);
 	in->magic = 0;
 	pthread_mutex_destroy(&in->lock);
 	rte_memzone_free(mp->mz);

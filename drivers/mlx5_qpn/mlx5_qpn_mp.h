@@ -50,7 +50,7 @@ struct mlx5_qpn_mp; /* process-local attachment to one device's info memzone */
 /** What the primary decided at probe and a secondary must use as it is. */
 struct mlx5_qpn_mp_devinfo {
 	struct mlx5_qpn_caps caps;
-	uint32_t source;       /* enum mlx5_qpn_source */
+	uint32_t source; /* enum mlx5_qpn_source */
 	uint32_t log_range;
 	uint64_t limit;
 	int32_t numa_node;

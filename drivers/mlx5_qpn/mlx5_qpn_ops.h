@@ -23,15 +23,15 @@ extern "C" {
 
 /** Device capabilities that matter for QPN reservation (HCA caps and caps 2). */
 struct mlx5_qpn_caps {
-	uint64_t node_guid;                  /**< Node GUID (host order). */
-	uint64_t general_obj_types;          /**< HCA caps general_obj_types bit mask. */
-	uint8_t reserved_qpn_obj;            /**< general_obj_types bit 44 (RESERVED_QPN) set. */
-	uint8_t log_reserved_qpn_granularity;/**< Smallest object: 2^g QPNs (caps 2). */
-	uint8_t log_reserved_qpn_max_alloc;  /**< Largest object: 2^m QPNs (caps 2). */
-	uint8_t log_max_num_reserved_qpn;    /**< Most reserved QPNs in total: 2^n (caps 2). */
-	uint8_t log_max_qp;                  /**< log2 of the number of QPs. */
-	uint8_t nb_ports;                    /**< Physical ports. */
-	uint8_t devx;                        /**< DEVX commands available on the context. */
+	uint64_t node_guid;                   /**< Node GUID (host order). */
+	uint64_t general_obj_types;           /**< HCA caps general_obj_types bit mask. */
+	uint8_t reserved_qpn_obj;             /**< general_obj_types bit 44 (RESERVED_QPN) set. */
+	uint8_t log_reserved_qpn_granularity; /**< Smallest object: 2^g QPNs (caps 2). */
+	uint8_t log_reserved_qpn_max_alloc;   /**< Largest object: 2^m QPNs (caps 2). */
+	uint8_t log_max_num_reserved_qpn;     /**< Most reserved QPNs in total: 2^n (caps 2). */
+	uint8_t log_max_qp;                   /**< log2 of the number of QPs. */
+	uint8_t nb_ports;                     /**< Physical ports. */
+	uint8_t devx;                         /**< DEVX commands available on the context. */
 	uint8_t rsvd;
 	/** Most QPNs this handle may take from the device in all, reserved or ordinary (the
 	 * emulated device's limit= devarg); 0: only the log_max_* caps bound it. */
@@ -40,20 +40,20 @@ struct mlx5_qpn_caps {
 
 /** One reserved range as the device gave it. */
 struct mlx5_qpn_range_obj {
-	uint32_t first_qpn;                  /**< Object id = first QPN, aligned to 2^log_size. */
-	uint8_t log_size;                    /**< The range holds 2^log_size QPNs. */
-	uint8_t single;                      /**< Came from the single-QPN fallback API. */
+	uint32_t first_qpn; /**< Object id = first QPN, aligned to 2^log_size. */
+	uint8_t log_size;   /**< The range holds 2^log_size QPNs. */
+	uint8_t single;     /**< Came from the single-QPN fallback API. */
 	uint16_t rsvd;
-	uint64_t handle;                     /**< Backend's handle to destroy it. */
+	uint64_t handle; /**< Backend's handle to destroy it. */
 };
 
 /** A mapped UAR page. */
 struct mlx5_qpn_uar {
-	void *base_addr;                     /**< Start of the mapped page (4 KiB). */
-	void *reg_addr;                      /**< Doorbell/BlueFlame register (base + 0x800). */
-	uint32_t page_id;                    /**< UAR page index. */
-	uint64_t mmap_off;                   /**< mmap offset of the page. */
-	uint64_t handle;                     /**< Backend's handle to unmap it. */
+	void *base_addr;   /**< Start of the mapped page (4 KiB). */
+	void *reg_addr;    /**< Doorbell/BlueFlame register (base + 0x800). */
+	uint32_t page_id;  /**< UAR page index. */
+	uint64_t mmap_off; /**< mmap offset of the page. */
+	uint64_t handle;   /**< Backend's handle to unmap it. */
 };
 
 struct mlx5_qpn_backend;

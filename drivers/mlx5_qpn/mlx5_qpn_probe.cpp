@@ -32,7 +32,8 @@ std::atomic<uint32_t> g_lease_tag{0};
 
 /* Decide where QPNs come from, proving support by a trial reservation (kept as the first
  * range): the cap bit can be set on a context that cannot create DEVX objects. */
-int choose_source(mlx5_qpn_dev *d)
+int
+choose_source(mlx5_qpn_dev *d)
 {
 	if (d->da.reserved_qpn != MLX5_QPN_RSVD_NO) {
 		if (d->caps.reserved_qpn_obj) {
@@ -40,24 +41,28 @@ int choose_source(mlx5_qpn_dev *d)
 			int rc = grow_locked(d);
 			if (rc == 0 || (rc == -EAGAIN && !d->objs.empty()))
 				return 0; /* proven, even if what it gave must cool first */
-			DEV_LOG(INFO, "%s: RESERVED_QPN object creation failed (%s); trying "
-				"mlx5dv_reserved_qpn_alloc", d->da.name, strerror(-rc));
+			DEV_LOG(INFO,
+				"%s: RESERVED_QPN object creation failed (%s); trying "
+				"mlx5dv_reserved_qpn_alloc",
+				d->da.name, strerror(-rc));
 		}
 		d->supply = mlx5_qpn_supply_of(MLX5_QPN_SRC_SINGLE);
 		int rc = grow_locked(d);
 		if (rc == 0 || (rc == -EAGAIN && !d->objs.empty()))
 			return 0;
 		if (d->da.reserved_qpn == MLX5_QPN_RSVD_YES) {
-			DEV_LOG(ERR, "%s: no reserved-QPN support (%s) and reserved_qpn=yes", d->da.name,
-				strerror(-rc));
+			DEV_LOG(ERR, "%s: no reserved-QPN support (%s) and reserved_qpn=yes",
+				d->da.name, strerror(-rc));
 			return -EOPNOTSUPP;
 		}
-		DEV_LOG(NOTICE, "%s: no reserved-QPN support (%s): using ordinary QPs (reserved_qpn=try)",
+		DEV_LOG(NOTICE,
+			"%s: no reserved-QPN support (%s): using ordinary QPs (reserved_qpn=try)",
 			d->da.name, strerror(-rc));
 	}
 	d->supply = mlx5_qpn_supply_of(MLX5_QPN_SRC_ORDINARY);
 	if (d->ops->qp_create == nullptr) {
-		DEV_LOG(ERR, "%s: ordinary QP numbers are not available on this backend", d->da.name);
+		DEV_LOG(ERR, "%s: ordinary QP numbers are not available on this backend",
+			d->da.name);
 		return -EOPNOTSUPP;
 	}
 	d->limit = std::min<uint64_t>(d->da.max_qpns, 1ull << d->caps.log_max_qp);
@@ -67,7 +72,8 @@ int choose_source(mlx5_qpn_dev *d)
 	return rc == -EAGAIN && !d->objs.empty() ? 0 : rc;
 }
 
-void destroy(mlx5_qpn_dev *d)
+void
+destroy(mlx5_qpn_dev *d)
 {
 	if (d->ctrl_running) {
 		d->stop.store(true, std::memory_order_release);
@@ -91,7 +97,8 @@ void destroy(mlx5_qpn_dev *d)
 					bool aside = false;
 					for (auto &c : d->cooling)
 						aside |= c.first == o.first_qpn;
-					if (!aside && mlx5_qpn_pool_range_remove(d->pool, o.first_qpn) == 0)
+					if (!aside &&
+					    mlx5_qpn_pool_range_remove(d->pool, o.first_qpn) == 0)
 						d->lease.drop(o.first_qpn, o.log_size);
 				}
 			}
@@ -112,7 +119,8 @@ void destroy(mlx5_qpn_dev *d)
 }
 
 /* Open the device through the ops of the backend its devargs named; on failure d is gone. */
-int open_backend(mlx5_qpn_dev *d)
+int
+open_backend(mlx5_qpn_dev *d)
 {
 	d->backend = d->da.backend;
 	d->ops = d->backend->ops;
@@ -125,7 +133,8 @@ int open_backend(mlx5_qpn_dev *d)
 }
 
 /* Multi-process (mlx5_qpn_mp.h): the primary publishes what a secondary must use as it is. */
-void publish(mlx5_qpn_dev *d, const char *devargs)
+void
+publish(mlx5_qpn_dev *d, const char *devargs)
 {
 	mlx5_qpn_mp_devinfo di = {};
 	di.caps = d->caps;
@@ -143,7 +152,8 @@ void publish(mlx5_qpn_dev *d, const char *devargs)
 
 /* A secondary attaches to the primary's device and pool and opens its own backend handle (for
  * the data path); it never reserves ranges (no control thread, grow() asks the primary). */
-int probe_secondary(mlx5_qpn_dev *d, const char *devargs, mlx5_qpn_dev **out)
+int
+probe_secondary(mlx5_qpn_dev *d, const char *devargs, mlx5_qpn_dev **out)
 {
 	mlx5_qpn_devargs mine = d->da;
 	mlx5_qpn_mp_devinfo di;
@@ -174,7 +184,8 @@ int probe_secondary(mlx5_qpn_dev *d, const char *devargs, mlx5_qpn_dev **out)
 
 extern "C" {
 
-int mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **out)
+int
+mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **out)
 {
 	if (devargs == nullptr || out == nullptr)
 		return -EINVAL;
@@ -208,8 +219,8 @@ int mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **out)
 	if (d->da.log_range == UINT32_MAX) {
 		d->log_range = maxa;
 	} else if (d->da.log_range < gran || d->da.log_range > maxa) {
-		DEV_LOG(ERR, "bad devarg log_range=%u: outside the device's [%u, %u]", d->da.log_range,
-			gran, maxa);
+		DEV_LOG(ERR, "bad devarg log_range=%u: outside the device's [%u, %u]",
+			d->da.log_range, gran, maxa);
 		destroy(d);
 		return -EINVAL;
 	} else {
@@ -228,8 +239,9 @@ int mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **out)
 	prm.cache_size = d->da.cache;
 	/* Sized for max_qpns whichever source is chosen below, plus room for eight ranges: a range
 	 * given back to the device leaves its slots unused for a grace period (pool docs). */
-	prm.capacity = static_cast<uint32_t>(std::min<uint64_t>(
-		uint64_t(d->da.max_qpns) + 8 * (1ull << d->log_range), (1u << 24) - 1));
+	prm.capacity = static_cast<uint32_t>(
+		std::min<uint64_t>(uint64_t(d->da.max_qpns) + 8 * (1ull << d->log_range),
+				   (1u << 24) - 1));
 	prm.socket_id = SOCKET_ID_ANY;
 	if (d->numa_node >= 0) {
 		/* Place the pool on the device's socket when EAL has memory there. */
@@ -248,8 +260,8 @@ int mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **out)
 	rc = d->lease.open(d->caps.node_guid, g_lease_tag.fetch_add(1, rlx) + 1,
 			   d->da.quarantine_us * 1000);
 	if (rc != 0) {
-		DEV_LOG(ERR, "%s: cannot open the lease file of GUID %016" PRIx64 ": %s", d->da.name,
-			d->caps.node_guid, strerror(-rc));
+		DEV_LOG(ERR, "%s: cannot open the lease file of GUID %016" PRIx64 ": %s",
+			d->da.name, d->caps.node_guid, strerror(-rc));
 		destroy(d);
 		return rc;
 	}
@@ -271,8 +283,10 @@ int mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **out)
 	else
 		DEV_LOG(WARNING, "%s: no control thread: ranges are reserved on demand only",
 			d->da.name);
-	DEV_LOG(INFO, "%s: %s backend, GUID %016" PRIx64 ", QPNs from %s, ranges of 2^%u, up to %"
-		PRIu64 ", quarantine %" PRIu64 " us", d->da.name,
+	DEV_LOG(INFO,
+		"%s: %s backend, GUID %016" PRIx64 ", QPNs from %s, ranges of 2^%u, up to %" PRIu64
+		", quarantine %" PRIu64 " us",
+		d->da.name,
 		(d->backend->flags & MLX5_QPN_BACKEND_F_EMULATED) ? "emulated" : "hardware",
 		d->caps.node_guid, d->supply->name, d->log_range, d->limit, d->da.quarantine_us);
 	registry_add(d);
@@ -280,7 +294,8 @@ int mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **out)
 	return 0;
 }
 
-void mlx5_qpn_dev_close(struct mlx5_qpn_dev *d)
+void
+mlx5_qpn_dev_close(struct mlx5_qpn_dev *d)
 {
 	if (d == nullptr)
 		return;
@@ -289,7 +304,8 @@ void mlx5_qpn_dev_close(struct mlx5_qpn_dev *d)
 	destroy(d);
 }
 
-int mlx5_qpn_dev_purge(const char *name)
+int
+mlx5_qpn_dev_purge(const char *name)
 {
 	if (name == nullptr || name[0] == '\0')
 		return -EINVAL;

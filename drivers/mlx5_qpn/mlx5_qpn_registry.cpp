@@ -22,13 +22,15 @@ std::vector<mlx5_qpn_dev *> g_devs;
 
 namespace mlx5_qpn_dev_impl {
 
-void registry_add(mlx5_qpn_dev *d)
+void
+registry_add(mlx5_qpn_dev *d)
 {
 	std::lock_guard<std::mutex> g(g_devs_mutex);
 	g_devs.push_back(d);
 }
 
-bool registry_has(const char *name)
+bool
+registry_has(const char *name)
 {
 	std::lock_guard<std::mutex> g(g_devs_mutex);
 	for (auto *x : g_devs)
@@ -37,7 +39,8 @@ bool registry_has(const char *name)
 	return false;
 }
 
-bool registry_remove(mlx5_qpn_dev *d)
+bool
+registry_remove(mlx5_qpn_dev *d)
 {
 	std::lock_guard<std::mutex> g(g_devs_mutex);
 	auto it = std::find(g_devs.begin(), g_devs.end(), d);
@@ -51,7 +54,8 @@ bool registry_remove(mlx5_qpn_dev *d)
 
 extern "C" {
 
-struct mlx5_qpn_dev *mlx5_qpn_dev_get(const char *name)
+struct mlx5_qpn_dev *
+mlx5_qpn_dev_get(const char *name)
 {
 	if (name == nullptr)
 		return nullptr;
@@ -62,8 +66,9 @@ struct mlx5_qpn_dev *mlx5_qpn_dev_get(const char *name)
 	return nullptr;
 }
 
-int mlx5_qpn_dev_query(const char *name, struct mlx5_qpn_dev_info *info,
-		       struct mlx5_qpn_dev_stats *stats, char *pool_name, size_t len)
+int
+mlx5_qpn_dev_query(const char *name, struct mlx5_qpn_dev_info *info,
+		   struct mlx5_qpn_dev_stats *stats, char *pool_name, size_t len)
 {
 	if (name == nullptr)
 		return -ENODEV;
@@ -83,7 +88,8 @@ int mlx5_qpn_dev_query(const char *name, struct mlx5_qpn_dev_info *info,
 	return -ENODEV;
 }
 
-unsigned int mlx5_qpn_dev_names(char (*names)[32], unsigned int n)
+unsigned int
+mlx5_qpn_dev_names(char (*names)[32], unsigned int n)
 {
 	std::lock_guard<std::mutex> g(g_devs_mutex);
 	unsigned int k = 0;
@@ -92,7 +98,8 @@ unsigned int mlx5_qpn_dev_names(char (*names)[32], unsigned int n)
 	return k;
 }
 
-unsigned int mlx5_qpn_dev_list(const char **names, unsigned int n)
+unsigned int
+mlx5_qpn_dev_list(const char **names, unsigned int n)
 {
 	std::lock_guard<std::mutex> g(g_devs_mutex);
 	for (unsigned i = 0; i < n && i < g_devs.size(); i++)

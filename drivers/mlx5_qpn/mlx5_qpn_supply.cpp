@@ -14,26 +14,28 @@
 
 namespace {
 
-int objects_reserve(const mlx5_qpn_dev_ops *ops, mlx5_qpn_backend *be, uint32_t log,
-		    mlx5_qpn_range_obj *o)
+int
+objects_reserve(const mlx5_qpn_dev_ops *ops, mlx5_qpn_backend *be, uint32_t log,
+		mlx5_qpn_range_obj *o)
 {
 	return ops->range_reserve != nullptr ? ops->range_reserve(be, log, o) : -EOPNOTSUPP;
 }
 
-int objects_release(const mlx5_qpn_dev_ops *ops, mlx5_qpn_backend *be,
-		    const mlx5_qpn_range_obj *o)
+int
+objects_release(const mlx5_qpn_dev_ops *ops, mlx5_qpn_backend *be, const mlx5_qpn_range_obj *o)
 {
 	return ops->range_release != nullptr ? ops->range_release(be, o) : -EOPNOTSUPP;
 }
 
 /* A one-QPN object, as the singles and ordinary QPs give them. */
-void one_qpn(mlx5_qpn_range_obj *o, uint32_t qpn)
+void
+one_qpn(mlx5_qpn_range_obj *o, uint32_t qpn)
 {
 	*o = {qpn, 0, 1, 0, 0};
 }
 
-int single_reserve(const mlx5_qpn_dev_ops *ops, mlx5_qpn_backend *be, uint32_t,
-		   mlx5_qpn_range_obj *o)
+int
+single_reserve(const mlx5_qpn_dev_ops *ops, mlx5_qpn_backend *be, uint32_t, mlx5_qpn_range_obj *o)
 {
 	uint32_t q;
 	int rc = ops->qpn_reserve_one != nullptr ? ops->qpn_reserve_one(be, &q) : -EOPNOTSUPP;
@@ -42,15 +44,15 @@ int single_reserve(const mlx5_qpn_dev_ops *ops, mlx5_qpn_backend *be, uint32_t,
 	return rc;
 }
 
-int single_release(const mlx5_qpn_dev_ops *ops, mlx5_qpn_backend *be,
-		   const mlx5_qpn_range_obj *o)
+int
+single_release(const mlx5_qpn_dev_ops *ops, mlx5_qpn_backend *be, const mlx5_qpn_range_obj *o)
 {
-	return ops->qpn_release_one != nullptr ? ops->qpn_release_one(be, o->first_qpn)
-					       : -EOPNOTSUPP;
+	return ops->qpn_release_one != nullptr ? ops->qpn_release_one(be, o->first_qpn) :
+						 -EOPNOTSUPP;
 }
 
-int ordinary_reserve(const mlx5_qpn_dev_ops *ops, mlx5_qpn_backend *be, uint32_t,
-		     mlx5_qpn_range_obj *o)
+int
+ordinary_reserve(const mlx5_qpn_dev_ops *ops, mlx5_qpn_backend *be, uint32_t, mlx5_qpn_range_obj *o)
 {
 	uint32_t q;
 	int rc = ops->qp_create != nullptr ? ops->qp_create(be, &q) : -EOPNOTSUPP;
@@ -59,8 +61,8 @@ int ordinary_reserve(const mlx5_qpn_dev_ops *ops, mlx5_qpn_backend *be, uint32_t
 	return rc;
 }
 
-int ordinary_release(const mlx5_qpn_dev_ops *ops, mlx5_qpn_backend *be,
-		     const mlx5_qpn_range_obj *o)
+int
+ordinary_release(const mlx5_qpn_dev_ops *ops, mlx5_qpn_backend *be, const mlx5_qpn_range_obj *o)
 {
 	return ops->qp_destroy != nullptr ? ops->qp_destroy(be, o->first_qpn) : -EOPNOTSUPP;
 }
@@ -91,12 +93,16 @@ const mlx5_qpn_supply_ops kOrdinary = {
 
 } /* namespace */
 
-const struct mlx5_qpn_supply_ops *mlx5_qpn_supply_of(enum mlx5_qpn_source source)
+const struct mlx5_qpn_supply_ops *
+mlx5_qpn_supply_of(enum mlx5_qpn_source source)
 {
 	switch (source) {
-	case MLX5_QPN_SRC_OBJECTS: return &kObjects;
-	case MLX5_QPN_SRC_SINGLE: return &kSingle;
-	case MLX5_QPN_SRC_ORDINARY: return &kOrdinary;
+	case MLX5_QPN_SRC_OBJECTS:
+		return &kObjects;
+	case MLX5_QPN_SRC_SINGLE:
+		return &kSingle;
+	case MLX5_QPN_SRC_ORDINARY:
+		return &kOrdinary;
 	}
 	return nullptr;
 }

@@ -20,21 +20,24 @@
 
 namespace {
 
-void pool_walk(const struct rte_memzone *mz, void *arg)
+void
+pool_walk(const struct rte_memzone *mz, void *arg)
 {
 	auto *d = static_cast<struct rte_tel_data *>(arg);
 	if (strncmp(mz->name, "QPNP_", 5) == 0)
 		rte_tel_data_add_array_string(d, mz->name + 5);
 }
 
-int tel_pool_list(const char *, const char *, struct rte_tel_data *d)
+int
+tel_pool_list(const char *, const char *, struct rte_tel_data *d)
 {
 	rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
 	rte_memzone_walk(pool_walk, d);
 	return 0;
 }
 
-void add_pool_stats(struct rte_tel_data *d, const struct mlx5_qpn_pool_stats &st)
+void
+add_pool_stats(struct rte_tel_data *d, const struct mlx5_qpn_pool_stats &st)
 {
 	rte_tel_data_add_dict_u64(d, "capacity", st.capacity);
 	rte_tel_data_add_dict_u64(d, "in_use", st.in_use);
@@ -54,7 +57,8 @@ void add_pool_stats(struct rte_tel_data *d, const struct mlx5_qpn_pool_stats &st
 	rte_tel_data_add_dict_u64(d, "caches", st.nb_caches);
 }
 
-int tel_pool_stats(const char *, const char *params, struct rte_tel_data *d)
+int
+tel_pool_stats(const char *, const char *params, struct rte_tel_data *d)
 {
 	if (params == nullptr || *params == '\0')
 		return -EINVAL;
@@ -69,7 +73,8 @@ int tel_pool_stats(const char *, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
-int tel_dev_list(const char *, const char *, struct rte_tel_data *d)
+int
+tel_dev_list(const char *, const char *, struct rte_tel_data *d)
 {
 	static char names[64][32]; /* telemetry commands run on one thread */
 	unsigned n = mlx5_qpn_dev_names(names, RTE_DIM(names));
@@ -79,7 +84,8 @@ int tel_dev_list(const char *, const char *, struct rte_tel_data *d)
 	return 0;
 }
 
-int tel_dev_info(const char *, const char *params, struct rte_tel_data *d)
+int
+tel_dev_info(const char *, const char *params, struct rte_tel_data *d)
 {
 	struct mlx5_qpn_dev_info in;
 	char pool[32];
@@ -94,7 +100,8 @@ int tel_dev_info(const char *, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_string(d, "node_guid", guid);
 	rte_tel_data_add_dict_string(d, "source", src[in.source]);
 	rte_tel_data_add_dict_u64(d, "reserved_qpn_cap", in.reserved_qpn_cap);
-	rte_tel_data_add_dict_u64(d, "log_reserved_qpn_granularity", in.log_reserved_qpn_granularity);
+	rte_tel_data_add_dict_u64(d, "log_reserved_qpn_granularity",
+				  in.log_reserved_qpn_granularity);
 	rte_tel_data_add_dict_u64(d, "log_reserved_qpn_max_alloc", in.log_reserved_qpn_max_alloc);
 	rte_tel_data_add_dict_u64(d, "log_max_num_reserved_qpn", in.log_max_num_reserved_qpn);
 	rte_tel_data_add_dict_u64(d, "log_range", in.log_range);
@@ -106,7 +113,8 @@ int tel_dev_info(const char *, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
-int tel_dev_stats(const char *, const char *params, struct rte_tel_data *d)
+int
+tel_dev_stats(const char *, const char *params, struct rte_tel_data *d)
 {
 	struct mlx5_qpn_dev_stats st;
 	if (params == nullptr || mlx5_qpn_dev_query(params, nullptr, &st, nullptr, 0) != 0)
@@ -133,8 +141,10 @@ RTE_INIT(mlx5_qpn_telemetry_init)
 				   "Returns a QPN pool's counters. Parameters: pool name");
 	rte_telemetry_register_cmd("/mlx5_qpn/dev/list", tel_dev_list,
 				   "Lists the probed mlx5_qpn devices. Takes no parameters");
-	rte_telemetry_register_cmd("/mlx5_qpn/dev/info", tel_dev_info,
-				   "Returns an mlx5_qpn device's caps and locality. Parameters: device name");
-	rte_telemetry_register_cmd("/mlx5_qpn/dev/stats", tel_dev_stats,
-				   "Returns an mlx5_qpn device's counters. Parameters: device name");
+	rte_telemetry_register_cmd(
+		"/mlx5_qpn/dev/info", tel_dev_info,
+		"Returns an mlx5_qpn device's caps and locality. Parameters: device name");
+	rte_telemetry_register_cmd(
+		"/mlx5_qpn/dev/stats", tel_dev_stats,
+		"Returns an mlx5_qpn device's counters. Parameters: device name");
 }

@@ -25,7 +25,8 @@ namespace {
 constexpr const char *kPrefix = "mlx5_qpn";
 
 /* "mlx5_qpn_sim0" + "a=b" -> "sim0,a=b"; "mlx5_qpn0" + "ib=mlx5_0" -> "ib=mlx5_0". */
-std::string to_devargs(const char *vdev_name, const char *args)
+std::string
+to_devargs(const char *vdev_name, const char *args)
 {
 	std::string name(vdev_name);
 	std::string rest = name.size() > strlen(kPrefix) ? name.substr(strlen(kPrefix)) : "";
@@ -39,17 +40,20 @@ std::string to_devargs(const char *vdev_name, const char *args)
 	return a;
 }
 
-int vdev_probe(struct rte_vdev_device *vdev)
+int
+vdev_probe(struct rte_vdev_device *vdev)
 {
 	std::string da = to_devargs(rte_vdev_device_name(vdev), rte_vdev_device_args(vdev));
 	struct mlx5_qpn_dev *dev = nullptr;
 	int rc = mlx5_qpn_dev_probe(da.c_str(), &dev);
 	if (rc != 0)
-		DEV_LOG(ERR, "vdev %s: probe failed: %s", rte_vdev_device_name(vdev), strerror(-rc));
+		DEV_LOG(ERR, "vdev %s: probe failed: %s", rte_vdev_device_name(vdev),
+			strerror(-rc));
 	return rc;
 }
 
-int vdev_remove(struct rte_vdev_device *vdev)
+int
+vdev_remove(struct rte_vdev_device *vdev)
 {
 	std::string da = to_devargs(rte_vdev_device_name(vdev), rte_vdev_device_args(vdev));
 	/* The device's name as probe saw it ("sim0", or the ib= value). */

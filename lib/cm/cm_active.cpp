@@ -18,7 +18,8 @@
 
 namespace cm_impl {
 
-void on_rep(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns)
+void
+on_rep(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns)
 {
 	Conn *c = lookup(cm, m.remote_comm_id);
 	if (c == nullptr) {
@@ -60,7 +61,8 @@ void on_rep(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns)
 	push_event(cm, MLX5_QPN_CM_EVENT_ESTABLISHED, c, 0, &m);
 }
 
-void on_mra(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns)
+void
+on_mra(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns)
 {
 	Conn *c = peer_conn(cm, m);
 	bool ok = c != nullptr &&
@@ -91,9 +93,10 @@ using namespace cm_impl;
 
 extern "C" {
 
-int mlx5_qpn_cm_connect(struct mlx5_qpn_cm *cm, uint64_t remote_guid, uint64_t service_id,
-			uint32_t local_qpn, const void *pd, uint8_t pd_len, uint64_t now_ns,
-			uint32_t *conn_id)
+int
+mlx5_qpn_cm_connect(struct mlx5_qpn_cm *cm, uint64_t remote_guid, uint64_t service_id,
+		    uint32_t local_qpn, const void *pd, uint8_t pd_len, uint64_t now_ns,
+		    uint32_t *conn_id)
 {
 	if (cm == nullptr || conn_id == nullptr || remote_guid == 0 ||
 	    local_qpn > MLX5_QPN_CM_QPN_MAX || !pd_ok(pd, pd_len, MLX5_QPN_CM_MSG_REQ))

@@ -22,7 +22,8 @@ using namespace cm_impl;
 
 extern "C" {
 
-struct mlx5_qpn_cm *mlx5_qpn_cm_create(const struct mlx5_qpn_cm_params *p)
+struct mlx5_qpn_cm *
+mlx5_qpn_cm_create(const struct mlx5_qpn_cm_params *p)
 {
 	if (p == nullptr || p->node_guid == 0 || p->max_conns == 0 ||
 	    p->max_conns > MLX5_QPN_CM_MAX_CONNS ||
@@ -70,7 +71,8 @@ struct mlx5_qpn_cm *mlx5_qpn_cm_create(const struct mlx5_qpn_cm_params *p)
 	return cm;
 }
 
-void mlx5_qpn_cm_destroy(struct mlx5_qpn_cm *cm)
+void
+mlx5_qpn_cm_destroy(struct mlx5_qpn_cm *cm)
 {
 	if (cm == nullptr)
 		return;
@@ -84,7 +86,8 @@ void mlx5_qpn_cm_destroy(struct mlx5_qpn_cm *cm)
 	std::free(cm);
 }
 
-int mlx5_qpn_cm_listen(struct mlx5_qpn_cm *cm, uint64_t service_id)
+int
+mlx5_qpn_cm_listen(struct mlx5_qpn_cm *cm, uint64_t service_id)
 {
 	if (cm == nullptr)
 		return -EINVAL;
@@ -96,7 +99,8 @@ int mlx5_qpn_cm_listen(struct mlx5_qpn_cm *cm, uint64_t service_id)
 	return 0;
 }
 
-int mlx5_qpn_cm_unlisten(struct mlx5_qpn_cm *cm, uint64_t service_id)
+int
+mlx5_qpn_cm_unlisten(struct mlx5_qpn_cm *cm, uint64_t service_id)
 {
 	if (cm == nullptr)
 		return -EINVAL;
@@ -109,7 +113,8 @@ int mlx5_qpn_cm_unlisten(struct mlx5_qpn_cm *cm, uint64_t service_id)
 	return -ENOENT;
 }
 
-int mlx5_qpn_cm_output(struct mlx5_qpn_cm *cm, uint64_t *dst_guid, void *buf, size_t size)
+int
+mlx5_qpn_cm_output(struct mlx5_qpn_cm *cm, uint64_t *dst_guid, void *buf, size_t size)
 {
 	if (cm == nullptr || dst_guid == nullptr || buf == nullptr)
 		return -EINVAL;
@@ -125,7 +130,8 @@ int mlx5_qpn_cm_output(struct mlx5_qpn_cm *cm, uint64_t *dst_guid, void *buf, si
 	return len;
 }
 
-int mlx5_qpn_cm_poll_event(struct mlx5_qpn_cm *cm, struct mlx5_qpn_cm_event *ev)
+int
+mlx5_qpn_cm_poll_event(struct mlx5_qpn_cm *cm, struct mlx5_qpn_cm_event *ev)
 {
 	if (cm == nullptr || ev == nullptr)
 		return -EINVAL;
@@ -139,8 +145,9 @@ int mlx5_qpn_cm_poll_event(struct mlx5_qpn_cm *cm, struct mlx5_qpn_cm_event *ev)
 	return 0;
 }
 
-int mlx5_qpn_cm_conn_get(const struct mlx5_qpn_cm *cm, uint32_t conn_id,
-			  struct mlx5_qpn_cm_conn_info *info)
+int
+mlx5_qpn_cm_conn_get(const struct mlx5_qpn_cm *cm, uint32_t conn_id,
+		     struct mlx5_qpn_cm_conn_info *info)
 {
 	if (cm == nullptr || info == nullptr)
 		return -EINVAL;
@@ -157,14 +164,14 @@ int mlx5_qpn_cm_conn_get(const struct mlx5_qpn_cm *cm, uint32_t conn_id,
 	info->remote_qpn = c->remote_qpn;
 	info->service_id = c->service_id;
 	info->timer_ns = c->timer_ns;
-	info->timewait_ms = c->state == MLX5_QPN_CM_STATE_TIMEWAIT
-				    ? c->timewait_ms
-				    : mlx5_qpn_cm_timewait_ms(c->packet_life_time, c->peer_ack_delay);
+	info->timewait_ms = c->state == MLX5_QPN_CM_STATE_TIMEWAIT ?
+				    c->timewait_ms :
+				    mlx5_qpn_cm_timewait_ms(c->packet_life_time, c->peer_ack_delay);
 	return 0;
 }
 
-int mlx5_qpn_cm_pair_held(const struct mlx5_qpn_cm *cm, uint64_t remote_guid,
-			  uint32_t remote_qpn)
+int
+mlx5_qpn_cm_pair_held(const struct mlx5_qpn_cm *cm, uint64_t remote_guid, uint32_t remote_qpn)
 {
 	if (cm == nullptr)
 		return -EINVAL;
@@ -174,7 +181,8 @@ int mlx5_qpn_cm_pair_held(const struct mlx5_qpn_cm *cm, uint64_t remote_guid,
 	return cm->conns[slot].state == MLX5_QPN_CM_STATE_TIMEWAIT ? 2 : 1;
 }
 
-int mlx5_qpn_cm_stats_get(const struct mlx5_qpn_cm *cm, struct mlx5_qpn_cm_stats *stats)
+int
+mlx5_qpn_cm_stats_get(const struct mlx5_qpn_cm *cm, struct mlx5_qpn_cm_stats *stats)
 {
 	if (cm == nullptr || stats == nullptr)
 		return -EINVAL;

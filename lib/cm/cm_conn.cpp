@@ -19,7 +19,8 @@
 
 namespace cm_impl {
 
-Conn *alloc_conn(mlx5_qpn_cm *cm)
+Conn *
+alloc_conn(mlx5_qpn_cm *cm)
 {
 	if (cm->nb_free == 0)
 		return nullptr;
@@ -35,7 +36,8 @@ Conn *alloc_conn(mlx5_qpn_cm *cm)
 	return c;
 }
 
-void pair_remove(mlx5_qpn_cm *cm, Conn *c)
+void
+pair_remove(mlx5_qpn_cm *cm, Conn *c)
 {
 	if (!c->pair_in_table)
 		return;
@@ -44,14 +46,16 @@ void pair_remove(mlx5_qpn_cm *cm, Conn *c)
 	cm->stats.pairs = cm->pairs.size();
 }
 
-void pair_insert(mlx5_qpn_cm *cm, Conn *c)
+void
+pair_insert(mlx5_qpn_cm *cm, Conn *c)
 {
 	cm->pairs.insert(c->remote_guid, c->remote_qpn, slot_of(cm, c));
 	c->pair_in_table = true;
 	cm->stats.pairs = cm->pairs.size();
 }
 
-void rid_remove(mlx5_qpn_cm *cm, Conn *c)
+void
+rid_remove(mlx5_qpn_cm *cm, Conn *c)
 {
 	if (!c->rid_in_table)
 		return;
@@ -59,7 +63,8 @@ void rid_remove(mlx5_qpn_cm *cm, Conn *c)
 	c->rid_in_table = false;
 }
 
-void free_conn(mlx5_qpn_cm *cm, Conn *c)
+void
+free_conn(mlx5_qpn_cm *cm, Conn *c)
 {
 	pair_remove(cm, c);
 	rid_remove(cm, c);
@@ -72,8 +77,9 @@ void free_conn(mlx5_qpn_cm *cm, Conn *c)
 	cm->stats.conns--;
 }
 
-void push_event(mlx5_qpn_cm *cm, uint32_t type, const Conn *c, uint16_t reason,
-		const mlx5_qpn_cm_msg *msg)
+void
+push_event(mlx5_qpn_cm *cm, uint32_t type, const Conn *c, uint16_t reason,
+	   const mlx5_qpn_cm_msg *msg)
 {
 	mlx5_qpn_cm_event *ev = cm->events.push_slot();
 	if (ev == nullptr) {
@@ -98,7 +104,8 @@ void push_event(mlx5_qpn_cm *cm, uint32_t type, const Conn *c, uint16_t reason,
 }
 
 /* Hand an encoded frame to the transport or the outbox. */
-int transmit(mlx5_qpn_cm *cm, uint64_t dst, const uint8_t *frame, uint16_t len)
+int
+transmit(mlx5_qpn_cm *cm, uint64_t dst, const uint8_t *frame, uint16_t len)
 {
 	int rc;
 	if (cm->has_tp) {
@@ -128,13 +135,15 @@ int transmit(mlx5_qpn_cm *cm, uint64_t dst, const uint8_t *frame, uint16_t len)
  * Encode and send. With @p keep the frame is remembered in the connection for retransmission
  * (REQ, REP, DREQ) or for answering duplicates (MRA).
  */
-int send_msg(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t dst, Conn *keep)
+int
+send_msg(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t dst, Conn *keep)
 {
 	uint8_t buf[MLX5_QPN_CM_FRAME_MAX];
 	int len = mlx5_qpn_cm_msg_encode(&m, buf, sizeof(buf));
 	if (len < 0) {
 		/* Only reachable by an internal bug: every caller builds valid fields. */
-		CM_LOG(ERR, "%s: cannot encode %s: %d", cm->name, mlx5_qpn_cm_msg_name(m.type), len);
+		CM_LOG(ERR, "%s: cannot encode %s: %d", cm->name, mlx5_qpn_cm_msg_name(m.type),
+		       len);
 		return len;
 	}
 	if (keep != nullptr) {
@@ -146,7 +155,8 @@ int send_msg(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t dst, Conn *keep
 	return transmit(cm, dst, buf, uint16_t(len));
 }
 
-mlx5_qpn_cm_msg base_msg(const mlx5_qpn_cm *cm, uint8_t type, const Conn *c)
+mlx5_qpn_cm_msg
+base_msg(const mlx5_qpn_cm *cm, uint8_t type, const Conn *c)
 {
 	mlx5_qpn_cm_msg m;
 	std::memset(&m, 0, offsetof(mlx5_qpn_cm_msg, private_data));
@@ -159,7 +169,8 @@ mlx5_qpn_cm_msg base_msg(const mlx5_qpn_cm *cm, uint8_t type, const Conn *c)
 	return m;
 }
 
-void set_pd(mlx5_qpn_cm_msg &m, const void *pd, uint8_t len)
+void
+set_pd(mlx5_qpn_cm_msg &m, const void *pd, uint8_t len)
 {
 	m.private_data_len = len;
 	if (len != 0)
@@ -167,7 +178,8 @@ void set_pd(mlx5_qpn_cm_msg &m, const void *pd, uint8_t len)
 }
 
 /* REJ for a frame that has no connection here: the ids are the received ones, swapped. */
-void send_rej_to(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &rx, uint16_t reason, uint8_t ref)
+void
+send_rej_to(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &rx, uint16_t reason, uint8_t ref)
 {
 	mlx5_qpn_cm_msg m = base_msg(cm, MLX5_QPN_CM_MSG_REJ, nullptr);
 	m.local_comm_id = rx.remote_comm_id;
@@ -177,8 +189,8 @@ void send_rej_to(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &rx, uint16_t reason, ui
 	send_msg(cm, m, rx.src_guid, nullptr);
 }
 
-void send_rej(mlx5_qpn_cm *cm, Conn *c, uint16_t reason, uint8_t ref, const void *pd,
-	      uint8_t pd_len)
+void
+send_rej(mlx5_qpn_cm *cm, Conn *c, uint16_t reason, uint8_t ref, const void *pd, uint8_t pd_len)
 {
 	mlx5_qpn_cm_msg m = base_msg(cm, MLX5_QPN_CM_MSG_REJ, c);
 	m.reason = reason;
@@ -192,7 +204,8 @@ void send_rej(mlx5_qpn_cm *cm, Conn *c, uint16_t reason, uint8_t ref, const void
  * A live holder is disconnected, as the peer evidently reuses its QPN and the old connection
  * can no longer be valid (Linux: ib_send_cm_dreq() on the holder in cm_req/rep_handler()).
  */
-bool stale_pair(mlx5_qpn_cm *cm, uint64_t guid, uint32_t qpn, uint64_t now_ns)
+bool
+stale_pair(mlx5_qpn_cm *cm, uint64_t guid, uint32_t qpn, uint64_t now_ns)
 {
 	int slot = cm->pairs.find(guid, qpn);
 	if (slot < 0)
@@ -208,7 +221,8 @@ bool stale_pair(mlx5_qpn_cm *cm, uint64_t guid, uint32_t qpn, uint64_t now_ns)
 	return true;
 }
 
-bool listening(const mlx5_qpn_cm *cm, uint64_t service_id)
+bool
+listening(const mlx5_qpn_cm *cm, uint64_t service_id)
 {
 	for (uint32_t i = 0; i < cm->nb_services; i++)
 		if (cm->services[i] == service_id)
@@ -216,7 +230,8 @@ bool listening(const mlx5_qpn_cm *cm, uint64_t service_id)
 	return false;
 }
 
-void unexpected(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, const Conn *c)
+void
+unexpected(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, const Conn *c)
 {
 	cm->stats.unexpected++;
 	CM_LOG(DEBUG, "%s: unexpected %s for conn 0x%08x in %s", cm->name,
@@ -225,7 +240,8 @@ void unexpected(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, const Conn *c)
 }
 
 /* Connection a received frame addresses, checked against its sender. */
-Conn *peer_conn(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m)
+Conn *
+peer_conn(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m)
 {
 	Conn *c = lookup(cm, m.remote_comm_id);
 	if (c == nullptr || c->remote_guid != m.src_guid)
@@ -236,14 +252,16 @@ Conn *peer_conn(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m)
 	return c;
 }
 
-Conn *conn_arg(mlx5_qpn_cm *cm, uint32_t conn_id, int *rc)
+Conn *
+conn_arg(mlx5_qpn_cm *cm, uint32_t conn_id, int *rc)
 {
 	Conn *c = cm ? lookup(cm, conn_id) : nullptr;
 	*rc = cm == nullptr ? -EINVAL : c == nullptr ? -ENOENT : 0;
 	return c;
 }
 
-bool pd_ok(const void *pd, uint8_t len, uint8_t type)
+bool
+pd_ok(const void *pd, uint8_t len, uint8_t type)
 {
 	return (pd != nullptr || len == 0) && len <= mlx5_qpn_cm_private_data_max(type);
 }

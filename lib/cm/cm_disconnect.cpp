@@ -17,7 +17,8 @@
 
 namespace cm_impl {
 
-int send_dreq(mlx5_qpn_cm *cm, Conn *c, uint64_t now_ns)
+int
+send_dreq(mlx5_qpn_cm *cm, Conn *c, uint64_t now_ns)
 {
 	mlx5_qpn_cm_msg m = base_msg(cm, MLX5_QPN_CM_MSG_DREQ, c);
 	m.qpn = c->remote_qpn;
@@ -28,7 +29,8 @@ int send_dreq(mlx5_qpn_cm *cm, Conn *c, uint64_t now_ns)
 	return rc;
 }
 
-void on_rej(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns)
+void
+on_rej(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns)
 {
 	cm->stats.rej_rx[m.reason]++;
 	Conn *c;
@@ -66,7 +68,8 @@ void on_rej(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns)
 	}
 }
 
-void on_dreq(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns)
+void
+on_dreq(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns)
 {
 	Conn *c = peer_conn(cm, m);
 	if (c == nullptr || c->local_qpn != m.qpn) {
@@ -82,9 +85,9 @@ void on_dreq(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns)
 	}
 	mlx5_qpn_cm_msg drep = base_msg(cm, MLX5_QPN_CM_MSG_DREP, c);
 	switch (c->state) {
-	case MLX5_QPN_CM_STATE_REP_SENT:    /* our REP got through but the RTU was lost */
+	case MLX5_QPN_CM_STATE_REP_SENT: /* our REP got through but the RTU was lost */
 	case MLX5_QPN_CM_STATE_ESTABLISHED:
-	case MLX5_QPN_CM_STATE_DREQ_SENT:   /* both sides disconnect at once */
+	case MLX5_QPN_CM_STATE_DREQ_SENT: /* both sides disconnect at once */
 		send_msg(cm, drep, c->remote_guid, nullptr);
 		enter_timewait(cm, c, now_ns);
 		push_event(cm, MLX5_QPN_CM_EVENT_DISCONNECTED, c, 0, &m);
@@ -100,7 +103,8 @@ void on_dreq(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns)
 	}
 }
 
-void on_drep(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns)
+void
+on_drep(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns)
 {
 	Conn *c = peer_conn(cm, m);
 	if (c == nullptr || c->state != MLX5_QPN_CM_STATE_DREQ_SENT) {
@@ -117,7 +121,8 @@ using namespace cm_impl;
 
 extern "C" {
 
-int mlx5_qpn_cm_disconnect(struct mlx5_qpn_cm *cm, uint32_t conn_id, uint64_t now_ns)
+int
+mlx5_qpn_cm_disconnect(struct mlx5_qpn_cm *cm, uint32_t conn_id, uint64_t now_ns)
 {
 	int rc;
 	Conn *c = conn_arg(cm, conn_id, &rc);

@@ -18,7 +18,8 @@
 
 namespace cm_impl {
 
-void end_malformed_burst(mlx5_qpn_cm *cm)
+void
+end_malformed_burst(mlx5_qpn_cm *cm)
 {
 	if (cm->mal_burst && cm->mal_suppressed != 0)
 		CM_LOG(WARNING, "%s: %" PRIu64 " more malformed frames dropped", cm->name,
@@ -27,7 +28,8 @@ void end_malformed_burst(mlx5_qpn_cm *cm)
 	cm->mal_suppressed = 0;
 }
 
-void malformed(mlx5_qpn_cm *cm, int rc, size_t len, uint64_t now_ns)
+void
+malformed(mlx5_qpn_cm *cm, int rc, size_t len, uint64_t now_ns)
 {
 	cm->stats.malformed++;
 	/* One line per burst: a flood of garbage must not flood the log too. */
@@ -37,10 +39,10 @@ void malformed(mlx5_qpn_cm *cm, int rc, size_t len, uint64_t now_ns)
 	}
 	end_malformed_burst(cm);
 	CM_LOG(WARNING, "%s: dropped malformed frame of %zu bytes: %s", cm->name, len,
-	       rc == -EBADMSG ? "truncated or bad length"
-	       : rc == -EPROTO ? "bad magic, version or type"
-	       : rc == -ERANGE ? "field out of range"
-			       : "sender mismatch");
+	       rc == -EBADMSG ? "truncated or bad length" :
+	       rc == -EPROTO  ? "bad magic, version or type" :
+	       rc == -ERANGE  ? "field out of range" :
+				"sender mismatch");
 	cm->mal_burst = true;
 	cm->mal_burst_start = now_ns;
 }
@@ -57,7 +59,8 @@ constexpr unsigned kBurst = 32;
 
 extern "C" {
 
-int mlx5_qpn_cm_input(struct mlx5_qpn_cm *cm, const void *frame, size_t len, uint64_t now_ns)
+int
+mlx5_qpn_cm_input(struct mlx5_qpn_cm *cm, const void *frame, size_t len, uint64_t now_ns)
 {
 	if (cm == nullptr || frame == nullptr)
 		return -EINVAL;
@@ -97,7 +100,8 @@ int mlx5_qpn_cm_input(struct mlx5_qpn_cm *cm, const void *frame, size_t len, uin
 	return 0;
 }
 
-int mlx5_qpn_cm_poll(struct mlx5_qpn_cm *cm, uint64_t now_ns)
+int
+mlx5_qpn_cm_poll(struct mlx5_qpn_cm *cm, uint64_t now_ns)
 {
 	if (cm == nullptr)
 		return -EINVAL;

@@ -28,7 +28,8 @@ extern void (*shm_send_test_hook)(int stage);
 extern uint64_t shm_stall_grace_ns;
 
 /* IBA time exponent -> ns: 4.096 us * 2^t (t <= 31 keeps this well inside 64 bits). */
-constexpr uint64_t iba_time_ns(uint8_t t)
+constexpr uint64_t
+iba_time_ns(uint8_t t)
 {
 	return uint64_t(4096) << (t > 31 ? 31 : t);
 }
@@ -84,14 +85,14 @@ struct OutFrame {
 };
 
 struct Conn {
-	uint32_t comm_id;        /* 0: slot free */
-	uint16_t gen;            /* bumped at each reuse so comm ids differ */
-	uint8_t state;           /* enum mlx5_qpn_cm_state */
+	uint32_t comm_id; /* 0: slot free */
+	uint16_t gen;     /* bumped at each reuse so comm ids differ */
+	uint8_t state;    /* enum mlx5_qpn_cm_state */
 	bool active;
 	bool pair_in_table;
 	bool rid_in_table;
 	bool mra_sent;
-	bool mra_rcvd;           /* an MRA extended the current wait already */
+	bool mra_rcvd; /* an MRA extended the current wait already */
 	uint8_t retries;
 	uint8_t max_retries;
 	uint8_t packet_life_time;
@@ -101,10 +102,10 @@ struct Conn {
 	uint32_t local_qpn;
 	uint32_t remote_qpn;
 	uint64_t service_id;
-	uint64_t timer_ns;       /* 0: no timer */
-	uint64_t wait_ns;        /* one attempt's wait for a response */
+	uint64_t timer_ns; /* 0: no timer */
+	uint64_t wait_ns;  /* one attempt's wait for a response */
 	uint32_t timewait_ms;
-	uint16_t last_len;       /* last REQ/REP/DREQ/MRA sent, for retransmits and duplicates */
+	uint16_t last_len; /* last REQ/REP/DREQ/MRA sent, for retransmits and duplicates */
 	uint8_t last[MLX5_QPN_CM_FRAME_MAX];
 };
 
@@ -117,11 +118,11 @@ struct mlx5_qpn_cm {
 	bool has_tp;
 	uint32_t max_conns;
 	cm_impl::Conn *conns;
-	uint32_t *free_slots;    /* stack of free slot indices */
+	uint32_t *free_slots; /* stack of free slot indices */
 	uint32_t nb_free;
-	uint32_t high_water;     /* slots [0, high_water) have ever been used: tick scans those */
-	cm_impl::KeyMap pairs;   /* (remote GUID, remote QPN) -> slot: stale detection */
-	cm_impl::KeyMap rids;    /* (remote GUID, remote comm id) -> slot: duplicate REQs */
+	uint32_t high_water;   /* slots [0, high_water) have ever been used: tick scans those */
+	cm_impl::KeyMap pairs; /* (remote GUID, remote QPN) -> slot: stale detection */
+	cm_impl::KeyMap rids;  /* (remote GUID, remote comm id) -> slot: duplicate REQs */
 	static constexpr uint32_t kMaxServices = 64;
 	uint64_t services[kMaxServices];
 	uint32_t nb_services;
@@ -157,9 +158,14 @@ namespace cm_impl {
 constexpr uint32_t kSlotBits = 16;
 constexpr uint32_t kSlotMask = (1u << kSlotBits) - 1;
 
-inline unsigned type_index(uint8_t type) { return unsigned(type - MLX5_QPN_CM_MSG_REQ) & 7u; }
+inline unsigned
+type_index(uint8_t type)
+{
+	return unsigned(type - MLX5_QPN_CM_MSG_REQ) & 7u;
+}
 
-inline Conn *lookup(mlx5_qpn_cm *cm, uint32_t comm_id)
+inline Conn *
+lookup(mlx5_qpn_cm *cm, uint32_t comm_id)
 {
 	uint32_t slot1 = comm_id & kSlotMask;
 	if (slot1 == 0 || slot1 > cm->max_conns)
@@ -168,7 +174,11 @@ inline Conn *lookup(mlx5_qpn_cm *cm, uint32_t comm_id)
 	return c->comm_id == comm_id ? c : nullptr;
 }
 
-inline uint32_t slot_of(const mlx5_qpn_cm *cm, const Conn *c) { return uint32_t(c - cm->conns); }
+inline uint32_t
+slot_of(const mlx5_qpn_cm *cm, const Conn *c)
+{
+	return uint32_t(c - cm->conns);
+}
 
 /* cm_conn.cpp: slots, tables, events, sending. */
 Conn *alloc_conn(mlx5_qpn_cm *cm);

@@ -41,17 +41,18 @@ constexpr size_t kHeader = 24;
 
 struct TypeInfo {
 	const char *name;
-	uint8_t body;    /* fixed body size after the header */
-	uint8_t pd_max;  /* IBA private data size of this message */
+	uint8_t body;   /* fixed body size after the header */
+	uint8_t pd_max; /* IBA private data size of this message */
 };
 
 /* Indexed by type - 0x10. */
 constexpr TypeInfo kTypes[7] = {
-	{"REQ", 16, 92}, {"MRA", 4, 222}, {"REJ", 4, 148}, {"REP", 8, 196},
+	{"REQ", 16, 92}, {"MRA", 4, 222},  {"REJ", 4, 148},  {"REP", 8, 196},
 	{"RTU", 0, 224}, {"DREQ", 4, 220}, {"DREP", 0, 224},
 };
 
-const TypeInfo *type_info(uint8_t type)
+const TypeInfo *
+type_info(uint8_t type)
 {
 	if (type < MLX5_QPN_CM_MSG_REQ || type > MLX5_QPN_CM_MSG_DREP)
 		return nullptr;
@@ -59,24 +60,39 @@ const TypeInfo *type_info(uint8_t type)
 }
 
 /* Byte-wise big-endian access: frames come from the wire, so no alignment is assumed. */
-void put16(uint8_t *p, uint16_t v)
+void
+put16(uint8_t *p, uint16_t v)
 {
 	p[0] = uint8_t(v >> 8);
 	p[1] = uint8_t(v);
 }
-void put32(uint8_t *p, uint32_t v)
+void
+put32(uint8_t *p, uint32_t v)
 {
 	put16(p, uint16_t(v >> 16));
 	put16(p + 2, uint16_t(v));
 }
-void put64(uint8_t *p, uint64_t v)
+void
+put64(uint8_t *p, uint64_t v)
 {
 	put32(p, uint32_t(v >> 32));
 	put32(p + 4, uint32_t(v));
 }
-uint16_t get16(const uint8_t *p) { return uint16_t((p[0] << 8) | p[1]); }
-uint32_t get32(const uint8_t *p) { return (uint32_t(get16(p)) << 16) | get16(p + 2); }
-uint64_t get64(const uint8_t *p) { return (uint64_t(get32(p)) << 32) | get32(p + 4); }
+uint16_t
+get16(const uint8_t *p)
+{
+	return uint16_t((p[0] << 8) | p[1]);
+}
+uint32_t
+get32(const uint8_t *p)
+{
+	return (uint32_t(get16(p)) << 16) | get16(p + 2);
+}
+uint64_t
+get64(const uint8_t *p)
+{
+	return (uint64_t(get32(p)) << 32) | get32(p + 4);
+}
 
 /*
  * Field rules shared by the encoder and the decoder, so that whatever encodes also decodes.
@@ -84,7 +100,8 @@ uint64_t get64(const uint8_t *p) { return (uint64_t(get32(p)) << 32) | get32(p +
  * rejecting a REQ it made no connection for has no local id, and a requester giving up on a
  * REQ (timeout) does not know the remote one yet.
  */
-int check_fields(const mlx5_qpn_cm_msg &m)
+int
+check_fields(const mlx5_qpn_cm_msg &m)
 {
 	const TypeInfo *ti = type_info(m.type);
 	if (ti == nullptr)
@@ -104,8 +121,7 @@ int check_fields(const mlx5_qpn_cm_msg &m)
 		break;
 	case MLX5_QPN_CM_MSG_REJ:
 		if ((m.local_comm_id == 0 && m.remote_comm_id == 0) ||
-		    !mlx5_qpn_cm_rej_reason_valid(m.reason) ||
-		    m.msg_ref > MLX5_QPN_CM_REF_OTHER)
+		    !mlx5_qpn_cm_rej_reason_valid(m.reason) || m.msg_ref > MLX5_QPN_CM_REF_OTHER)
 			return -ERANGE;
 		return 0;
 	case MLX5_QPN_CM_MSG_DREQ:
@@ -128,36 +144,67 @@ int check_fields(const mlx5_qpn_cm_msg &m)
 
 extern "C" {
 
-uint8_t mlx5_qpn_cm_private_data_max(uint8_t type)
+uint8_t
+mlx5_qpn_cm_private_data_max(uint8_t type)
 {
 	const TypeInfo *ti = type_info(type);
 	return ti ? ti->pd_max : 0;
 }
 
-const char *mlx5_qpn_cm_msg_name(uint8_t type)
+const char *
+mlx5_qpn_cm_msg_name(uint8_t type)
 {
 	const TypeInfo *ti = type_info(type);
 	return ti ? ti->name : "?";
 }
 
-int mlx5_qpn_cm_rej_reason_valid(uint16_t reason)
+int
+mlx5_qpn_cm_rej_reason_valid(uint16_t reason)
 {
-	return (reason >= MLX5_QPN_CM_REJ_NO_QP && reason <= MLX5_QPN_CM_REJ_INVALID_ALT_FLOW_LABEL) ||
+	return (reason >= MLX5_QPN_CM_REJ_NO_QP &&
+		reason <= MLX5_QPN_CM_REJ_INVALID_ALT_FLOW_LABEL) ||
 	       reason == MLX5_QPN_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED;
 }
 
-const char *mlx5_qpn_cm_rej_reason_name(uint16_t reason)
+const char *
+mlx5_qpn_cm_rej_reason_name(uint16_t reason)
 {
 	static const char *const names[MLX5_QPN_CM_REJ_REASON_SLOTS] = {
-		nullptr, "NO_QP", "NO_EEC", "NO_RESOURCES", "TIMEOUT", "UNSUPPORTED",
-		"INVALID_COMM_ID", "INVALID_COMM_INSTANCE", "INVALID_SERVICE_ID",
-		"INVALID_TRANSPORT_TYPE", "STALE_CONN", "RDC_NOT_EXIST", "INVALID_GID",
-		"INVALID_LID", "INVALID_SL", "INVALID_TRAFFIC_CLASS", "INVALID_HOP_LIMIT",
-		"INVALID_PACKET_RATE", "INVALID_ALT_GID", "INVALID_ALT_LID", "INVALID_ALT_SL",
-		"INVALID_ALT_TRAFFIC_CLASS", "INVALID_ALT_HOP_LIMIT", "INVALID_ALT_PACKET_RATE",
-		"PORT_CM_REDIRECT", "PORT_REDIRECT", "INVALID_MTU", "INSUFFICIENT_RESP_RESOURCES",
-		"CONSUMER_DEFINED", "INVALID_RNR_RETRY", "DUPLICATE_LOCAL_COMM_ID",
-		"INVALID_CLASS_VERSION", "INVALID_FLOW_LABEL", "INVALID_ALT_FLOW_LABEL", nullptr,
+		nullptr,
+		"NO_QP",
+		"NO_EEC",
+		"NO_RESOURCES",
+		"TIMEOUT",
+		"UNSUPPORTED",
+		"INVALID_COMM_ID",
+		"INVALID_COMM_INSTANCE",
+		"INVALID_SERVICE_ID",
+		"INVALID_TRANSPORT_TYPE",
+		"STALE_CONN",
+		"RDC_NOT_EXIST",
+		"INVALID_GID",
+		"INVALID_LID",
+		"INVALID_SL",
+		"INVALID_TRAFFIC_CLASS",
+		"INVALID_HOP_LIMIT",
+		"INVALID_PACKET_RATE",
+		"INVALID_ALT_GID",
+		"INVALID_ALT_LID",
+		"INVALID_ALT_SL",
+		"INVALID_ALT_TRAFFIC_CLASS",
+		"INVALID_ALT_HOP_LIMIT",
+		"INVALID_ALT_PACKET_RATE",
+		"PORT_CM_REDIRECT",
+		"PORT_REDIRECT",
+		"INVALID_MTU",
+		"INSUFFICIENT_RESP_RESOURCES",
+		"CONSUMER_DEFINED",
+		"INVALID_RNR_RETRY",
+		"DUPLICATE_LOCAL_COMM_ID",
+		"INVALID_CLASS_VERSION",
+		"INVALID_FLOW_LABEL",
+		"INVALID_ALT_FLOW_LABEL",
+		nullptr,
 		"VENDOR_OPTION_NOT_SUPPORTED",
 	};
 	if (reason >= MLX5_QPN_CM_REJ_REASON_SLOTS || names[reason] == nullptr)
@@ -171,7 +218,8 @@ const char *mlx5_qpn_cm_rej_reason_name(uint16_t reason)
  * 2^a and 2^b add up to at most 2^(max(a,b)+1), and to about 2^max(a,b) when they differ by two
  * or more, which is what the comparisons below encode. IBA caps the exponent at 31.
  */
-uint8_t mlx5_qpn_cm_ack_timeout(uint8_t packet_life_time, uint8_t ack_delay)
+uint8_t
+mlx5_qpn_cm_ack_timeout(uint8_t packet_life_time, uint8_t ack_delay)
 {
 	int plt = std::min<int>(packet_life_time, 31);
 	int delay = std::min<int>(ack_delay, 31);
@@ -187,13 +235,15 @@ uint8_t mlx5_qpn_cm_ack_timeout(uint8_t packet_life_time, uint8_t ack_delay)
  * Linux's cm_convert_to_ms(): an IBA time exponent t stands for 4.096 us * 2^t; 2^8 * 4.096 us
  * is about 1 ms, hence 1 << (t - 8) ms, and at least 1 ms.
  */
-uint32_t mlx5_qpn_cm_timewait_ms(uint8_t packet_life_time, uint8_t ack_delay)
+uint32_t
+mlx5_qpn_cm_timewait_ms(uint8_t packet_life_time, uint8_t ack_delay)
 {
 	int t = mlx5_qpn_cm_ack_timeout(packet_life_time, ack_delay);
 	return 1u << std::max(t - 8, 0);
 }
 
-int mlx5_qpn_cm_msg_encode(const struct mlx5_qpn_cm_msg *msg, void *buf, size_t size)
+int
+mlx5_qpn_cm_msg_encode(const struct mlx5_qpn_cm_msg *msg, void *buf, size_t size)
 {
 	if (msg == nullptr || buf == nullptr)
 		return -EINVAL;
@@ -246,7 +296,8 @@ int mlx5_qpn_cm_msg_encode(const struct mlx5_qpn_cm_msg *msg, void *buf, size_t 
 	return int(len);
 }
 
-int mlx5_qpn_cm_msg_decode(const void *frame, size_t len, struct mlx5_qpn_cm_msg *msg)
+int
+mlx5_qpn_cm_msg_decode(const void *frame, size_t len, struct mlx5_qpn_cm_msg *msg)
 {
 	if (frame == nullptr || msg == nullptr)
 		return -EINVAL;
@@ -313,9 +364,10 @@ int mlx5_qpn_cm_msg_decode(const void *frame, size_t len, struct mlx5_qpn_cm_msg
 	return 0;
 }
 
-const char *mlx5_qpn_cm_state_name(int state)
+const char *
+mlx5_qpn_cm_state_name(int state)
 {
-	static const char *const names[] = {"IDLE", "REQ_SENT", "REQ_RCVD", "REP_SENT",
+	static const char *const names[] = {"IDLE",        "REQ_SENT",  "REQ_RCVD", "REP_SENT",
 					    "ESTABLISHED", "DREQ_SENT", "TIMEWAIT"};
 	if (state < 0 || state > MLX5_QPN_CM_STATE_TIMEWAIT)
 		return "?";

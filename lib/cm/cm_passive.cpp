@@ -18,7 +18,8 @@
 
 namespace cm_impl {
 
-void on_req(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns)
+void
+on_req(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns)
 {
 	int dup = cm->rids.find(m.src_guid, m.local_comm_id);
 	if (dup >= 0) {
@@ -65,7 +66,8 @@ void on_req(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns)
 	push_event(cm, MLX5_QPN_CM_EVENT_REQ, c, 0, &m);
 }
 
-void on_rtu(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m)
+void
+on_rtu(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m)
 {
 	Conn *c = peer_conn(cm, m);
 	if (c == nullptr || c->active || c->state != MLX5_QPN_CM_STATE_REP_SENT) {
@@ -84,8 +86,9 @@ using namespace cm_impl;
 
 extern "C" {
 
-int mlx5_qpn_cm_accept(struct mlx5_qpn_cm *cm, uint32_t conn_id, uint32_t local_qpn,
-		       const void *pd, uint8_t pd_len, uint64_t now_ns)
+int
+mlx5_qpn_cm_accept(struct mlx5_qpn_cm *cm, uint32_t conn_id, uint32_t local_qpn, const void *pd,
+		   uint8_t pd_len, uint64_t now_ns)
 {
 	if (local_qpn > MLX5_QPN_CM_QPN_MAX || !pd_ok(pd, pd_len, MLX5_QPN_CM_MSG_REP))
 		return -EINVAL;
@@ -108,8 +111,9 @@ int mlx5_qpn_cm_accept(struct mlx5_qpn_cm *cm, uint32_t conn_id, uint32_t local_
 	return 0;
 }
 
-int mlx5_qpn_cm_reject(struct mlx5_qpn_cm *cm, uint32_t conn_id, uint16_t reason,
-		       const void *pd, uint8_t pd_len, uint64_t now_ns)
+int
+mlx5_qpn_cm_reject(struct mlx5_qpn_cm *cm, uint32_t conn_id, uint16_t reason, const void *pd,
+		   uint8_t pd_len, uint64_t now_ns)
 {
 	if (!mlx5_qpn_cm_rej_reason_valid(reason) || !pd_ok(pd, pd_len, MLX5_QPN_CM_MSG_REJ))
 		return -EINVAL;
@@ -131,8 +135,8 @@ int mlx5_qpn_cm_reject(struct mlx5_qpn_cm *cm, uint32_t conn_id, uint16_t reason
 	return -EPERM;
 }
 
-int mlx5_qpn_cm_mra(struct mlx5_qpn_cm *cm, uint32_t conn_id, uint8_t service_timeout,
-		    uint64_t now_ns)
+int
+mlx5_qpn_cm_mra(struct mlx5_qpn_cm *cm, uint32_t conn_id, uint8_t service_timeout, uint64_t now_ns)
 {
 	if (service_timeout > 31)
 		return -EINVAL;

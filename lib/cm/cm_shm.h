@@ -67,7 +67,7 @@ namespace cm_impl::shm {
 constexpr uint32_t kMagic = 0x4d51434eu; /* "NCQM" in memory order: the fabric is ready */
 constexpr uint32_t kVersion = 2;         /* 2: ProcIds, user table, slot claims */
 inline constexpr const char *kPrefix = "/mlx5_qpn_cmfab_";
-constexpr unsigned kMaxUsers = 64;       /* open handles, all processes */
+constexpr unsigned kMaxUsers = 64; /* open handles, all processes */
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared atomics must be address-free");
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "shared atomics must be address-free");
@@ -78,12 +78,21 @@ enum : uint32_t { DIR_FREE = 0, DIR_WRITING = 1, DIR_VALID = 2 };
 /* Slot claim word: (position + 1) << 16 | user << 8 | (user generation & 63) << 2 | state.
  * 0 (a zero-filled segment) is "never claimed"; positions compare on 48 bits. */
 enum : uint64_t { CLAIM_WRITING = 1, CLAIM_SKIPPED = 2 };
-constexpr uint64_t claim_of(uint64_t pos, unsigned user, uint32_t gen, uint64_t state)
+constexpr uint64_t
+claim_of(uint64_t pos, unsigned user, uint32_t gen, uint64_t state)
 {
 	return ((pos + 1) << 16) | (uint64_t(user & 0xff) << 8) | (uint64_t(gen & 63) << 2) | state;
 }
-constexpr uint64_t claim_pos(uint64_t c) { return c >> 16; }
-constexpr uint64_t pos_bits(uint64_t pos) { return (pos + 1) & (~uint64_t(0) >> 16); }
+constexpr uint64_t
+claim_pos(uint64_t c)
+{
+	return c >> 16;
+}
+constexpr uint64_t
+pos_bits(uint64_t pos)
+{
+	return (pos + 1) & (~uint64_t(0) >> 16);
+}
 
 /* A process as two atomics (a racy read is well defined; see alive_of()). */
 struct AtomicProc {
@@ -132,7 +141,7 @@ struct alignas(64) NodeHdr {
 };
 
 struct UserRec {
-	AtomicProc proc;        /* pid 0: free */
+	AtomicProc proc;           /* pid 0: free */
 	std::atomic<uint32_t> gen; /* bumped at each claim of the record */
 	uint32_t rsvd;
 };
@@ -195,9 +204,9 @@ struct mlx5_qpn_cm_shm_fabric {
 	/* Geometry validated at open and never read back from the segment again. */
 	unsigned max_nodes = 0;
 	uint64_t slots = 0;
-	unsigned user = 0;     /* this handle's user record */
+	unsigned user = 0; /* this handle's user record */
 	uint32_t user_gen = 0;
-	pid_t pid = 0;         /* the process that opened it (a fork()ed copy is not a user) */
+	pid_t pid = 0; /* the process that opened it (a fork()ed copy is not a user) */
 	char name[MLX5_QPN_CM_SHM_NAMESIZE + 1] = {};
 	std::mutex mu; /* this handle's attachments (attach/detach/close of one process) */
 	cm_impl::shm::Attachment att[MLX5_QPN_CM_SHM_MAX_NODES] = {};

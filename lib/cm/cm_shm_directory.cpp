@@ -13,7 +13,8 @@ using namespace cm_impl::shm;
 
 namespace {
 
-bool dir_is_mine(const DirEntry &e)
+bool
+dir_is_mine(const DirEntry &e)
 {
 	qpn::shm::ProcId id{};
 	id.pid = e.pid.load(std::memory_order_relaxed);
@@ -21,7 +22,8 @@ bool dir_is_mine(const DirEntry &e)
 	return qpn::shm::is_self(id);
 }
 
-bool dir_alive(int32_t pid, uint64_t start)
+bool
+dir_alive(int32_t pid, uint64_t start)
 {
 	qpn::shm::ProcId id{};
 	id.pid = pid;
@@ -34,7 +36,8 @@ bool dir_alive(int32_t pid, uint64_t start)
 namespace cm_impl::shm {
 
 /* Remove this process's directory entries of @p guid. */
-void dir_withdraw(Header *h, uint64_t guid)
+void
+dir_withdraw(Header *h, uint64_t guid)
 {
 	for (auto &e : h->dir) {
 		if (e.state.load(std::memory_order_acquire) != DIR_VALID ||
@@ -55,8 +58,9 @@ void dir_withdraw(Header *h, uint64_t guid)
 extern "C" {
 
 
-int mlx5_qpn_cm_shm_publish(struct mlx5_qpn_cm_shm_fabric *fab,
-			    const struct mlx5_qpn_cm_shm_service *svc)
+int
+mlx5_qpn_cm_shm_publish(struct mlx5_qpn_cm_shm_fabric *fab,
+			const struct mlx5_qpn_cm_shm_service *svc)
 {
 	if (fab == nullptr || svc == nullptr || svc->node_guid == 0)
 		return -EINVAL;
@@ -76,10 +80,11 @@ int mlx5_qpn_cm_shm_publish(struct mlx5_qpn_cm_shm_fabric *fab,
 			/* First pass: free entries; second: entries of dead publishers (and state
 			 * words that are none of ours). */
 			bool known = st == DIR_FREE || st == DIR_WRITING || st == DIR_VALID;
-			if (pass == 0 ? st != DIR_FREE
-				      : known && (st != DIR_VALID ||
-						  dir_alive(e.pid.load(std::memory_order_relaxed),
-							    e.start.load(std::memory_order_relaxed))))
+			if (pass == 0 ?
+				    st != DIR_FREE :
+				    known && (st != DIR_VALID ||
+					      dir_alive(e.pid.load(std::memory_order_relaxed),
+							e.start.load(std::memory_order_relaxed))))
 				continue;
 			if (!e.state.compare_exchange_strong(st, DIR_WRITING,
 							     std::memory_order_acq_rel))
@@ -104,8 +109,9 @@ int mlx5_qpn_cm_shm_publish(struct mlx5_qpn_cm_shm_fabric *fab,
 	return -ENOSPC;
 }
 
-int mlx5_qpn_cm_shm_lookup(const struct mlx5_qpn_cm_shm_fabric *fab, uint64_t service_id,
-			   struct mlx5_qpn_cm_shm_service *out, unsigned int n)
+int
+mlx5_qpn_cm_shm_lookup(const struct mlx5_qpn_cm_shm_fabric *fab, uint64_t service_id,
+		       struct mlx5_qpn_cm_shm_service *out, unsigned int n)
 {
 	if (fab == nullptr || (out == nullptr && n != 0))
 		return -EINVAL;

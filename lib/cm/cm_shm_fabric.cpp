@@ -18,7 +18,8 @@ using namespace cm_impl::shm;
 
 namespace cm_impl::shm {
 
-bool alive_of(const AtomicProc &p)
+bool
+alive_of(const AtomicProc &p)
 {
 	qpn::shm::ProcId id = p.get();
 	return qpn::shm::is_self(id) || qpn::shm::alive(id);
@@ -28,7 +29,8 @@ bool alive_of(const AtomicProc &p)
 
 namespace {
 
-bool name_ok(const char *name)
+bool
+name_ok(const char *name)
 {
 	if (name == nullptr)
 		return false;
@@ -37,8 +39,8 @@ bool name_ok(const char *name)
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		char c = name[i];
-		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-			  c == '_' || c == '-' || c == '.';
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
 		if (!ok)
 			return false;
 	}
@@ -54,19 +56,22 @@ struct ShmPath {
 static_assert(sizeof(ShmPath::s) > sizeof("/mlx5_qpn_cmfab_") + MLX5_QPN_CM_SHM_NAMESIZE,
 	      "room for the prefix and the longest valid name");
 
-size_t size_for(unsigned max_nodes, unsigned slots)
+size_t
+size_for(unsigned max_nodes, unsigned slots)
 {
 	return sizeof(Header) + size_t(max_nodes) * slots * sizeof(FrameSlot);
 }
 
-bool geometry_ok(unsigned max_nodes, unsigned slots)
+bool
+geometry_ok(unsigned max_nodes, unsigned slots)
 {
 	return max_nodes >= 1 && max_nodes <= MLX5_QPN_CM_SHM_MAX_NODES && slots >= 2 &&
 	       slots <= 65536 && (slots & (slots - 1)) == 0;
 }
 
 /* Claim node slot @p i (already CLAIMING by us) for @p guid. */
-void node_take(mlx5_qpn_cm_shm_fabric *fab, unsigned i, uint64_t guid)
+void
+node_take(mlx5_qpn_cm_shm_fabric *fab, unsigned i, uint64_t guid)
 {
 	NodeHdr &n = fab->h->nodes[i];
 	n.owner.set(qpn::shm::self());
@@ -75,7 +80,8 @@ void node_take(mlx5_qpn_cm_shm_fabric *fab, unsigned i, uint64_t guid)
 	n.state.store(NODE_IN_USE, std::memory_order_release);
 }
 
-void detach_locked(mlx5_qpn_cm_shm_fabric *fab, Attachment &a)
+void
+detach_locked(mlx5_qpn_cm_shm_fabric *fab, Attachment &a)
 {
 	Header *h = fab->h;
 	dir_withdraw(h, a.guid);
@@ -88,7 +94,8 @@ void detach_locked(mlx5_qpn_cm_shm_fabric *fab, Attachment &a)
 }
 
 /* Is anyone but user record @p except alive? Init lock held. Dead users' records are freed. */
-bool other_users_alive(Header *h, unsigned except)
+bool
+other_users_alive(Header *h, unsigned except)
 {
 	bool any = false;
 	for (unsigned i = 0; i < kMaxUsers; i++) {
@@ -103,7 +110,8 @@ bool other_users_alive(Header *h, unsigned except)
 }
 
 /* Fill a zero-filled segment. Init lock held. */
-void init_header(Header *h, unsigned max_nodes, unsigned slots, size_t size)
+void
+init_header(Header *h, unsigned max_nodes, unsigned slots, size_t size)
 {
 	h->version = kVersion;
 	h->max_nodes = max_nodes;
@@ -116,14 +124,15 @@ void init_header(Header *h, unsigned max_nodes, unsigned slots, size_t size)
  * Open or create the segment, validate it, register this handle as a user. On success the
  * handle holds the mapping and the (unlocked) segment. One line on every refusal.
  */
-int open_segment(mlx5_qpn_cm_shm_fabric *fab, const char *name, unsigned max_nodes,
-		 unsigned slots)
+int
+open_segment(mlx5_qpn_cm_shm_fabric *fab, const char *name, unsigned max_nodes, unsigned slots)
 {
 	const ShmPath path(name);
 	qpn::shm::Segment *seg = &fab->seg;
 	int rc = qpn::shm::segment_open_locked(path.c_str(), seg);
 	if (rc != 0) {
-		CM_LOG(ERR, "shm fabric %s: cannot open %s: %s", name, path.c_str(), std::strerror(-rc));
+		CM_LOG(ERR, "shm fabric %s: cannot open %s: %s", name, path.c_str(),
+		       std::strerror(-rc));
 		return rc;
 	}
 	bool fresh = seg->created;
@@ -154,7 +163,8 @@ int open_segment(mlx5_qpn_cm_shm_fabric *fab, const char *name, unsigned max_nod
 			bad = "size";
 		}
 		if (bad != nullptr) {
-			CM_LOG(ERR, "shm fabric %s: shared memory %s is corrupted (%s); remove it (mlx5_qpn_cm_shm_unlink)",
+			CM_LOG(ERR,
+			       "shm fabric %s: shared memory %s is corrupted (%s); remove it (mlx5_qpn_cm_shm_unlink)",
 			       name, path.c_str(), bad);
 			rc = -EPROTO;
 		}
@@ -196,8 +206,8 @@ int open_segment(mlx5_qpn_cm_shm_fabric *fab, const char *name, unsigned max_nod
 			break;
 		}
 		if (rc != 0)
-			CM_LOG(ERR, "shm fabric %s: all %u user records held by live processes", name,
-			       kMaxUsers);
+			CM_LOG(ERR, "shm fabric %s: all %u user records held by live processes",
+			       name, kMaxUsers);
 	}
 	if (rc != 0) {
 		fab->h = nullptr;
@@ -213,12 +223,14 @@ int open_segment(mlx5_qpn_cm_shm_fabric *fab, const char *name, unsigned max_nod
 
 extern "C" {
 
-int mlx5_qpn_cm_shm_fabric_open(const char *name, unsigned int max_nodes,
-				unsigned int slots_per_node, struct mlx5_qpn_cm_shm_fabric **out)
+int
+mlx5_qpn_cm_shm_fabric_open(const char *name, unsigned int max_nodes, unsigned int slots_per_node,
+			    struct mlx5_qpn_cm_shm_fabric **out)
 {
 	if (out == nullptr || !name_ok(name) || !geometry_ok(max_nodes, slots_per_node)) {
-		CM_LOG(ERR, "shm fabric open: invalid parameters (name of 1..%d characters from "
-			    "[A-Za-z0-9_.-], 1..%d nodes, slots a power of two in 2..65536)",
+		CM_LOG(ERR,
+		       "shm fabric open: invalid parameters (name of 1..%d characters from "
+		       "[A-Za-z0-9_.-], 1..%d nodes, slots a power of two in 2..65536)",
 		       MLX5_QPN_CM_SHM_NAMESIZE, MLX5_QPN_CM_SHM_MAX_NODES);
 		return -EINVAL;
 	}
@@ -238,7 +250,8 @@ int mlx5_qpn_cm_shm_fabric_open(const char *name, unsigned int max_nodes,
 	return 0;
 }
 
-void mlx5_qpn_cm_shm_fabric_close(struct mlx5_qpn_cm_shm_fabric *fab)
+void
+mlx5_qpn_cm_shm_fabric_close(struct mlx5_qpn_cm_shm_fabric *fab)
 {
 	if (fab == nullptr)
 		return;
@@ -263,7 +276,8 @@ void mlx5_qpn_cm_shm_fabric_close(struct mlx5_qpn_cm_shm_fabric *fab)
 	delete fab;
 }
 
-int mlx5_qpn_cm_shm_unlink(const char *name)
+int
+mlx5_qpn_cm_shm_unlink(const char *name)
 {
 	if (!name_ok(name))
 		return -EINVAL;
@@ -271,8 +285,9 @@ int mlx5_qpn_cm_shm_unlink(const char *name)
 	return qpn::shm::segment_unlink(path.c_str());
 }
 
-int mlx5_qpn_cm_shm_attach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid,
-			   struct mlx5_qpn_cm_transport *tp)
+int
+mlx5_qpn_cm_shm_attach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid,
+		       struct mlx5_qpn_cm_transport *tp)
 {
 	if (fab == nullptr || tp == nullptr || guid == 0)
 		return -EINVAL;
@@ -339,7 +354,8 @@ int mlx5_qpn_cm_shm_attach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid,
 	return 0;
 }
 
-int mlx5_qpn_cm_shm_detach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid)
+int
+mlx5_qpn_cm_shm_detach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid)
 {
 	if (fab == nullptr || guid == 0)
 		return -EINVAL;
@@ -352,7 +368,8 @@ int mlx5_qpn_cm_shm_detach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid)
 	return -ENOENT;
 }
 
-uint64_t mlx5_qpn_cm_shm_drops(const struct mlx5_qpn_cm_shm_fabric *fab)
+uint64_t
+mlx5_qpn_cm_shm_drops(const struct mlx5_qpn_cm_shm_fabric *fab)
 {
 	return fab ? fab->h->drops.load(std::memory_order_relaxed) : 0;
 }

@@ -20,24 +20,27 @@ namespace cm_impl::shm {
 
 namespace {
 
-uint64_t mono_ns()
+uint64_t
+mono_ns()
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-FrameSlot *ring_of(const mlx5_qpn_cm_shm_fabric *fab, unsigned idx)
+FrameSlot *
+ring_of(const mlx5_qpn_cm_shm_fabric *fab, unsigned idx)
 {
 	auto *base = reinterpret_cast<uint8_t *>(fab->h) + sizeof(Header);
 	return reinterpret_cast<FrameSlot *>(base) + size_t(idx % fab->max_nodes) * fab->slots;
 }
 
-void log_corrupt(mlx5_qpn_cm_shm_fabric *fab, const char *what)
+void
+log_corrupt(mlx5_qpn_cm_shm_fabric *fab, const char *what)
 {
 	if (!fab->corrupt_logged.exchange(true, std::memory_order_relaxed))
-		CM_LOG(ERR, "shm fabric %s: shared memory %s%s is corrupted (%s)", fab->name, kPrefix,
-		       fab->name, what);
+		CM_LOG(ERR, "shm fabric %s: shared memory %s%s is corrupted (%s)", fab->name,
+		       kPrefix, fab->name, what);
 }
 
 /*
@@ -45,7 +48,8 @@ void log_corrupt(mlx5_qpn_cm_shm_fabric *fab, const char *what)
  * skip it: its sender is dead, or never marked its claim within the grace period. The claim is
  * then SKIPPED, so a sender that was only slow backs off without touching the slot.
  */
-bool skip_unpublished(Attachment *a, FrameSlot &s, uint64_t pos, const char **why)
+bool
+skip_unpublished(Attachment *a, FrameSlot &s, uint64_t pos, const char **why)
 {
 	Header *h = a->fab->h;
 	uint64_t c = s.claim.load(std::memory_order_acquire);
@@ -59,7 +63,8 @@ bool skip_unpublished(Attachment *a, FrameSlot &s, uint64_t pos, const char **wh
 		bool dead = true;
 		if (user < kMaxUsers) {
 			UserRec &u = h->users[user];
-			dead = (u.gen.load(std::memory_order_acquire) & 63) != gen || !alive_of(u.proc);
+			dead = (u.gen.load(std::memory_order_acquire) & 63) != gen ||
+			       !alive_of(u.proc);
 		}
 		if (!dead)
 			return false; /* copying: it finishes soon */
@@ -75,7 +80,8 @@ bool skip_unpublished(Attachment *a, FrameSlot &s, uint64_t pos, const char **wh
 			return false;
 	}
 	return s.claim.compare_exchange_strong(c, claim_of(pos, 0, 0, CLAIM_SKIPPED),
-					       std::memory_order_acq_rel, std::memory_order_acquire);
+					       std::memory_order_acq_rel,
+					       std::memory_order_acquire);
 }
 
 } // namespace
@@ -85,20 +91,22 @@ bool skip_unpublished(Attachment *a, FrameSlot &s, uint64_t pos, const char **wh
  * handed to the next lap while the tail was not advanced yet. (A consumer that died before
  * handing the slot back leaves it full: the new owner reads it again and drops it as stale.)
  */
-void repair_tail(mlx5_qpn_cm_shm_fabric *fab, unsigned idx)
+void
+repair_tail(mlx5_qpn_cm_shm_fabric *fab, unsigned idx)
 {
 	NodeHdr &n = fab->h->nodes[idx];
 	const uint64_t cap = fab->slots, mask = cap - 1;
 	FrameSlot *ring = ring_of(fab, idx);
 	uint64_t pos = n.tail.load(std::memory_order_acquire);
-	for (uint64_t k = 0; k < cap &&
-			     ring[pos & mask].seq.load(std::memory_order_acquire) == (pos & ~mask) + cap;
+	for (uint64_t k = 0;
+	     k < cap && ring[pos & mask].seq.load(std::memory_order_acquire) == (pos & ~mask) + cap;
 	     k++)
 		pos++;
 	n.tail.store(pos, std::memory_order_release);
 }
 
-int shm_send(void *ctx, uint64_t dst_guid, const void *frame, uint16_t len)
+int
+shm_send(void *ctx, uint64_t dst_guid, const void *frame, uint16_t len)
 {
 	auto *self = static_cast<Attachment *>(ctx);
 	if (self == nullptr || frame == nullptr || len == 0 || len > MLX5_QPN_CM_FRAME_MAX)
@@ -173,7 +181,8 @@ int shm_send(void *ctx, uint64_t dst_guid, const void *frame, uint16_t len)
 	return 0;
 }
 
-int shm_recv_burst(void *ctx, mlx5_qpn_cm_frame *frames, unsigned int n)
+int
+shm_recv_burst(void *ctx, mlx5_qpn_cm_frame *frames, unsigned int n)
 {
 	auto *self = static_cast<Attachment *>(ctx);
 	if (self == nullptr || frames == nullptr)
@@ -201,7 +210,9 @@ int shm_recv_burst(void *ctx, mlx5_qpn_cm_frame *frames, unsigned int n)
 		}
 		if (seq != (pos & ~mask) + 1) {
 			h->drops.fetch_add(1, std::memory_order_relaxed);
-			CM_LOG(WARNING, "shm fabric %s: node %016" PRIx64 ": queue position %" PRIu64 " skipped: %s",
+			CM_LOG(WARNING,
+			       "shm fabric %s: node %016" PRIx64 ": queue position %" PRIu64
+			       " skipped: %s",
 			       self->fab->name, self->guid, pos, why);
 		} else {
 			uint16_t len = s.len;
@@ -211,7 +222,8 @@ int shm_recv_burst(void *ctx, mlx5_qpn_cm_frame *frames, unsigned int n)
 				std::memcpy(frames[got].data, s.data, len);
 				got++;
 			} else {
-				h->drops.fetch_add(1, std::memory_order_relaxed); /* previous owner's */
+				h->drops.fetch_add(
+					1, std::memory_order_relaxed); /* previous owner's */
 			}
 		}
 		s.seq.store((pos & ~mask) + cap, std::memory_order_release);

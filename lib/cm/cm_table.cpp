@@ -10,7 +10,8 @@
 
 namespace cm_impl {
 
-bool KeyMap::init(uint32_t max_entries)
+bool
+KeyMap::init(uint32_t max_entries)
 {
 	uint32_t cap = 16;
 	while (cap < 2u * max_entries)
@@ -23,7 +24,8 @@ bool KeyMap::init(uint32_t max_entries)
 	return true;
 }
 
-void KeyMap::fini()
+void
+KeyMap::fini()
 {
 	std::free(ents_);
 	ents_ = nullptr;
@@ -31,7 +33,8 @@ void KeyMap::fini()
 	count_ = 0;
 }
 
-uint32_t KeyMap::home(uint64_t guid, uint32_t id) const
+uint32_t
+KeyMap::home(uint64_t guid, uint32_t id) const
 {
 	/* GUIDs share vendor prefixes and ids are small integers: mix both (splitmix64 finish). */
 	uint64_t x = guid ^ (uint64_t(id) * 0x9E3779B97F4A7C15ull);
@@ -43,7 +46,8 @@ uint32_t KeyMap::home(uint64_t guid, uint32_t id) const
 	return uint32_t(x) & mask_;
 }
 
-int KeyMap::find(uint64_t guid, uint32_t id) const
+int
+KeyMap::find(uint64_t guid, uint32_t id) const
 {
 	for (uint32_t i = home(guid, id);; i = (i + 1) & mask_) {
 		const Ent &e = ents_[i];
@@ -54,7 +58,8 @@ int KeyMap::find(uint64_t guid, uint32_t id) const
 	}
 }
 
-void KeyMap::insert(uint64_t guid, uint32_t id, uint32_t slot)
+void
+KeyMap::insert(uint64_t guid, uint32_t id, uint32_t slot)
 {
 	uint32_t i = home(guid, id);
 	while (ents_[i].slot1 != 0)
@@ -63,7 +68,8 @@ void KeyMap::insert(uint64_t guid, uint32_t id, uint32_t slot)
 	count_++;
 }
 
-void KeyMap::erase(uint64_t guid, uint32_t id)
+void
+KeyMap::erase(uint64_t guid, uint32_t id)
 {
 	uint32_t i = home(guid, id);
 	for (;; i = (i + 1) & mask_) {
@@ -87,7 +93,9 @@ void KeyMap::erase(uint64_t guid, uint32_t id)
 	count_--;
 }
 
-template <typename T> bool Fifo<T>::init(uint32_t cap)
+template <typename T>
+bool
+Fifo<T>::init(uint32_t cap)
 {
 	items_ = static_cast<T *>(std::calloc(cap, sizeof(T)));
 	if (items_ == nullptr)
@@ -97,14 +105,18 @@ template <typename T> bool Fifo<T>::init(uint32_t cap)
 	return true;
 }
 
-template <typename T> void Fifo<T>::fini()
+template <typename T>
+void
+Fifo<T>::fini()
 {
 	std::free(items_);
 	items_ = nullptr;
 	cap_ = head_ = count_ = 0;
 }
 
-template <typename T> T *Fifo<T>::push_slot()
+template <typename T>
+T *
+Fifo<T>::push_slot()
 {
 	if (full())
 		return nullptr;
@@ -115,7 +127,9 @@ template <typename T> T *Fifo<T>::push_slot()
 	return &items_[i];
 }
 
-template <typename T> void Fifo<T>::pop()
+template <typename T>
+void
+Fifo<T>::pop()
 {
 	if (empty())
 		return;

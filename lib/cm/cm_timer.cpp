@@ -18,13 +18,15 @@
 
 namespace cm_impl {
 
-void arm(Conn *c, uint64_t now_ns)
+void
+arm(Conn *c, uint64_t now_ns)
 {
 	c->retries = 0;
 	c->timer_ns = now_ns + c->wait_ns;
 }
 
-void enter_timewait(mlx5_qpn_cm *cm, Conn *c, uint64_t now_ns)
+void
+enter_timewait(mlx5_qpn_cm *cm, Conn *c, uint64_t now_ns)
 {
 	rid_remove(cm, c);
 	/* Live policy: the pair is free for a new connection as soon as this one stops. */
@@ -45,7 +47,8 @@ using namespace cm_impl;
 
 extern "C" {
 
-int mlx5_qpn_cm_tick(struct mlx5_qpn_cm *cm, uint64_t now_ns)
+int
+mlx5_qpn_cm_tick(struct mlx5_qpn_cm *cm, uint64_t now_ns)
 {
 	if (cm == nullptr)
 		return -EINVAL;
@@ -64,7 +67,8 @@ int mlx5_qpn_cm_tick(struct mlx5_qpn_cm *cm, uint64_t now_ns)
 		if (c->state == MLX5_QPN_CM_STATE_REQ_RCVD) {
 			/* The consumer never answered; the requester has given up long ago. */
 			cm->stats.timeouts++;
-			push_event(cm, MLX5_QPN_CM_EVENT_REJECTED, c, MLX5_QPN_CM_REJ_TIMEOUT, nullptr);
+			push_event(cm, MLX5_QPN_CM_EVENT_REJECTED, c, MLX5_QPN_CM_REJ_TIMEOUT,
+				   nullptr);
 			free_conn(cm, c);
 			continue;
 		}

@@ -59,7 +59,8 @@ struct mlx5_qpn_cm_fabric {
 
 namespace {
 
-Node *find_node(mlx5_qpn_cm_fabric *fab, uint64_t guid)
+Node *
+find_node(mlx5_qpn_cm_fabric *fab, uint64_t guid)
 {
 	unsigned n = fab->nb_nodes.load(std::memory_order_acquire);
 	for (unsigned i = 0; i < n; i++)
@@ -68,7 +69,8 @@ Node *find_node(mlx5_qpn_cm_fabric *fab, uint64_t guid)
 	return nullptr;
 }
 
-int ring_send(void *ctx, uint64_t dst_guid, const void *frame, uint16_t len)
+int
+ring_send(void *ctx, uint64_t dst_guid, const void *frame, uint16_t len)
 {
 	auto *self = static_cast<Node *>(ctx);
 	mlx5_qpn_cm_fabric *fab = self->fab;
@@ -100,7 +102,8 @@ int ring_send(void *ctx, uint64_t dst_guid, const void *frame, uint16_t len)
 	return 0;
 }
 
-int ring_recv_burst(void *ctx, mlx5_qpn_cm_frame *frames, unsigned int n)
+int
+ring_recv_burst(void *ctx, mlx5_qpn_cm_frame *frames, unsigned int n)
 {
 	auto *self = static_cast<Node *>(ctx);
 	if (frames == nullptr)
@@ -126,14 +129,15 @@ int ring_recv_burst(void *ctx, mlx5_qpn_cm_frame *frames, unsigned int n)
 
 extern "C" {
 
-struct mlx5_qpn_cm_fabric *mlx5_qpn_cm_fabric_create(const char *name, unsigned int max_nodes,
-						      unsigned int ring_size)
+struct mlx5_qpn_cm_fabric *
+mlx5_qpn_cm_fabric_create(const char *name, unsigned int max_nodes, unsigned int ring_size)
 {
 	if (name == nullptr || name[0] == '\0' || std::strlen(name) > kNameMax || max_nodes == 0 ||
 	    max_nodes > kMaxNodes || ring_size < 2 || ring_size > 65536 ||
 	    (ring_size & (ring_size - 1)) != 0) {
-		CM_LOG(ERR, "fabric create: invalid parameters (name of 1..%zu chars, 1..%u nodes, "
-			    "ring size a power of two in 2..65536)",
+		CM_LOG(ERR,
+		       "fabric create: invalid parameters (name of 1..%zu chars, 1..%u nodes, "
+		       "ring size a power of two in 2..65536)",
 		       kNameMax, kMaxNodes);
 		rte_errno = EINVAL;
 		return nullptr;
@@ -163,7 +167,8 @@ struct mlx5_qpn_cm_fabric *mlx5_qpn_cm_fabric_create(const char *name, unsigned 
 	return fab;
 }
 
-void mlx5_qpn_cm_fabric_destroy(struct mlx5_qpn_cm_fabric *fab)
+void
+mlx5_qpn_cm_fabric_destroy(struct mlx5_qpn_cm_fabric *fab)
 {
 	if (fab == nullptr)
 		return;
@@ -178,8 +183,9 @@ void mlx5_qpn_cm_fabric_destroy(struct mlx5_qpn_cm_fabric *fab)
 	std::free(fab);
 }
 
-int mlx5_qpn_cm_fabric_attach(struct mlx5_qpn_cm_fabric *fab, uint64_t guid,
-			      struct mlx5_qpn_cm_transport *tp)
+int
+mlx5_qpn_cm_fabric_attach(struct mlx5_qpn_cm_fabric *fab, uint64_t guid,
+			  struct mlx5_qpn_cm_transport *tp)
 {
 	if (fab == nullptr || tp == nullptr || guid == 0)
 		return -EINVAL;
@@ -209,7 +215,8 @@ int mlx5_qpn_cm_fabric_attach(struct mlx5_qpn_cm_fabric *fab, uint64_t guid,
 	return 0;
 }
 
-uint64_t mlx5_qpn_cm_fabric_drops(const struct mlx5_qpn_cm_fabric *fab)
+uint64_t
+mlx5_qpn_cm_fabric_drops(const struct mlx5_qpn_cm_fabric *fab)
 {
 	return fab ? fab->drops.load(std::memory_order_relaxed) : 0;
 }

@@ -115,20 +115,20 @@ enum mlx5_qpn_cm_msg_ref {
  * by the decoder.
  */
 struct mlx5_qpn_cm_msg {
-	uint8_t type;              /**< enum mlx5_qpn_cm_msg_type. */
-	uint8_t private_data_len;  /**< Bytes used in private_data (type-dependent maximum). */
-	uint64_t src_guid;         /**< Sender's node GUID (all types). */
-	uint32_t local_comm_id;    /**< Sender's comm id (all types; 0 in a REJ of an unknown REQ). */
-	uint32_t remote_comm_id;   /**< Receiver's comm id (all types but REQ, where it is 0). */
-	uint64_t service_id;       /**< REQ: service requested. */
-	uint32_t qpn;              /**< REQ/REP: sender's QPN; DREQ: receiver's QPN (24 bits). */
-	uint8_t packet_life_time;  /**< REQ: path packet life time exponent (0..31). */
-	uint8_t ack_delay;         /**< REQ/REP: sender's CA ACK delay exponent (0..31). */
+	uint8_t type;             /**< enum mlx5_qpn_cm_msg_type. */
+	uint8_t private_data_len; /**< Bytes used in private_data (type-dependent maximum). */
+	uint64_t src_guid;        /**< Sender's node GUID (all types). */
+	uint32_t local_comm_id;  /**< Sender's comm id (all types; 0 in a REJ of an unknown REQ). */
+	uint32_t remote_comm_id; /**< Receiver's comm id (all types but REQ, where it is 0). */
+	uint64_t service_id;     /**< REQ: service requested. */
+	uint32_t qpn;            /**< REQ/REP: sender's QPN; DREQ: receiver's QPN (24 bits). */
+	uint8_t packet_life_time;    /**< REQ: path packet life time exponent (0..31). */
+	uint8_t ack_delay;           /**< REQ/REP: sender's CA ACK delay exponent (0..31). */
 	uint8_t cm_response_timeout; /**< REQ: how long the requester waits for a REP (0..31). */
-	uint8_t max_cm_retries;    /**< REQ: retries the requester makes (0..15). */
-	uint8_t msg_ref;           /**< REJ/MRA: enum mlx5_qpn_cm_msg_ref (MRA: REQ or REP). */
-	uint8_t service_timeout;   /**< MRA: extra time the sender needs, exponent (0..31). */
-	uint16_t reason;           /**< REJ: enum mlx5_qpn_cm_rej_reason. */
+	uint8_t max_cm_retries;      /**< REQ: retries the requester makes (0..15). */
+	uint8_t msg_ref;             /**< REJ/MRA: enum mlx5_qpn_cm_msg_ref (MRA: REQ or REP). */
+	uint8_t service_timeout;     /**< MRA: extra time the sender needs, exponent (0..31). */
+	uint16_t reason;             /**< REJ: enum mlx5_qpn_cm_rej_reason. */
 	uint8_t private_data[MLX5_QPN_CM_PRIVATE_DATA_MAX]; /**< Opaque consumer data. */
 };
 
@@ -197,13 +197,13 @@ enum mlx5_qpn_cm_policy {
 
 /** Connection states. */
 enum mlx5_qpn_cm_state {
-	MLX5_QPN_CM_STATE_IDLE = 0,     /**< Slot free (or unknown comm id). */
-	MLX5_QPN_CM_STATE_REQ_SENT,     /**< Active: REQ sent, waiting for REP (or REJ/MRA). */
-	MLX5_QPN_CM_STATE_REQ_RCVD,     /**< Passive: REQ delivered to the consumer. */
-	MLX5_QPN_CM_STATE_REP_SENT,     /**< Passive: REP sent, waiting for RTU. */
-	MLX5_QPN_CM_STATE_ESTABLISHED,  /**< Both: connected. */
-	MLX5_QPN_CM_STATE_DREQ_SENT,    /**< Both: DREQ sent, waiting for DREP. */
-	MLX5_QPN_CM_STATE_TIMEWAIT,     /**< Both: closed, waiting out the timewait. */
+	MLX5_QPN_CM_STATE_IDLE = 0,    /**< Slot free (or unknown comm id). */
+	MLX5_QPN_CM_STATE_REQ_SENT,    /**< Active: REQ sent, waiting for REP (or REJ/MRA). */
+	MLX5_QPN_CM_STATE_REQ_RCVD,    /**< Passive: REQ delivered to the consumer. */
+	MLX5_QPN_CM_STATE_REP_SENT,    /**< Passive: REP sent, waiting for RTU. */
+	MLX5_QPN_CM_STATE_ESTABLISHED, /**< Both: connected. */
+	MLX5_QPN_CM_STATE_DREQ_SENT,   /**< Both: DREQ sent, waiting for DREP. */
+	MLX5_QPN_CM_STATE_TIMEWAIT,    /**< Both: closed, waiting out the timewait. */
 };
 
 /** Name of a state ("ESTABLISHED", ...), or "?" if unknown. */
@@ -214,14 +214,14 @@ const char *mlx5_qpn_cm_state_name(int state);
  * mlx5_qpn_cm_poll(). Frames are copied both ways; the hooks keep no pointer into the agent.
  */
 struct mlx5_qpn_cm_frame {
-	uint64_t src_guid;                    /**< Sender's node GUID (filled by the transport). */
-	uint16_t len;                         /**< Frame length. */
-	uint8_t data[MLX5_QPN_CM_FRAME_MAX];  /**< Frame bytes. */
+	uint64_t src_guid;                   /**< Sender's node GUID (filled by the transport). */
+	uint16_t len;                        /**< Frame length. */
+	uint8_t data[MLX5_QPN_CM_FRAME_MAX]; /**< Frame bytes. */
 };
 
 /** How an agent sends and receives frames: a struct of hooks (ring fabric, shm fabric, ...). */
 struct mlx5_qpn_cm_transport {
-	void *ctx;  /**< Passed to the hooks. */
+	void *ctx; /**< Passed to the hooks. */
 	/** Send a frame to node @p dst_guid; 0 or a negative errno (the frame is then lost). */
 	int (*send)(void *ctx, uint64_t dst_guid, const void *frame, uint16_t len);
 	/** Receive up to @p n frames; returns how many (>= 0) or a negative errno. */
@@ -230,16 +230,16 @@ struct mlx5_qpn_cm_transport {
 
 /** Agent creation parameters. */
 struct mlx5_qpn_cm_params {
-	const char *name;             /**< For logs (at most MLX5_QPN_CM_NAMESIZE characters). */
-	uint64_t node_guid;           /**< This node's GUID; not 0. */
-	uint32_t policy;              /**< enum mlx5_qpn_cm_policy (any other value: EINVAL). */
-	uint32_t max_conns;           /**< Connection slots, 1..MLX5_QPN_CM_MAX_CONNS. */
-	uint32_t event_queue_size;    /**< Events kept until polled; 0: 2 * max_conns (at least 64). */
-	uint32_t outbox_size;         /**< Frames kept when no transport; 0: 2 * max_conns (>= 64). */
-	uint8_t packet_life_time;     /**< Path packet life time exponent sent in REQs (0..31). */
-	uint8_t ack_delay;            /**< This CA's ACK delay exponent (0..31). */
-	uint8_t cm_response_timeout;  /**< Wait for a response: 4.096 us * 2^x (0..31). */
-	uint8_t max_cm_retries;       /**< Retransmissions before giving up (0..15). */
+	const char *name;          /**< For logs (at most MLX5_QPN_CM_NAMESIZE characters). */
+	uint64_t node_guid;        /**< This node's GUID; not 0. */
+	uint32_t policy;           /**< enum mlx5_qpn_cm_policy (any other value: EINVAL). */
+	uint32_t max_conns;        /**< Connection slots, 1..MLX5_QPN_CM_MAX_CONNS. */
+	uint32_t event_queue_size; /**< Events kept until polled; 0: 2 * max_conns (at least 64). */
+	uint32_t outbox_size;      /**< Frames kept when no transport; 0: 2 * max_conns (>= 64). */
+	uint8_t packet_life_time;  /**< Path packet life time exponent sent in REQs (0..31). */
+	uint8_t ack_delay;         /**< This CA's ACK delay exponent (0..31). */
+	uint8_t cm_response_timeout; /**< Wait for a response: 4.096 us * 2^x (0..31). */
+	uint8_t max_cm_retries;      /**< Retransmissions before giving up (0..15). */
 	/**
 	 * Transport; copied. NULL: emitted frames are queued in an outbox read with
 	 * mlx5_qpn_cm_output() (tests, fuzzing, custom wiring).
@@ -291,16 +291,16 @@ int mlx5_qpn_cm_connect(struct mlx5_qpn_cm *cm, uint64_t remote_guid, uint64_t s
  * @return 0; -EINVAL (bad argument, pd_len > 196); -ENOENT (unknown conn id); -EPERM (wrong
  *         state); -ENOBUFS (REP not sent; the connection stays in REQ_RCVD).
  */
-int mlx5_qpn_cm_accept(struct mlx5_qpn_cm *cm, uint32_t conn_id, uint32_t local_qpn,
-		       const void *pd, uint8_t pd_len, uint64_t now_ns);
+int mlx5_qpn_cm_accept(struct mlx5_qpn_cm *cm, uint32_t conn_id, uint32_t local_qpn, const void *pd,
+		       uint8_t pd_len, uint64_t now_ns);
 
 /**
  * Reject a connection in REQ_RCVD (consumer's decision) or REP_SENT with a REJ of @p reason.
  * The slot is freed (REQ_RCVD) or enters timewait (REP_SENT), as in Linux's ib_send_cm_rej().
  * @return 0; -EINVAL (bad argument or reason); -ENOENT; -EPERM (wrong state).
  */
-int mlx5_qpn_cm_reject(struct mlx5_qpn_cm *cm, uint32_t conn_id, uint16_t reason,
-		       const void *pd, uint8_t pd_len, uint64_t now_ns);
+int mlx5_qpn_cm_reject(struct mlx5_qpn_cm *cm, uint32_t conn_id, uint16_t reason, const void *pd,
+		       uint8_t pd_len, uint64_t now_ns);
 
 /**
  * Passive side: ask the requester for more time (MRA for the REQ) while the consumer decides.
@@ -400,24 +400,23 @@ struct mlx5_qpn_cm_conn_info {
 
 /** @return 0; -EINVAL; -ENOENT (unknown or stale conn id). */
 int mlx5_qpn_cm_conn_get(const struct mlx5_qpn_cm *cm, uint32_t conn_id,
-			  struct mlx5_qpn_cm_conn_info *info);
+			 struct mlx5_qpn_cm_conn_info *info);
 
 /**
  * Whether (remote_guid, remote_qpn) is in the stale-detection table.
  * @return 1 held by a live connection, 2 held by a connection in timewait (strict policy),
  *         0 not held, -EINVAL.
  */
-int mlx5_qpn_cm_pair_held(const struct mlx5_qpn_cm *cm, uint64_t remote_guid,
-			  uint32_t remote_qpn);
+int mlx5_qpn_cm_pair_held(const struct mlx5_qpn_cm *cm, uint64_t remote_guid, uint32_t remote_qpn);
 
 /** Counters of an agent. */
 struct mlx5_qpn_cm_stats {
-	uint64_t rx[8];            /**< Valid frames received, by type - 0x10 (REQ..DREP). */
-	uint64_t tx[8];            /**< Frames emitted, by type - 0x10. */
-	uint64_t tx_errors;        /**< Frames the transport or the outbox refused (lost). */
-	uint64_t malformed;        /**< Frames dropped by the decoder. */
-	uint64_t unexpected;       /**< Valid frames not fitting their connection's state. */
-	uint64_t duplicates;       /**< Duplicate REQs (same remote comm id) absorbed. */
+	uint64_t rx[8];      /**< Valid frames received, by type - 0x10 (REQ..DREP). */
+	uint64_t tx[8];      /**< Frames emitted, by type - 0x10. */
+	uint64_t tx_errors;  /**< Frames the transport or the outbox refused (lost). */
+	uint64_t malformed;  /**< Frames dropped by the decoder. */
+	uint64_t unexpected; /**< Valid frames not fitting their connection's state. */
+	uint64_t duplicates; /**< Duplicate REQs (same remote comm id) absorbed. */
 	uint64_t rej_rx[MLX5_QPN_CM_REJ_REASON_SLOTS]; /**< REJs received, by reason. */
 	uint64_t rej_tx[MLX5_QPN_CM_REJ_REASON_SLOTS]; /**< REJs sent, by reason. */
 	uint64_t stale_rejects;    /**< REQs/REPs rejected with STALE_CONN by this agent. */
@@ -450,7 +449,7 @@ struct mlx5_qpn_cm_fabric;
  * @return the fabric, or NULL with rte_errno set (EINVAL, ENOMEM, EEXIST).
  */
 struct mlx5_qpn_cm_fabric *mlx5_qpn_cm_fabric_create(const char *name, unsigned int max_nodes,
-						      unsigned int ring_size);
+						     unsigned int ring_size);
 
 /** Destroy a fabric and its rings; no agent may use its transports any more. NULL: no-op. */
 void mlx5_qpn_cm_fabric_destroy(struct mlx5_qpn_cm_fabric *fabric);
@@ -561,11 +560,11 @@ uint64_t mlx5_qpn_cm_shm_drops(const struct mlx5_qpn_cm_shm_fabric *fab);
 
 /** One service directory entry. */
 struct mlx5_qpn_cm_shm_service {
-	uint64_t service_id;  /**< CM service id the node listens on. */
-	uint64_t node_guid;   /**< The listening node (attached through the publishing handle). */
-	uint64_t dc_key;      /**< DC key of the DCT behind it (0 if none). */
-	uint32_t dct_number;  /**< DCT number (0 if none). */
-	int32_t pid;          /**< Publisher's pid (filled by publish). */
+	uint64_t service_id; /**< CM service id the node listens on. */
+	uint64_t node_guid;  /**< The listening node (attached through the publishing handle). */
+	uint64_t dc_key;     /**< DC key of the DCT behind it (0 if none). */
+	uint32_t dct_number; /**< DCT number (0 if none). */
+	int32_t pid;         /**< Publisher's pid (filled by publish). */
 };
 
 /**

@@ -22,7 +22,7 @@
 #include <rte_log.h>
 
 #define MLX5_QPN_LOG(comp, level, fmt, ...)                                                        \
-	rte_log(RTE_LOG_##level, mlx5_qpn_##comp##_logtype, "mlx5_qpn." #comp ": " fmt "\n",         \
+	rte_log(RTE_LOG_##level, mlx5_qpn_##comp##_logtype, "mlx5_qpn." #comp ": " fmt "\n",       \
 		##__VA_ARGS__)
 
 #endif /* MLX5_QPN_LOG_H */

@@ -49,21 +49,22 @@ struct mlx5_qpn_pool;
 
 /** Pool creation parameters. */
 struct mlx5_qpn_pool_params {
-	const char *name;        /**< Unique name (at most MLX5_QPN_POOL_NAMESIZE characters). */
-	uint64_t quarantine_ns;  /**< Minimum time between a release and the next hand-out; 0: off. */
-	uint32_t cache_size;     /**< QPNs a thread cache exchanges per batch (1..65536). */
-	uint32_t capacity;       /**< Most QPNs the pool will ever hold (sum of all ranges). */
-	int socket_id;           /**< NUMA socket for the memory, or SOCKET_ID_ANY. */
+	const char *name; /**< Unique name (at most MLX5_QPN_POOL_NAMESIZE characters). */
+	uint64_t
+		quarantine_ns; /**< Minimum time between a release and the next hand-out; 0: off. */
+	uint32_t cache_size;   /**< QPNs a thread cache exchanges per batch (1..65536). */
+	uint32_t capacity;     /**< Most QPNs the pool will ever hold (sum of all ranges). */
+	int socket_id;         /**< NUMA socket for the memory, or SOCKET_ID_ANY. */
 };
 
 /** Counters of a pool, summed over all caches; a consistent snapshot only when idle. */
 struct mlx5_qpn_pool_stats {
-	uint64_t capacity;       /**< QPNs in all ranges. */
-	uint64_t in_use;         /**< Allocated and not yet freed. */
-	uint64_t in_quarantine;  /**< Freed, not yet available again. */
-	uint64_t free;           /**< Available now or after a drain: capacity - in_use - in_quarantine. */
-	uint64_t allocs;         /**< Successful allocations. */
-	uint64_t frees;          /**< Successful frees. */
+	uint64_t capacity;      /**< QPNs in all ranges. */
+	uint64_t in_use;        /**< Allocated and not yet freed. */
+	uint64_t in_quarantine; /**< Freed, not yet available again. */
+	uint64_t free;   /**< Available now or after a drain: capacity - in_use - in_quarantine. */
+	uint64_t allocs; /**< Successful allocations. */
+	uint64_t frees;  /**< Successful frees. */
 	uint64_t cache_hits;     /**< Allocations served by the caller's cache. */
 	uint64_t cache_misses;   /**< Allocations that went to the shared pool. */
 	uint64_t refills;        /**< Batches taken from the shared pool. */

@@ -42,7 +42,8 @@ namespace {
 
 constexpr const char *kZonePrefix = "QPNP_";
 
-size_t pool_size(uint32_t capacity)
+size_t
+pool_size(uint32_t capacity)
 {
 	return sizeof(mlx5_qpn_pool) + static_cast<size_t>(capacity) * sizeof(uint64_t);
 }
@@ -59,19 +60,26 @@ namespace {
 
 /* The child of fork() inherits the forking thread's bindings to its parent's caches and the
  * parent's process identity: forget both, so it claims its own cache and table entry. */
-void on_fork_child()
+void
+on_fork_child()
 {
 	t_caches.n = 0;
 	proc_forget_self();
 	for (auto &e : g_registry)
 		e.proc = -1;
-	g_barrier.store(static_cast<int>(Barrier::kUnknown), rlx); /* membarrier registration is per mm */
+	g_barrier.store(static_cast<int>(Barrier::kUnknown),
+			rlx); /* membarrier registration is per mm */
 }
 
 pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
-void install_fork_handler() { pthread_atfork(nullptr, nullptr, on_fork_child); }
+void
+install_fork_handler()
+{
+	pthread_atfork(nullptr, nullptr, on_fork_child);
+}
 
-bool params_ok(const mlx5_qpn_pool_params *prm)
+bool
+params_ok(const mlx5_qpn_pool_params *prm)
 {
 	return prm != nullptr && prm->name != nullptr && prm->name[0] != '\0' &&
 	       strlen(prm->name) <= MLX5_QPN_POOL_NAMESIZE && prm->cache_size != 0 &&
@@ -80,9 +88,14 @@ bool params_ok(const mlx5_qpn_pool_params *prm)
 
 } // namespace
 
-size_t qpn_pool_size(uint32_t capacity) { return pool_size(capacity); }
+size_t
+qpn_pool_size(uint32_t capacity)
+{
+	return pool_size(capacity);
+}
 
-struct mlx5_qpn_pool *qpn_pool_init_at(void *mem, size_t len, const struct mlx5_qpn_pool_params *prm)
+struct mlx5_qpn_pool *
+qpn_pool_init_at(void *mem, size_t len, const struct mlx5_qpn_pool_params *prm)
 {
 	if (mem == nullptr || !params_ok(prm) || len < pool_size(prm->capacity) ||
 	    reinterpret_cast<uintptr_t>(mem) % alignof(mlx5_qpn_pool) != 0) {
@@ -126,7 +139,8 @@ struct mlx5_qpn_pool *qpn_pool_init_at(void *mem, size_t len, const struct mlx5_
 	return p;
 }
 
-void qpn_pool_fini_at(struct mlx5_qpn_pool *p)
+void
+qpn_pool_fini_at(struct mlx5_qpn_pool *p)
 {
 	if (!valid_pool(p))
 		return;
@@ -145,9 +159,14 @@ void qpn_pool_fini_at(struct mlx5_qpn_pool *p)
 
 extern "C" {
 
-uint64_t mlx5_qpn_clock_ns(void) { return now_ns(); }
+uint64_t
+mlx5_qpn_clock_ns(void)
+{
+	return now_ns();
+}
 
-struct mlx5_qpn_pool *mlx5_qpn_pool_create(const struct mlx5_qpn_pool_params *prm)
+struct mlx5_qpn_pool *
+mlx5_qpn_pool_create(const struct mlx5_qpn_pool_params *prm)
 {
 	if (!params_ok(prm)) {
 		rte_errno = EINVAL;
@@ -168,12 +187,13 @@ struct mlx5_qpn_pool *mlx5_qpn_pool_create(const struct mlx5_qpn_pool_params *pr
 	void *mem = rte_zmalloc_socket(zname, pool_size(prm->capacity), RTE_CACHE_LINE_SIZE,
 				       prm->socket_id);
 	if (mem == nullptr) {
-		POOL_LOG(ERR, "pool %s: no memory for %u QPNs (%zu bytes)", prm->name, prm->capacity,
-			 pool_size(prm->capacity));
+		POOL_LOG(ERR, "pool %s: no memory for %u QPNs (%zu bytes)", prm->name,
+			 prm->capacity, pool_size(prm->capacity));
 		rte_errno = ENOMEM;
 		return nullptr;
 	}
-	const struct rte_memzone *mz = rte_memzone_reserve(zname, sizeof(void *), prm->socket_id, 0);
+	const struct rte_memzone *mz = rte_memzone_reserve(zname, sizeof(void *), prm->socket_id,
+							   0);
 	if (mz == nullptr) {
 		int err = rte_errno;
 		rte_free(mem);
@@ -185,7 +205,8 @@ struct mlx5_qpn_pool *mlx5_qpn_pool_create(const struct mlx5_qpn_pool_params *pr
 	return p;
 }
 
-struct mlx5_qpn_pool *mlx5_qpn_pool_lookup(const char *name)
+struct mlx5_qpn_pool *
+mlx5_qpn_pool_lookup(const char *name)
 {
 	char zname[RTE_MEMZONE_NAMESIZE];
 	if (name == nullptr || strlen(name) > MLX5_QPN_POOL_NAMESIZE) {
@@ -209,7 +230,8 @@ struct mlx5_qpn_pool *mlx5_qpn_pool_lookup(const char *name)
 	return p;
 }
 
-void mlx5_qpn_pool_free_pool(struct mlx5_qpn_pool *p)
+void
+mlx5_qpn_pool_free_pool(struct mlx5_qpn_pool *p)
 {
 	if (!valid_pool(p))
 		return;
@@ -228,7 +250,8 @@ void mlx5_qpn_pool_free_pool(struct mlx5_qpn_pool *p)
 
 extern "C" {
 
-int mlx5_qpn_pool_alloc_gen(struct mlx5_qpn_pool *p, uint32_t *qpn, uint32_t *generation)
+int
+mlx5_qpn_pool_alloc_gen(struct mlx5_qpn_pool *p, uint32_t *qpn, uint32_t *generation)
 {
 	if (unlikely(!valid_pool(p) || qpn == nullptr))
 		return -EINVAL;
@@ -245,12 +268,14 @@ int mlx5_qpn_pool_alloc_gen(struct mlx5_qpn_pool *p, uint32_t *qpn, uint32_t *ge
 	return rc;
 }
 
-int mlx5_qpn_pool_alloc(struct mlx5_qpn_pool *p, uint32_t *qpn)
+int
+mlx5_qpn_pool_alloc(struct mlx5_qpn_pool *p, uint32_t *qpn)
 {
 	return mlx5_qpn_pool_alloc_gen(p, qpn, nullptr);
 }
 
-int mlx5_qpn_pool_alloc_bulk(struct mlx5_qpn_pool *p, uint32_t *qpns, unsigned int n)
+int
+mlx5_qpn_pool_alloc_bulk(struct mlx5_qpn_pool *p, uint32_t *qpns, unsigned int n)
 {
 	if (!valid_pool(p) || (qpns == nullptr && n != 0))
 		return -EINVAL;
@@ -268,7 +293,8 @@ int mlx5_qpn_pool_alloc_bulk(struct mlx5_qpn_pool *p, uint32_t *qpns, unsigned i
 } /* extern "C" */
 
 /* alloc_bulk() with the caller's cache, or cacheless inside a Bypass section. */
-static int alloc_bulk_in(Pool &pool, Cache *c, uint32_t *qpns, unsigned int n)
+static int
+alloc_bulk_in(Pool &pool, Cache *c, uint32_t *qpns, unsigned int n)
 {
 	mlx5_qpn_pool *p = pool.p_;
 	unsigned int got = 0;
@@ -277,8 +303,8 @@ static int alloc_bulk_in(Pool &pool, Cache *c, uint32_t *qpns, unsigned int n)
 	 * free of a guessed QPN was accepted here, and the rollback then linked the slot into two
 	 * chains). */
 	for (; got < n; got++) {
-		rc = c != nullptr ? pool.alloc_one(c, &qpns[got], nullptr, kUnpublished)
-				  : pool.alloc_bypass(&qpns[got], nullptr, kUnpublished);
+		rc = c != nullptr ? pool.alloc_one(c, &qpns[got], nullptr, kUnpublished) :
+				    pool.alloc_bypass(&qpns[got], nullptr, kUnpublished);
 		if (rc != 0)
 			break;
 	}
@@ -303,7 +329,8 @@ static int alloc_bulk_in(Pool &pool, Cache *c, uint32_t *qpns, unsigned int n)
 		uint32_t g = slot_gen(w);
 		if (c != nullptr) {
 			uint32_t k = c->ready.count.load(rlx);
-			sw.store(slot_make(k ? c->ready.head.load(rlx) : kNil, kNil, kFree, g), rlx);
+			sw.store(slot_make(k ? c->ready.head.load(rlx) : kNil, kNil, kFree, g),
+				 rlx);
 			c->ready.head.store(s, rlx);
 			if (k == 0)
 				c->ready.tail.store(s, rlx);
@@ -322,7 +349,8 @@ static int alloc_bulk_in(Pool &pool, Cache *c, uint32_t *qpns, unsigned int n)
 namespace {
 
 /* A refusal is counted in the caller's cache, or pool-wide for a cacheless caller. */
-inline void count_refused(mlx5_qpn_pool *p, Cache *c)
+inline void
+count_refused(mlx5_qpn_pool *p, Cache *c)
 {
 	if (c != nullptr)
 		bump(c->refused);
@@ -330,7 +358,8 @@ inline void count_refused(mlx5_qpn_pool *p, Cache *c)
 		p->bypass_refused.fetch_add(1, rlx);
 }
 
-QPN_COLD int free_cacheless(Pool &pool, uint32_t qpn, bool check_gen, uint32_t generation)
+QPN_COLD int
+free_cacheless(Pool &pool, uint32_t qpn, bool check_gen, uint32_t generation)
 {
 	Bypass b(pool);
 	int rc = pool.free_one(nullptr, qpn, check_gen, generation);
@@ -339,7 +368,8 @@ QPN_COLD int free_cacheless(Pool &pool, uint32_t qpn, bool check_gen, uint32_t g
 	return rc;
 }
 
-inline int free_checked(mlx5_qpn_pool *p, uint32_t qpn, bool check_gen, uint32_t generation)
+inline int
+free_checked(mlx5_qpn_pool *p, uint32_t qpn, bool check_gen, uint32_t generation)
 {
 	if (unlikely(!valid_pool(p)))
 		return -EINVAL;
@@ -358,17 +388,20 @@ inline int free_checked(mlx5_qpn_pool *p, uint32_t qpn, bool check_gen, uint32_t
 
 extern "C" {
 
-int mlx5_qpn_pool_free(struct mlx5_qpn_pool *p, uint32_t qpn)
+int
+mlx5_qpn_pool_free(struct mlx5_qpn_pool *p, uint32_t qpn)
 {
 	return free_checked(p, qpn, false, 0);
 }
 
-int mlx5_qpn_pool_free_gen(struct mlx5_qpn_pool *p, uint32_t qpn, uint32_t generation)
+int
+mlx5_qpn_pool_free_gen(struct mlx5_qpn_pool *p, uint32_t qpn, uint32_t generation)
 {
 	return free_checked(p, qpn, true, generation);
 }
 
-int mlx5_qpn_pool_free_bulk(struct mlx5_qpn_pool *p, const uint32_t *qpns, unsigned int n)
+int
+mlx5_qpn_pool_free_bulk(struct mlx5_qpn_pool *p, const uint32_t *qpns, unsigned int n)
 {
 	if (!valid_pool(p) || (qpns == nullptr && n != 0))
 		return -EINVAL;
@@ -390,7 +423,8 @@ int mlx5_qpn_pool_free_bulk(struct mlx5_qpn_pool *p, const uint32_t *qpns, unsig
 	return rc;
 }
 
-int mlx5_qpn_pool_qpn_state(struct mlx5_qpn_pool *p, uint32_t qpn, uint32_t *generation)
+int
+mlx5_qpn_pool_qpn_state(struct mlx5_qpn_pool *p, uint32_t qpn, uint32_t *generation)
 {
 	if (!valid_pool(p) || qpn > MLX5_QPN_MAX)
 		return -EINVAL;
@@ -404,7 +438,8 @@ int mlx5_qpn_pool_qpn_state(struct mlx5_qpn_pool *p, uint32_t qpn, uint32_t *gen
 	return slot_state(w) == kInUse && (slot_aux(w) & kUnpublished) == 0 ? 1 : 0;
 }
 
-void mlx5_qpn_pool_cache_flush(struct mlx5_qpn_pool *p)
+void
+mlx5_qpn_pool_cache_flush(struct mlx5_qpn_pool *p)
 {
 	if (!valid_pool(p))
 		return;
@@ -414,12 +449,14 @@ void mlx5_qpn_pool_cache_flush(struct mlx5_qpn_pool *p)
 	leave(c);
 }
 
-uint64_t mlx5_qpn_pool_quarantine_ns(const struct mlx5_qpn_pool *p)
+uint64_t
+mlx5_qpn_pool_quarantine_ns(const struct mlx5_qpn_pool *p)
 {
 	return valid_pool(p) ? p->quarantine_ns : 0;
 }
 
-const char *mlx5_qpn_pool_name(const struct mlx5_qpn_pool *p)
+const char *
+mlx5_qpn_pool_name(const struct mlx5_qpn_pool *p)
 {
 	return valid_pool(p) ? p->name : nullptr;
 }
@@ -432,7 +469,15 @@ namespace qpn {
 
 TestHooks g_test_hooks;
 
-void test_clock_offset_set(int64_t offset_ns) { g_clock_offset.store(offset_ns, rlx); }
-int64_t test_clock_offset_get() { return g_clock_offset.load(rlx); }
+void
+test_clock_offset_set(int64_t offset_ns)
+{
+	g_clock_offset.store(offset_ns, rlx);
+}
+int64_t
+test_clock_offset_get()
+{
+	return g_clock_offset.load(rlx);
+}
 
 } /* namespace qpn */

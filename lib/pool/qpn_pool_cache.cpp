@@ -31,9 +31,14 @@ namespace qpn::detail {
  */
 std::atomic<int> g_barrier{static_cast<int>(Barrier::kUnknown)};
 
-static long sys_membarrier(int cmd) { return syscall(__NR_membarrier, cmd, 0, 0); }
+static long
+sys_membarrier(int cmd)
+{
+	return syscall(__NR_membarrier, cmd, 0, 0);
+}
 
-Barrier barrier_kind()
+Barrier
+barrier_kind()
 {
 	auto b = static_cast<Barrier>(g_barrier.load(acq));
 	if (b != Barrier::kUnknown)
@@ -50,7 +55,8 @@ Barrier barrier_kind()
 }
 
 /* Full barrier on all CPUs running threads of this process (or of all processes). */
-bool heavy_barrier(bool other_process)
+bool
+heavy_barrier(bool other_process)
 {
 	Barrier b = barrier_kind();
 	if (b == Barrier::kNone)
@@ -63,15 +69,18 @@ bool heavy_barrier(bool other_process)
 	return sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
 }
 
-static uint64_t self_token(uint32_t proc_plus1)
+static uint64_t
+self_token(uint32_t proc_plus1)
 {
-	return owner_make(proc_plus1, static_cast<uint32_t>(getpid()), static_cast<uint32_t>(gettid()));
+	return owner_make(proc_plus1, static_cast<uint32_t>(getpid()),
+			  static_cast<uint32_t>(gettid()));
 }
 
 /* ---- caches ------------------------------------------------------------------------------- */
 
 /* Give a cache chain of free QPNs back to the free stack. */
-void Pool::give_back(Chain &c)
+void
+Pool::give_back(Chain &c)
 {
 	uint32_t n = c.count.load(rlx);
 	if (n == 0)
@@ -84,7 +93,8 @@ void Pool::give_back(Chain &c)
 	c.tail.store(kNil, rlx);
 }
 
-void Pool::flush_cache(Cache &c)
+void
+Pool::flush_cache(Cache &c)
 {
 	if (c.ready.count.load(rlx) != 0 || c.spare.count.load(rlx) != 0)
 		bump(c.flushes);
@@ -97,7 +107,8 @@ void Pool::flush_cache(Cache &c)
  * Empty the caches of threads that are outside the pool, so that no QPN is stranded in an idle
  * thread's cache. Returns the number of caches emptied.
  */
-unsigned Pool::steal(Cache *self)
+unsigned
+Pool::steal(Cache *self)
 {
 	unsigned n = 0;
 	uint32_t mypid = static_cast<uint32_t>(getpid()) & 0x3FFFFF;
@@ -128,7 +139,8 @@ unsigned Pool::steal(Cache *self)
 }
 
 /* Does any cache (other than self) hold QPNs? They exist but are not reachable right now. */
-bool Pool::anything_held(const Cache *self) const
+bool
+Pool::anything_held(const Cache *self) const
 {
 	for (uint32_t i = 0; i < p_->nb_caches; i++) {
 		const Cache &v = p_->caches[i];
@@ -149,7 +161,8 @@ bool Pool::anything_held(const Cache *self) const
  * after the sources, and the free stack once more at the end, so a move that finished in the
  * meantime is seen at its destination. Any doubt is -EAGAIN: try again.
  */
-bool Pool::nothing_anywhere(const Cache *self) const
+bool
+Pool::nothing_anywhere(const Cache *self) const
 {
 	uint64_t when;
 	if (p_->transit.load(sc) != 0 || p_->collecting.load(sc) != 0)
@@ -164,7 +177,8 @@ bool Pool::nothing_anywhere(const Cache *self) const
  * empty in that window waits for it (the only wait in the pool, and only while a range is being
  * removed). Returns true if it waited, so the caller looks again.
  */
-QPN_COLD bool Pool::wait_collector(Cache *self)
+QPN_COLD bool
+Pool::wait_collector(Cache *self)
 {
 	uint32_t col = p_->collecting.load(acq);
 	if (col == 0)
@@ -190,7 +204,8 @@ QPN_COLD bool Pool::wait_collector(Cache *self)
  * quarantine buckets, else steal idle caches. Fails with -ENOSPC when no QPN is anywhere, and
  * with -EAGAIN when some exist but are in quarantine (or in a cache whose owner is mid-call).
  */
-QPN_COLD int Pool::refill(Cache &c)
+QPN_COLD int
+Pool::refill(Cache &c)
 {
 	if (c.spare.count.load(rlx) != 0) {
 		c.ready.head.store(c.spare.head.load(rlx), rlx);
@@ -243,7 +258,8 @@ QPN_COLD int Pool::refill(Cache &c)
 }
 
 /* No cache for this thread (all claimed, or a thief holds ours): work on the shared pool. */
-QPN_COLD int Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen, uint32_t flags)
+QPN_COLD int
+Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen, uint32_t flags)
 {
 	Chain b;
 	/* The popped batch is private until its rest is pushed back: in transit. */
@@ -285,7 +301,8 @@ constinit __attribute__((tls_model("initial-exec"))) thread_local ThreadCaches t
 static pthread_key_t g_exit_key;
 static pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
 
-static void release_cache(mlx5_qpn_pool *p, uint32_t idx)
+static void
+release_cache(mlx5_qpn_pool *p, uint32_t idx)
 {
 	Pool pool(p);
 	Cache &c = p->caches[idx];
@@ -311,8 +328,10 @@ static void release_cache(mlx5_qpn_pool *p, uint32_t idx)
 			drop_chains(c);
 			p->need_audit.store(1, rel);
 			c.steal.store(0, rel);
-			POOL_LOG(NOTICE, "pool %s: cache %u: its thief died inside it; the next reclaim sweeps its QPNs back",
-				 p->name, idx);
+			POOL_LOG(
+				NOTICE,
+				"pool %s: cache %u: its thief died inside it; the next reclaim sweeps its QPNs back",
+				p->name, idx);
 			break;
 		}
 		rte_pause();
@@ -320,7 +339,8 @@ static void release_cache(mlx5_qpn_pool *p, uint32_t idx)
 	c.owner.store(0, rel);
 }
 
-static void on_thread_exit(void *arg)
+static void
+on_thread_exit(void *arg)
 {
 	auto *tc = static_cast<ThreadCaches *>(arg);
 	std::lock_guard<std::mutex> g(g_reg_mutex);
@@ -331,9 +351,14 @@ static void on_thread_exit(void *arg)
 	tc->n = 0;
 }
 
-static void make_exit_key() { pthread_key_create(&g_exit_key, on_thread_exit); }
+static void
+make_exit_key()
+{
+	pthread_key_create(&g_exit_key, on_thread_exit);
+}
 
-__attribute__((noinline)) Cache *bind_cache(mlx5_qpn_pool *p)
+__attribute__((noinline)) Cache *
+bind_cache(mlx5_qpn_pool *p)
 {
 	ThreadCaches &tc = t_caches;
 	for (uint32_t i = 0; i < tc.n; i++)

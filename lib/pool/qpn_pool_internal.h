@@ -35,8 +35,8 @@ namespace qpn {
 
 /* ---- slot word ------------------------------------------------------------------------------ */
 
-constexpr uint32_t kNil = 0xFFFFFF;       /* "no slot" in a 24-bit link */
-constexpr uint32_t kMaxSlots = 0xFFFFFF;  /* slot indices are 24 bits and kNil is taken */
+constexpr uint32_t kNil = 0xFFFFFF;      /* "no slot" in a 24-bit link */
+constexpr uint32_t kMaxSlots = 0xFFFFFF; /* slot indices are 24 bits and kNil is taken */
 
 enum SlotState : uint64_t {
 	kFree = 0,       /* in a cache or the free stack: may be handed out */
@@ -66,26 +66,61 @@ constexpr uint32_t kHolderMask = 0x7FFFFF;
 constexpr uint32_t kNoHolder = kHolderMask;
 constexpr uint32_t kGenMask = (1u << kGenBits) - 1;
 
-constexpr uint32_t slot_next(uint64_t w) { return static_cast<uint32_t>(w & 0xFFFFFF); }
-constexpr uint32_t slot_aux(uint64_t w) { return static_cast<uint32_t>((w >> 24) & 0xFFFFFF); }
-constexpr uint64_t slot_state(uint64_t w) { return (w >> 48) & 3; }
-constexpr uint32_t slot_gen(uint64_t w) { return static_cast<uint32_t>(w >> 50); }
-constexpr uint64_t slot_make(uint32_t next, uint32_t aux, uint64_t state, uint32_t gen)
+constexpr uint32_t
+slot_next(uint64_t w)
 {
-	return static_cast<uint64_t>(next & 0xFFFFFF) | (static_cast<uint64_t>(aux & 0xFFFFFF) << 24) |
-	       (state << 48) | (static_cast<uint64_t>(gen & kGenMask) << 50);
+	return static_cast<uint32_t>(w & 0xFFFFFF);
 }
-constexpr uint64_t slot_with_next(uint64_t w, uint32_t next) { return (w & ~0xFFFFFFull) | next; }
-constexpr uint64_t slot_with_aux(uint64_t w, uint32_t aux)
+constexpr uint32_t
+slot_aux(uint64_t w)
+{
+	return static_cast<uint32_t>((w >> 24) & 0xFFFFFF);
+}
+constexpr uint64_t
+slot_state(uint64_t w)
+{
+	return (w >> 48) & 3;
+}
+constexpr uint32_t
+slot_gen(uint64_t w)
+{
+	return static_cast<uint32_t>(w >> 50);
+}
+constexpr uint64_t
+slot_make(uint32_t next, uint32_t aux, uint64_t state, uint32_t gen)
+{
+	return static_cast<uint64_t>(next & 0xFFFFFF) |
+	       (static_cast<uint64_t>(aux & 0xFFFFFF) << 24) | (state << 48) |
+	       (static_cast<uint64_t>(gen & kGenMask) << 50);
+}
+constexpr uint64_t
+slot_with_next(uint64_t w, uint32_t next)
+{
+	return (w & ~0xFFFFFFull) | next;
+}
+constexpr uint64_t
+slot_with_aux(uint64_t w, uint32_t aux)
 {
 	return (w & ~(0xFFFFFFull << 24)) | (static_cast<uint64_t>(aux) << 24);
 }
 
 /* ---- tagged stack heads: 24-bit slot index + 40-bit tag ------------------------------------- */
 
-constexpr uint32_t head_idx(uint64_t h) { return static_cast<uint32_t>(h & 0xFFFFFF); }
-constexpr uint64_t head_tag(uint64_t h) { return h >> 24; }
-constexpr uint64_t head_make(uint32_t idx, uint64_t tag) { return (tag << 24) | (idx & 0xFFFFFF); }
+constexpr uint32_t
+head_idx(uint64_t h)
+{
+	return static_cast<uint32_t>(h & 0xFFFFFF);
+}
+constexpr uint64_t
+head_tag(uint64_t h)
+{
+	return h >> 24;
+}
+constexpr uint64_t
+head_make(uint32_t idx, uint64_t tag)
+{
+	return (tag << 24) | (idx & 0xFFFFFF);
+}
 constexpr uint64_t kTagMask = (1ull << 40) - 1;
 
 /* ---- ranges ---------------------------------------------------------------------------------- */
@@ -128,26 +163,36 @@ struct Chain {
  *  | proc + 1 | pid (22) | tid(22) |   proc: index in the pool's process table; 0: none recorded
  *  +----------+----------+---------+
  */
-constexpr uint64_t owner_make(uint32_t proc_plus1, uint32_t pid, uint32_t tid)
+constexpr uint64_t
+owner_make(uint32_t proc_plus1, uint32_t pid, uint32_t tid)
 {
-	return (static_cast<uint64_t>(proc_plus1) << 44) | (static_cast<uint64_t>(pid & 0x3FFFFF) << 22) |
-	       (tid & 0x3FFFFF);
+	return (static_cast<uint64_t>(proc_plus1) << 44) |
+	       (static_cast<uint64_t>(pid & 0x3FFFFF) << 22) | (tid & 0x3FFFFF);
 }
-constexpr uint32_t owner_pid(uint64_t o) { return static_cast<uint32_t>((o >> 22) & 0x3FFFFF); }
+constexpr uint32_t
+owner_pid(uint64_t o)
+{
+	return static_cast<uint32_t>((o >> 22) & 0x3FFFFF);
+}
 /* The holder recorded in the slots it allocates: its process index, or kNoHolder. */
-constexpr uint32_t owner_holder(uint64_t o) { return static_cast<uint32_t>((o >> 44) - 1) & kHolderMask; }
+constexpr uint32_t
+owner_holder(uint64_t o)
+{
+	return static_cast<uint32_t>((o >> 44) - 1) & kHolderMask;
+}
 
 struct alignas(64) Cache {
 	std::atomic<uint64_t> owner; /* 0: unclaimed; else owner_make() */
 	std::atomic<uint32_t> busy;  /* owner is inside a pool call */
-	std::atomic<uint32_t> steal; /* a thief holds the cache (its process index + 1, or kAnyThief):
+	std::atomic<uint32_t>
+		steal; /* a thief holds the cache (its process index + 1, or kAnyThief):
 				      * the owner bypasses it */
 	std::atomic<uint32_t> range_hint;
 	std::atomic<uint32_t> refill_seq; /* refills so far: paces the quarantine drain */
 	std::atomic<uint32_t> moving;     /* a refill is taking a batch off the free stack */
-	Chain ready;  /* free QPNs, LIFO: alloc pops here */
-	Chain spare;  /* a second full batch: hysteresis between refill and flush */
-	Chain open;   /* released QPNs not yet time-stamped (quarantine only) */
+	Chain ready;                      /* free QPNs, LIFO: alloc pops here */
+	Chain spare; /* a second full batch: hysteresis between refill and flush */
+	Chain open;  /* released QPNs not yet time-stamped (quarantine only) */
 
 	alignas(64) std::atomic<uint64_t> allocs;
 	std::atomic<uint64_t> frees;
@@ -179,7 +224,7 @@ struct alignas(64) ProcEntry {
 /* Time buckets of the shared quarantine. A bucket holds batches whose epochs map to it; its
  * head carries the newest epoch pushed into it, so a drain can never release anything early. */
 constexpr unsigned kBuckets = 16;
-constexpr uint64_t kRegionGraceNs = 1000000000ull; /* 1 s, or the quarantine if longer */
+constexpr uint64_t kRegionGraceNs = 1000000000ull;     /* 1 s, or the quarantine if longer */
 constexpr uint64_t kPoolMagic = 0x4d4c5835514e5031ull; /* "MLX5QNP1" */
 
 struct EventCounters {
@@ -196,13 +241,13 @@ struct EventBase {
 
 struct mlx5_qpn_pool {
 	uint64_t magic;
-	uint64_t uid;                 /* unique per creation: guards thread-local cache bindings */
+	uint64_t uid; /* unique per creation: guards thread-local cache bindings */
 	char name[MLX5_QPN_POOL_NAMESIZE + 1];
 	uint64_t quarantine_ns;
-	uint64_t epoch_ns;            /* width of one quarantine bucket */
-	uint64_t t0_ns;               /* epochs count from here */
-	uint32_t batch;               /* cache_size */
-	uint32_t capacity;            /* slots allocated */
+	uint64_t epoch_ns; /* width of one quarantine bucket */
+	uint64_t t0_ns;    /* epochs count from here */
+	uint32_t batch;    /* cache_size */
+	uint32_t capacity; /* slots allocated */
 	int32_t socket_id;
 	uint32_t nb_caches;
 
@@ -213,7 +258,7 @@ struct mlx5_qpn_pool {
 	 * stack, a popped batch on the cacheless path): while non-zero, "nothing free" is -EAGAIN,
 	 * never -ENOSPC. Slow paths only; sequentially consistent with the heads it is read with. */
 	std::atomic<uint32_t> transit;
-	std::atomic<uint64_t> bypass_allocs;                     /* counters of cacheless calls */
+	std::atomic<uint64_t> bypass_allocs; /* counters of cacheless calls */
 	std::atomic<uint64_t> bypass_frees;
 	std::atomic<uint64_t> bypass_quarantined;
 	std::atomic<uint64_t> bypass_refused;
@@ -221,27 +266,27 @@ struct mlx5_qpn_pool {
 	/* Writers of the range table only (slow path). A process-shared pthread mutex rather than an
 	 * rte_spinlock: ThreadSanitizer models the former, not DPDK's inline-asm lock. */
 	alignas(64) pthread_mutex_t range_lock;
-	std::atomic<uint32_t> nb_ranges;         /* published range entries, removed ones included */
-	std::atomic<uint32_t> nb_sorted;         /* live ranges in sorted[] */
-	std::atomic<uint32_t> collecting;        /* range_remove() holds the free stack: its process
+	std::atomic<uint32_t> nb_ranges;  /* published range entries, removed ones included */
+	std::atomic<uint32_t> nb_sorted;  /* live ranges in sorted[] */
+	std::atomic<uint32_t> collecting; /* range_remove() holds the free stack: its process
 						  * index + 1 (kAnyThief if none), 0: nobody */
-	std::atomic<uint32_t> nb_slots;          /* high-water mark of the slot regions used */
-	std::atomic<uint32_t> live_slots;        /* slots of live ranges (the capacity) */
-	std::atomic<uint32_t> sorted_seq;        /* seqlock over sorted[] */
+	std::atomic<uint32_t> nb_slots;   /* high-water mark of the slot regions used */
+	std::atomic<uint32_t> live_slots; /* slots of live ranges (the capacity) */
+	std::atomic<uint32_t> sorted_seq; /* seqlock over sorted[] */
 	std::atomic<uint16_t> sorted[MLX5_QPN_MAX_RANGES]; /* range indices ordered by first QPN */
-	qpn::Range ranges[MLX5_QPN_MAX_RANGES];  /* append-only; entry i immutable once published */
+	qpn::Range ranges[MLX5_QPN_MAX_RANGES]; /* append-only; entry i immutable once published */
 
-	qpn::EventBase stats_base;               /* mlx5_qpn_pool_stats_reset() snapshot */
+	qpn::EventBase stats_base; /* mlx5_qpn_pool_stats_reset() snapshot */
 
 	/* Crash recovery (Pool::reclaim). `stw`: identity of a reclaimer that holds every cache and
 	 * keeps cacheless calls out while it audits the pool, 0: none. */
 	alignas(64) qpn::ProcEntry procs[qpn::kMaxProcs];
 	std::atomic<uint64_t> stw;
-	std::atomic<uint32_t> anon_busy;         /* cacheless calls of processes without an entry */
-	std::atomic<uint32_t> need_audit;        /* the range lock's holder died */
-	std::atomic<uint64_t> next_check_ns;     /* rate limit of the automatic death check */
-	std::atomic<uint64_t> dead_processes;    /* dead processes reclaimed */
-	std::atomic<uint64_t> reclaimed;         /* QPNs recovered from them */
+	std::atomic<uint32_t> anon_busy;      /* cacheless calls of processes without an entry */
+	std::atomic<uint32_t> need_audit;     /* the range lock's holder died */
+	std::atomic<uint64_t> next_check_ns;  /* rate limit of the automatic death check */
+	std::atomic<uint64_t> dead_processes; /* dead processes reclaimed */
+	std::atomic<uint64_t> reclaimed;      /* QPNs recovered from them */
 
 	qpn::Cache caches[MLX5_QPN_MAX_CACHES];
 	/* followed by std::atomic<uint64_t> slots[capacity] */
@@ -257,7 +302,8 @@ size_t qpn_pool_size(uint32_t capacity);
  * with fork()ed processes (MAP_SHARED) makes a pool they all use; no EAL call is made here.
  * Returns the pool, or NULL with rte_errno = EINVAL.
  */
-struct mlx5_qpn_pool *qpn_pool_init_at(void *mem, size_t len, const struct mlx5_qpn_pool_params *prm);
+struct mlx5_qpn_pool *qpn_pool_init_at(void *mem, size_t len,
+				       const struct mlx5_qpn_pool_params *prm);
 
 /* Retire a pool built by qpn_pool_init_at(); the memory is the caller's again. */
 void qpn_pool_fini_at(struct mlx5_qpn_pool *pool);

@@ -55,14 +55,16 @@ constexpr auto sc = std::memory_order_seq_cst;
  * so they are bumped with a load and a store: a locked read-modify-write here would cost more
  * than the whole allocation. Readers (stats) may see a value a moment old.
  */
-inline void bump(std::atomic<uint64_t> &c, uint64_t n = 1)
+inline void
+bump(std::atomic<uint64_t> &c, uint64_t n = 1)
 {
 	c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
 /* Forget a cache's chains without giving them back: for a cache whose chains cannot be trusted
  * (its owner or a thief died inside it); a reclaim's sweep finds their QPNs unreachable. */
-inline void drop_chains(qpn::Cache &v)
+inline void
+drop_chains(qpn::Cache &v)
 {
 	for (qpn::Chain *c : {&v.ready, &v.spare, &v.open}) {
 		c->count.store(0, std::memory_order_relaxed);
@@ -77,16 +79,19 @@ inline void drop_chains(qpn::Cache &v)
 /* Test seam (qpn_pool_test_hooks.h): 0 outside tests. Defined in qpn_pool.cpp. */
 extern std::atomic<int64_t> g_clock_offset;
 
-inline uint64_t now_ns()
+inline uint64_t
+now_ns()
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec) +
+	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
+	       static_cast<uint64_t>(ts.tv_nsec) +
 	       static_cast<uint64_t>(g_clock_offset.load(std::memory_order_relaxed));
 }
 
 /* CLOCK_MONOTONIC without the test offset: deadlines of bounded waits and rate limits. */
-inline uint64_t real_ns()
+inline uint64_t
+real_ns()
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -123,7 +128,7 @@ bool registry_alive(const mlx5_qpn_pool *p, uint64_t uid);
 
 /* On declarations too: the callers in other files must know the slow paths are cold, so that
  * they move the calls out of line (into their .cold part) as in one file. */
-#define QPN_HOT inline __attribute__((always_inline))
+#define QPN_HOT  inline __attribute__((always_inline))
 #define QPN_COLD __attribute__((noinline, cold))
 
 /* Hidden, with the fast path inline below: the public entry points inline it, not call it
@@ -181,7 +186,8 @@ private:
 	void chain_write_batch(uint32_t head, uint32_t tail, uint32_t count);
 };
 
-QPN_HOT bool Pool::qpn_to_slot(uint32_t qpn, uint32_t *slot_out, std::atomic<uint32_t> *hint) const
+QPN_HOT bool
+Pool::qpn_to_slot(uint32_t qpn, uint32_t *slot_out, std::atomic<uint32_t> *hint) const
 {
 	if (hint != nullptr) {
 		uint32_t h = hint->load(rlx);
@@ -197,7 +203,8 @@ QPN_HOT bool Pool::qpn_to_slot(uint32_t qpn, uint32_t *slot_out, std::atomic<uin
 	return qpn_to_slot_slow(qpn, slot_out, hint);
 }
 
-QPN_HOT uint32_t Pool::slot_to_qpn(uint32_t s, std::atomic<uint32_t> *hint) const
+QPN_HOT uint32_t
+Pool::slot_to_qpn(uint32_t s, std::atomic<uint32_t> *hint) const
 {
 	uint32_t h = hint != nullptr ? hint->load(rlx) : 0;
 	if (h < p_->nb_ranges.load(acq)) {
@@ -209,7 +216,8 @@ QPN_HOT uint32_t Pool::slot_to_qpn(uint32_t s, std::atomic<uint32_t> *hint) cons
 	return slot_to_qpn_slow(s, hint);
 }
 
-QPN_HOT int Pool::alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen, uint32_t flags)
+QPN_HOT int
+Pool::alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen, uint32_t flags)
 {
 	if (c->ready.count.load(rlx) == 0) {
 		if (c->spare.count.load(rlx) == 0)
@@ -243,7 +251,8 @@ QPN_HOT int Pool::alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen, uint32_t fla
 }
 
 /* In use, handed out (not inside a bulk that may roll back), and of the given generation. */
-QPN_HOT bool freeable(uint64_t w, bool check_gen, uint32_t gen)
+QPN_HOT bool
+freeable(uint64_t w, bool check_gen, uint32_t gen)
 {
 	return slot_state(w) == kInUse && (slot_aux(w) & kUnpublished) == 0 &&
 	       (!check_gen || slot_gen(w) == (gen & kGenMask));
@@ -253,7 +262,8 @@ QPN_HOT bool freeable(uint64_t w, bool check_gen, uint32_t gen)
  * Release. The CAS out of kInUse is the linearisation point: of two racing frees of one QPN
  * exactly one wins, and the loser is refused like any other double free.
  */
-QPN_HOT int Pool::free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen)
+QPN_HOT int
+Pool::free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen)
 {
 	uint32_t s;
 	if (qpn > MLX5_QPN_MAX || !qpn_to_slot(qpn, &s, c != nullptr ? &c->range_hint : nullptr))
@@ -367,7 +377,8 @@ extern constinit __attribute__((tls_model("initial-exec"))) thread_local ThreadC
 __attribute__((noinline)) Cache *bind_cache(mlx5_qpn_pool *p);
 
 /* Enter the pool with our cache, or nullptr if we must bypass it. */
-inline Cache *enter(mlx5_qpn_pool *p)
+inline Cache *
+enter(mlx5_qpn_pool *p)
 {
 	ThreadCaches &tc = t_caches;
 	Cache *c = nullptr;
@@ -386,13 +397,18 @@ inline Cache *enter(mlx5_qpn_pool *p)
 	return c;
 }
 
-inline void leave(Cache *c)
+inline void
+leave(Cache *c)
 {
 	if (c != nullptr)
 		c->busy.store(0, rel);
 }
 
-inline bool valid_pool(const mlx5_qpn_pool *p) { return p != nullptr && p->magic == kPoolMagic; }
+inline bool
+valid_pool(const mlx5_qpn_pool *p)
+{
+	return p != nullptr && p->magic == kPoolMagic;
+}
 
 } /* namespace qpn::detail */
 

@@ -17,14 +17,16 @@ std::atomic<uint64_t> g_self{0};
 
 constexpr unsigned kStartBits = 41; /* clock ticks since boot: centuries at 100 Hz */
 
-uint64_t make_ident(uint32_t pid, uint64_t start)
+uint64_t
+make_ident(uint32_t pid, uint64_t start)
 {
 	return ((start & ((1ull << kStartBits) - 1)) << kPidBits) | (pid & kPidMask);
 }
 
 } // namespace
 
-uint64_t proc_self_ident()
+uint64_t
+proc_self_ident()
 {
 	uint64_t id = g_self.load(std::memory_order_relaxed);
 	if (id != 0)
@@ -37,9 +39,14 @@ uint64_t proc_self_ident()
 	return id;
 }
 
-void proc_forget_self() { g_self.store(0, std::memory_order_relaxed); }
+void
+proc_forget_self()
+{
+	g_self.store(0, std::memory_order_relaxed);
+}
 
-bool proc_dead(uint64_t ident)
+bool
+proc_dead(uint64_t ident)
 {
 	uint32_t pid = ident_pid(ident);
 	if (pid == 0)

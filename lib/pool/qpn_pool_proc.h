@@ -21,7 +21,11 @@ namespace qpn {
 constexpr unsigned kPidBits = 22; /* pid_max is at most 2^22 */
 constexpr uint64_t kPidMask = (1ull << kPidBits) - 1;
 
-constexpr uint32_t ident_pid(uint64_t ident) { return static_cast<uint32_t>(ident & kPidMask); }
+constexpr uint32_t
+ident_pid(uint64_t ident)
+{
+	return static_cast<uint32_t>(ident & kPidMask);
+}
 
 /* The calling process's identity (read once per process; a fork()ed child reads its own). */
 uint64_t proc_self_ident();

@@ -20,7 +20,8 @@ namespace qpn::detail {
  * bucket's epoch only grows, so a batch pushed into a bucket that still holds an older epoch
  * (or that was already recycled for a newer one) is released late, never early.
  */
-void Pool::push_quarantine(uint32_t head, uint32_t tail, uint64_t stamp)
+void
+Pool::push_quarantine(uint32_t head, uint32_t tail, uint64_t stamp)
 {
 	uint64_t e = (stamp > p_->t0_ns ? (stamp - p_->t0_ns) / p_->epoch_ns : 0) & kTagMask;
 	auto &b = p_->bucket[e % kBuckets];
@@ -49,7 +50,8 @@ void Pool::push_quarantine(uint32_t head, uint32_t tail, uint64_t stamp)
  * - a bucket left for more than 2^39 epochs (6 days at the 1 us minimum) reads too late, not early.
  * The result saturates at UINT64_MAX instead of wrapping.
  */
-uint64_t Pool::bucket_expiry(uint64_t tag, uint64_t now) const
+uint64_t
+Pool::bucket_expiry(uint64_t tag, uint64_t now) const
 {
 	const uint64_t now_e = now > p_->t0_ns ? (now - p_->t0_ns) / p_->epoch_ns : 0;
 	const uint64_t ahead = (tag - now_e) & kTagMask;
@@ -61,7 +63,8 @@ uint64_t Pool::bucket_expiry(uint64_t tag, uint64_t now) const
 		full = now_e - back;
 	uint64_t t;
 	if (__builtin_mul_overflow(full + 1, p_->epoch_ns, &t) ||
-	    __builtin_add_overflow(t, p_->t0_ns, &t) || __builtin_add_overflow(t, p_->quarantine_ns, &t))
+	    __builtin_add_overflow(t, p_->t0_ns, &t) ||
+	    __builtin_add_overflow(t, p_->quarantine_ns, &t))
 		return UINT64_MAX;
 	return t;
 }
@@ -71,7 +74,8 @@ uint64_t Pool::bucket_expiry(uint64_t tag, uint64_t now) const
  * before (e + 1) * epoch_ns: it may go once now >= t0 + (e + 1) * epoch_ns + quarantine.
  * Returns the number of QPNs released.
  */
-uint64_t Pool::drain(uint64_t now)
+uint64_t
+Pool::drain(uint64_t now)
 {
 	uint64_t total = 0;
 	for (auto &b : p_->bucket) {
@@ -98,9 +102,11 @@ uint64_t Pool::drain(uint64_t now)
 				uint64_t tw = t == cur ? hw : slot(t).load(rlx);
 				n += t == cur ? 1 : slot_aux(tw);
 				/* Quarantine -> free, batch by batch, keeping each word's links. */
-				for (uint32_t s = cur;; ) {
+				for (uint32_t s = cur;;) {
 					uint64_t w = slot(s).load(rlx);
-					slot(s).store((w & ~(3ull << 48)) | (static_cast<uint64_t>(kFree) << 48), rlx);
+					slot(s).store((w & ~(3ull << 48)) |
+							      (static_cast<uint64_t>(kFree) << 48),
+						      rlx);
 					if (s == t)
 						break;
 					s = slot_next(w);
@@ -119,7 +125,8 @@ uint64_t Pool::drain(uint64_t now)
 	return total;
 }
 
-bool Pool::quarantine_next(uint64_t *when) const
+bool
+Pool::quarantine_next(uint64_t *when) const
 {
 	bool any = false;
 	uint64_t best = UINT64_MAX;
@@ -148,7 +155,8 @@ bool Pool::quarantine_next(uint64_t *when) const
 
 /* Seal a cache's open chain: stamp it now (after every release in it) and hand it to the
  * shared quarantine. */
-void Pool::seal(Chain &open, uint64_t stamp)
+void
+Pool::seal(Chain &open, uint64_t stamp)
 {
 	uint32_t n = open.count.load(rlx);
 	if (n == 0)
@@ -165,14 +173,16 @@ void Pool::seal(Chain &open, uint64_t stamp)
 
 extern "C" {
 
-int mlx5_qpn_pool_next_release(struct mlx5_qpn_pool *p, uint64_t *when_ns)
+int
+mlx5_qpn_pool_next_release(struct mlx5_qpn_pool *p, uint64_t *when_ns)
 {
 	if (!valid_pool(p) || when_ns == nullptr)
 		return -EINVAL;
 	return Pool(p).quarantine_next(when_ns) ? 0 : -ENOENT;
 }
 
-int mlx5_qpn_pool_drain(struct mlx5_qpn_pool *p)
+int
+mlx5_qpn_pool_drain(struct mlx5_qpn_pool *p)
 {
 	if (!valid_pool(p))
 		return -EINVAL;

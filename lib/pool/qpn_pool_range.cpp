@@ -13,7 +13,8 @@ using namespace qpn::detail;
 
 namespace qpn::detail {
 
-QPN_COLD bool Pool::qpn_to_slot_slow(uint32_t qpn, uint32_t *slot_out, std::atomic<uint32_t> *hint) const
+QPN_COLD bool
+Pool::qpn_to_slot_slow(uint32_t qpn, uint32_t *slot_out, std::atomic<uint32_t> *hint) const
 {
 	uint32_t n;
 	/* Binary search of the sorted index under its seqlock (ranges are added rarely). */
@@ -54,7 +55,8 @@ QPN_COLD bool Pool::qpn_to_slot_slow(uint32_t qpn, uint32_t *slot_out, std::atom
 	}
 }
 
-QPN_COLD uint32_t Pool::slot_to_qpn_slow(uint32_t s, std::atomic<uint32_t> *hint) const
+QPN_COLD uint32_t
+Pool::slot_to_qpn_slow(uint32_t s, std::atomic<uint32_t> *hint) const
 {
 	/* The live range whose slot region holds s. A linear scan: regions of removed ranges are
 	 * taken again by later ranges, so bases are not ordered by index (slow path only). */
@@ -74,7 +76,8 @@ QPN_COLD uint32_t Pool::slot_to_qpn_slow(uint32_t s, std::atomic<uint32_t> *hint
 } /* namespace qpn::detail */
 
 /* Insert entry ri into the sorted index (range_lock held), under the seqlock. */
-static void sorted_insert(mlx5_qpn_pool *p, uint32_t ri, uint32_t first)
+static void
+sorted_insert(mlx5_qpn_pool *p, uint32_t ri, uint32_t first)
 {
 	uint32_t n = p->nb_sorted.load(rlx);
 	/* acq_rel: the index stores below cannot move above the odd sequence number; release
@@ -91,7 +94,8 @@ static void sorted_insert(mlx5_qpn_pool *p, uint32_t ri, uint32_t first)
 }
 
 /* Take entry ri out of the sorted index (range_lock held), under the seqlock. */
-static void sorted_remove(mlx5_qpn_pool *p, uint32_t ri)
+static void
+sorted_remove(mlx5_qpn_pool *p, uint32_t ri)
 {
 	uint32_t n = p->nb_sorted.load(rlx);
 	p->sorted_seq.fetch_add(1, acq_rel);
@@ -106,7 +110,8 @@ static void sorted_remove(mlx5_qpn_pool *p, uint32_t ri)
 
 extern "C" {
 
-int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *p, uint32_t first, uint32_t count)
+int
+mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *p, uint32_t first, uint32_t count)
 {
 	/* The last QPN must be below 0xFFFFFF: that one is the multicast QPN, never a connection's. */
 	if (!valid_pool(p) || count == 0 || first >= MLX5_QPN_MAX || count > MLX5_QPN_MAX - first)
@@ -118,7 +123,8 @@ int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *p, uint32_t first, uint32_t co
 		pool.reclaim_locked(nullptr);
 	uint32_t n = p->nb_ranges.load(rlx);
 	const uint64_t now = now_ns();
-	const uint64_t grace = p->quarantine_ns > kRegionGraceNs ? p->quarantine_ns : kRegionGraceNs;
+	const uint64_t grace = p->quarantine_ns > kRegionGraceNs ? p->quarantine_ns :
+								   kRegionGraceNs;
 	uint32_t reuse = UINT32_MAX;
 	for (uint32_t i = 0; i < n; i++) {
 		const Range &r = p->ranges[i];
@@ -144,8 +150,10 @@ int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *p, uint32_t first, uint32_t co
 		base = p->nb_slots.load(rlx);
 		if (n == MLX5_QPN_MAX_RANGES || count > p->capacity - base) {
 			pthread_mutex_unlock(&p->range_lock);
-			POOL_LOG(ERR, "pool %s: no room for %u more QPNs (%u of %u slots used, %u ranges)",
-				 p->name, count, base, p->capacity, n);
+			POOL_LOG(
+				ERR,
+				"pool %s: no room for %u more QPNs (%u of %u slots used, %u ranges)",
+				p->name, count, base, p->capacity, n);
 			return -ENOSPC;
 		}
 	}
@@ -153,13 +161,14 @@ int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *p, uint32_t first, uint32_t co
 	for (uint32_t i = 0; i < count; i++) {
 		uint32_t s = base + i;
 		uint32_t bstart = i - i % p->batch;
-		uint32_t bend = bstart + p->batch < count ? bstart + p->batch : count; /* exclusive */
+		uint32_t bend = bstart + p->batch < count ? bstart + p->batch :
+							    count; /* exclusive */
 		uint32_t next = i + 1 < count ? s + 1 : kNil;
 		uint32_t aux = kNil;
 		if (i == bstart)
-			aux = base + bend - 1;         /* head: its tail */
+			aux = base + bend - 1; /* head: its tail */
 		else if (i == bend - 1)
-			aux = bend - bstart;           /* tail: the length */
+			aux = bend - bstart; /* tail: the length */
 		pool.slot(s).store(slot_make(next, aux, kFree, 0), rlx);
 	}
 	Range &r = p->ranges[ri];
@@ -186,7 +195,8 @@ namespace {
 /* Points of range_remove() where a test can stop it (test hook remove_stage). */
 enum RemoveStage { kStageHolding = 1, kStageRetiring = 2 };
 
-void remove_stage(int stage)
+void
+remove_stage(int stage)
 {
 	auto hook = g_test_hooks.remove_stage.load(acq);
 	if (hook != nullptr)
@@ -197,7 +207,8 @@ void remove_stage(int stage)
 
 extern "C" {
 
-int mlx5_qpn_pool_range_remove(struct mlx5_qpn_pool *p, uint32_t first)
+int
+mlx5_qpn_pool_range_remove(struct mlx5_qpn_pool *p, uint32_t first)
 {
 	if (!valid_pool(p) || first > MLX5_QPN_MAX)
 		return -EINVAL;
@@ -228,7 +239,8 @@ int mlx5_qpn_pool_range_remove(struct mlx5_qpn_pool *p, uint32_t first)
 	p->collecting.store(me >= 0 ? static_cast<uint32_t>(me) + 1 : kAnyThief, rel);
 	uint64_t top = p->free_top.load(acq);
 	while (!p->free_top.compare_exchange_weak(top,
-			head_make(kNil, (head_tag(top) + 1) & kTagMask), acq_rel, acq))
+						  head_make(kNil, (head_tag(top) + 1) & kTagMask),
+						  acq_rel, acq))
 		;
 	uint32_t head = head_idx(top);
 	remove_stage(kStageHolding);
@@ -279,7 +291,9 @@ int mlx5_qpn_pool_range_remove(struct mlx5_qpn_pool *p, uint32_t first)
 				uint64_t w = pool.slot(s).load(rlx);
 				uint32_t nx = slot_next(w);
 				if (in_range(s)) {
-					pool.slot(s).store(slot_make(kNil, kNil, kRetired, slot_gen(w)), rlx);
+					pool.slot(s).store(slot_make(kNil, kNil, kRetired,
+								     slot_gen(w)),
+							   rlx);
 					if (s == base)
 						remove_stage(kStageRetiring);
 				} else {

@@ -70,7 +70,8 @@ namespace qpn::detail {
  */
 
 /* `plus1` is a process index + 1 from a `collecting` or `steal` word: is that process dead? */
-bool Pool::holder_dead(uint32_t plus1) const
+bool
+Pool::holder_dead(uint32_t plus1) const
 {
 	if (plus1 == 0 || plus1 - 1 >= kMaxProcs)
 		return false;
@@ -79,7 +80,8 @@ bool Pool::holder_dead(uint32_t plus1) const
 }
 
 /* Rate-limited, pool-wide: is some process of the table dead? Then reclaim (without blocking). */
-QPN_COLD bool Pool::maybe_reclaim(Cache *self)
+QPN_COLD bool
+Pool::maybe_reclaim(Cache *self)
 {
 	const uint64_t now = real_ns();
 	uint64_t next = p_->next_check_ns.load(rlx);
@@ -97,7 +99,8 @@ QPN_COLD bool Pool::maybe_reclaim(Cache *self)
 }
 
 /* A cacheless caller found a reclaim in progress: wait (bounded checks of the reclaimer). */
-QPN_COLD void Pool::wait_stw()
+QPN_COLD void
+Pool::wait_stw()
 {
 	for (uint32_t i = 1;; i++) {
 		uint64_t holder = p_->stw.load(acq);
@@ -105,13 +108,15 @@ QPN_COLD void Pool::wait_stw()
 			return;
 		rte_pause();
 		if ((i & 4095) == 0 && proc_dead(holder))
-			reclaim(nullptr, true); /* its lock comes back EOWNERDEAD: we finish the job */
+			reclaim(nullptr,
+				true); /* its lock comes back EOWNERDEAD: we finish the job */
 		if ((i & 4095) == 0)
 			sched_yield();
 	}
 }
 /* Lock the range table. A holder that died leaves it to us, with the pool to audit. */
-bool lock_ranges(mlx5_qpn_pool *p, bool block, bool *owner_died)
+bool
+lock_ranges(mlx5_qpn_pool *p, bool block, bool *owner_died)
 {
 	int rc = block ? pthread_mutex_lock(&p->range_lock) : pthread_mutex_trylock(&p->range_lock);
 	*owner_died = false;
@@ -125,7 +130,8 @@ bool lock_ranges(mlx5_qpn_pool *p, bool block, bool *owner_died)
 	return rc == 0;
 }
 
-int Pool::reclaim(Cache *self, bool block)
+int
+Pool::reclaim(Cache *self, bool block)
 {
 	bool died;
 	if (!lock_ranges(p_, block, &died))
@@ -136,7 +142,8 @@ int Pool::reclaim(Cache *self, bool block)
 }
 
 /* Range lock held. Returns the number of QPNs recovered, or -EAGAIN / -ENOMEM. */
-int Pool::reclaim_locked(Cache *self)
+int
+Pool::reclaim_locked(Cache *self)
 {
 	bool dead[kMaxProcs];
 	unsigned nd = 0;
@@ -186,7 +193,8 @@ int Pool::reclaim_locked(Cache *self)
 		if (owner != 0 && op != 0 && op - 1 < kMaxProcs)
 			cdead[i] = dead[op - 1];
 		else if (owner != 0 && op == 0) /* no table entry: the pid alone */
-			cdead[i] = kill(static_cast<pid_t>(owner_pid(owner)), 0) != 0 && errno == ESRCH;
+			cdead[i] = kill(static_cast<pid_t>(owner_pid(owner)), 0) != 0 &&
+				   errno == ESRCH;
 		for (;;) {
 			uint32_t e = 0;
 			if (v.steal.compare_exchange_strong(e, thief, acq_rel, acq))
@@ -198,7 +206,8 @@ int Pool::reclaim_locked(Cache *self)
 				break;
 			}
 			if (real_ns() > deadline) {
-				POOL_LOG(WARNING, "pool %s: reclaim: cache %u stays held by thief %u",
+				POOL_LOG(WARNING,
+					 "pool %s: reclaim: cache %u stays held by thief %u",
 					 p_->name, i, e);
 				rc = -EAGAIN;
 				break;
@@ -221,7 +230,8 @@ int Pool::reclaim_locked(Cache *self)
 			if (now_dead(proc))
 				return true;
 			if (real_ns() > deadline) {
-				POOL_LOG(WARNING, "pool %s: reclaim: %s %u stays busy", p_->name, what, i);
+				POOL_LOG(WARNING, "pool %s: reclaim: %s %u stays busy", p_->name,
+					 what, i);
 				rc = -EAGAIN;
 			} else {
 				sched_yield();
@@ -309,8 +319,11 @@ int Pool::reclaim_locked(Cache *self)
 		const bool quar_on = p_->quarantine_ns != 0;
 		auto collect = [&](uint32_t s, uint64_t w, bool to_free) {
 			to_free |= !quar_on;
-			uint32_t &h = to_free ? fh : qh, &t = to_free ? ft : qt, &n = to_free ? fn : qn;
-			slot(s).store(slot_make(h, kNil, to_free ? kFree : kQuarantine, slot_gen(w)), rlx);
+			uint32_t &h = to_free ? fh : qh, &t = to_free ? ft : qt,
+				 &n = to_free ? fn : qn;
+			slot(s).store(slot_make(h, kNil, to_free ? kFree : kQuarantine,
+						slot_gen(w)),
+				      rlx);
 			if (n == 0)
 				t = s;
 			h = s;
@@ -335,7 +348,8 @@ int Pool::reclaim_locked(Cache *self)
 						continue;
 					bool unpublished = (slot_aux(w) & kUnpublished) != 0;
 					inuse += !unpublished;
-					collect(s, w, unpublished); /* a bulk's QPN was never handed out */
+					collect(s, w,
+						unpublished); /* a bulk's QPN was never handed out */
 				} else if (!m.marked(s)) {
 					collect(s, w, st != kQuarantine);
 				}
@@ -356,7 +370,8 @@ int Pool::reclaim_locked(Cache *self)
 			v.busy.store(0, rlx);
 			v.owner.store(0, rel);
 		} else if (rc == 0 && tainted[i]) {
-			drop_chains(v); /* swept above like a dead cache's; the live owner finds it empty */
+			drop_chains(
+				v); /* swept above like a dead cache's; the live owner finds it empty */
 		}
 		v.steal.store(0, rel);
 	}
@@ -379,7 +394,9 @@ int Pool::reclaim_locked(Cache *self)
 				if (p_->ranges[ri].count.load(acq) == 0)
 					continue;
 				uint32_t f = p_->ranges[ri].first.load(rlx), pos = k++;
-				while (pos > 0 && p_->ranges[p_->sorted[pos - 1].load(rlx)].first.load(rlx) > f) {
+				while (pos > 0 &&
+				       p_->ranges[p_->sorted[pos - 1].load(rlx)].first.load(rlx) >
+					       f) {
 					p_->sorted[pos].store(p_->sorted[pos - 1].load(rlx), rel);
 					pos--;
 				}
@@ -397,8 +414,10 @@ int Pool::reclaim_locked(Cache *self)
 	}
 	p_->stw.store(0, sc);
 	if (rc == 0 && (nd != 0 || recovered != 0))
-		POOL_LOG(INFO, "pool %s: %u dead process(es), %" PRIu64 " QPNs recovered (%" PRIu64
-			 " in use)", p_->name, nd, recovered, inuse);
+		POOL_LOG(INFO,
+			 "pool %s: %u dead process(es), %" PRIu64 " QPNs recovered (%" PRIu64
+			 " in use)",
+			 p_->name, nd, recovered, inuse);
 	if (rc != 0)
 		return rc;
 	return recovered > INT32_MAX ? INT32_MAX : static_cast<int>(recovered);
@@ -408,7 +427,8 @@ int Pool::reclaim_locked(Cache *self)
 
 extern "C" {
 
-int mlx5_qpn_pool_reclaim_dead(struct mlx5_qpn_pool *p)
+int
+mlx5_qpn_pool_reclaim_dead(struct mlx5_qpn_pool *p)
 {
 	if (!valid_pool(p))
 		return -EINVAL;

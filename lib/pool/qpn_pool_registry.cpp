@@ -19,7 +19,8 @@ static RegEntry g_freed[64];
 static uint32_t g_freed_next;
 static bool g_reg_overflow; /* some live pool is missing from g_registry */
 
-void registry_add(mlx5_qpn_pool *p)
+void
+registry_add(mlx5_qpn_pool *p)
 {
 	std::lock_guard<std::mutex> g(g_reg_mutex);
 	for (auto &e : g_registry)
@@ -31,7 +32,8 @@ void registry_add(mlx5_qpn_pool *p)
 	g_reg_overflow = true;
 }
 
-void registry_del(mlx5_qpn_pool *p)
+void
+registry_del(mlx5_qpn_pool *p)
 {
 	std::lock_guard<std::mutex> g(g_reg_mutex);
 	for (auto &e : g_registry)
@@ -41,7 +43,8 @@ void registry_del(mlx5_qpn_pool *p)
 }
 
 /* Find or claim this process's entry in the pool's process table; -1 if the table is full. */
-static int32_t proc_register(mlx5_qpn_pool *p)
+static int32_t
+proc_register(mlx5_qpn_pool *p)
 {
 	const uint64_t me = proc_self_ident();
 	for (uint32_t i = 0; i < kMaxProcs; i++)
@@ -56,7 +59,8 @@ static int32_t proc_register(mlx5_qpn_pool *p)
 }
 
 /* This process's index in the pool's table (process-local cache in the registry). */
-int32_t my_proc(mlx5_qpn_pool *p)
+int32_t
+my_proc(mlx5_qpn_pool *p)
 {
 	{
 		std::lock_guard<std::mutex> g(g_reg_mutex);
@@ -71,7 +75,8 @@ int32_t my_proc(mlx5_qpn_pool *p)
 }
 
 /* Is the pool of a thread binding still alive in this process? (g_reg_mutex held) */
-bool registry_alive(const mlx5_qpn_pool *p, uint64_t uid)
+bool
+registry_alive(const mlx5_qpn_pool *p, uint64_t uid)
 {
 	for (const auto &e : g_registry)
 		if (e.pool == p && e.uid == uid)

@@ -10,7 +10,8 @@ using namespace qpn::detail;
 namespace qpn::detail {
 
 /* Mark [head..tail] (count long, linked by next) as a batch: head.aux = tail, tail.aux = count. */
-void Pool::chain_write_batch(uint32_t head, uint32_t tail, uint32_t count)
+void
+Pool::chain_write_batch(uint32_t head, uint32_t tail, uint32_t count)
 {
 	auto &hs = slot(head);
 	hs.store(slot_with_aux(hs.load(rlx), tail), rlx);
@@ -24,7 +25,8 @@ void Pool::chain_write_batch(uint32_t head, uint32_t tail, uint32_t count)
  * Push a chain of whole batches [head .. last_tail] onto the free stack. The release CAS
  * publishes every slot word written before it.
  */
-void Pool::push_free(uint32_t head, uint32_t last_tail)
+void
+Pool::push_free(uint32_t head, uint32_t last_tail)
 {
 	auto &ts = slot(last_tail);
 	uint64_t top = p_->free_top.load(rlx);
@@ -41,7 +43,8 @@ void Pool::push_free(uint32_t head, uint32_t last_tail)
  * taken and reused meanwhile): such reads give garbage that is bounds-checked, and the tagged CAS
  * then fails, so garbage is never acted upon.
  */
-bool Pool::pop_free(Chain &into)
+bool
+Pool::pop_free(Chain &into)
 {
 	uint64_t top = p_->free_top.load(acq);
 	uint32_t cap = p_->capacity;

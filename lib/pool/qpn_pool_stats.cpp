@@ -14,8 +14,9 @@ using namespace qpn::detail;
 
 extern "C" {
 
-static EventCounters sum_events(const mlx5_qpn_pool *p, uint64_t *allocs, uint64_t *frees,
-				uint64_t *quarantined, uint32_t *claimed)
+static EventCounters
+sum_events(const mlx5_qpn_pool *p, uint64_t *allocs, uint64_t *frees, uint64_t *quarantined,
+	   uint32_t *claimed)
 {
 	EventCounters e{};
 	uint64_t a = p->bypass_allocs.load(rlx), f = p->bypass_frees.load(rlx);
@@ -44,7 +45,8 @@ static EventCounters sum_events(const mlx5_qpn_pool *p, uint64_t *allocs, uint64
 	return e;
 }
 
-int mlx5_qpn_pool_stats_get(struct mlx5_qpn_pool *p, struct mlx5_qpn_pool_stats *st)
+int
+mlx5_qpn_pool_stats_get(struct mlx5_qpn_pool *p, struct mlx5_qpn_pool_stats *st)
 {
 	if (!valid_pool(p) || st == nullptr)
 		return -EINVAL;
@@ -52,9 +54,9 @@ int mlx5_qpn_pool_stats_get(struct mlx5_qpn_pool *p, struct mlx5_qpn_pool_stats 
 	uint32_t cl;
 	EventCounters e = sum_events(p, &a, &f, &q, &cl);
 	const EventBase &bb = p->stats_base;
-	const EventCounters b = {bb.hits.load(rlx), bb.misses.load(rlx), bb.refills.load(rlx),
+	const EventCounters b = {bb.hits.load(rlx),    bb.misses.load(rlx), bb.refills.load(rlx),
 				 bb.flushes.load(rlx), bb.steals.load(rlx), bb.refused.load(rlx),
-				 bb.enospc.load(rlx), bb.eagain.load(rlx)};
+				 bb.enospc.load(rlx),  bb.eagain.load(rlx)};
 	memset(st, 0, sizeof(*st));
 	st->capacity = p->live_slots.load(acq);
 	/* A process killed between a slot update and its counter bump skews these by one call:
@@ -81,7 +83,8 @@ int mlx5_qpn_pool_stats_get(struct mlx5_qpn_pool *p, struct mlx5_qpn_pool_stats 
 	return 0;
 }
 
-void mlx5_qpn_pool_stats_reset(struct mlx5_qpn_pool *p)
+void
+mlx5_qpn_pool_stats_reset(struct mlx5_qpn_pool *p)
 {
 	if (!valid_pool(p))
 		return;
@@ -99,7 +102,8 @@ void mlx5_qpn_pool_stats_reset(struct mlx5_qpn_pool *p)
 	b.eagain.store(e.eagain, rlx);
 }
 
-void mlx5_qpn_pool_dump(FILE *f, struct mlx5_qpn_pool *p)
+void
+mlx5_qpn_pool_dump(FILE *f, struct mlx5_qpn_pool *p)
 {
 	if (f == nullptr)
 		return;
@@ -109,9 +113,10 @@ void mlx5_qpn_pool_dump(FILE *f, struct mlx5_qpn_pool *p)
 	}
 	struct mlx5_qpn_pool_stats st;
 	mlx5_qpn_pool_stats_get(p, &st);
-	fprintf(f, "qpn pool %s: capacity %" PRIu64 " of %u, cache %u, quarantine %" PRIu64
-		   " us, socket %d\n", p->name, st.capacity, p->capacity, p->batch,
-		p->quarantine_ns / 1000, p->socket_id);
+	fprintf(f,
+		"qpn pool %s: capacity %" PRIu64 " of %u, cache %u, quarantine %" PRIu64
+		" us, socket %d\n",
+		p->name, st.capacity, p->capacity, p->batch, p->quarantine_ns / 1000, p->socket_id);
 	uint32_t n = p->nb_ranges.load(acq);
 	for (uint32_t i = 0; i < n; i++) {
 		if (n > 8 && i == 4) { /* keep the dump short: first four and last three */
@@ -122,18 +127,21 @@ void mlx5_qpn_pool_dump(FILE *f, struct mlx5_qpn_pool *p)
 		const Range &r = p->ranges[i];
 		uint32_t c = r.count.load(rlx), rf = r.first.load(rlx);
 		if (c == 0)
-			fprintf(f, "  range %u: removed (was [0x%06x, +%u])\n", i, rf, r.size.load(rlx));
+			fprintf(f, "  range %u: removed (was [0x%06x, +%u])\n", i, rf,
+				r.size.load(rlx));
 		else
-			fprintf(f, "  range %u: [0x%06x, 0x%06x] (%u QPNs)\n", i, rf, rf + c - 1, c);
+			fprintf(f, "  range %u: [0x%06x, 0x%06x] (%u QPNs)\n", i, rf, rf + c - 1,
+				c);
 	}
 	fprintf(f, "  in_use %" PRIu64 " in_quarantine %" PRIu64 " free %" PRIu64 "\n", st.in_use,
 		st.in_quarantine, st.free);
-	fprintf(f, "  allocs %" PRIu64 " frees %" PRIu64 " hits %" PRIu64 " misses %" PRIu64
-		   " refills %" PRIu64 " flushes %" PRIu64 " steals %" PRIu64 "\n",
+	fprintf(f,
+		"  allocs %" PRIu64 " frees %" PRIu64 " hits %" PRIu64 " misses %" PRIu64
+		" refills %" PRIu64 " flushes %" PRIu64 " steals %" PRIu64 "\n",
 		st.allocs, st.frees, st.cache_hits, st.cache_misses, st.refills, st.flushes,
 		st.steals);
-	fprintf(f, "  refused_frees %" PRIu64 " enospc %" PRIu64 " eagain %" PRIu64
-		   " caches %u\n", st.refused_frees, st.enospc, st.eagain, st.nb_caches);
+	fprintf(f, "  refused_frees %" PRIu64 " enospc %" PRIu64 " eagain %" PRIu64 " caches %u\n",
+		st.refused_frees, st.enospc, st.eagain, st.nb_caches);
 }
 
 } /* extern "C" */

@@ -31,14 +31,16 @@ namespace qpn::shm {
 
 namespace {
 
-uint64_t mono_ns()
+uint64_t
+mono_ns()
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-void sleep_ns(uint64_t ns)
+void
+sleep_ns(uint64_t ns)
 {
 	struct timespec ts = {time_t(ns / 1000000000ull), long(ns % 1000000000ull)};
 	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
@@ -48,7 +50,8 @@ void sleep_ns(uint64_t ns)
 /* Cached identity of this process; `pid` tells whether a fork() made it stale. */
 ProcId g_self;
 
-bool name_ok(const char *name)
+bool
+name_ok(const char *name)
 {
 	if (name == nullptr || name[0] != '/')
 		return false;
@@ -65,7 +68,8 @@ bool name_ok(const char *name)
 }
 
 /* An object someone else could read, write or lock is refused: one line says why. */
-int check_ours(int fd, const char *name)
+int
+check_ours(int fd, const char *name)
 {
 	struct stat st;
 	if (fstat(fd, &st) == -1)
@@ -75,12 +79,14 @@ int check_ours(int fd, const char *name)
 		return -EACCES;
 	}
 	if (st.st_uid != geteuid()) {
-		SHM_LOG(ERR, "refusing shared memory %s: owned by uid %u, not by this user (uid %u); remove it",
+		SHM_LOG(ERR,
+			"refusing shared memory %s: owned by uid %u, not by this user (uid %u); remove it",
 			name, unsigned(st.st_uid), unsigned(geteuid()));
 		return -EACCES;
 	}
 	if ((st.st_mode & 077) != 0) {
-		SHM_LOG(ERR, "refusing shared memory %s: mode %04o gives access to other users; remove it",
+		SHM_LOG(ERR,
+			"refusing shared memory %s: mode %04o gives access to other users; remove it",
 			name, unsigned(st.st_mode & 07777));
 		return -EACCES;
 	}
@@ -88,7 +94,8 @@ int check_ours(int fd, const char *name)
 }
 
 /* flock with a bounded wait: polls LOCK_NB with a growing sleep (1 us .. 10 ms). */
-int flock_timed(int fd, uint64_t timeout_ns)
+int
+flock_timed(int fd, uint64_t timeout_ns)
 {
 	const uint64_t deadline = mono_ns() + timeout_ns;
 	uint64_t nap = 1000;
@@ -108,7 +115,8 @@ int flock_timed(int fd, uint64_t timeout_ns)
 
 /* ---- process identity ----------------------------------------------------------------------- */
 
-bool start_time_of(int32_t pid, uint64_t *start, char *state)
+bool
+start_time_of(int32_t pid, uint64_t *start, char *state)
 {
 	if (pid <= 0)
 		return false;
@@ -145,7 +153,8 @@ bool start_time_of(int32_t pid, uint64_t *start, char *state)
 	return true;
 }
 
-ProcId self()
+ProcId
+self()
 {
 	int32_t pid = int32_t(getpid());
 	ProcId s = g_self;
@@ -157,13 +166,15 @@ ProcId self()
 	return s;
 }
 
-bool is_self(const ProcId &id)
+bool
+is_self(const ProcId &id)
 {
 	ProcId s = self();
 	return id.pid == s.pid && id.start_time == s.start_time;
 }
 
-bool alive(const ProcId &id)
+bool
+alive(const ProcId &id)
 {
 	if (id.pid <= 0)
 		return false;
@@ -182,7 +193,8 @@ bool alive(const ProcId &id)
 
 /* ---- segments --------------------------------------------------------------------------------- */
 
-int segment_open_locked(const char *name, Segment *seg, uint64_t timeout_ns)
+int
+segment_open_locked(const char *name, Segment *seg, uint64_t timeout_ns)
 {
 	if (seg == nullptr || !name_ok(name))
 		return -EINVAL;
@@ -201,8 +213,9 @@ int segment_open_locked(const char *name, Segment *seg, uint64_t timeout_ns)
 		if (fd < 0) {
 			int err = errno;
 			if (err == EACCES || err == ELOOP)
-				SHM_LOG(ERR, "refusing shared memory %s: %s (owned by another user?)", name,
-					strerror(err));
+				SHM_LOG(ERR,
+					"refusing shared memory %s: %s (owned by another user?)",
+					name, strerror(err));
 			return err == ELOOP ? -EACCES : -err;
 		}
 		/* The mode of a new file is 0600 less the umask: still ours alone. An existing
@@ -212,7 +225,9 @@ int segment_open_locked(const char *name, Segment *seg, uint64_t timeout_ns)
 			uint64_t now = mono_ns();
 			rc = flock_timed(fd, now < deadline ? deadline - now : 0);
 			if (rc == -ETIMEDOUT)
-				SHM_LOG(ERR, "shared memory %s: its init lock is held by another process for more than %" PRIu64 " ms",
+				SHM_LOG(ERR,
+					"shared memory %s: its init lock is held by another process for more than %" PRIu64
+					" ms",
 					name, timeout_ns / 1000000);
 		}
 		if (rc == 0) {
@@ -237,7 +252,8 @@ int segment_open_locked(const char *name, Segment *seg, uint64_t timeout_ns)
 	return -EAGAIN;
 }
 
-int segment_file_size(const Segment *seg, size_t *size)
+int
+segment_file_size(const Segment *seg, size_t *size)
 {
 	struct stat st;
 	if (seg == nullptr || seg->fd < 0 || size == nullptr)
@@ -248,7 +264,8 @@ int segment_file_size(const Segment *seg, size_t *size)
 	return 0;
 }
 
-int segment_map(Segment *seg, size_t size, bool reset)
+int
+segment_map(Segment *seg, size_t size, bool reset)
 {
 	if (seg == nullptr || seg->fd < 0 || size == 0 || seg->addr != nullptr)
 		return -EINVAL;
@@ -271,7 +288,8 @@ int segment_map(Segment *seg, size_t size, bool reset)
 	return 0;
 }
 
-void segment_unmap(Segment *seg)
+void
+segment_unmap(Segment *seg)
 {
 	if (seg == nullptr || seg->addr == nullptr)
 		return;
@@ -280,19 +298,23 @@ void segment_unmap(Segment *seg)
 	seg->size = 0;
 }
 
-void segment_unlock(Segment *seg)
+void
+segment_unlock(Segment *seg)
 {
 	if (seg != nullptr && seg->fd >= 0)
 		flock(seg->fd, LOCK_UN);
 }
 
-int segment_lock(Segment *seg, uint64_t timeout_ns)
+int
+segment_lock(Segment *seg, uint64_t timeout_ns)
 {
 	if (seg == nullptr || seg->fd < 0)
 		return -EINVAL;
 	int rc = flock_timed(seg->fd, timeout_ns);
 	if (rc == -ETIMEDOUT) {
-		SHM_LOG(ERR, "shared memory %s: its init lock is held by another process for more than %" PRIu64 " ms",
+		SHM_LOG(ERR,
+			"shared memory %s: its init lock is held by another process for more than %" PRIu64
+			" ms",
 			seg->name, timeout_ns / 1000000);
 		return rc;
 	}
@@ -311,7 +333,8 @@ int segment_lock(Segment *seg, uint64_t timeout_ns)
 	return 0;
 }
 
-int segment_read(const Segment *seg, void *buf, size_t len, size_t off)
+int
+segment_read(const Segment *seg, void *buf, size_t len, size_t off)
 {
 	if (seg == nullptr || seg->fd < 0 || (buf == nullptr && len != 0))
 		return -EINVAL;
@@ -330,7 +353,8 @@ int segment_read(const Segment *seg, void *buf, size_t len, size_t off)
 	return 0;
 }
 
-void segment_close(Segment *seg, bool remove, bool force)
+void
+segment_close(Segment *seg, bool remove, bool force)
 {
 	if (seg == nullptr)
 		return;
@@ -343,7 +367,8 @@ void segment_close(Segment *seg, bool remove, bool force)
 	*seg = Segment();
 }
 
-int segment_unlink(const char *name)
+int
+segment_unlink(const char *name)
 {
 	if (!name_ok(name))
 		return -EINVAL;
@@ -352,7 +377,8 @@ int segment_unlink(const char *name)
 
 /* ---- robust mutexes ------------------------------------------------------------------------- */
 
-int mutex_init(pthread_mutex_t *m)
+int
+mutex_init(pthread_mutex_t *m)
 {
 	pthread_mutexattr_t ma;
 	int rc = pthread_mutexattr_init(&ma);
@@ -372,7 +398,8 @@ int mutex_init(pthread_mutex_t *m)
  * differs was not made by mutex_init(): locking it would be undefined (a garbage kind can select
  * the priority-inheritance path, where glibc asserts), so it is refused before any lock call.
  */
-static int expected_kind()
+static int
+expected_kind()
 {
 	static const int kind = [] {
 		pthread_mutex_t ref;
@@ -385,14 +412,16 @@ static int expected_kind()
 	return kind;
 }
 
-int mutex_lock(pthread_mutex_t *m, uint64_t timeout_ns)
+int
+mutex_lock(pthread_mutex_t *m, uint64_t timeout_ns)
 {
 	/*
 	 * The word is shared with other processes, which may be writing it (a hostile or half-made
 	 * segment): read it atomically, as glibc's own lock paths do.
 	 */
 	if (m == nullptr ||
-	    std::atomic_ref<int>(m->__data.__kind).load(std::memory_order_relaxed) != expected_kind())
+	    std::atomic_ref<int>(m->__data.__kind).load(std::memory_order_relaxed) !=
+		    expected_kind())
 		return -EIO;
 	/*
 	 * trylock in a loop with a growing pause rather than timedlock/clocklock: ThreadSanitizer

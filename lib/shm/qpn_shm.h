@@ -33,9 +33,9 @@ namespace qpn::shm {
 
 /* A process, as recorded in shared memory. 16 bytes, no padding, the same in every build. */
 struct ProcId {
-	int32_t pid;          /* 0: none */
+	int32_t pid; /* 0: none */
 	uint32_t rsvd;
-	uint64_t start_time;  /* clock ticks after boot (/proc/<pid>/stat field 22); 0: unknown */
+	uint64_t start_time; /* clock ticks after boot (/proc/<pid>/stat field 22); 0: unknown */
 };
 static_assert(sizeof(ProcId) == 16, "ProcId is part of shared layouts");
 
@@ -59,10 +59,10 @@ bool start_time_of(int32_t pid, uint64_t *start, char *state);
 
 struct Segment {
 	int fd = -1;
-	void *addr = nullptr;    /* mapping, once segment_map() succeeded */
-	size_t size = 0;         /* mapped size */
-	bool created = false;    /* this opener created the file (it may remove it on failure) */
-	char name[64] = {};      /* POSIX shm name, "/..." */
+	void *addr = nullptr; /* mapping, once segment_map() succeeded */
+	size_t size = 0;      /* mapped size */
+	bool created = false; /* this opener created the file (it may remove it on failure) */
+	char name[64] = {};   /* POSIX shm name, "/..." */
 };
 
 /* Default bound on every wait for a lock another process holds. */

@@ -26,14 +26,17 @@ namespace {
 
 /* Concatenation by append: g++ 12 at -O3 warns (-Wrestrict, a false positive) on some
  * `"literal" + std::string` expressions. */
-template <typename... T> std::string cat(const T &...parts)
+template <typename... T>
+std::string
+cat(const T &...parts)
 {
 	std::string s;
 	(s.append(parts), ...);
 	return s;
 }
 
-std::string app_path()
+std::string
+app_path()
 {
 	char buf[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
@@ -75,16 +78,18 @@ protected:
 	}
 
 	/* Run the app: `lcores` for -l, `opts` after "--"; stdin from `input` if not empty. */
-	run_result run(const std::string &lcores, const std::string &opts, const std::string &prefix,
-		       const std::string &input = "", bool want_json = true)
+	run_result run(const std::string &lcores, const std::string &opts,
+		       const std::string &prefix, const std::string &input = "",
+		       bool want_json = true)
 	{
 		run_result r;
 		std::string dir = ::testing::TempDir();
 		std::string json = cat(dir, "qpn_app_", prefix, ".json");
 		std::string in = cat(dir, "qpn_app_", prefix, ".in");
 		std::remove(json.c_str());
-		std::string cmd = cat("timeout -k 5 60 ", app_, " --no-huge --no-pci -m 256 -l ", lcores,
-				      " --file-prefix=", prefix, " --log-level=lib.eal:error -- ", opts);
+		std::string cmd = cat("timeout -k 5 60 ", app_, " --no-huge --no-pci -m 256 -l ",
+				      lcores, " --file-prefix=", prefix,
+				      " --log-level=lib.eal:error -- ", opts);
 		if (want_json)
 			cmd.append(" --json=").append(json);
 		if (!input.empty()) {
@@ -118,14 +123,17 @@ protected:
 
 /* Minimal JSON lookup for qpn-testpmd's own output: "a.b.c" finds "a", then "b" after it, then
  * "c" after that, and parses the number (or the string) that follows. */
-bool json_find(const std::string &js, const std::string &path, size_t *pos)
+bool
+json_find(const std::string &js, const std::string &path, size_t *pos)
 {
 	size_t at = 0, start = 0;
 	while (start <= path.size()) {
 		size_t dot = path.find('.', start);
-		std::string key = cat("\"", path.substr(start, dot == std::string::npos
-									? std::string::npos
-									: dot - start), "\":");
+		std::string key = cat("\"",
+				      path.substr(start, dot == std::string::npos ?
+								 std::string::npos :
+								 dot - start),
+				      "\":");
 		at = js.find(key, at);
 		if (at == std::string::npos)
 			return false;
@@ -140,7 +148,8 @@ bool json_find(const std::string &js, const std::string &path, size_t *pos)
 	return true;
 }
 
-double json_num(const std::string &js, const std::string &path)
+double
+json_num(const std::string &js, const std::string &path)
 {
 	size_t at;
 	if (!json_find(js, path, &at))
@@ -148,7 +157,8 @@ double json_num(const std::string &js, const std::string &path)
 	return std::strtod(js.c_str() + at, nullptr);
 }
 
-std::string json_str(const std::string &js, const std::string &path)
+std::string
+json_str(const std::string &js, const std::string &path)
 {
 	size_t at;
 	if (!json_find(js, path, &at) || js[at] != '"')
@@ -156,10 +166,10 @@ std::string json_str(const std::string &js, const std::string &path)
 	return js.substr(at + 1, js.find('"', at + 1) - at - 1);
 }
 
-#define EXPECT_RUN_OK(r)                                                                      \
-	do {                                                                                  \
-		EXPECT_EQ((r).status, 0) << (r).output;                                       \
-		ASSERT_FALSE((r).json.empty()) << (r).output;                                 \
+#define EXPECT_RUN_OK(r)                                                                           \
+	do {                                                                                       \
+		EXPECT_EQ((r).status, 0) << (r).output;                                            \
+		ASSERT_FALSE((r).json.empty()) << (r).output;                                      \
 	} while (0)
 
 } // namespace
@@ -188,7 +198,8 @@ TEST_F(AppTest, AppDciReconnectDefaultHasNoStaleRejects)
 	EXPECT_GT(json_num(r.json, "steps.dreq_drep.count"), 0);
 	EXPECT_GE(json_num(r.json, "steps.cycle.max_ns"), json_num(r.json, "steps.cycle.p99_ns"));
 	if (r.json.find("\"data_path\": true") != std::string::npos) {
-		EXPECT_EQ(json_num(r.json, "steps.send_cqe.count"), json_num(r.json, "connections"));
+		EXPECT_EQ(json_num(r.json, "steps.send_cqe.count"),
+			  json_num(r.json, "connections"));
 		EXPECT_EQ(json_num(r.json, "data.error_completions"), 0);
 		EXPECT_EQ(json_num(r.json, "data.sends"), json_num(r.json, "data.completions"));
 	} else {
@@ -204,8 +215,10 @@ TEST_F(AppTest, AppDciReconnectStrictWithoutQuarantineGivesStaleRejects)
 {
 	std::string dev = next_name();
 	run_result r = run("0-1",
-			   cat("--qpn-dev=", dev, ",max_qpns=64,log_max_alloc=4 --quarantine-us=0 "
-			   "--cm-policy=strict --duration=1 --destroy-sim"), dev);
+			   cat("--qpn-dev=", dev,
+			       ",max_qpns=64,log_max_alloc=4 --quarantine-us=0 "
+			       "--cm-policy=strict --duration=1 --destroy-sim"),
+			   dev);
 	EXPECT_RUN_OK(r);
 	EXPECT_EQ(json_num(r.json, "quarantine_us"), 0);
 	EXPECT_GT(json_num(r.json, "stale_rejects"), 0);
@@ -219,8 +232,10 @@ TEST_F(AppTest, AppDciReconnectLiveSharedQpnGivesStaleRejects)
 {
 	std::string dev = next_name();
 	run_result r = run("0-1",
-			   cat("--qpn-dev=", dev, " --cm-policy=live --force-shared-qpn --duration=1 "
-			   "--destroy-sim"), dev);
+			   cat("--qpn-dev=", dev,
+			       " --cm-policy=live --force-shared-qpn --duration=1 "
+			       "--destroy-sim"),
+			   dev);
 	EXPECT_RUN_OK(r);
 	EXPECT_EQ(json_str(r.json, "cm_policy"), "live");
 	EXPECT_GT(json_num(r.json, "stale_rejects"), 0);
@@ -232,8 +247,11 @@ TEST_F(AppTest, AppDciReconnectLiveSharedQpnGivesStaleRejects)
 TEST_F(AppTest, AppDciReconnectLiveWithQuarantineHasNoStaleRejects)
 {
 	std::string dev = next_name();
-	run_result r = run("0-1", cat("--qpn-dev=", dev, " --cm-policy=live --peers=3 "
-			   "--connections=2000 --duration=5 --destroy-sim"), dev);
+	run_result r = run("0-1",
+			   cat("--qpn-dev=", dev,
+			       " --cm-policy=live --peers=3 "
+			       "--connections=2000 --duration=5 --destroy-sim"),
+			   dev);
 	EXPECT_RUN_OK(r);
 	EXPECT_EQ(json_num(r.json, "connections"), 2000);
 	EXPECT_EQ(json_num(r.json, "stale_rejects"), 0);
@@ -242,8 +260,11 @@ TEST_F(AppTest, AppDciReconnectLiveWithQuarantineHasNoStaleRejects)
 TEST_F(AppTest, AppDctAcceptDefaultLayout)
 {
 	std::string dev = next_name();
-	run_result r = run("0-1", cat("--qpn-dev=", dev, " --engine=dct-accept --peers=2 --duration=1 "
-			   "--destroy-sim"), dev);
+	run_result r = run("0-1",
+			   cat("--qpn-dev=", dev,
+			       " --engine=dct-accept --peers=2 --duration=1 "
+			       "--destroy-sim"),
+			   dev);
 	EXPECT_RUN_OK(r);
 	EXPECT_EQ(json_str(r.json, "engine"), "dct-accept");
 	EXPECT_EQ(json_str(r.json, "measured_side"), "passive");
@@ -260,8 +281,11 @@ TEST_F(AppTest, AppDctAcceptDefaultLayout)
 TEST_F(AppTest, AppDctAcceptCountsThePassiveSide)
 {
 	std::string dev = next_name();
-	run_result r = run("0-1", cat("--qpn-dev=", dev, " --engine=dct-accept --peers=3 "
-			   "--connections=500 --duration=5 --destroy-sim"), dev);
+	run_result r = run("0-1",
+			   cat("--qpn-dev=", dev,
+			       " --engine=dct-accept --peers=3 "
+			       "--connections=500 --duration=5 --destroy-sim"),
+			   dev);
 	EXPECT_RUN_OK(r);
 	EXPECT_EQ(json_str(r.json, "measured_side"), "passive");
 	EXPECT_EQ(json_num(r.json, "connections"), 500);
@@ -277,8 +301,11 @@ TEST_F(AppTest, AppDctAcceptCountsThePassiveSide)
 TEST_F(AppTest, AppChurnRunsWithoutErrors)
 {
 	std::string dev = next_name();
-	run_result r = run("0-1", cat("--qpn-dev=", dev, " --engine=churn --peers=4 --seed=7 "
-			   "--duration=1 --destroy-sim"), dev);
+	run_result r = run("0-1",
+			   cat("--qpn-dev=", dev,
+			       " --engine=churn --peers=4 --seed=7 "
+			       "--duration=1 --destroy-sim"),
+			   dev);
 	EXPECT_RUN_OK(r);
 	EXPECT_EQ(json_str(r.json, "engine"), "churn");
 	EXPECT_GT(json_num(r.json, "connections"), 100);
@@ -290,7 +317,8 @@ TEST_F(AppTest, AppChurnRunsWithoutErrors)
 TEST_F(AppTest, AppAllocEngine)
 {
 	std::string dev = next_name();
-	run_result r = run("0-1", cat("--qpn-dev=", dev, " --engine=alloc --duration=0.5 --destroy-sim"),
+	run_result r = run("0-1",
+			   cat("--qpn-dev=", dev, " --engine=alloc --duration=0.5 --destroy-sim"),
 			   dev);
 	EXPECT_RUN_OK(r);
 	EXPECT_EQ(json_str(r.json, "engine"), "alloc");
@@ -318,7 +346,8 @@ TEST_F(AppTest, AppPromptDrivenThroughStdin)
 			   false);
 	EXPECT_EQ(r.status, 0) << r.output;
 	EXPECT_NE(r.output.find("set quarantine US"), std::string::npos) << r.output;
-	EXPECT_NE(r.output.find(cat("device ", dev, ": backend sim")), std::string::npos) << r.output;
+	EXPECT_NE(r.output.find(cat("device ", dev, ": backend sim")), std::string::npos)
+		<< r.output;
 	EXPECT_NE(r.output.find("CM policy: live"), std::string::npos) << r.output;
 	EXPECT_NE(r.output.find("started engine dci-reconnect"), std::string::npos) << r.output;
 	EXPECT_NE(r.output.find("stopped engine dci-reconnect"), std::string::npos) << r.output;
@@ -357,20 +386,23 @@ TEST_F(AppTest, AppHardwareWithoutDeviceFailsCleanly)
 TEST_F(AppTest, AppBadDevargsFailsCleanly)
 {
 	std::string dev = next_name();
-	run_result r = run("0-1", cat("--qpn-dev=", dev, ",colour=red --duration=1"), dev, "", false);
+	run_result r = run("0-1", cat("--qpn-dev=", dev, ",colour=red --duration=1"), dev, "",
+			   false);
 	/* A devarg the driver's parser refuses is a bad command line (checked before any probe). */
 	EXPECT_EQ(r.status, 2) << r.output;
 	EXPECT_NE(r.output.find("colour=red"), std::string::npos) << r.output;
 }
 
 /* Every line the app printed that is not EAL's. */
-std::string app_lines(const std::string &out)
+std::string
+app_lines(const std::string &out)
 {
 	std::string keep;
 	size_t at = 0;
 	while (at < out.size()) {
 		size_t nl = out.find('\n', at);
-		std::string line = out.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+		std::string line = out.substr(at, nl == std::string::npos ? std::string::npos :
+									    nl - at);
 		if (line.rfind("EAL", 0) != 0 && line.rfind("TELEMETRY", 0) != 0 && !line.empty())
 			keep += line + "\n";
 		if (nl == std::string::npos)
@@ -393,28 +425,47 @@ TEST_F(AppTest, AppHostileNumbersRefusedAsOptions)
 		const char *line;
 	};
 	const Case cases[] = {
-		{"--peers=nan", "qpn-testpmd: bad value for --peers: \"nan\" (not a decimal integer; expected an integer in 1..32)"},
-		{"--duration=nan", "qpn-testpmd: bad value for --duration: \"nan\" (not a decimal number; expected a decimal number in 0.01..86400)"},
-		{"--duration=inf", "qpn-testpmd: bad value for --duration: \"inf\" (not a decimal number; expected a decimal number in 0.01..86400)"},
-		{"--duration=-1", "qpn-testpmd: bad value for --duration: \"-1\" (not a decimal number; expected a decimal number in 0.01..86400)"},
-		{"--duration=1e3", "qpn-testpmd: bad value for --duration: \"1e3\" (not a decimal number; expected a decimal number in 0.01..86400)"},
-		{"--duration=", "qpn-testpmd: bad value for --duration: \"\" (empty; expected a decimal number in 0.01..86400)"},
-		{"--connections=99999999999999999999", "qpn-testpmd: bad value for --connections: \"99999999999999999999\" (out of range; expected an integer in 1..1000000000000000)"},
-		{"--msgs-per-conn=nan", "qpn-testpmd: bad value for --msgs-per-conn: \"nan\" (not a decimal integer; expected an integer in 0..64)"},
-		{"--inflight=4x", "qpn-testpmd: bad value for --inflight: \"4x\" (not a decimal integer; expected an integer in 1..64)"},
-		{"--quarantine-us=nan", "qpn-testpmd: bad value for --quarantine-us: \"nan\" (not a decimal integer; expected an integer in 0..3600000000)"},
-		{"--quarantine-us=-5", "qpn-testpmd: bad value for --quarantine-us: \"-5\" (not a decimal integer; expected an integer in 0..3600000000)"},
-		{"--cm-plt=inf", "qpn-testpmd: bad value for --cm-plt: \"inf\" (not a decimal integer; expected an integer in 0..31)"},
-		{"--cm-ack-delay=1.5", "qpn-testpmd: bad value for --cm-ack-delay: \"1.5\" (not a decimal integer; expected an integer in 0..31)"},
-		{"--seed=0x10", "qpn-testpmd: bad value for --seed: \"0x10\" (not a decimal integer; expected an integer in 1..1000000000000000000)"},
-		{"--burst=0", "qpn-testpmd: bad value for --burst: \"0\" (out of range; expected an integer in 1..64)"},
-		{"--hold=1e6", "qpn-testpmd: bad value for --hold: \"1e6\" (not a decimal integer; expected an integer in 0..1048576)"},
-		{"--hw-port=65536", "qpn-testpmd: bad value for --hw-port: \"65536\" (out of range; expected an integer in 1..65535)"},
-		{"--hw-peer=10.0.0.1:nan", "qpn-testpmd: bad value for --hw-peer: \"10.0.0.1:nan\" (port: not a decimal integer; expected an integer in 1..65535)"},
+		{"--peers=nan",
+		 "qpn-testpmd: bad value for --peers: \"nan\" (not a decimal integer; expected an integer in 1..32)"},
+		{"--duration=nan",
+		 "qpn-testpmd: bad value for --duration: \"nan\" (not a decimal number; expected a decimal number in 0.01..86400)"},
+		{"--duration=inf",
+		 "qpn-testpmd: bad value for --duration: \"inf\" (not a decimal number; expected a decimal number in 0.01..86400)"},
+		{"--duration=-1",
+		 "qpn-testpmd: bad value for --duration: \"-1\" (not a decimal number; expected a decimal number in 0.01..86400)"},
+		{"--duration=1e3",
+		 "qpn-testpmd: bad value for --duration: \"1e3\" (not a decimal number; expected a decimal number in 0.01..86400)"},
+		{"--duration=",
+		 "qpn-testpmd: bad value for --duration: \"\" (empty; expected a decimal number in 0.01..86400)"},
+		{"--connections=99999999999999999999",
+		 "qpn-testpmd: bad value for --connections: \"99999999999999999999\" (out of range; expected an integer in 1..1000000000000000)"},
+		{"--msgs-per-conn=nan",
+		 "qpn-testpmd: bad value for --msgs-per-conn: \"nan\" (not a decimal integer; expected an integer in 0..64)"},
+		{"--inflight=4x",
+		 "qpn-testpmd: bad value for --inflight: \"4x\" (not a decimal integer; expected an integer in 1..64)"},
+		{"--quarantine-us=nan",
+		 "qpn-testpmd: bad value for --quarantine-us: \"nan\" (not a decimal integer; expected an integer in 0..3600000000)"},
+		{"--quarantine-us=-5",
+		 "qpn-testpmd: bad value for --quarantine-us: \"-5\" (not a decimal integer; expected an integer in 0..3600000000)"},
+		{"--cm-plt=inf",
+		 "qpn-testpmd: bad value for --cm-plt: \"inf\" (not a decimal integer; expected an integer in 0..31)"},
+		{"--cm-ack-delay=1.5",
+		 "qpn-testpmd: bad value for --cm-ack-delay: \"1.5\" (not a decimal integer; expected an integer in 0..31)"},
+		{"--seed=0x10",
+		 "qpn-testpmd: bad value for --seed: \"0x10\" (not a decimal integer; expected an integer in 1..1000000000000000000)"},
+		{"--burst=0",
+		 "qpn-testpmd: bad value for --burst: \"0\" (out of range; expected an integer in 1..64)"},
+		{"--hold=1e6",
+		 "qpn-testpmd: bad value for --hold: \"1e6\" (not a decimal integer; expected an integer in 0..1048576)"},
+		{"--hw-port=65536",
+		 "qpn-testpmd: bad value for --hw-port: \"65536\" (out of range; expected an integer in 1..65535)"},
+		{"--hw-peer=10.0.0.1:nan",
+		 "qpn-testpmd: bad value for --hw-peer: \"10.0.0.1:nan\" (port: not a decimal integer; expected an integer in 1..65535)"},
 	};
 	for (const auto &c : cases) {
 		std::string dev = next_name();
-		run_result r = run("0-1", cat("--qpn-dev=", dev, " --duration=0.2 ", c.opt), dev, "", false);
+		run_result r = run("0-1", cat("--qpn-dev=", dev, " --duration=0.2 ", c.opt), dev,
+				   "", false);
 		EXPECT_EQ(r.status, 2) << c.opt << "\n" << r.output;
 		EXPECT_EQ(app_lines(r.output), cat(c.line, "\n")) << c.opt;
 		EXPECT_NE(access(cat("/dev/shm/mlx5_qpn_", dev).c_str(), F_OK), 0) << c.opt;
@@ -430,25 +481,30 @@ TEST_F(AppTest, AppHostileNumbersRefusedAsOptions)
 TEST_F(AppTest, AppOptionsNeverReportedAsDevargs)
 {
 	std::string dev = next_name();
-	run_result r = run("0-1", cat("--qpn-dev=", dev, ",cache=8, --duration=0.2"), dev, "", false);
+	run_result r = run("0-1", cat("--qpn-dev=", dev, ",cache=8, --duration=0.2"), dev, "",
+			   false);
 	EXPECT_EQ(r.status, 2) << r.output;
 	EXPECT_EQ(app_lines(r.output),
-		  cat("qpn-testpmd: bad value for --qpn-dev: \"", dev, ",cache=8,\" (bad devarg ", dev,
-		      ",cache=8,: empty pair (a trailing ','))\n"));
+		  cat("qpn-testpmd: bad value for --qpn-dev: \"", dev, ",cache=8,\" (bad devarg ",
+		      dev, ",cache=8,: empty pair (a trailing ','))\n"));
 	r = run("0-1", cat("--qpn-dev=", dev, ",cache==8 --duration=0.2"), dev, "", false);
 	EXPECT_EQ(r.status, 2) << r.output;
-	EXPECT_EQ(app_lines(r.output),
-		  cat("qpn-testpmd: bad value for --qpn-dev: \"", dev, ",cache==8\" (bad devarg "
-		      "cache==8: more than one '=' (expected key=value))\n"));
+	EXPECT_EQ(app_lines(r.output), cat("qpn-testpmd: bad value for --qpn-dev: \"", dev,
+					   ",cache==8\" (bad devarg "
+					   "cache==8: more than one '=' (expected key=value))\n"));
 	r = run("0-1", cat("--qpn-dev=", dev, " --cm-plt=31 --duration=0.2"), dev, "", false);
 	EXPECT_EQ(r.status, 2) << r.output;
 	EXPECT_EQ(r.output.find("devarg"), std::string::npos) << r.output;
 	EXPECT_NE(r.output.find("--cm-plt=31 --cm-ack-delay=10 give a CM timewait of 8388608 ms"),
-		  std::string::npos) << r.output;
+		  std::string::npos)
+		<< r.output;
 	EXPECT_NE(access(cat("/dev/shm/mlx5_qpn_", dev).c_str(), F_OK), 0);
 	/* With an explicit quarantine the same exponents are fine. */
-	r = run("0-1", cat("--qpn-dev=", dev, " --cm-plt=31 --quarantine-us=1000 --engine=alloc "
-			   "--duration=0.2 --destroy-sim"), dev);
+	r = run("0-1",
+		cat("--qpn-dev=", dev,
+		    " --cm-plt=31 --quarantine-us=1000 --engine=alloc "
+		    "--duration=0.2 --destroy-sim"),
+		dev);
 	EXPECT_EQ(r.status, 0) << r.output;
 }
 
@@ -458,7 +514,8 @@ TEST_F(AppTest, AppOptionsNeverReportedAsDevargs)
 TEST_F(AppTest, AppPromptRefusesHostileNumbers)
 {
 	std::string dev = next_name();
-	run_result r = run("0-1", cat("--qpn-dev=", dev, ",quarantine_us=5000 -i --destroy-sim"), dev,
+	run_result r = run("0-1", cat("--qpn-dev=", dev, ",quarantine_us=5000 -i --destroy-sim"),
+			   dev,
 			   "set quarantine nan\nset quarantine 0x10\nset quarantine -1\n"
 			   "set quarantine 3600000001\nset quarantine 7000\nshow device\nquit\n",
 			   false);
@@ -466,9 +523,12 @@ TEST_F(AppTest, AppPromptRefusesHostileNumbers)
 	for (const char *v : {"nan", "0x10", "-1"})
 		EXPECT_NE(r.output.find(cat("qpn-testpmd: bad value for set quarantine: \"", v,
 					    "\" (not a decimal integer; expected an integer in "
-					    "0..3600000000)")), std::string::npos) << v << r.output;
+					    "0..3600000000)")),
+			  std::string::npos)
+			<< v << r.output;
 	EXPECT_NE(r.output.find("qpn-testpmd: bad value for set quarantine: \"3600000001\" (out of "
-				"range; expected an integer in 0..3600000000)"), std::string::npos)
+				"range; expected an integer in 0..3600000000)"),
+		  std::string::npos)
 		<< r.output;
 	EXPECT_NE(r.output.find("quarantine: 7000 us (devices re-probed)"), std::string::npos)
 		<< r.output;
@@ -486,16 +546,22 @@ TEST_F(AppTest, AppPerfHostileOptionsRefused)
 		const char *line;
 	};
 	const Case cases[] = {
-		{"--cache=nan", "qpn-perf: bad value for --cache: \"nan\" (not a decimal integer; expected an integer in 1..65536)"},
-		{"--repeat=-1", "qpn-perf: bad value for --repeat: \"-1\" (not a decimal integer; expected an integer in 1..1000)"},
-		{"--budget-ms=99999999999999999999", "qpn-perf: bad value for --budget-ms: \"99999999999999999999\" (out of range; expected an integer in 1..60000)"},
-		{"--lcores=maybe", "qpn-perf: bad value for --lcores: \"maybe\" (expected on or off)"},
+		{"--cache=nan",
+		 "qpn-perf: bad value for --cache: \"nan\" (not a decimal integer; expected an integer in 1..65536)"},
+		{"--repeat=-1",
+		 "qpn-perf: bad value for --repeat: \"-1\" (not a decimal integer; expected an integer in 1..1000)"},
+		{"--budget-ms=99999999999999999999",
+		 "qpn-perf: bad value for --budget-ms: \"99999999999999999999\" (out of range; expected an integer in 1..60000)"},
+		{"--lcores=maybe",
+		 "qpn-perf: bad value for --lcores: \"maybe\" (expected on or off)"},
 		{"--range", "qpn-perf: option \"--range\" needs a value (see --help)"},
 	};
 	for (const auto &c : cases) {
-		std::string cmd = cat("timeout -k 5 60 ", perf, " --no-huge --no-pci -m 256 -l 0-1 "
-				      "--file-prefix=perfbad", std::to_string(getpid()),
-				      " --log-level=lib.eal:error -- ", c.opt, " < /dev/null 2>&1");
+		std::string cmd = cat("timeout -k 5 60 ", perf,
+				      " --no-huge --no-pci -m 256 -l 0-1 "
+				      "--file-prefix=perfbad",
+				      std::to_string(getpid()), " --log-level=lib.eal:error -- ",
+				      c.opt, " < /dev/null 2>&1");
 		FILE *p = popen(cmd.c_str(), "r");
 		ASSERT_NE(p, nullptr);
 		std::string out;
@@ -521,16 +587,21 @@ TEST_F(AppTest, AppTwoProcessClientServer)
 	std::string sjson = cat(::testing::TempDir(), "qpn_app_", dev, "_srv.json");
 	std::string sout = cat(::testing::TempDir(), "qpn_app_", dev, "_srv.out");
 	std::remove(sjson.c_str());
-	std::string scmd = cat("timeout -k 5 30 ", app_, " --no-huge --no-pci -m 256 -l 0-1 "
-			       "--file-prefix=", dev, "s --log-level=lib.eal:error -- --role=server "
-			       "--fabric=", fab, " --qpn-dev=", dev, " --duration=3 --json=", sjson,
+	std::string scmd = cat("timeout -k 5 30 ", app_,
+			       " --no-huge --no-pci -m 256 -l 0-1 "
+			       "--file-prefix=",
+			       dev,
+			       "s --log-level=lib.eal:error -- --role=server "
+			       "--fabric=",
+			       fab, " --qpn-dev=", dev, " --duration=3 --json=", sjson,
 			       " < /dev/null > ", sout, " 2>&1");
 	FILE *srv = popen(scmd.c_str(), "r");
 	ASSERT_NE(srv, nullptr);
 	/* The client waits (up to 5 s) for the server to publish its node and DCT. */
-	run_result c = run("0-1 --main-lcore=1",
-			   cat("--role=client --fabric=", fab, " --qpn-dev=", dev, " --duration=1.5"),
-			   cat(dev, "c"));
+	run_result c =
+		run("0-1 --main-lcore=1",
+		    cat("--role=client --fabric=", fab, " --qpn-dev=", dev, " --duration=1.5"),
+		    cat(dev, "c"));
 	int st = pclose(srv);
 	run_result s;
 	s.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -581,8 +652,11 @@ TEST_F(AppTest, AppOneProcessOverSharedMemoryFabric)
 {
 	std::string dev = next_name();
 	std::string fab = cat("fab1_", std::to_string(getpid()));
-	run_result r = run("0-1", cat("--fabric=", fab, " --qpn-dev=", dev, " --peers=2 --duration=0.5 "
-			   "--destroy-sim"), dev);
+	run_result r = run("0-1",
+			   cat("--fabric=", fab, " --qpn-dev=", dev,
+			       " --peers=2 --duration=0.5 "
+			       "--destroy-sim"),
+			   dev);
 	mlx5_qpn_cm_shm_unlink(fab.c_str());
 	EXPECT_RUN_OK(r);
 	EXPECT_EQ(json_str(r.json, "fabric"), fab);
@@ -619,9 +693,8 @@ TEST_F(AppTest, AppSecondaryClientBesidePrimary)
 	std::remove(json.c_str());
 	mp_test::Proc prim;
 	ASSERT_TRUE(prim.start({app_, "-l", "0-1", "--no-pci", mp_test::kPrimaryBaseVa,
-				cat("--file-prefix=", prefix),
-				"--log-level=lib.eal:error", "--", cat("--qpn-dev=", dev),
-				"--engine=alloc", "-i"}));
+				cat("--file-prefix=", prefix), "--log-level=lib.eal:error", "--",
+				cat("--qpn-dev=", dev), "--engine=alloc", "-i"}));
 	ASSERT_TRUE(prim.send("start"));
 	ASSERT_TRUE(prim.wait_output("started engine alloc")) << prim.output();
 	mp_test::Proc sec;
@@ -638,7 +711,8 @@ TEST_F(AppTest, AppSecondaryClientBesidePrimary)
 	mp_test::remove_instance(prefix);
 	EXPECT_EQ(st, 0) << sec.output();
 	EXPECT_NE(sec.output().find(cat("secondary process: device ", dev, " of the primary")),
-		  std::string::npos) << sec.output();
+		  std::string::npos)
+		<< sec.output();
 	std::ifstream jf(json);
 	std::stringstream ss;
 	ss << jf.rdbuf();

@@ -20,7 +20,8 @@ struct Frame {
 	mlx5_qpn_cm_msg msg;
 };
 
-inline mlx5_qpn_cm_params params(uint64_t guid, mlx5_qpn_cm_policy policy = MLX5_QPN_CM_POLICY_LIVE)
+inline mlx5_qpn_cm_params
+params(uint64_t guid, mlx5_qpn_cm_policy policy = MLX5_QPN_CM_POLICY_LIVE)
 {
 	mlx5_qpn_cm_params p{};
 	p.name = "cmtest";
@@ -44,7 +45,8 @@ struct AgentPtr {
 };
 
 /* Everything an agent emitted since the last call, decoded. */
-inline std::vector<Frame> drain(mlx5_qpn_cm *cm)
+inline std::vector<Frame>
+drain(mlx5_qpn_cm *cm)
 {
 	std::vector<Frame> out;
 	uint8_t buf[MLX5_QPN_CM_FRAME_MAX];
@@ -61,7 +63,8 @@ inline std::vector<Frame> drain(mlx5_qpn_cm *cm)
 	return out;
 }
 
-inline std::vector<mlx5_qpn_cm_event> events(mlx5_qpn_cm *cm)
+inline std::vector<mlx5_qpn_cm_event>
+events(mlx5_qpn_cm *cm)
 {
 	std::vector<mlx5_qpn_cm_event> out;
 	mlx5_qpn_cm_event ev;
@@ -70,7 +73,8 @@ inline std::vector<mlx5_qpn_cm_event> events(mlx5_qpn_cm *cm)
 	return out;
 }
 
-inline std::vector<uint8_t> types(const std::vector<Frame> &fs)
+inline std::vector<uint8_t>
+types(const std::vector<Frame> &fs)
 {
 	std::vector<uint8_t> t;
 	for (const auto &f : fs)
@@ -78,7 +82,8 @@ inline std::vector<uint8_t> types(const std::vector<Frame> &fs)
 	return t;
 }
 
-inline mlx5_qpn_cm_msg msg(uint8_t type, uint64_t src, uint32_t local_id, uint32_t remote_id)
+inline mlx5_qpn_cm_msg
+msg(uint8_t type, uint64_t src, uint32_t local_id, uint32_t remote_id)
 {
 	mlx5_qpn_cm_msg m;
 	std::memset(&m, 0, sizeof(m));
@@ -89,7 +94,8 @@ inline mlx5_qpn_cm_msg msg(uint8_t type, uint64_t src, uint32_t local_id, uint32
 	return m;
 }
 
-inline int feed(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now)
+inline int
+feed(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now)
 {
 	uint8_t buf[MLX5_QPN_CM_FRAME_MAX];
 	int len = mlx5_qpn_cm_msg_encode(&m, buf, sizeof(buf));
@@ -99,7 +105,8 @@ inline int feed(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now)
 	return mlx5_qpn_cm_input(cm, buf, size_t(len), now);
 }
 
-inline int state_of(mlx5_qpn_cm *cm, uint32_t id)
+inline int
+state_of(mlx5_qpn_cm *cm, uint32_t id)
 {
 	mlx5_qpn_cm_conn_info info;
 	if (mlx5_qpn_cm_conn_get(cm, id, &info) != 0)
@@ -107,7 +114,8 @@ inline int state_of(mlx5_qpn_cm *cm, uint32_t id)
 	return int(info.state);
 }
 
-inline mlx5_qpn_cm_stats stats(mlx5_qpn_cm *cm)
+inline mlx5_qpn_cm_stats
+stats(mlx5_qpn_cm *cm)
 {
 	mlx5_qpn_cm_stats s;
 	EXPECT_EQ(mlx5_qpn_cm_stats_get(cm, &s), 0);
@@ -118,7 +126,8 @@ inline mlx5_qpn_cm_stats stats(mlx5_qpn_cm *cm)
  * Deliver frames between agents (each frame goes to the agent whose GUID is its destination)
  * until nothing moves. Returns the frames delivered.
  */
-inline int pump(std::vector<std::pair<uint64_t, mlx5_qpn_cm *>> nodes, uint64_t now)
+inline int
+pump(std::vector<std::pair<uint64_t, mlx5_qpn_cm *>> nodes, uint64_t now)
 {
 	int moved = 0;
 	for (bool again = true; again;) {
@@ -128,7 +137,8 @@ inline int pump(std::vector<std::pair<uint64_t, mlx5_qpn_cm *>> nodes, uint64_t 
 			for (const Frame &f : drain(cm)) {
 				for (auto &[g2, cm2] : nodes)
 					if (g2 == f.dst)
-						mlx5_qpn_cm_input(cm2, f.bytes.data(), f.bytes.size(), now);
+						mlx5_qpn_cm_input(cm2, f.bytes.data(),
+								  f.bytes.size(), now);
 				moved++;
 				again = true;
 			}

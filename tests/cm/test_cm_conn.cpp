@@ -24,15 +24,15 @@ constexpr int S_IDLE = MLX5_QPN_CM_STATE_IDLE, S_REQ_SENT = MLX5_QPN_CM_STATE_RE
 	      S_REQ_RCVD = MLX5_QPN_CM_STATE_REQ_RCVD, S_REP_SENT = MLX5_QPN_CM_STATE_REP_SENT,
 	      S_EST = MLX5_QPN_CM_STATE_ESTABLISHED, S_DREQ_SENT = MLX5_QPN_CM_STATE_DREQ_SENT,
 	      S_TW = MLX5_QPN_CM_STATE_TIMEWAIT;
-constexpr uint8_t REQ = MLX5_QPN_CM_MSG_REQ, REP = MLX5_QPN_CM_MSG_REP,
-		  RTU = MLX5_QPN_CM_MSG_RTU, REJ = MLX5_QPN_CM_MSG_REJ, MRA = MLX5_QPN_CM_MSG_MRA,
-		  DREQ = MLX5_QPN_CM_MSG_DREQ, DREP = MLX5_QPN_CM_MSG_DREP;
-constexpr uint32_t E_NONE = 0, E_REQ = MLX5_QPN_CM_EVENT_REQ,
-		   E_EST = MLX5_QPN_CM_EVENT_ESTABLISHED, E_REJ = MLX5_QPN_CM_EVENT_REJECTED,
-		   E_DISC = MLX5_QPN_CM_EVENT_DISCONNECTED;
+constexpr uint8_t REQ = MLX5_QPN_CM_MSG_REQ, REP = MLX5_QPN_CM_MSG_REP, RTU = MLX5_QPN_CM_MSG_RTU,
+		  REJ = MLX5_QPN_CM_MSG_REJ, MRA = MLX5_QPN_CM_MSG_MRA, DREQ = MLX5_QPN_CM_MSG_DREQ,
+		  DREP = MLX5_QPN_CM_MSG_DREP;
+constexpr uint32_t E_NONE = 0, E_REQ = MLX5_QPN_CM_EVENT_REQ, E_EST = MLX5_QPN_CM_EVENT_ESTABLISHED,
+		   E_REJ = MLX5_QPN_CM_EVENT_REJECTED, E_DISC = MLX5_QPN_CM_EVENT_DISCONNECTED;
 
 /* The peer's frame of @p type for connection @p id of the local agent. */
-mlx5_qpn_cm_msg peer_msg(uint8_t type, uint32_t id, uint16_t reason = MLX5_QPN_CM_REJ_CONSUMER_DEFINED)
+mlx5_qpn_cm_msg
+peer_msg(uint8_t type, uint32_t id, uint16_t reason = MLX5_QPN_CM_REJ_CONSUMER_DEFINED)
 {
 	mlx5_qpn_cm_msg m = msg(type, kPeer, kPeerId, id);
 	switch (type) {
@@ -67,7 +67,8 @@ mlx5_qpn_cm_msg peer_msg(uint8_t type, uint32_t id, uint16_t reason = MLX5_QPN_C
 }
 
 /* Drive a fresh agent's connection into @p state on the given side; returns its comm id. */
-uint32_t reach(mlx5_qpn_cm *cm, bool active, int state)
+uint32_t
+reach(mlx5_qpn_cm *cm, bool active, int state)
 {
 	uint32_t id = 0;
 	if (active) {
@@ -111,14 +112,16 @@ struct Row {
 	uint32_t event;
 };
 
-std::string row_name(const Row &r)
+std::string
+row_name(const Row &r)
 {
 	return std::string(r.active ? "active " : "passive ") + mlx5_qpn_cm_state_name(r.from) +
 	       " + " + mlx5_qpn_cm_msg_name(r.rx);
 }
 
 /* Every state of both sides times every message type (live policy). */
-const std::vector<Row> &table()
+const std::vector<Row> &
+table()
 {
 	static const std::vector<Row> rows = {
 		/* Active side. A REQ reaching an active connection is a new passive request
@@ -234,7 +237,8 @@ TEST(CmConn, EveryTransition)
 		EXPECT_EQ(after.malformed, 0u);
 		/* Nothing happened at all: the frame must have been counted as unexpected. */
 		bool nothing = r.to == r.from && r.tx.empty() && r.event == E_NONE;
-		bool absorbed = after.duplicates > before.duplicates || after.mra_rx > before.mra_rx;
+		bool absorbed = after.duplicates > before.duplicates ||
+				after.mra_rx > before.mra_rx;
 		if (nothing && !absorbed) {
 			EXPECT_EQ(after.unexpected, before.unexpected + 1);
 		}

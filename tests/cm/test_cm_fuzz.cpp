@@ -42,7 +42,8 @@ private:
 	FILE *f_;
 };
 
-size_t occurrences(const std::string &s, const std::string &what)
+size_t
+occurrences(const std::string &s, const std::string &what)
 {
 	size_t n = 0;
 	for (size_t pos = s.find(what); pos != std::string::npos; pos = s.find(what, pos + 1))
@@ -50,11 +51,13 @@ size_t occurrences(const std::string &s, const std::string &what)
 	return n;
 }
 
-std::vector<uint8_t> valid_frame(std::mt19937_64 &rng, uint32_t known_id)
+std::vector<uint8_t>
+valid_frame(std::mt19937_64 &rng, uint32_t known_id)
 {
 	static const uint8_t kTypes[] = {0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16};
 	mlx5_qpn_cm_msg m = msg(kTypes[rng() % 7], rng() % 4 ? kPeer : 0x1234 + rng() % 3,
-				uint32_t(1 + rng() % 4), rng() % 2 ? known_id : uint32_t(rng() % 8));
+				uint32_t(1 + rng() % 4),
+				rng() % 2 ? known_id : uint32_t(rng() % 8));
 	m.qpn = uint32_t(rng() % 4);
 	m.service_id = rng() % 3 ? kSvc : rng();
 	m.packet_life_time = uint8_t(rng() % 32);
@@ -133,8 +136,8 @@ TEST(CmFuzz, RandomAndMutatedFramesNeverBreakTheAgent)
 			now += rng() % (200 * kMs);
 			if (rng() % 16 == 0) {
 				uint32_t id;
-				if (mlx5_qpn_cm_connect(cm, kPeer, kSvc, uint32_t(rng() % 4), nullptr, 0,
-							now, &id) == 0)
+				if (mlx5_qpn_cm_connect(cm, kPeer, kSvc, uint32_t(rng() % 4),
+							nullptr, 0, now, &id) == 0)
 					ids.push_back(id);
 			}
 			uint32_t known = ids.empty() ? 1 : ids[rng() % ids.size()];
@@ -158,9 +161,15 @@ TEST(CmFuzz, RandomAndMutatedFramesNeverBreakTheAgent)
 				int muts = 1 + int(rng() % 3);
 				for (int k = 0; k < muts && !f.empty(); k++) {
 					switch (rng() % 3) {
-					case 0: f[rng() % f.size()] ^= uint8_t(1u << (rng() % 8)); break;
-					case 1: f.resize(rng() % f.size()); break;
-					default: f.push_back(uint8_t(rng())); break;
+					case 0:
+						f[rng() % f.size()] ^= uint8_t(1u << (rng() % 8));
+						break;
+					case 1:
+						f.resize(rng() % f.size());
+						break;
+					default:
+						f.push_back(uint8_t(rng()));
+						break;
 					}
 				}
 				break;
@@ -192,10 +201,12 @@ TEST(CmFuzz, RandomAndMutatedFramesNeverBreakTheAgent)
 				for (const auto &ev : events(cm)) {
 					if (ev.type == MLX5_QPN_CM_EVENT_REQ) {
 						if (rng() % 2)
-							mlx5_qpn_cm_accept(cm, ev.conn_id, uint32_t(rng() % 4),
+							mlx5_qpn_cm_accept(cm, ev.conn_id,
+									   uint32_t(rng() % 4),
 									   nullptr, 0, now);
 						else
-							mlx5_qpn_cm_reject(cm, ev.conn_id, 28, nullptr, 0, now);
+							mlx5_qpn_cm_reject(cm, ev.conn_id, 28,
+									   nullptr, 0, now);
 					}
 					if (ev.type == MLX5_QPN_CM_EVENT_ESTABLISHED && rng() % 2)
 						mlx5_qpn_cm_disconnect(cm, ev.conn_id, now);
@@ -233,5 +244,6 @@ TEST(CmFuzz, RandomAndMutatedFramesNeverBreakTheAgent)
 		EXPECT_EQ(s.pairs, 0u);
 		EXPECT_EQ(s.timewait_entries, 0u);
 	}
-	rte_log_set_level_pattern("mlx5_qpn.cm", old_level > 0 ? uint32_t(old_level) : RTE_LOG_INFO);
+	rte_log_set_level_pattern("mlx5_qpn.cm",
+				  old_level > 0 ? uint32_t(old_level) : RTE_LOG_INFO);
 }

@@ -9,7 +9,8 @@ using namespace cmtest;
 namespace {
 
 /* A valid message of each type, with every field it carries set to a non-default value. */
-mlx5_qpn_cm_msg sample(uint8_t type)
+mlx5_qpn_cm_msg
+sample(uint8_t type)
 {
 	mlx5_qpn_cm_msg m = msg(type, 0x0002c90300a1b2c3ull, 0x00010001, 0x00020007);
 	switch (type) {
@@ -49,7 +50,8 @@ const uint8_t kAllTypes[] = {MLX5_QPN_CM_MSG_REQ, MLX5_QPN_CM_MSG_MRA, MLX5_QPN_
 			     MLX5_QPN_CM_MSG_REP, MLX5_QPN_CM_MSG_RTU, MLX5_QPN_CM_MSG_DREQ,
 			     MLX5_QPN_CM_MSG_DREP};
 
-std::vector<uint8_t> encode(const mlx5_qpn_cm_msg &m)
+std::vector<uint8_t>
+encode(const mlx5_qpn_cm_msg &m)
 {
 	uint8_t buf[MLX5_QPN_CM_FRAME_MAX];
 	int len = mlx5_qpn_cm_msg_encode(&m, buf, sizeof(buf));
@@ -57,7 +59,8 @@ std::vector<uint8_t> encode(const mlx5_qpn_cm_msg &m)
 	return std::vector<uint8_t>(buf, buf + (len > 0 ? len : 0));
 }
 
-int decode(const std::vector<uint8_t> &f)
+int
+decode(const std::vector<uint8_t> &f)
 {
 	mlx5_qpn_cm_msg out;
 	return mlx5_qpn_cm_msg_decode(f.data(), f.size(), &out);
@@ -97,10 +100,13 @@ TEST(CmMsg, RoundTripEveryType)
 
 TEST(CmMsg, PrivateDataLimitsAreIbas)
 {
-	const std::pair<uint8_t, uint8_t> limits[] = {
-		{MLX5_QPN_CM_MSG_REQ, 92}, {MLX5_QPN_CM_MSG_MRA, 222}, {MLX5_QPN_CM_MSG_REJ, 148},
-		{MLX5_QPN_CM_MSG_REP, 196}, {MLX5_QPN_CM_MSG_RTU, 224}, {MLX5_QPN_CM_MSG_DREQ, 220},
-		{MLX5_QPN_CM_MSG_DREP, 224}};
+	const std::pair<uint8_t, uint8_t> limits[] = {{MLX5_QPN_CM_MSG_REQ, 92},
+						      {MLX5_QPN_CM_MSG_MRA, 222},
+						      {MLX5_QPN_CM_MSG_REJ, 148},
+						      {MLX5_QPN_CM_MSG_REP, 196},
+						      {MLX5_QPN_CM_MSG_RTU, 224},
+						      {MLX5_QPN_CM_MSG_DREQ, 220},
+						      {MLX5_QPN_CM_MSG_DREP, 224}};
 	uint8_t buf[MLX5_QPN_CM_FRAME_MAX];
 	for (auto [t, max] : limits) {
 		SCOPED_TRACE(mlx5_qpn_cm_msg_name(t));
@@ -140,7 +146,8 @@ TEST(CmMsg, EveryTruncationAndPaddingIsRejected)
 		std::vector<uint8_t> f = encode(sample(t));
 		mlx5_qpn_cm_msg out;
 		for (size_t n = 0; n < f.size(); n++)
-			EXPECT_EQ(mlx5_qpn_cm_msg_decode(f.data(), n, &out), -EBADMSG) << "length " << n;
+			EXPECT_EQ(mlx5_qpn_cm_msg_decode(f.data(), n, &out), -EBADMSG)
+				<< "length " << n;
 		std::vector<uint8_t> padded = f;
 		padded.push_back(0);
 		EXPECT_EQ(decode(padded), -EBADMSG);
@@ -264,20 +271,21 @@ struct TwCase {
 TEST(CmTimewait, WorkedValues)
 {
 	const TwCase cases[] = {
-		{16, 16, 18, 1024},    /* the brief's example: 17 vs 16 are within one -> 18 */
-		{0, 0, 2, 1},          /* 1 vs 0 -> 2; below 8 rounds up to 1 ms */
+		{16, 16, 18, 1024}, /* the brief's example: 17 vs 16 are within one -> 18 */
+		{0, 0, 2, 1},       /* 1 vs 0 -> 2; below 8 rounds up to 1 ms */
 		{14, 14, 16, 256},
-		{8, 0, 9, 2},          /* delay far below the round trip: t = plt + 1 */
+		{8, 0, 9, 2}, /* delay far below the round trip: t = plt + 1 */
 		{18, 10, 19, 2048},
-		{10, 20, 20, 4096},    /* delay dominates: t = delay */
-		{18, 20, 21, 8192},    /* 19 vs 20 within one -> 21 */
-		{17, 16, 18, 1024},    /* 18 vs 16: two apart -> 18 */
-		{15, 16, 17, 512},     /* 16 vs 16 -> 17 */
-		{31, 31, 31, 1u << 23}, /* capped at 31 */
+		{10, 20, 20, 4096},       /* delay dominates: t = delay */
+		{18, 20, 21, 8192},       /* 19 vs 20 within one -> 21 */
+		{17, 16, 18, 1024},       /* 18 vs 16: two apart -> 18 */
+		{15, 16, 17, 512},        /* 16 vs 16 -> 17 */
+		{31, 31, 31, 1u << 23},   /* capped at 31 */
 		{200, 200, 31, 1u << 23}, /* out-of-range inputs clamp */
 	};
 	for (const TwCase &c : cases) {
-		SCOPED_TRACE(testing::Message() << "plt " << int(c.plt) << " delay " << int(c.delay));
+		SCOPED_TRACE(testing::Message()
+			     << "plt " << int(c.plt) << " delay " << int(c.delay));
 		EXPECT_EQ(mlx5_qpn_cm_ack_timeout(c.plt, c.delay), c.t);
 		EXPECT_EQ(mlx5_qpn_cm_timewait_ms(c.plt, c.delay), c.ms);
 	}

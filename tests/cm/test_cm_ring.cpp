@@ -18,7 +18,9 @@ constexpr uint64_t kA = 0x1A, kB = 0x2B;
 struct FabricPtr {
 	mlx5_qpn_cm_fabric *f;
 	FabricPtr(const char *name, unsigned nodes, unsigned ring)
-		: f(mlx5_qpn_cm_fabric_create(name, nodes, ring)) {}
+	    : f(mlx5_qpn_cm_fabric_create(name, nodes, ring))
+	{
+	}
 	~FabricPtr() { mlx5_qpn_cm_fabric_destroy(f); }
 	operator mlx5_qpn_cm_fabric *() const { return f; }
 };

@@ -22,7 +22,8 @@ using namespace cmtest;
 
 namespace {
 
-uint64_t mono_ns()
+uint64_t
+mono_ns()
 {
 	return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
 				std::chrono::steady_clock::now().time_since_epoch())
@@ -35,7 +36,7 @@ struct ShmFab {
 	mlx5_qpn_cm_shm_fabric *f = nullptr;
 	int rc;
 	ShmFab(const char *tag, unsigned nodes, unsigned slots)
-		: name(std::string("cmt") + std::to_string(getpid()) + "_" + tag)
+	    : name(std::string("cmt") + std::to_string(getpid()) + "_" + tag)
 	{
 		mlx5_qpn_cm_shm_unlink(name.c_str());
 		rc = mlx5_qpn_cm_shm_fabric_open(name.c_str(), nodes, slots, &f);
@@ -51,7 +52,8 @@ struct ShmFab {
 constexpr uint64_t kA = 0xA1, kB = 0xB2, kC = 0xC3, kSvc = 0x5e5e;
 
 /* Child side of the fork test: returns the exit code (0 ok, other: which step failed). */
-int child_passive(const std::string &name, int ready_fd)
+int
+child_passive(const std::string &name, int ready_fd)
 {
 	mlx5_qpn_cm_shm_fabric *f = nullptr;
 	if (mlx5_qpn_cm_shm_fabric_open(name.c_str(), 4, 64, &f) != 0)
@@ -327,7 +329,8 @@ TEST(CmShm, ForkedChildFullConnection)
 	AgentPtr a(p);
 	ASSERT_NE(a.cm, nullptr);
 	uint32_t cid;
-	ASSERT_EQ(mlx5_qpn_cm_connect(a, svc[0].node_guid, kSvc, 0x100, nullptr, 0, mono_ns(), &cid),
+	ASSERT_EQ(mlx5_qpn_cm_connect(a, svc[0].node_guid, kSvc, 0x100, nullptr, 0, mono_ns(),
+				      &cid),
 		  0);
 	bool established = false, disconnected = false;
 	uint32_t remote_qpn = 0;

@@ -29,7 +29,8 @@ namespace {
 
 constexpr uint64_t kA = 0xA1, kB = 0xB2, kC = 0xC3;
 
-uint64_t mono_ns()
+uint64_t
+mono_ns()
 {
 	return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
 				std::chrono::steady_clock::now().time_since_epoch())
@@ -41,7 +42,7 @@ struct Fab {
 	mlx5_qpn_cm_shm_fabric *f = nullptr;
 	int rc;
 	Fab(const char *tag, unsigned nodes = 4, unsigned slots = 8)
-		: name(std::string("cmh") + std::to_string(getpid()) + "_" + tag)
+	    : name(std::string("cmh") + std::to_string(getpid()) + "_" + tag)
 	{
 		mlx5_qpn_cm_shm_unlink(name.c_str());
 		rc = mlx5_qpn_cm_shm_fabric_open(name.c_str(), nodes, slots, &f);
@@ -55,7 +56,8 @@ struct Fab {
 	operator mlx5_qpn_cm_shm_fabric *() const { return f; }
 };
 
-bool exists(const std::string &path)
+bool
+exists(const std::string &path)
 {
 	struct stat st;
 	return lstat(path.c_str(), &st) == 0;
@@ -90,7 +92,9 @@ struct Raw {
 	}
 };
 
-template <typename F> int in_child(F fn, unsigned alarm_s = 30)
+template <typename F>
+int
+in_child(F fn, unsigned alarm_s = 30)
 {
 	fflush(nullptr);
 	pid_t pid = fork();
@@ -106,7 +110,8 @@ template <typename F> int in_child(F fn, unsigned alarm_s = 30)
 	return WEXITSTATUS(st) - 128;
 }
 
-int open_close(const std::string &name)
+int
+open_close(const std::string &name)
 {
 	mlx5_qpn_cm_shm_fabric *f = nullptr;
 	int rc = mlx5_qpn_cm_shm_fabric_open(name.c_str(), 4, 8, &f);
@@ -124,7 +129,8 @@ int open_close(const std::string &name)
 
 /* Receive on tp until a frame from `src` arrives or 30 s pass (never a timing assertion: the
  * bound only keeps a broken build from hanging the suite). */
-bool recv_from(mlx5_qpn_cm_transport &tp, uint64_t src)
+bool
+recv_from(mlx5_qpn_cm_transport &tp, uint64_t src)
 {
 	const uint64_t deadline = mono_ns() + 30'000'000'000ull;
 	while (mono_ns() < deadline) {
@@ -141,7 +147,8 @@ bool recv_from(mlx5_qpn_cm_transport &tp, uint64_t src)
 int g_hook_stage;
 int g_hook_fd = -1;
 
-void stop_here(int stage)
+void
+stop_here(int stage)
 {
 	if (stage != g_hook_stage)
 		return;
@@ -154,7 +161,8 @@ void stop_here(int stage)
 
 /* A sender killed at `stage` of a send to kA; the queue must not stall: a later frame from kC
  * arrives and the dead sender's position is counted as a drop. */
-void dead_sender(int stage)
+void
+dead_sender(int stage)
 {
 	Fab fab(stage == 1 ? "dead1" : "dead2", 4, 4);
 	ASSERT_EQ(fab.rc, 0);
@@ -282,7 +290,7 @@ TEST(CmShmHostile, CorruptedHeaderAndRingIndices)
 	/* Ring indices: node kB's head far ahead of its tail (a corrupted producer index). */
 	size_t g = raw.find64(kB);
 	ASSERT_NE(g, SIZE_MAX);
-	size_t node = g & ~size_t(63);   /* NodeHdr is 64-aligned; head is the next line */
+	size_t node = g & ~size_t(63); /* NodeHdr is 64-aligned; head is the next line */
 	uint64_t head;
 	std::memcpy(&head, raw.p + node + 64, 8);
 	uint64_t bad = head + 1000000;
@@ -329,15 +337,9 @@ TEST(CmShmHostile, RandomBytesNeverHangOrCrash)
 	}
 }
 
-TEST(CmShmHostile, SenderKilledBeforeClaimDoesNotStall)
-{
-	dead_sender(1);
-}
+TEST(CmShmHostile, SenderKilledBeforeClaimDoesNotStall) { dead_sender(1); }
 
-TEST(CmShmHostile, SenderKilledMidCopyDoesNotStall)
-{
-	dead_sender(2);
-}
+TEST(CmShmHostile, SenderKilledMidCopyDoesNotStall) { dead_sender(2); }
 
 /* A node record with our pid but another start time is a dead owner's (pid reuse). */
 TEST(CmShmHostile, ReusedPidIsDead)

@@ -19,7 +19,7 @@ constexpr uint64_t kT0 = 5000 * kMs;
 struct Pair {
 	AgentPtr client, server;
 	explicit Pair(mlx5_qpn_cm_policy pol)
-		: client(params(kClient, pol)), server(params(kServer, pol))
+	    : client(params(kClient, pol)), server(params(kServer, pol))
 	{
 		EXPECT_EQ(mlx5_qpn_cm_listen(server, kSvc), 0);
 	}
@@ -31,7 +31,8 @@ struct Pair {
 	 */
 	mlx5_qpn_cm_event connect(uint32_t cqpn, uint32_t sqpn, uint64_t now, uint32_t *cid)
 	{
-		EXPECT_EQ(mlx5_qpn_cm_connect(client, kServer, kSvc, cqpn, nullptr, 0, now, cid), 0);
+		EXPECT_EQ(mlx5_qpn_cm_connect(client, kServer, kSvc, cqpn, nullptr, 0, now, cid),
+			  0);
 		pump(now);
 		mlx5_qpn_cm_event req{};
 		for (auto &e : events(server))
@@ -39,14 +40,16 @@ struct Pair {
 				req = e;
 		if (req.type == MLX5_QPN_CM_EVENT_REQ) {
 			EXPECT_EQ(req.remote_qpn, cqpn);
-			EXPECT_EQ(mlx5_qpn_cm_accept(server, req.conn_id, sqpn, nullptr, 0, now), 0);
+			EXPECT_EQ(mlx5_qpn_cm_accept(server, req.conn_id, sqpn, nullptr, 0, now),
+				  0);
 			pump(now);
 		}
 		return req;
 	}
 };
 
-uint32_t count(const std::vector<mlx5_qpn_cm_event> &ev, uint32_t type, uint16_t reason = 0)
+uint32_t
+count(const std::vector<mlx5_qpn_cm_event> &ev, uint32_t type, uint16_t reason = 0)
 {
 	uint32_t n = 0;
 	for (const auto &e : ev)
@@ -61,7 +64,8 @@ TEST(CmLifecycle, ConnectDisconnectTimewait)
 	Pair p(MLX5_QPN_CM_POLICY_LIVE);
 	uint32_t cid;
 	const char pd[] = "hello";
-	ASSERT_EQ(mlx5_qpn_cm_connect(p.client, kServer, kSvc, 0x100, pd, sizeof(pd), kT0, &cid), 0);
+	ASSERT_EQ(mlx5_qpn_cm_connect(p.client, kServer, kSvc, 0x100, pd, sizeof(pd), kT0, &cid),
+		  0);
 	p.pump(kT0);
 	auto sev = events(p.server);
 	ASSERT_EQ(sev.size(), 1u);
@@ -130,7 +134,8 @@ TEST(CmStale, LiveReqRejectedAndOldConnectionDisconnected)
 		events(p.server);
 		/* The client reuses QPN 0x300 while the first connection is live (e.g. after a
 		 * crash it forgot about): the server sees a stale pair. */
-		ASSERT_EQ(mlx5_qpn_cm_connect(p.client, kServer, kSvc, 0x300, nullptr, 0, kT0, &c2), 0);
+		ASSERT_EQ(mlx5_qpn_cm_connect(p.client, kServer, kSvc, 0x300, nullptr, 0, kT0, &c2),
+			  0);
 		p.pump(kT0);
 		auto cev = events(p.client);
 		EXPECT_EQ(count(cev, MLX5_QPN_CM_EVENT_REJECTED, MLX5_QPN_CM_REJ_STALE_CONN), 1u);
@@ -169,9 +174,12 @@ TEST(CmStale, ReuseDuringTimewaitDependsOnPolicy)
 		auto cev = events(p.client);
 		if (strict) {
 			EXPECT_EQ(r2.type, 0u) << "strict: the pair is still reserved";
-			EXPECT_EQ(count(cev, MLX5_QPN_CM_EVENT_REJECTED, MLX5_QPN_CM_REJ_STALE_CONN), 1u);
+			EXPECT_EQ(count(cev, MLX5_QPN_CM_EVENT_REJECTED,
+					MLX5_QPN_CM_REJ_STALE_CONN),
+				  1u);
 			EXPECT_EQ(stats(p.server).stale_rejects, 1u);
-			EXPECT_EQ(stats(p.server).stale_dreqs, 0u) << "no DREQ to a connection in timewait";
+			EXPECT_EQ(stats(p.server).stale_dreqs, 0u)
+				<< "no DREQ to a connection in timewait";
 		} else {
 			EXPECT_EQ(r2.type, uint32_t(MLX5_QPN_CM_EVENT_REQ)) << "live: accepted";
 			EXPECT_EQ(count(cev, MLX5_QPN_CM_EVENT_ESTABLISHED), 1u);

@@ -50,8 +50,10 @@ TEST(DcFormat, OffsetsMatchRdmaCore)
 	EXPECT_EQ(offsetof(struct mlx5_cqe64, signature), size_t(MLX5_QPN_CQE_OFF_SIGNATURE));
 	EXPECT_EQ(offsetof(struct mlx5_cqe64, op_own), size_t(MLX5_QPN_CQE_OFF_OP_OWN));
 	EXPECT_EQ(offsetof(struct mlx5_err_cqe, syndrome), size_t(MLX5_QPN_CQE_OFF_SYNDROME));
-	EXPECT_EQ(offsetof(struct mlx5_err_cqe, vendor_err_synd), size_t(MLX5_QPN_CQE_OFF_VENDOR_SYND));
-	EXPECT_EQ(offsetof(struct mlx5_err_cqe, s_wqe_opcode_qpn), size_t(MLX5_QPN_CQE_OFF_SOP_DROP_QPN));
+	EXPECT_EQ(offsetof(struct mlx5_err_cqe, vendor_err_synd),
+		  size_t(MLX5_QPN_CQE_OFF_VENDOR_SYND));
+	EXPECT_EQ(offsetof(struct mlx5_err_cqe, s_wqe_opcode_qpn),
+		  size_t(MLX5_QPN_CQE_OFF_SOP_DROP_QPN));
 }
 
 TEST(DcFormat, SendWqeBytes)
@@ -63,7 +65,7 @@ TEST(DcFormat, SendWqeBytes)
 	ASSERT_EQ(ds, 5); /* 16 + 48 + 4 + 5 = 73 -> 80 bytes */
 	std::vector<uint8_t> want(80, 0);
 	const uint8_t ctrl[16] = {0x00, 0x12, 0x34, 0x0a, 0xab, 0xcd, 0xef, 0x05,
-				  0, 0, 0, 0x08, 0, 0, 0, 0};
+				  0,    0,    0,    0x08, 0,    0,    0,    0};
 	memcpy(&want[0], ctrl, 16);
 	const uint8_t av[12] = {1, 2, 3, 4, 5, 6, 7, 8, 0x80, 0x12, 0x34, 0x56};
 	memcpy(&want[16], av, 12);

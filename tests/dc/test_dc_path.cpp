@@ -170,7 +170,8 @@ TEST_F(DcPath, OwnerBitAcrossCqWrapsAndSqWraps)
 		int posted = 0;
 		for (int k = 0; k < 3 && i < 40; k++) {
 			std::string msg(size_t(i * 6 + 1), char('a' + i % 26));
-			int rc = mlx5_qpn_dci_post_send(dci, dctn, KEY, msg.data(), uint32_t(msg.size()), 1000 + i);
+			int rc = mlx5_qpn_dci_post_send(dci, dctn, KEY, msg.data(),
+							uint32_t(msg.size()), 1000 + i);
 			if (rc == -ENOBUFS)
 				break;
 			ASSERT_EQ(rc, 0);
@@ -301,12 +302,14 @@ TEST_F(DcPath, FullSendQueueIsEnobufsAndArgumentsAreChecked)
 	uint32_t dctn = mlx5_qpn_dct_number(dct);
 	char big[MLX5_QPN_DC_MAX_INLINE + 1] = {};
 
-	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, dctn, KEY, big, MLX5_QPN_DC_MAX_INLINE + 1, 0), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, dctn, KEY, big, MLX5_QPN_DC_MAX_INLINE + 1, 0),
+		  -EINVAL);
 	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, dctn, KEY, nullptr, 4, 0), -EINVAL);
 	EXPECT_EQ(mlx5_qpn_dci_post_send(nullptr, dctn, KEY, big, 4, 0), -EINVAL);
 	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, 1u << 24, KEY, big, 4, 0), -EINVAL);
 	for (int i = 0; i < 4; i++)
-		ASSERT_EQ(mlx5_qpn_dci_post_send(dci, dctn, KEY, big, MLX5_QPN_DC_MAX_INLINE, i), 0);
+		ASSERT_EQ(mlx5_qpn_dci_post_send(dci, dctn, KEY, big, MLX5_QPN_DC_MAX_INLINE, i),
+			  0);
 	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, dctn, KEY, "z", 1, 9), -ENOBUFS);
 	mlx5_qpn_dci_ring(dci);
 	/* Executed but not polled: the slots are not free yet (the wr_ids live there). */
@@ -353,8 +356,10 @@ TEST_F(DcPath, SeveralDcisToOneDct)
 	for (int m = 0; m < NMSG; m++)
 		for (int i = 0; i < NDCI; i++) {
 			std::string msg = tag(i, m);
-			ASSERT_EQ(mlx5_qpn_dci_post_send(dci[i], mlx5_qpn_dct_number(dct), KEY, msg.data(),
-							 uint32_t(msg.size()), uint64_t(i * 100 + m)), 0);
+			ASSERT_EQ(mlx5_qpn_dci_post_send(dci[i], mlx5_qpn_dct_number(dct), KEY,
+							 msg.data(), uint32_t(msg.size()),
+							 uint64_t(i * 100 + m)),
+				  0);
 		}
 	for (int i = 0; i < NDCI; i++)
 		mlx5_qpn_dci_ring(dci[i]);
@@ -456,7 +461,8 @@ TEST_F(DcPath, ForkedChildSendsToParentDct)
 		mlx5_qpn_backend *be = nullptr;
 		mlx5_qpn_cq *cq = nullptr;
 		mlx5_qpn_dci *dci = nullptr;
-		if (mlx5_qpn_sim_ops.open(&da, &be) == 0 && mlx5_qpn_cq_create_be(be, 4, &cq) == 0 &&
+		if (mlx5_qpn_sim_ops.open(&da, &be) == 0 &&
+		    mlx5_qpn_cq_create_be(be, 4, &cq) == 0 &&
 		    mlx5_qpn_dci_create_cq(cq, 2, &dci) == 0 &&
 		    mlx5_qpn_dci_post_send(dci, dctn, KEY, "from child", 10, 77) == 0) {
 			qpn = mlx5_qpn_dci_qpn(dci);
@@ -465,7 +471,9 @@ TEST_F(DcPath, ForkedChildSendsToParentDct)
 			for (int pass = 0; pass < 1000; pass++) {
 				mlx5_qpn_dc_service_run_be(be);
 				if (mlx5_qpn_cq_poll(cq, &wc, 1) == 1) {
-					code = (wc.opcode == MLX5_QPN_CQE_REQ && wc.wr_id == 77) ? 0 : 2;
+					code = (wc.opcode == MLX5_QPN_CQE_REQ && wc.wr_id == 77) ?
+						       0 :
+						       2;
 					break;
 				}
 			}

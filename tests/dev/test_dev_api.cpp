@@ -30,7 +30,8 @@
 namespace {
 
 /* The emulated device's own keys inside parsed devargs. */
-const mlx5_qpn_sim_devargs &sim_args(const mlx5_qpn_devargs &da)
+const mlx5_qpn_sim_devargs &
+sim_args(const mlx5_qpn_devargs &da)
 {
 	return *mlx5_qpn_sim_cargs(&da);
 }
@@ -41,7 +42,8 @@ public:
 	SimName()
 	{
 		static std::atomic<int> seq{0};
-		name_ = "simdev" + std::to_string(getpid()) + "x" + std::to_string(seq.fetch_add(1));
+		name_ = "simdev" + std::to_string(getpid()) + "x" +
+			std::to_string(seq.fetch_add(1));
 	}
 	~SimName() { mlx5_qpn_sim_destroy(name_.c_str()); }
 	const std::string &str() const { return name_; }
@@ -71,14 +73,14 @@ TEST(DevArgs, GoodAndBadTable)
 		{"ib=mlx5_0", 0},
 		{"ib=mlx5_0,quarantine_us=1000,cache=16", 0},
 		{"", -EINVAL},
-		{"mlx5_0", -EINVAL},              /* neither simN nor ib= */
-		{"sim0,bogus=1", -EINVAL},        /* unknown key */
-		{"sim0,cache=0", -EINVAL},        /* out of range */
+		{"mlx5_0", -EINVAL},       /* neither simN nor ib= */
+		{"sim0,bogus=1", -EINVAL}, /* unknown key */
+		{"sim0,cache=0", -EINVAL}, /* out of range */
 		{"sim0,cache=65537", -EINVAL},
 		{"sim0,cache=-1", -EINVAL},
 		{"sim0,cache=12abc", -EINVAL},
-		{"sim0,cache", -EINVAL},          /* bare key: NULL value in DPDK 22.11 */
-		{"sim0,cache=", -EINVAL},         /* empty value */
+		{"sim0,cache", -EINVAL},            /* bare key: NULL value in DPDK 22.11 */
+		{"sim0,cache=", -EINVAL},           /* empty value */
 		{"sim0,cache=8,cache=16", -EINVAL}, /* duplicate */
 		{"sim0,reserved_qpn=maybe", -EINVAL},
 		{"sim0,guid=0", -EINVAL},
@@ -88,29 +90,31 @@ TEST(DevArgs, GoodAndBadTable)
 		{"sim0,rsvd_first=0xFFFFF0,rsvd_count=32", -EINVAL},
 		{"sim0,,cache=8", -EINVAL},
 		{"sim0,cache=8,", -EINVAL},
-		{"sim-0", -EINVAL},               /* bad name character */
-		{"ib=mlx5_0,guid=0x1", -EINVAL},  /* emulated-only key on hardware */
-		{"sim0,ib=mlx5_0", -EINVAL},      /* two devices */
-		{"sim0,cores=0,1", -EINVAL},      /* ',' splits pairs: "1" is a bare key */
+		{"sim-0", -EINVAL},              /* bad name character */
+		{"ib=mlx5_0,guid=0x1", -EINVAL}, /* emulated-only key on hardware */
+		{"sim0,ib=mlx5_0", -EINVAL},     /* two devices */
+		{"sim0,cores=0,1", -EINVAL},     /* ',' splits pairs: "1" is a bare key */
 	};
 	for (const auto &c : cases) {
 		struct mlx5_qpn_devargs da;
-		EXPECT_EQ(mlx5_qpn_devargs_parse(c.args, &da), c.rc) << "devargs: \"" << c.args << "\"";
+		EXPECT_EQ(mlx5_qpn_devargs_parse(c.args, &da), c.rc)
+			<< "devargs: \"" << c.args << "\"";
 	}
 }
 
 /* The log lines of one parse (or, with why, of one mlx5_qpn_devargs_check()): rte_log goes to a
  * memory stream for the duration. */
-static std::string devargs_log(const char *args, int *rc, struct mlx5_qpn_devargs *da,
-			       char *why = nullptr, size_t why_len = 0)
+static std::string
+devargs_log(const char *args, int *rc, struct mlx5_qpn_devargs *da, char *why = nullptr,
+	    size_t why_len = 0)
 {
 	char *buf = nullptr;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	FILE *saved = rte_log_get_stream();
 	rte_openlog_stream(f);
-	*rc = why != nullptr ? mlx5_qpn_devargs_check(args, why, why_len)
-			     : mlx5_qpn_devargs_parse(args, da);
+	*rc = why != nullptr ? mlx5_qpn_devargs_check(args, why, why_len) :
+			       mlx5_qpn_devargs_parse(args, da);
 	rte_openlog_stream(saved == stderr ? nullptr : saved);
 	fclose(f);
 	std::string out(buf != nullptr ? buf : "", len);
@@ -130,43 +134,69 @@ TEST(DevArgs, RefusalsNameTheTextAsWritten)
 		const char *line; /* the whole log line */
 	};
 	const Case cases[] = {
-		{"sim0,cache==8", "mlx5_qpn.dev: bad devarg cache==8: more than one '=' (expected key=value)"},
-		{"ib==mlx5_0", "mlx5_qpn.dev: bad devarg ib==mlx5_0: more than one '=' (expected key=value)"},
-		{"sim0,cache=8=9", "mlx5_qpn.dev: bad devarg cache=8=9: more than one '=' (expected key=value)"},
+		{"sim0,cache==8",
+		 "mlx5_qpn.dev: bad devarg cache==8: more than one '=' (expected key=value)"},
+		{"ib==mlx5_0",
+		 "mlx5_qpn.dev: bad devarg ib==mlx5_0: more than one '=' (expected key=value)"},
+		{"sim0,cache=8=9",
+		 "mlx5_qpn.dev: bad devarg cache=8=9: more than one '=' (expected key=value)"},
 		{"sim0,=8", "mlx5_qpn.dev: bad devarg =8: empty key"},
 		{"sim0,cache", "mlx5_qpn.dev: bad devarg cache: bare key (expected key=value)"},
 		{"sim0,cache=", "mlx5_qpn.dev: bad devarg cache=: empty value"},
-		{"sim0,cache=8,", "mlx5_qpn.dev: bad devarg sim0,cache=8,: empty pair (a trailing ',')"},
+		{"sim0,cache=8,",
+		 "mlx5_qpn.dev: bad devarg sim0,cache=8,: empty pair (a trailing ',')"},
 		{"sim0,", "mlx5_qpn.dev: bad devarg sim0,: empty pair (a trailing ',')"},
-		{"sim0,,cache=8", "mlx5_qpn.dev: bad devarg sim0,,cache=8: empty pair (a leading or doubled ',')"},
-		{"sim0,cache=8,,ports=2", "mlx5_qpn.dev: bad devarg sim0,cache=8,,ports=2: empty pair (a doubled ',')"},
-		{"sim0,cache=\t8", "mlx5_qpn.dev: bad devarg \"cache=\\t8\": whitespace or control character (devargs take none)"},
-		{"sim0,cache=8 ", "mlx5_qpn.dev: bad devarg \"cache=8 \": whitespace or control character (devargs take none)"},
-		{"sim0, cache=8", "mlx5_qpn.dev: bad devarg \" cache=8\": whitespace or control character (devargs take none)"},
-		{"ib=mlx5 0", "mlx5_qpn.dev: bad devarg \"ib=mlx5 0\": whitespace or control character (devargs take none)"},
-		{"sim0 ", "mlx5_qpn.dev: bad devarg \"sim0 \": whitespace or control character (devargs take none)"},
+		{"sim0,,cache=8",
+		 "mlx5_qpn.dev: bad devarg sim0,,cache=8: empty pair (a leading or doubled ',')"},
+		{"sim0,cache=8,,ports=2",
+		 "mlx5_qpn.dev: bad devarg sim0,cache=8,,ports=2: empty pair (a doubled ',')"},
+		{"sim0,cache=\t8",
+		 "mlx5_qpn.dev: bad devarg \"cache=\\t8\": whitespace or control character (devargs take none)"},
+		{"sim0,cache=8 ",
+		 "mlx5_qpn.dev: bad devarg \"cache=8 \": whitespace or control character (devargs take none)"},
+		{"sim0, cache=8",
+		 "mlx5_qpn.dev: bad devarg \" cache=8\": whitespace or control character (devargs take none)"},
+		{"ib=mlx5 0",
+		 "mlx5_qpn.dev: bad devarg \"ib=mlx5 0\": whitespace or control character (devargs take none)"},
+		{"sim0 ",
+		 "mlx5_qpn.dev: bad devarg \"sim0 \": whitespace or control character (devargs take none)"},
 		{"sim0,cache=8,cache=16", "mlx5_qpn.dev: bad devarg cache=16: duplicate key"},
 		{"sim0,colour=red", "mlx5_qpn.dev: bad devarg colour=red: unknown key"},
-		{"sim0,cores=[0,1]", "mlx5_qpn.dev: bad devarg cores=[0,1]: a [list] value (none of these keys takes one; cores: use 0-3 or 0:2:4)"},
-		{"sim0,cache=010", "mlx5_qpn.dev: bad devarg cache=010: not a number (decimal, or hex with 0x; no sign, no leading zero)"},
-		{"sim0,cache=+8", "mlx5_qpn.dev: bad devarg cache=+8: not a number (decimal, or hex with 0x; no sign, no leading zero)"},
-		{"sim0,cache=1e3", "mlx5_qpn.dev: bad devarg cache=1e3: not a number (decimal, or hex with 0x; no sign, no leading zero)"},
-		{"sim0,cache=0x", "mlx5_qpn.dev: bad devarg cache=0x: not a number (decimal, or hex with 0x; no sign, no leading zero)"},
+		{"sim0,cores=[0,1]",
+		 "mlx5_qpn.dev: bad devarg cores=[0,1]: a [list] value (none of these keys takes one; cores: use 0-3 or 0:2:4)"},
+		{"sim0,cache=010",
+		 "mlx5_qpn.dev: bad devarg cache=010: not a number (decimal, or hex with 0x; no sign, no leading zero)"},
+		{"sim0,cache=+8",
+		 "mlx5_qpn.dev: bad devarg cache=+8: not a number (decimal, or hex with 0x; no sign, no leading zero)"},
+		{"sim0,cache=1e3",
+		 "mlx5_qpn.dev: bad devarg cache=1e3: not a number (decimal, or hex with 0x; no sign, no leading zero)"},
+		{"sim0,cache=0x",
+		 "mlx5_qpn.dev: bad devarg cache=0x: not a number (decimal, or hex with 0x; no sign, no leading zero)"},
 		{"sim0,cache=0", "mlx5_qpn.dev: bad devarg cache=0: out of range [1, 65536]"},
-		{"sim0,cache=99999999999999999999999", "mlx5_qpn.dev: bad devarg cache=99999999999999999999999: out of range [1, 65536]"},
-		{"sim0,guid=::1", "mlx5_qpn.dev: bad devarg guid=::1: expected a non-zero 64-bit hex GUID"},
-		{"sim0,guid=0x00000000000000001", "mlx5_qpn.dev: bad devarg guid=0x00000000000000001: expected a non-zero 64-bit hex GUID"},
-		{"sim0,cores=3-0", "mlx5_qpn.dev: bad devarg cores=3-0: expected a core list such as 0-3 or 0:2:4 (< 64 characters)"},
-		{"sim0,cores=0::1", "mlx5_qpn.dev: bad devarg cores=0::1: expected a core list such as 0-3 or 0:2:4 (< 64 characters)"},
-		{"ib=mlx5/0", "mlx5_qpn.dev: bad devarg ib=mlx5/0: name may hold letters, digits, _, - and ."},
-		{"ib=mlx5_0,ports=2", "mlx5_qpn.dev: bad devarg ports=2: only the emulated device (simN) takes this key"},
+		{"sim0,cache=99999999999999999999999",
+		 "mlx5_qpn.dev: bad devarg cache=99999999999999999999999: out of range [1, 65536]"},
+		{"sim0,guid=::1",
+		 "mlx5_qpn.dev: bad devarg guid=::1: expected a non-zero 64-bit hex GUID"},
+		{"sim0,guid=0x00000000000000001",
+		 "mlx5_qpn.dev: bad devarg guid=0x00000000000000001: expected a non-zero 64-bit hex GUID"},
+		{"sim0,cores=3-0",
+		 "mlx5_qpn.dev: bad devarg cores=3-0: expected a core list such as 0-3 or 0:2:4 (< 64 characters)"},
+		{"sim0,cores=0::1",
+		 "mlx5_qpn.dev: bad devarg cores=0::1: expected a core list such as 0-3 or 0:2:4 (< 64 characters)"},
+		{"ib=mlx5/0",
+		 "mlx5_qpn.dev: bad devarg ib=mlx5/0: name may hold letters, digits, _, - and ."},
+		{"ib=mlx5_0,ports=2",
+		 "mlx5_qpn.dev: bad devarg ports=2: only the emulated device (simN) takes this key"},
 		/* A key of another backend is read by that backend's rules first, then refused. */
 		{"ib=mlx5_0,ports=9", "mlx5_qpn.dev: bad devarg ports=9: out of range [1, 4]"},
 		{"ib=mlx5_0,colour=red", "mlx5_qpn.dev: bad devarg colour=red: unknown key"},
-		{"sim0,log_gran=5,log_max_alloc=4", "mlx5_qpn.dev: bad devarg log_gran=5: larger than log_max_alloc"},
-		{"ports=2", "mlx5_qpn.dev: bad devarg ports=2: no device (expected simN or ib=NAME)"},
+		{"sim0,log_gran=5,log_max_alloc=4",
+		 "mlx5_qpn.dev: bad devarg log_gran=5: larger than log_max_alloc"},
+		{"ports=2",
+		 "mlx5_qpn.dev: bad devarg ports=2: no device (expected simN or ib=NAME)"},
 		{"", "mlx5_qpn.dev: bad devarg \"\": no device (expected simN or ib=NAME)"},
-		{"eth0", "mlx5_qpn.dev: bad devarg eth0: unknown device (expected simN or ib=NAME)"},
+		{"eth0",
+		 "mlx5_qpn.dev: bad devarg eth0: unknown device (expected simN or ib=NAME)"},
 	};
 	for (const auto &c : cases) {
 		struct mlx5_qpn_devargs da;
@@ -181,7 +211,8 @@ TEST(DevArgs, RefusalsNameTheTextAsWritten)
 		EXPECT_EQ(rc, -EINVAL) << "devargs: \"" << c.args << "\"";
 		EXPECT_EQ(log, "") << "devargs: \"" << c.args << "\"";
 		std::string line(c.line);
-		EXPECT_EQ(std::string(why), line.substr(line.find(": ") + 2)) << "devargs: \"" << c.args << "\"";
+		EXPECT_EQ(std::string(why), line.substr(line.find(": ") + 2))
+			<< "devargs: \"" << c.args << "\"";
 	}
 	char why[64] = "x";
 	EXPECT_EQ(mlx5_qpn_devargs_check("sim0,cache=8,quarantine_us=0", why, sizeof(why)), 0);
@@ -282,7 +313,9 @@ TEST(DevProbe, AllocDeallocThroughTheDriver)
 	EXPECT_EQ(mlx5_qpn_reserved_dealloc(dev, some), -EINVAL);
 	got.erase(some);
 	std::vector<uint32_t> rest(got.begin(), got.end());
-	EXPECT_EQ(mlx5_qpn_reserved_dealloc_bulk(dev, rest.data(), static_cast<unsigned>(rest.size())), 0);
+	EXPECT_EQ(mlx5_qpn_reserved_dealloc_bulk(dev, rest.data(),
+						 static_cast<unsigned>(rest.size())),
+		  0);
 	uint32_t bulk[32];
 	EXPECT_EQ(mlx5_qpn_reserved_alloc_bulk(dev, bulk, 32), 0);
 	EXPECT_EQ(mlx5_qpn_reserved_dealloc_bulk(dev, bulk, 32), 0);
@@ -319,7 +352,8 @@ TEST(DevProbe, SourceSelectionUnderSupportFaults)
 	};
 	for (const auto &c : cases) {
 		SimName n;
-		std::string args = n.str() + ",quarantine_us=0,log_max_alloc=4,max_qpns=64" + c.extra;
+		std::string args = n.str() + ",quarantine_us=0,log_max_alloc=4,max_qpns=64" +
+				   c.extra;
 		struct mlx5_qpn_dev *dev = nullptr;
 		int rc = mlx5_qpn_dev_probe(args.c_str(), &dev);
 		EXPECT_EQ(rc, c.rc) << args;
@@ -357,7 +391,8 @@ TEST(DevProbe, FirmwareErrorsAreRetriedLaterNotLost)
 {
 	SimName n;
 	/* Every command after the 3rd fails: the first range works, growing fails cleanly. */
-	std::string args = n.str() + ",quarantine_us=0,log_max_alloc=3,max_qpns=64,fault_fw_after=3";
+	std::string args = n.str() +
+			   ",quarantine_us=0,log_max_alloc=3,max_qpns=64,fault_fw_after=3";
 	struct mlx5_qpn_dev *dev = nullptr;
 	ASSERT_EQ(mlx5_qpn_dev_probe(args.c_str(), &dev), 0);
 	std::set<uint32_t> got;
@@ -388,7 +423,8 @@ TEST(DevProbe, FirmwareErrorsAreRetriedLaterNotLost)
 TEST(DevProbe, FailingReservationsBackOff)
 {
 	SimName n;
-	std::string args = n.str() + ",quarantine_us=0,log_max_alloc=3,max_qpns=4096,fault_fw_after=1";
+	std::string args = n.str() +
+			   ",quarantine_us=0,log_max_alloc=3,max_qpns=4096,fault_fw_after=1";
 	char *buf = nullptr;
 	size_t len = 0;
 	FILE *mem = open_memstream(&buf, &len);
@@ -517,9 +553,17 @@ TEST(DevArgs, MutatedStringsAreRefusedCleanly)
 			size_t pos = (r >> 8) % (s.size() + 1);
 			char c = alphabet[(r >> 20) % (sizeof(alphabet) - 1)];
 			switch ((r >> 4) % 3) {
-			case 0: s.insert(pos, 1, c); break;
-			case 1: if (pos < s.size()) s.erase(pos, 1); break;
-			default: if (pos < s.size()) s[pos] = c; break;
+			case 0:
+				s.insert(pos, 1, c);
+				break;
+			case 1:
+				if (pos < s.size())
+					s.erase(pos, 1);
+				break;
+			default:
+				if (pos < s.size())
+					s[pos] = c;
+				break;
 			}
 		}
 		struct mlx5_qpn_devargs da;
@@ -535,7 +579,8 @@ TEST(DevArgs, MutatedStringsAreRefusedCleanly)
 TEST(DevProbe, IdleRangesGoBackToTheDevice)
 {
 	SimName n;
-	std::string args = n.str() + ",quarantine_us=0,log_max_alloc=4,max_qpns=256,cache=4,low_water=4";
+	std::string args = n.str() +
+			   ",quarantine_us=0,log_max_alloc=4,max_qpns=256,cache=4,low_water=4";
 	struct mlx5_qpn_dev *dev = nullptr;
 	ASSERT_EQ(mlx5_qpn_dev_probe(args.c_str(), &dev), 0);
 	uint32_t q[96];

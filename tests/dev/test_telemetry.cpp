@@ -15,7 +15,8 @@
 namespace {
 
 /* One request on a fresh connection (the socket greets each client with a JSON banner first). */
-std::string telemetry(const std::string &cmd)
+std::string
+telemetry(const std::string &cmd)
 {
 	std::string path = std::string(rte_eal_get_runtime_dir()) + "/dpdk_telemetry.v2";
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
@@ -27,8 +28,8 @@ std::string telemetry(const std::string &cmd)
 	std::string out;
 	char buf[16384];
 	if (connect(fd, reinterpret_cast<struct sockaddr *>(&sun), sizeof(sun)) == 0 &&
-	    read(fd, buf, sizeof(buf)) > 0 && write(fd, cmd.c_str(), cmd.size()) ==
-	    static_cast<ssize_t>(cmd.size())) {
+	    read(fd, buf, sizeof(buf)) > 0 &&
+	    write(fd, cmd.c_str(), cmd.size()) == static_cast<ssize_t>(cmd.size())) {
 		ssize_t n = read(fd, buf, sizeof(buf) - 1);
 		if (n > 0)
 			out.assign(buf, static_cast<size_t>(n));
@@ -43,8 +44,9 @@ TEST(DevTelemetry, PoolAndDeviceCommands)
 {
 	std::string name = "simtel" + std::to_string(getpid());
 	struct mlx5_qpn_dev *dev = nullptr;
-	ASSERT_EQ(mlx5_qpn_dev_probe((name + ",quarantine_us=0,log_max_alloc=4,max_qpns=32").c_str(),
-				     &dev), 0);
+	ASSERT_EQ(mlx5_qpn_dev_probe(
+			  (name + ",quarantine_us=0,log_max_alloc=4,max_qpns=32").c_str(), &dev),
+		  0);
 	uint32_t q[3];
 	ASSERT_EQ(mlx5_qpn_reserved_alloc_bulk(dev, q, 3), 0);
 

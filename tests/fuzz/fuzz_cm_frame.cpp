@@ -23,7 +23,8 @@ namespace {
 mlx5_qpn_cm *g_cm;
 uint64_t g_now = 1;
 
-void check(bool ok)
+void
+check(bool ok)
 {
 	if (!ok)
 		__builtin_trap();
@@ -31,7 +32,8 @@ void check(bool ok)
 
 } // namespace
 
-extern "C" int LLVMFuzzerInitialize(int *, char ***)
+extern "C" int
+LLVMFuzzerInitialize(int *, char ***)
 {
 	rte_log_set_level_pattern("mlx5_qpn.cm", RTE_LOG_CRIT);
 	mlx5_qpn_cm_params p{};
@@ -51,7 +53,8 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***)
 	return 0;
 }
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+extern "C" int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size == 0)
 		return 0;

@@ -19,13 +19,15 @@ extern "C" {
 int mlx5_qpn_dev_logtype = RTE_LOGTYPE_USER1;
 }
 
-extern "C" int LLVMFuzzerInitialize(int *, char ***)
+extern "C" int
+LLVMFuzzerInitialize(int *, char ***)
 {
 	rte_log_set_global_level(RTE_LOG_CRIT);
 	return 0;
 }
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+extern "C" int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	std::string s(reinterpret_cast<const char *>(data), size);
 	s = s.c_str(); /* stop at the first NUL, as a C caller would */

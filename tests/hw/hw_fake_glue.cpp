@@ -295,10 +295,7 @@ Scope::Scope()
 	mlx5_qpn_glue_set_override(&g_table);
 }
 
-Scope::~Scope()
-{
-	mlx5_qpn_glue_set_override(nullptr);
-}
+Scope::~Scope() { mlx5_qpn_glue_set_override(nullptr); }
 
 int
 live_objects()

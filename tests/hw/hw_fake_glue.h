@@ -21,13 +21,13 @@ namespace hwfake {
 /** What the fake device is and does; counters of what it was asked. */
 struct FakeDevice {
 	/* Configuration. */
-	bool devx = true;            /* mlx5dv_open_device(DEVX) succeeds */
-	bool caps_ok = true;         /* QUERY_HCA_CAP(general) succeeds */
-	bool bit44 = true;           /* general_obj_types advertises RESERVED_QPN */
-	bool hca_cap_2 = true;       /* cmd_hca_cap.hca_cap_2 */
+	bool devx = true;      /* mlx5dv_open_device(DEVX) succeeds */
+	bool caps_ok = true;   /* QUERY_HCA_CAP(general) succeeds */
+	bool bit44 = true;     /* general_obj_types advertises RESERVED_QPN */
+	bool hca_cap_2 = true; /* cmd_hca_cap.hca_cap_2 */
 	uint8_t gran = 7, max_alloc = 10, max_num = 0;
-	uint8_t fw_max_log = 24;     /* larger log_obj_range: BAD_PARAM_ERR */
-	uint8_t create_status = 0;   /* non-zero: every object creation fails with it */
+	uint8_t fw_max_log = 24;   /* larger log_obj_range: BAD_PARAM_ERR */
+	uint8_t create_status = 0; /* non-zero: every object creation fails with it */
 	uint64_t guid = 0x0002c90300fa4e00ull;
 
 	/* What happened. */
@@ -38,7 +38,7 @@ struct FakeDevice {
 	int uars_live = 0, uars_freed = 0;
 	int pds_live = 0, cqs_live = 0, qps_live = 0, qps_destroyed = 0;
 	std::vector<int> cq_depths;
-	int bad_qp_attrs = 0;        /* create_qp calls not UD on one CQ */
+	int bad_qp_attrs = 0; /* create_qp calls not UD on one CQ */
 	int contexts_open = 0, closes = 0;
 	uint32_t next_qpn = 0x2a0, next_obj = 0;
 };

@@ -217,8 +217,7 @@ static_assert(MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR == MLX5_QPN_SYND_LOCAL_LENGTH_E
 static_assert(MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR == MLX5_QPN_SYND_LOCAL_QP_OP_ERR);
 static_assert(MLX5_CQE_SYNDROME_WR_FLUSH_ERR == MLX5_QPN_SYND_WR_FLUSH_ERR);
 static_assert(MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR == MLX5_QPN_SYND_REMOTE_ACCESS_ERR);
-static_assert(MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR ==
-	      MLX5_QPN_SYND_TRANSPORT_RETRY_EXC_ERR);
+static_assert(MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR == MLX5_QPN_SYND_TRANSPORT_RETRY_EXC_ERR);
 
 /* Our DC SEND WQE against the one rdma-core's inline setters write. */
 TEST(HwFidelity, DcSendWqeMatchesMlx5dvSetters)
@@ -240,7 +239,7 @@ TEST(HwFidelity, DcSendWqeMatchesMlx5dvSetters)
 	/* The DC path writes no route yet (issue 9 item 1): zero route fields on both sides. */
 	mlx5dv_set_dgram_seg(dg, key, dctn, 1, 0, 0, 0, zero_mac, 0, 0, 0, zero_gid);
 	auto *inl = reinterpret_cast<struct mlx5_wqe_inl_data_seg *>(theirs + sizeof(*ctrl) +
-								      sizeof(*dg));
+								     sizeof(*dg));
 	inl->byte_count = htobe32(sizeof(payload) | MLX5_INLINE_SEG);
 	memcpy(inl + 1, payload, sizeof(payload));
 	expect_same(ours, theirs, static_cast<size_t>(ds) * MLX5_QPN_SEND_WQE_DS, "DC SEND WQE");
@@ -303,7 +302,8 @@ TEST(HwFidelity, ReservedQpnObjectInboxesMatchDevxSet)
 		/* As rdma-core's reserved_qpn_blk_alloc() writes it. */
 		void *hdr = DEVX_ADDR_OF(create_reserved_qpn_in, theirs, hdr);
 		DEVX_SET(general_obj_in_cmd_hdr, hdr, opcode, 0xa00 /* CREATE_GENERAL_OBJECT */);
-		DEVX_SET(general_obj_in_cmd_hdr, hdr, obj_type, 0x2c /* MLX5_OBJ_TYPE_RESERVED_QPN */);
+		DEVX_SET(general_obj_in_cmd_hdr, hdr, obj_type,
+			 0x2c /* MLX5_OBJ_TYPE_RESERVED_QPN */);
 		DEVX_SET(general_obj_in_cmd_hdr, hdr, log_obj_range, log);
 		expect_same(ours, theirs, sizeof(ours), "create_reserved_qpn_in");
 	}
@@ -369,7 +369,8 @@ TEST(HwFidelity, EmulatedOutboxesReadByDevxGet)
 	c.log_reserved_qpn_granularity = 6;
 	std::vector<uint32_t> out(DEVX_ST_SZ_DW(query_hca_cap_out), 0);
 	ASSERT_EQ(mlx5_qpn_prm_hca_cap_out(out.data(), out.size() * 4,
-					   MLX5_QPN_HCA_CAP_OP_MOD(MLX5_QPN_HCA_CAP_TYPE_GENERAL, 1),
+					   MLX5_QPN_HCA_CAP_OP_MOD(MLX5_QPN_HCA_CAP_TYPE_GENERAL,
+								   1),
 					   &c),
 		  0);
 	EXPECT_EQ(DEVX_GET64(query_hca_cap_out, out.data(),
@@ -377,7 +378,8 @@ TEST(HwFidelity, EmulatedOutboxesReadByDevxGet)
 		  1ull << 0x2c);
 	EXPECT_EQ(DEVX_GET(query_hca_cap_out, out.data(), capability.cmd_hca_cap.log_max_qp), 17u);
 	ASSERT_EQ(mlx5_qpn_prm_hca_cap_out(out.data(), out.size() * 4,
-					   MLX5_QPN_HCA_CAP_OP_MOD(MLX5_QPN_HCA_CAP_TYPE_GENERAL_2, 1),
+					   MLX5_QPN_HCA_CAP_OP_MOD(MLX5_QPN_HCA_CAP_TYPE_GENERAL_2,
+								   1),
 					   &c),
 		  0);
 	EXPECT_EQ(DEVX_GET(query_hca_cap_out, out.data(),
@@ -392,7 +394,8 @@ TEST(HwFidelity, EmulatedOutboxesReadByDevxGet)
 /* hca_cap_2's offset as rdma-core's layout has it. */
 TEST(HwFidelity, HcaCap2BitOffset)
 {
-	EXPECT_EQ(offsetof(mlx5_ifc_cmd_hca_cap_bits, hca_cap_2), size_t(MLX5_QPN_HW_CAP_HCA_CAP_2_BIT));
+	EXPECT_EQ(offsetof(mlx5_ifc_cmd_hca_cap_bits, hca_cap_2),
+		  size_t(MLX5_QPN_HW_CAP_HCA_CAP_2_BIT));
 	EXPECT_EQ(sizeof(mlx5_ifc_cmd_hca_cap_bits::hca_cap_2), 1u);
 }
 

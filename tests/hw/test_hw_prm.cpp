@@ -34,11 +34,11 @@ TEST(HwPrm, QueryHcaCapInGeneralCurrent)
 {
 	uint32_t in[4];
 	std::memset(in, 0xa5, sizeof(in));
-	ASSERT_EQ(mlx5_qpn_prm_query_hca_cap_in(
-			  in, sizeof(in),
-			  MLX5_QPN_HCA_CAP_OP_MOD(MLX5_QPN_HCA_CAP_TYPE_GENERAL,
-						  MLX5_QPN_HCA_CAP_OPMOD_CUR)),
-		  0);
+	ASSERT_EQ(
+		mlx5_qpn_prm_query_hca_cap_in(in, sizeof(in),
+					      MLX5_QPN_HCA_CAP_OP_MOD(MLX5_QPN_HCA_CAP_TYPE_GENERAL,
+								      MLX5_QPN_HCA_CAP_OPMOD_CUR)),
+		0);
 	const std::vector<uint8_t> want = {0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
 					   0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
 	EXPECT_EQ(as_bytes(in, sizeof(in)), want);
@@ -204,8 +204,8 @@ TEST(HwPrm, ParseHcaCapRejectsShortAndFailedOutbox)
 
 TEST(HwPrm, OutStatusAndSyndrome)
 {
-	const uint8_t out[16] = {0x08, 0x00, 0x00, 0x00, 0x12, 0x34, 0x56, 0x78,
-				 0x00, 0x01, 0x23, 0x00};
+	const uint8_t out[16] = {0x08, 0x00, 0x00, 0x00, 0x12, 0x34,
+				 0x56, 0x78, 0x00, 0x01, 0x23, 0x00};
 	uint8_t status = 0;
 	uint32_t syndrome = 0;
 	ASSERT_EQ(mlx5_qpn_prm_out_status(out, sizeof(out), &status, &syndrome), 0);
@@ -216,8 +216,8 @@ TEST(HwPrm, OutStatusAndSyndrome)
 	EXPECT_EQ(id, 7u);
 	EXPECT_EQ(mlx5_qpn_prm_out_status(out, 7, &status, &syndrome), -EINVAL);
 
-	const uint8_t ok[16] = {0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-				0x00, 0x01, 0x23, 0x00};
+	const uint8_t ok[16] = {0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+				0x00, 0x00, 0x00, 0x01, 0x23, 0x00};
 	ASSERT_EQ(mlx5_qpn_prm_create_obj_out_id(ok, sizeof(ok), &id), 0);
 	EXPECT_EQ(id, 0x012300u);
 	EXPECT_EQ(mlx5_qpn_prm_create_obj_out_id(ok, 12, &id), -EINVAL);
@@ -244,7 +244,8 @@ TEST(HwPrm, StatusToErrno)
 		{0x77, -EIO},
 	};
 	for (const auto &t : table) {
-		EXPECT_EQ(mlx5_qpn_fw_status_to_errno(t.status), t.err) << "status " << int(t.status);
+		EXPECT_EQ(mlx5_qpn_fw_status_to_errno(t.status), t.err)
+			<< "status " << int(t.status);
 		/* The same through an outbox. */
 		uint8_t out[16] = {t.status};
 		uint32_t id = 0;
@@ -314,7 +315,8 @@ TEST(HwPrm, ConstexprAccessors)
 	/* The C++ accessors are usable at compile time (the emulated device builds on them). */
 	constexpr auto roundtrip = [] {
 		uint8_t b[16] = {};
-		mlx5_qpn_prm::set(b, mlx5_qpn_prm::obj_in_log_range, 0xff); /* truncated to 5 bits */
+		mlx5_qpn_prm::set(b, mlx5_qpn_prm::obj_in_log_range,
+				  0xff); /* truncated to 5 bits */
 		return mlx5_qpn_prm::get(b, mlx5_qpn_prm::obj_in_log_range) == 0x1f &&
 		       b[12] == 0x1f && b[11] == 0 && b[13] == 0;
 	};

@@ -115,8 +115,10 @@ TEST(HwSizing, SourceForEveryPolicyAndVerdict)
 	for (mlx5_qpn_hw_obj_verdict v : failing) {
 		mlx5_qpn_hw_probe p{v, -EINVAL, 7};
 		/* try and no work on every ConnectX; yes refuses. */
-		EXPECT_EQ(mlx5_qpn_hw_source_choose(MLX5_QPN_RSVD_TRY, &p), MLX5_QPN_HW_SRC_ORDINARY);
-		EXPECT_EQ(mlx5_qpn_hw_source_choose(MLX5_QPN_RSVD_NO, &p), MLX5_QPN_HW_SRC_ORDINARY);
+		EXPECT_EQ(mlx5_qpn_hw_source_choose(MLX5_QPN_RSVD_TRY, &p),
+			  MLX5_QPN_HW_SRC_ORDINARY);
+		EXPECT_EQ(mlx5_qpn_hw_source_choose(MLX5_QPN_RSVD_NO, &p),
+			  MLX5_QPN_HW_SRC_ORDINARY);
 		EXPECT_EQ(mlx5_qpn_hw_source_choose(MLX5_QPN_RSVD_YES, &p), MLX5_QPN_HW_SRC_NONE);
 	}
 	EXPECT_EQ(mlx5_qpn_hw_source_choose(MLX5_QPN_RSVD_TRY, nullptr), MLX5_QPN_HW_SRC_NONE);
@@ -158,7 +160,8 @@ TEST(HwSizing, StatusMappingAsKernelAndRdmaCore)
 	EXPECT_EQ(mlx5_qpn_fw_status_to_errno(MLX5_QPN_CMD_STAT_IX_ERR), -EINVAL);
 	/* Bad parameter is what the step-down keys on. */
 	EXPECT_EQ(mlx5_qpn_hw_step_down(9, 7,
-					mlx5_qpn_fw_status_to_errno(MLX5_QPN_CMD_STAT_BAD_PARAM_ERR)),
+					mlx5_qpn_fw_status_to_errno(
+						MLX5_QPN_CMD_STAT_BAD_PARAM_ERR)),
 		  8);
 	EXPECT_EQ(mlx5_qpn_hw_step_down(9, 7,
 					mlx5_qpn_fw_status_to_errno(MLX5_QPN_CMD_STAT_LIM_ERR)),

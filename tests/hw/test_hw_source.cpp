@@ -88,7 +88,8 @@ TEST(HwSource, TrialUsesTheSizeThatWillBeRequested)
 	EXPECT_EQ(caps.log_max_num_reserved_qpn, MLX5_QPN_PRM_MAX_LOG_RANGE);
 	/* The caps read and the source, logged at probe. */
 	EXPECT_NE(log.find("granularity 2^7, max alloc 2^10, total unknown, taken as 2^24"),
-		  std::string::npos) << log;
+		  std::string::npos)
+		<< log;
 	EXPECT_NE(log.find("QPN source: RESERVED_QPN objects"), std::string::npos) << log;
 	mlx5_qpn_range_obj o{};
 	ASSERT_EQ(mlx5_qpn_hw_ops.range_reserve(be, 10, &o), 0);
@@ -164,7 +165,8 @@ TEST(HwSource, Caps2OnlyWhenHcaCap2IsSet)
 	EXPECT_EQ(fake().caps_queries, 1);
 	EXPECT_EQ(fake().caps2_queries, 0);
 	EXPECT_TRUE(fake().create_logs.empty());
-	EXPECT_NE(log.find("no HCA caps 2 (cmd_hca_cap.hca_cap_2 clear)"), std::string::npos) << log;
+	EXPECT_NE(log.find("no HCA caps 2 (cmd_hca_cap.hca_cap_2 clear)"), std::string::npos)
+		<< log;
 	EXPECT_NE(log.find("QPN source: ordinary UD QPs"), std::string::npos) << log;
 	mlx5_qpn_hw_ops.close(be);
 
@@ -258,7 +260,8 @@ TEST(HwSource, NoNeverAsksForObjects)
 	ASSERT_NE(be, nullptr);
 	EXPECT_TRUE(fake().create_logs.empty());
 	EXPECT_NE(log.find("(not tried (reserved_qpn=no)); QPN source: ordinary UD QPs"),
-		  std::string::npos) << log;
+		  std::string::npos)
+		<< log;
 	one_qp_then_close(be);
 }
 
@@ -285,8 +288,9 @@ TEST(HwSource, ForkedChildNeverDestroysParentsObjects)
 		mlx5_qpn_hw_ops.close(be);
 		const hwfake::FakeDevice &d = fake();
 		int harm = (d.objs_destroyed - before.objs_destroyed) +
-			   (d.qps_destroyed - before.qps_destroyed) + (d.uars_freed - before.uars_freed) +
-			   (d.closes - before.closes) + (d.single_calls - before.single_calls) +
+			   (d.qps_destroyed - before.qps_destroyed) +
+			   (d.uars_freed - before.uars_freed) + (d.closes - before.closes) +
+			   (d.single_calls - before.single_calls) +
 			   (d.pds_live != before.pds_live) + (d.cqs_live != before.cqs_live);
 		_exit(harm > 100 ? 100 : harm);
 	}

@@ -22,7 +22,8 @@
 
 #include "mlx5_qpn.h"
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	if (argc != 4) {
 		fprintf(stderr, "usage: %s <devargs> <nalloc> <nrelease>\n", argv[0]);
@@ -31,8 +32,9 @@ int main(int argc, char **argv)
 	unsigned nalloc = unsigned(strtoul(argv[2], nullptr, 0));
 	unsigned nrel = unsigned(strtoul(argv[3], nullptr, 0));
 	std::string prefix = "--file-prefix=lease_helper_" + std::to_string(getpid());
-	std::vector<std::string> eal = {argv[0], "--no-huge", "--no-pci", "-m", "64", "-l", "0",
-					prefix, "--log-level=lib.eal:error"};
+	std::vector<std::string> eal = {argv[0], "--no-huge", "--no-pci",
+					"-m",    "64",        "-l",
+					"0",     prefix,      "--log-level=lib.eal:error"};
 	std::vector<char *> eargv;
 	for (auto &a : eal)
 		eargv.push_back(a.data());

@@ -93,7 +93,8 @@ struct LogCapture {
 	}
 };
 
-int count_lines(const std::string &s, const char *needle)
+int
+count_lines(const std::string &s, const char *needle)
 {
 	int n = 0;
 	for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1))
@@ -160,7 +161,8 @@ TEST(LeaseFile, DeadHolderCoolsFromNotice)
 	if (pid == 0) {
 		Lease c;
 		uint64_t u;
-		char x = c.open_named(n.name, kGuid, 7, 2 * kSec) == 0 && c.acquire(256, 8, &u) == 0;
+		char x = c.open_named(n.name, kGuid, 7, 2 * kSec) == 0 &&
+			 c.acquire(256, 8, &u) == 0;
 		(void)!write(done[1], &x, 1);
 		(void)!read(go[0], &x, 1);
 		_exit(0); /* dies holding the range (no release_all) */
@@ -177,7 +179,8 @@ TEST(LeaseFile, DeadHolderCoolsFromNotice)
 	ASSERT_EQ(waitpid(pid, nullptr, 0), pid);
 	uint64_t t_dead = mlx5_qpn_clock_ns();
 	ASSERT_EQ(b.check(300, 1, &until), 0);
-	EXPECT_GE(until, t_dead + 2 * kSec); /* noticed after the death, the dead one's quarantine */
+	EXPECT_GE(until,
+		  t_dead + 2 * kSec); /* noticed after the death, the dead one's quarantine */
 	lease::Stats st;
 	ASSERT_EQ(b.stats(&st), 0);
 	EXPECT_EQ(st.cooling, 1u);
@@ -259,9 +262,9 @@ TEST(LeaseFile, FullTableRefusesToRecord)
 	EXPECT_EQ(a.drop(0, 1), 0);
 	EXPECT_EQ(a.drop(0, 1), -ENOENT);
 	EXPECT_EQ(a.acquire(lease::kMaxEntries * 2, 1, &until), 0);
-	EXPECT_EQ(a.acquire(3, 1, &until), -EINVAL);          /* misaligned */
-	EXPECT_EQ(a.acquire(0, 25, &until), -EINVAL);         /* above 24 bits */
-	EXPECT_EQ(a.acquire(0xFFFFFF, 1, &until), -EINVAL);   /* passes the top */
+	EXPECT_EQ(a.acquire(3, 1, &until), -EINVAL);        /* misaligned */
+	EXPECT_EQ(a.acquire(0, 25, &until), -EINVAL);       /* above 24 bits */
+	EXPECT_EQ(a.acquire(0xFFFFFF, 1, &until), -EINVAL); /* passes the top */
 }
 
 /* A process died inside an update (holding the robust mutex, an entry half-appended). */
@@ -302,7 +305,8 @@ namespace {
 
 /* Build a sound lease with two entries, let `corrupt` damage it, and open it again. */
 template <typename F>
-int reopen_after(const char *name, F corrupt, std::string *log_text)
+int
+reopen_after(const char *name, F corrupt, std::string *log_text)
 {
 	{
 		Lease a;
@@ -344,7 +348,11 @@ TEST(LeaseFile, CorruptedFilesAreRefused)
 		{"entry count", [](lease::Layout *l) { l->hdr.nb_entries = 100000; }},
 		{"log size", [](lease::Layout *l) { l->entries[1].log_size = 31; }},
 		{"alignment", [](lease::Layout *l) { l->entries[0].first_qpn = 65; }},
-		{"top", [](lease::Layout *l) { l->entries[1].first_qpn = 0xFFFC00; l->entries[1].log_size = 11; }},
+		{"top",
+		 [](lease::Layout *l) {
+			 l->entries[1].first_qpn = 0xFFFC00;
+			 l->entries[1].log_size = 11;
+		 }},
 		{"state", [](lease::Layout *l) { l->entries[0].state = 9; }},
 		{"future", [](lease::Layout *l) { l->entries[0].since_ns = UINT64_MAX - 5; }},
 		{"quarantine", [](lease::Layout *l) { l->entries[1].quarantine_ns = UINT64_MAX; }},
@@ -353,7 +361,8 @@ TEST(LeaseFile, CorruptedFilesAreRefused)
 		{"guid", [](lease::Layout *l) { l->hdr.guid ^= 1; }},
 		{"version", [](lease::Layout *l) { l->hdr.version = 77; }},
 		{"magic", [](lease::Layout *l) { l->hdr.magic = 0x1234; }},
-		{"mutex", [](lease::Layout *l) { memset(&l->hdr.mutex, 0xa5, sizeof(l->hdr.mutex)); }},
+		{"mutex",
+		 [](lease::Layout *l) { memset(&l->hdr.mutex, 0xa5, sizeof(l->hdr.mutex)); }},
 	};
 	for (const auto &c : cases) {
 		LeaseName n;
@@ -366,8 +375,8 @@ TEST(LeaseFile, CorruptedFilesAreRefused)
 TEST(LeaseFile, RandomBytesAndWrongSizesAreRefused)
 {
 	std::mt19937_64 rng(12345);
-	for (size_t size : {size_t(1), size_t(1000), sizeof(lease::Layout) - 8,
-			    sizeof(lease::Layout) + 4096}) {
+	for (size_t size :
+	     {size_t(1), size_t(1000), sizeof(lease::Layout) - 8, sizeof(lease::Layout) + 4096}) {
 		LeaseName n;
 		int fd = shm_open(n.name, O_RDWR | O_CREAT | O_EXCL, 0600);
 		ASSERT_GE(fd, 0);

@@ -71,7 +71,8 @@ struct LeaseSim {
 	}
 };
 
-std::string helper_path()
+std::string
+helper_path()
 {
 	char buf[4096];
 	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
@@ -166,8 +167,9 @@ struct Seen {
  * Allocate (and keep) QPNs from `dev` until every QPN of `want` was handed out or a deadline far
  * beyond the quarantine passed. Returns, for each QPN of `want` seen, when its alloc returned.
  */
-std::map<uint32_t, Seen> collect(mlx5_qpn_dev *dev, const std::set<uint32_t> &want,
-				 std::vector<uint32_t> *kept, uint64_t quar_ns = kQuarNs)
+std::map<uint32_t, Seen>
+collect(mlx5_qpn_dev *dev, const std::set<uint32_t> &want, std::vector<uint32_t> *kept,
+	uint64_t quar_ns = kQuarNs)
 {
 	std::map<uint32_t, Seen> seen;
 	const uint64_t deadline = mlx5_qpn_clock_ns() + quar_ns + 30000000000ull;
@@ -191,8 +193,9 @@ std::map<uint32_t, Seen> collect(mlx5_qpn_dev *dev, const std::set<uint32_t> &wa
 }
 
 /* Every QPN of `want` came back, none earlier than letgo + quarantine. Returns the smallest delay. */
-uint64_t check_after(const std::map<uint32_t, Seen> &seen, const std::set<uint32_t> &want,
-		     uint64_t t_letgo, const char *what, uint64_t quar_ns = kQuarNs)
+uint64_t
+check_after(const std::map<uint32_t, Seen> &seen, const std::set<uint32_t> &want, uint64_t t_letgo,
+	    const char *what, uint64_t quar_ns = kQuarNs)
 {
 	EXPECT_EQ(seen.size(), want.size()) << what << ": not every QPN let go came back "
 					    << "(the device should hand the range out again)";
@@ -202,15 +205,17 @@ uint64_t check_after(const std::map<uint32_t, Seen> &seen, const std::set<uint32
 		uint64_t d = s.t_after >= t_letgo ? s.t_after - t_letgo : 0;
 		min_delay = std::min(min_delay, d);
 		if (s.t_after < t_letgo + quar_ns && early++ < 4)
-			ADD_FAILURE() << what << ": QPN 0x" << std::hex << q << std::dec
-				      << " handed out again " << d / 1000 << " us after it was let go"
-				      << " (quarantine " << quar_ns / 1000 << " us)";
+			ADD_FAILURE()
+				<< what << ": QPN 0x" << std::hex << q << std::dec
+				<< " handed out again " << d / 1000 << " us after it was let go"
+				<< " (quarantine " << quar_ns / 1000 << " us)";
 	}
 	EXPECT_EQ(early, 0u) << what << ": QPNs handed out inside the quarantine";
 	return min_delay;
 }
 
-void release_all(mlx5_qpn_dev *dev, const std::vector<uint32_t> &q)
+void
+release_all(mlx5_qpn_dev *dev, const std::vector<uint32_t> &q)
 {
 	for (uint32_t x : q)
 		mlx5_qpn_reserved_dealloc(dev, x);
@@ -251,7 +256,8 @@ TEST(LeaseClose, OtherProcessAfterClose)
 {
 	LeaseSim sim;
 	Helper h;
-	ASSERT_TRUE(h.start(sim.args(256), 64, 32)) << "lease_helper did not start: " << helper_path();
+	ASSERT_TRUE(h.start(sim.args(256), 64, 32))
+		<< "lease_helper did not start: " << helper_path();
 	std::set<uint32_t> want(h.held.begin(), h.held.end());
 	want.insert(h.released.begin(), h.released.end());
 	ASSERT_EQ(want.size(), 64u);
@@ -383,8 +389,8 @@ TEST(LeaseKill, Reported2048Qpns3sQuarantine)
 	ASSERT_EQ(mlx5_qpn_dev_stats_get(d, &st), 0);
 	EXPECT_GT(st.cooled_ranges, 0u);
 	printf("[ kill/2048 ] killed pid %d holding %zu QPNs (%zu in quarantine): %zu handed out "
-	       "again, the first %" PRIu64 " ms after the kill (quarantine %" PRIu64 " ms); %" PRIu64
-	       " ranges cooled\n",
+	       "again, the first %" PRIu64 " ms after the kill (quarantine %" PRIu64
+	       " ms); %" PRIu64 " ranges cooled\n",
 	       int(pid), want.size(), h.released.size(), seen.size(), min_d / 1000000, q_us / 1000,
 	       st.cooled_ranges);
 	release_all(d, kept);

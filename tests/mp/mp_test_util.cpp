@@ -26,7 +26,8 @@ namespace {
 
 constexpr unsigned kPagesWanted = 32; /* 64 MiB of 2 MiB pages: a few small instances */
 
-long meminfo(const char *key)
+long
+meminfo(const char *key)
 {
 	std::ifstream f("/proc/meminfo");
 	std::string k;
@@ -41,7 +42,8 @@ long meminfo(const char *key)
 	return -1;
 }
 
-bool hugetlbfs_mounted()
+bool
+hugetlbfs_mounted()
 {
 	std::ifstream f("/proc/mounts");
 	std::string dev, dir, type;
@@ -54,7 +56,8 @@ bool hugetlbfs_mounted()
 	return false;
 }
 
-std::string build_dir()
+std::string
+build_dir()
 {
 	char buf[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
@@ -68,22 +71,33 @@ std::string build_dir()
 
 } /* namespace */
 
-uint64_t now_ns()
+uint64_t
+now_ns()
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-std::string helper_path() { return build_dir() + "/tests/mp/qpn_mp_proc"; }
-std::string testpmd_path() { return build_dir() + "/app/qpn-testpmd/qpn-testpmd"; }
+std::string
+helper_path()
+{
+	return build_dir() + "/tests/mp/qpn_mp_proc";
+}
+std::string
+testpmd_path()
+{
+	return build_dir() + "/app/qpn-testpmd/qpn-testpmd";
+}
 
-std::string hugepages_ready()
+std::string
+hugepages_ready()
 {
 	if (geteuid() == 0) {
 		long total = meminfo("HugePages_Total"), free = meminfo("HugePages_Free");
 		if (free >= 0 && free < long(kPagesWanted)) {
-			std::ofstream("/proc/sys/vm/nr_hugepages") << (total + long(kPagesWanted) - free);
+			std::ofstream("/proc/sys/vm/nr_hugepages")
+				<< (total + long(kPagesWanted) - free);
 		}
 		if (!hugetlbfs_mounted()) {
 			mkdir("/dev/hugepages", 0755);
@@ -101,7 +115,8 @@ std::string hugepages_ready()
 	return "";
 }
 
-void remove_instance(const std::string &prefix)
+void
+remove_instance(const std::string &prefix)
 {
 	std::ifstream f("/proc/mounts");
 	std::string dev, dir, type, line;
@@ -145,7 +160,8 @@ Proc::~Proc()
 		close(outfd_);
 }
 
-bool Proc::start(const std::vector<std::string> &argv)
+bool
+Proc::start(const std::vector<std::string> &argv)
 {
 	int pin[2], pout[2];
 	if (pipe2(pin, O_CLOEXEC) != 0 || pipe2(pout, O_CLOEXEC) != 0)
@@ -171,7 +187,8 @@ bool Proc::start(const std::vector<std::string> &argv)
 	return true;
 }
 
-bool Proc::read_more(int timeout_ms)
+bool
+Proc::read_more(int timeout_ms)
 {
 	struct pollfd p = {outfd_, POLLIN, 0};
 	if (poll(&p, 1, timeout_ms) <= 0)
@@ -184,7 +201,8 @@ bool Proc::read_more(int timeout_ms)
 	return true;
 }
 
-std::string Proc::reply(int timeout_ms)
+std::string
+Proc::reply(int timeout_ms)
 {
 	uint64_t end = now_ns() + uint64_t(timeout_ms) * 1000000ull;
 	for (;;) {
@@ -202,7 +220,8 @@ std::string Proc::reply(int timeout_ms)
 	}
 }
 
-std::string Proc::cmd(const std::string &line, int timeout_ms)
+std::string
+Proc::cmd(const std::string &line, int timeout_ms)
 {
 	std::string l = line + "\n";
 	if (write(in_, l.data(), l.size()) != ssize_t(l.size()))
@@ -210,17 +229,20 @@ std::string Proc::cmd(const std::string &line, int timeout_ms)
 	return reply(timeout_ms);
 }
 
-bool Proc::send(const std::string &line)
+bool
+Proc::send(const std::string &line)
 {
 	std::string l = line + "\n";
 	return write(in_, l.data(), l.size()) == ssize_t(l.size());
 }
 
-bool Proc::wait_output(const std::string &needle, int timeout_ms)
+bool
+Proc::wait_output(const std::string &needle, int timeout_ms)
 {
 	uint64_t end = now_ns() + uint64_t(timeout_ms) * 1000000ull;
 	for (;;) {
-		if (out_.find(needle) != std::string::npos || buf_.find(needle) != std::string::npos)
+		if (out_.find(needle) != std::string::npos ||
+		    buf_.find(needle) != std::string::npos)
 			return true;
 		uint64_t now = now_ns();
 		if (now >= end || !read_more(int((end - now) / 1000000 + 1)))
@@ -228,20 +250,23 @@ bool Proc::wait_output(const std::string &needle, int timeout_ms)
 	}
 }
 
-void Proc::close_stdin()
+void
+Proc::close_stdin()
 {
 	if (in_ >= 0)
 		close(in_);
 	in_ = -1;
 }
 
-void Proc::kill9()
+void
+Proc::kill9()
 {
 	if (pid_ > 0 && !reaped_)
 		kill(pid_, SIGKILL);
 }
 
-int Proc::wait(int timeout_ms)
+int
+Proc::wait(int timeout_ms)
 {
 	if (pid_ <= 0)
 		return -1;
@@ -268,7 +293,8 @@ int Proc::wait(int timeout_ms)
 
 /* ---- checker --------------------------------------------------------------------------------- */
 
-CheckResult check_logs(const std::vector<LogSpec> &logs, uint64_t q)
+CheckResult
+check_logs(const std::vector<LogSpec> &logs, uint64_t q)
 {
 	struct Holding {
 		uint64_t from, until; /* until: UINT64_MAX if still held by a live process */
@@ -300,9 +326,10 @@ CheckResult check_logs(const std::vector<LogSpec> &logs, uint64_t q)
 			}
 		}
 		for (auto &o : open)
-			by_qpn[o.first].push_back({o.second, logs[li].killed_at_ns != 0
-								     ? logs[li].killed_at_ns
-								     : UINT64_MAX, li});
+			by_qpn[o.first].push_back(
+				{o.second,
+				 logs[li].killed_at_ns != 0 ? logs[li].killed_at_ns : UINT64_MAX,
+				 li});
 	}
 	for (auto &e : by_qpn) {
 		auto &v = e.second;
@@ -316,10 +343,12 @@ CheckResult check_logs(const std::vector<LogSpec> &logs, uint64_t q)
 				continue;
 			if (r.violations++ == 0) {
 				char m[256];
-				snprintf(m, sizeof(m), "QPN 0x%06x: held by log %zu from %llu until %llu, "
-					 "handed out to log %zu at %llu (quarantine %llu ns)", e.first,
-					 a.log, (unsigned long long)a.from, (unsigned long long)a.until,
-					 b.log, (unsigned long long)b.from, (unsigned long long)q);
+				snprintf(m, sizeof(m),
+					 "QPN 0x%06x: held by log %zu from %llu until %llu, "
+					 "handed out to log %zu at %llu (quarantine %llu ns)",
+					 e.first, a.log, (unsigned long long)a.from,
+					 (unsigned long long)a.until, b.log,
+					 (unsigned long long)b.from, (unsigned long long)q);
 				r.first = m;
 			}
 		}

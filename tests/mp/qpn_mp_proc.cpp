@@ -54,25 +54,29 @@ struct mlx5_qpn_dev *g_dev;
 std::mutex g_held_mutex;
 std::vector<uint32_t> g_held; /* QPNs this process holds (loop thread's included once stopped) */
 
-uint64_t now_ns()
+uint64_t
+now_ns()
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-void log_event(char kind, uint32_t qpn, int rc = 0)
+void
+log_event(char kind, uint32_t qpn, int rc = 0)
 {
 	if (g_log < 0)
 		return;
 	char line[64];
-	int n = kind == 'F' ? snprintf(line, sizeof(line), "F %u %" PRIu64 " %d\n", qpn, now_ns(), rc)
-			    : snprintf(line, sizeof(line), "%c %u %" PRIu64 "\n", kind, qpn, now_ns());
+	int n = kind == 'F' ?
+			snprintf(line, sizeof(line), "F %u %" PRIu64 " %d\n", qpn, now_ns(), rc) :
+			snprintf(line, sizeof(line), "%c %u %" PRIu64 "\n", kind, qpn, now_ns());
 	if (write(g_log, line, size_t(n)) != n)
 		_exit(3);
 }
 
-int alloc_one(uint32_t *q)
+int
+alloc_one(uint32_t *q)
 {
 	int rc = mlx5_qpn_reserved_alloc(g_dev, q);
 	if (rc == 0)
@@ -80,7 +84,8 @@ int alloc_one(uint32_t *q)
 	return rc;
 }
 
-int free_one(uint32_t q)
+int
+free_one(uint32_t q)
 {
 	log_event('f', q);
 	int rc = mlx5_qpn_reserved_dealloc(g_dev, q);
@@ -89,7 +94,8 @@ int free_one(uint32_t q)
 }
 
 void reply(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void reply(const char *fmt, ...)
+void
+reply(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -100,22 +106,25 @@ void reply(const char *fmt, ...)
 	va_end(ap);
 }
 
-void stats_line(const char *tag)
+void
+stats_line(const char *tag)
 {
 	struct mlx5_qpn_dev_stats st;
 	struct mlx5_qpn_dev_info in;
 	mlx5_qpn_dev_stats_get(g_dev, &st);
 	mlx5_qpn_dev_info_get(g_dev, &in);
 	reply("%s %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
-	      " %" PRIu64 " %d", tag, st.pool.capacity, st.pool.in_use, st.pool.in_quarantine,
-	      st.pool.free, st.mp_grow_requests, st.mp_ipc_grows, st.mp_dead_reclaimed,
-	      st.ranges_reserved, in.secondary);
+	      " %" PRIu64 " %d",
+	      tag, st.pool.capacity, st.pool.in_use, st.pool.in_quarantine, st.pool.free,
+	      st.mp_grow_requests, st.mp_ipc_grows, st.mp_dead_reclaimed, st.ranges_reserved,
+	      in.secondary);
 }
 
 /* The random loop: hold up to `hold` QPNs, alloc (3 in 4) or free (1 in 4) at random. What it
  * holds at stop goes to g_held. */
 std::atomic<bool> g_loop_stop;
-void loop_body(unsigned hold, uint64_t seed)
+void
+loop_body(unsigned hold, uint64_t seed)
 {
 	std::mt19937_64 rng(seed);
 	std::vector<uint32_t> mine;
@@ -141,7 +150,8 @@ void loop_body(unsigned hold, uint64_t seed)
 
 } /* namespace */
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	setvbuf(stdout, nullptr, _IOLBF, 0);
 	int eal = rte_eal_init(argc, argv);

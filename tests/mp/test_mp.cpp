@@ -28,7 +28,9 @@ namespace {
 
 /* Concatenation by append: g++ 12 at -O3 warns (-Wrestrict, a false positive) on some
  * `"literal" + std::string` expressions. */
-template <typename... T> std::string cat(const T &...parts)
+template <typename... T>
+std::string
+cat(const T &...parts)
 {
 	std::string s;
 	(s.append(parts), ...);
@@ -42,7 +44,8 @@ struct Stats {
 	bool ok = false;
 };
 
-Stats parse_stats(const std::string &r)
+Stats
+parse_stats(const std::string &r)
 {
 	Stats s;
 	std::istringstream is(r);
@@ -61,7 +64,8 @@ protected:
 		if (!why.empty())
 			GTEST_SKIP() << why;
 		helper_ = helper_path();
-		ASSERT_EQ(access(helper_.c_str(), X_OK), 0) << "qpn_mp_proc not built at " << helper_;
+		ASSERT_EQ(access(helper_.c_str(), X_OK), 0)
+			<< "qpn_mp_proc not built at " << helper_;
 		static unsigned n;
 		id_ = cat(std::to_string(getpid()), "_", std::to_string(n++));
 		prefix_ = cat("qpn_mp_", id_);
@@ -91,8 +95,12 @@ protected:
 	Proc *spawn(bool secondary, const std::string &devargs, const std::string &log = "",
 		    uint64_t seed = 1)
 	{
-		std::vector<std::string> av = {helper_, "-l", secondary ? "1" : "0", "--no-pci",
-					       cat("--file-prefix=", prefix_), "--log-level=lib.eal:error"};
+		std::vector<std::string> av = {helper_,
+					       "-l",
+					       secondary ? "1" : "0",
+					       "--no-pci",
+					       cat("--file-prefix=", prefix_),
+					       "--log-level=lib.eal:error"};
 		av.push_back(secondary ? "--proc-type=secondary" : kPrimaryBaseVa);
 		av.push_back("--");
 		av.push_back(cat("--dev=", devargs));
@@ -215,7 +223,8 @@ TEST_F(MpTest, MpSecondaryConflictingDevargsRefused)
 	EXPECT_EQ(bad->reply(), "PROBE -22");
 	EXPECT_EQ(bad->wait(), 1);
 	EXPECT_NE(bad->output().find("devarg log_range=5 differs from the primary's device"),
-		  std::string::npos) << bad->output();
+		  std::string::npos)
+		<< bad->output();
 	Proc *bad2 = spawn(true, cat(dev_, ",quarantine_us=5"));
 	ASSERT_NE(bad2, nullptr);
 	EXPECT_EQ(bad2->reply(), "PROBE -22");
@@ -265,7 +274,8 @@ TEST_F(MpTest, MpPrimaryKilledSecondaryFailsClearly)
 	EXPECT_EQ(s->cmd("quit"), "");
 	EXPECT_EQ(s->wait(), 0);
 	EXPECT_NE(s->output().find("is gone: this secondary gets no more QPNs from the device"),
-		  std::string::npos) << s->output();
+		  std::string::npos)
+		<< s->output();
 	Proc *late = spawn(true, dev_);
 	ASSERT_NE(late, nullptr);
 	std::string r = late->reply();
@@ -287,7 +297,8 @@ TEST_F(MpTest, MpSecondaryKilledMidCallIsReclaimed)
 	/* A pool that a tight loop does not drain through a 50 ms quarantine. */
 	const uint64_t q_us = 50000;
 	Proc *p = primary(cat(",quarantine_us=", std::to_string(q_us),
-			      ",log_range=9,max_qpns=8192,cache=8"), lp);
+			      ",log_range=9,max_qpns=8192,cache=8"),
+			  lp);
 	ASSERT_NE(p, nullptr);
 	EXPECT_EQ(p->cmd("loop 32"), "OK");
 	std::vector<LogSpec> logs = {{lp, 0}};
@@ -348,8 +359,9 @@ TEST(MpChecker, MpCheckerFindsEarlyReuse)
 	write(b, "A 5 1200\nA 6 1400\nf 6 1500\nF 6 1501 0\nA 7 1\n");
 	EXPECT_EQ(check_logs({{a, 300}, {b, 0}}, 1000).violations, 0u);
 	EXPECT_EQ(check_logs({{a, 300}, {b, 0}}, 1001).violations, 1u); /* 5 at 1200 < 200 + 1001 */
-	EXPECT_EQ(check_logs({{a, 300}, {b, 0}}, 1101).violations, 2u); /* and 6 at 1400 < 300 + 1101 */
-	EXPECT_EQ(check_logs({{a, 0}, {b, 0}}, 0).violations, 1u);      /* 6 still held by live a */
+	EXPECT_EQ(check_logs({{a, 300}, {b, 0}}, 1101).violations,
+		  2u);                                             /* and 6 at 1400 < 300 + 1101 */
+	EXPECT_EQ(check_logs({{a, 0}, {b, 0}}, 0).violations, 1u); /* 6 still held by live a */
 	std::remove(a.c_str());
 	std::remove(b.c_str());
 }

@@ -7,13 +7,16 @@
 
 namespace {
 
-uint64_t checker_now_ns()
+uint64_t
+checker_now_ns()
 {
 	return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-		std::chrono::steady_clock::now().time_since_epoch()).count());
+					     std::chrono::steady_clock::now().time_since_epoch())
+					     .count());
 }
 
-uint64_t thread_token()
+uint64_t
+thread_token()
 {
 	static std::atomic<uint64_t> next{1};
 	thread_local uint64_t token = next.fetch_add(1);
@@ -24,7 +27,7 @@ uint64_t thread_token()
 
 PoolChecker::PoolChecker(const std::vector<std::pair<uint32_t, uint32_t>> &ranges,
 			 uint64_t quarantine_ns)
-	: quarantine_ns_(quarantine_ns)
+    : quarantine_ns_(quarantine_ns)
 {
 	for (auto &r : ranges)
 		capacity_ += r.second;
@@ -35,7 +38,8 @@ PoolChecker::PoolChecker(const std::vector<std::pair<uint32_t, uint32_t>> &range
 			index_.emplace(r.first + k, i++);
 }
 
-void PoolChecker::violation(const std::string &msg)
+void
+PoolChecker::violation(const std::string &msg)
 {
 	violations_.fetch_add(1);
 	std::lock_guard<std::mutex> g(msg_mutex_);
@@ -43,13 +47,15 @@ void PoolChecker::violation(const std::string &msg)
 		messages_.push_back(msg);
 }
 
-std::vector<std::string> PoolChecker::messages() const
+std::vector<std::string>
+PoolChecker::messages() const
 {
 	std::lock_guard<std::mutex> g(msg_mutex_);
 	return messages_;
 }
 
-void PoolChecker::on_acquire(uint32_t qpn)
+void
+PoolChecker::on_acquire(uint32_t qpn)
 {
 	uint64_t now = checker_now_ns();
 	auto it = index_.find(qpn);
@@ -69,7 +75,8 @@ void PoolChecker::on_acquire(uint32_t qpn)
 			  std::to_string(quarantine_ns_) + " ns)");
 }
 
-void PoolChecker::on_release(uint32_t qpn)
+void
+PoolChecker::on_release(uint32_t qpn)
 {
 	auto it = index_.find(qpn);
 	if (it == index_.end()) {
@@ -85,9 +92,10 @@ void PoolChecker::on_release(uint32_t qpn)
 		violation("release of QPN " + std::to_string(qpn) + " not held by the releaser");
 }
 
-void PoolChecker::on_drain_complete(uint64_t got)
+void
+PoolChecker::on_drain_complete(uint64_t got)
 {
 	if (got != capacity_)
-		violation("invariant 4: " + std::to_string(got) + " QPNs free at the end, capacity " +
-			  std::to_string(capacity_));
+		violation("invariant 4: " + std::to_string(got) +
+			  " QPNs free at the end, capacity " + std::to_string(capacity_));
 }

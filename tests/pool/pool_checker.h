@@ -26,7 +26,8 @@
 class PoolChecker {
 public:
 	/* ranges: the [first, count) ranges given to the pool; quarantine_ns: the promised time. */
-	PoolChecker(const std::vector<std::pair<uint32_t, uint32_t>> &ranges, uint64_t quarantine_ns);
+	PoolChecker(const std::vector<std::pair<uint32_t, uint32_t>> &ranges,
+		    uint64_t quarantine_ns);
 
 	void on_acquire(uint32_t qpn);
 	void on_release(uint32_t qpn);
@@ -45,7 +46,8 @@ private:
 	};
 	void violation(const std::string &msg);
 
-	std::unordered_map<uint32_t, uint32_t> index_; /* qpn -> entry; read-only after construction */
+	std::unordered_map<uint32_t, uint32_t>
+		index_; /* qpn -> entry; read-only after construction */
 	std::vector<Entry> entries_;
 	uint64_t quarantine_ns_;
 	uint64_t capacity_ = 0;

@@ -37,7 +37,8 @@ private:
 	struct mlx5_qpn_pool *pool_ = nullptr;
 };
 
-inline struct mlx5_qpn_pool_stats pool_stats(struct mlx5_qpn_pool *p)
+inline struct mlx5_qpn_pool_stats
+pool_stats(struct mlx5_qpn_pool *p)
 {
 	struct mlx5_qpn_pool_stats st = {};
 	mlx5_qpn_pool_stats_get(p, &st);

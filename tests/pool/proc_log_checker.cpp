@@ -4,18 +4,20 @@
 #include <algorithm>
 
 ProcLogChecker::ProcLogChecker(uint32_t first, uint32_t count, uint64_t quarantine_ns)
-	: first_(first), count_(count), quarantine_ns_(quarantine_ns), q_(count)
+    : first_(first), count_(count), quarantine_ns_(quarantine_ns), q_(count)
 {
 }
 
-void ProcLogChecker::violation(const std::string &m)
+void
+ProcLogChecker::violation(const std::string &m)
 {
 	violations_++;
 	if (messages_.size() < 32)
 		messages_.push_back(m);
 }
 
-void ProcLogChecker::on_alloc(uint32_t pid, uint32_t qpn, uint64_t t)
+void
+ProcLogChecker::on_alloc(uint32_t pid, uint32_t qpn, uint64_t t)
 {
 	if (qpn - first_ >= count_) {
 		violation("invariant 3: QPN " + std::to_string(qpn) + " outside the range");
@@ -33,12 +35,14 @@ void ProcLogChecker::on_alloc(uint32_t pid, uint32_t qpn, uint64_t t)
 		violation("invariant 1: QPN " + std::to_string(qpn) + " handed to " +
 			  std::to_string(pid) + " while held by " + std::to_string(e.holder));
 	if (t < e.free_after)
-		violation("invariant 5: QPN " + std::to_string(qpn) + " handed to " + std::to_string(pid) +
-			  " " + std::to_string(e.free_after - t) + " ns before its quarantine ended");
+		violation("invariant 5: QPN " + std::to_string(qpn) + " handed to " +
+			  std::to_string(pid) + " " + std::to_string(e.free_after - t) +
+			  " ns before its quarantine ended");
 	e.holder = pid;
 }
 
-void ProcLogChecker::on_free(uint32_t pid, uint32_t qpn, uint64_t t)
+void
+ProcLogChecker::on_free(uint32_t pid, uint32_t qpn, uint64_t t)
 {
 	if (qpn - first_ >= count_)
 		return;
@@ -52,7 +56,8 @@ void ProcLogChecker::on_free(uint32_t pid, uint32_t qpn, uint64_t t)
 	e.free_after = std::max(e.free_after, rel + quarantine_ns_);
 }
 
-void ProcLogChecker::on_kill(uint32_t pid, uint64_t t)
+void
+ProcLogChecker::on_kill(uint32_t pid, uint64_t t)
 {
 	killed_[pid] = t;
 	for (Q &e : q_)
@@ -62,9 +67,10 @@ void ProcLogChecker::on_kill(uint32_t pid, uint64_t t)
 		}
 }
 
-void ProcLogChecker::on_drain_complete(uint64_t got)
+void
+ProcLogChecker::on_drain_complete(uint64_t got)
 {
 	if (got != count_)
-		violation("invariant 4: " + std::to_string(got) + " QPNs free at the end, capacity " +
-			  std::to_string(count_));
+		violation("invariant 4: " + std::to_string(got) +
+			  " QPNs free at the end, capacity " + std::to_string(count_));
 }

@@ -22,7 +22,8 @@ std::atomic<int> g_accepted{0};
 std::atomic<int> g_tried{0};
 
 /* Runs inside the failing bulk, on the bulk's thread: frees from a thread of its own cache. */
-void free_from_another_thread(const uint32_t *qpns, unsigned int got)
+void
+free_from_another_thread(const uint32_t *qpns, unsigned int got)
 {
 	std::vector<uint32_t> v(qpns, qpns + got);
 	std::thread t([&] {
@@ -40,7 +41,8 @@ struct HookGuard {
 	~HookGuard() { qpn::g_test_hooks.bulk_rollback.store(nullptr); }
 };
 
-void racing_free_case(uint64_t quarantine_ns)
+void
+racing_free_case(uint64_t quarantine_ns)
 {
 	constexpr uint32_t kN = 8;
 	TestPool tp(kN, 4, quarantine_ns);
@@ -72,7 +74,10 @@ void racing_free_case(uint64_t quarantine_ns)
 } // namespace
 
 TEST(PoolBulk, FreeRacingAFailedBulkIsRefusedNoQuarantine) { racing_free_case(0); }
-TEST(PoolBulk, FreeRacingAFailedBulkIsRefusedWithQuarantine) { racing_free_case(1000 * 1000 * 1000); }
+TEST(PoolBulk, FreeRacingAFailedBulkIsRefusedWithQuarantine)
+{
+	racing_free_case(1000 * 1000 * 1000);
+}
 
 /* Once the bulk has returned, its QPNs are ordinary allocated QPNs. */
 TEST(PoolBulk, SuccessfulBulkPublishesEveryQpn)

@@ -53,7 +53,8 @@ public:
 	{
 		pool_len_ = qpn_pool_size(capacity);
 		len_ = pool_len_ + sizeof(Shared);
-		mem_ = mmap(nullptr, len_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		mem_ = mmap(nullptr, len_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+			    0);
 		if (mem_ == MAP_FAILED) {
 			mem_ = nullptr;
 			return;
@@ -96,11 +97,20 @@ public:
 		for (uint64_t i = 0; i < n; i++) {
 			const LogEntry &e = shared_->log[i];
 			switch (e.op.load(std::memory_order_acquire)) {
-			case kAlloc: c.on_alloc(e.pid, e.qpn, e.t); break;
-			case kFree: c.on_free(e.pid, e.qpn, e.t); break;
-			case kKill: c.on_kill(e.pid, e.t); break;
-			case kError: ++*errors; break;
-			default: break;
+			case kAlloc:
+				c.on_alloc(e.pid, e.qpn, e.t);
+				break;
+			case kFree:
+				c.on_free(e.pid, e.qpn, e.t);
+				break;
+			case kKill:
+				c.on_kill(e.pid, e.t);
+				break;
+			case kError:
+				++*errors;
+				break;
+			default:
+				break;
 			}
 		}
 	}
@@ -113,7 +123,8 @@ private:
 };
 
 /* A child's life: allocate, hold, free at random until killed. Never returns. */
-[[noreturn]] void child_loop(const SharedPool &sp, uint32_t seed, unsigned max_held)
+[[noreturn]] void
+child_loop(const SharedPool &sp, uint32_t seed, unsigned max_held)
 {
 	std::mt19937 rng(seed);
 	std::vector<uint32_t> held;
@@ -122,8 +133,8 @@ private:
 		unsigned r = rng() % 100;
 		if ((r < 65 || held.empty()) && held.size() < max_held) {
 			unsigned n = r % 7 == 0 ? 1 + rng() % 8 : 1;
-			int rc = n == 1 ? mlx5_qpn_pool_alloc(sp.get(), buf)
-					: mlx5_qpn_pool_alloc_bulk(sp.get(), buf, n);
+			int rc = n == 1 ? mlx5_qpn_pool_alloc(sp.get(), buf) :
+					  mlx5_qpn_pool_alloc_bulk(sp.get(), buf, n);
 			uint64_t t = mlx5_qpn_clock_ns();
 			if (rc == 0)
 				for (unsigned k = 0; k < n; k++) {
@@ -144,7 +155,8 @@ private:
 	}
 }
 
-pid_t spawn(const SharedPool &sp, uint32_t seed, unsigned max_held)
+pid_t
+spawn(const SharedPool &sp, uint32_t seed, unsigned max_held)
 {
 	pid_t pid = fork();
 	if (pid == 0)
@@ -153,7 +165,8 @@ pid_t spawn(const SharedPool &sp, uint32_t seed, unsigned max_held)
 }
 
 /* The parent's turn: take what it can, check, give it all back. */
-void parent_round(const SharedPool &sp, std::set<uint32_t> *seen)
+void
+parent_round(const SharedPool &sp, std::set<uint32_t> *seen)
 {
 	std::vector<uint32_t> got;
 	uint32_t q;
@@ -169,7 +182,8 @@ void parent_round(const SharedPool &sp, std::set<uint32_t> *seen)
 }
 
 /* Allocate everything once every child is gone and the quarantine is over (invariant 4). */
-uint64_t drain_everything(const SharedPool &sp, uint64_t quarantine_ns)
+uint64_t
+drain_everything(const SharedPool &sp, uint64_t quarantine_ns)
 {
 	/* Our own released QPNs are sealed (stamped) now, before the clock moves on. */
 	mlx5_qpn_pool_cache_flush(sp.get());
@@ -196,7 +210,8 @@ uint64_t drain_everything(const SharedPool &sp, uint64_t quarantine_ns)
  * The log entry of a kill carries the killer's pid; the checker needs the victim's. Children are
  * killed through this helper, which writes the victim's pid into the entry it appends.
  */
-static void log_kill(const SharedPool &sp, pid_t victim)
+static void
+log_kill(const SharedPool &sp, pid_t victim)
 {
 	uint64_t i = sp.shared()->n.fetch_add(1);
 	if (i < kLogMax) {
@@ -252,7 +267,8 @@ TEST(PoolCrash, KilledChildrenLoseNothingAndQuarantineHolds)
 	/* Every child that logged an act had an entry; one killed before its first call had none. */
 	std::set<uint32_t> active;
 	for (uint64_t i = 0; i < std::min<uint64_t>(sp.shared()->n.load(), kLogMax); i++)
-		if (sp.shared()->log[i].op.load() == kAlloc && sp.shared()->log[i].pid != static_cast<uint32_t>(getpid()))
+		if (sp.shared()->log[i].op.load() == kAlloc &&
+		    sp.shared()->log[i].pid != static_cast<uint32_t>(getpid()))
 			active.insert(sp.shared()->log[i].pid);
 	EXPECT_GE(st.dead_processes, active.size());
 	EXPECT_LE(st.dead_processes, static_cast<uint64_t>(kRounds * kChildren));
@@ -325,7 +341,8 @@ TEST(PoolCrash, AllocationRecoversADeadHoldersQpnsByItself)
 
 /* A process killed inside range_remove() (held at a chosen stage by a test hook): the others'
  * allocations complete, and the pool is consistent. */
-static void remove_killed_at(int stage)
+static void
+remove_killed_at(int stage)
 {
 	constexpr uint32_t kHalf = 128, kA = 0x3000, kB = 0x4000;
 	SharedPool sp(2 * kHalf, 8, 0);
@@ -347,7 +364,7 @@ static void remove_killed_at(int stage)
 				pause();
 		});
 		mlx5_qpn_pool_range_remove(sp.get(), kA); /* all free: the held QPNs are B's */
-		g_stage_flag->store(99); /* did not stop: the test is void */
+		g_stage_flag->store(99);                  /* did not stop: the test is void */
 		for (;;)
 			pause();
 	}

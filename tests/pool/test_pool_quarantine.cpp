@@ -15,7 +15,8 @@
 
 TEST(PoolQuarantine, ReleasedQpnComesBackOnlyAfterTheQuarantine)
 {
-	constexpr uint64_t kQ = 1000 * 1000 * 1000; /* 1 s: longer than any stall of a sanitizer run */
+	constexpr uint64_t kQ = 1000 * 1000 *
+				1000; /* 1 s: longer than any stall of a sanitizer run */
 	TestPool tp(4, 2, kQ);
 	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x300, 4), 0);
 	uint32_t q[4], x;
@@ -89,7 +90,8 @@ TEST(PoolQuarantine, ZeroQuarantineReusesAtOnce)
  * exiting. Another thread must still get every QPN: idle caches are stolen, and QPNs an idle
  * thread released into quarantine are sealed and come back after the quarantine.
  */
-static void stranding_case(uint64_t quarantine_ns)
+static void
+stranding_case(uint64_t quarantine_ns)
 {
 	constexpr uint32_t n = 256;
 	TestPool tp(n, 32, quarantine_ns);

@@ -10,7 +10,8 @@
 
 #include "pool_test_util.h"
 
-static std::set<uint32_t> drain_all(struct mlx5_qpn_pool *p)
+static std::set<uint32_t>
+drain_all(struct mlx5_qpn_pool *p)
 {
 	std::set<uint32_t> s;
 	uint32_t q;

@@ -12,7 +12,8 @@
 #include "pool_checker.h"
 #include "pool_test_util.h"
 
-static std::set<uint32_t> take_all(struct mlx5_qpn_pool *p)
+static std::set<uint32_t>
+take_all(struct mlx5_qpn_pool *p)
 {
 	std::set<uint32_t> s;
 	uint32_t q;

@@ -35,7 +35,8 @@ struct StressCtx {
 
 std::atomic<StressCtx *> g_ctx{nullptr};
 
-void stress_body(StressCtx *ctx, uint32_t seed)
+void
+stress_body(StressCtx *ctx, uint32_t seed)
 {
 	std::mt19937 rng(seed);
 	std::vector<uint32_t> held;
@@ -45,8 +46,8 @@ void stress_body(StressCtx *ctx, uint32_t seed)
 		unsigned r = rng() % 100;
 		if (r < 45 || held.empty()) {
 			unsigned n = (r % 5 == 0) ? 1 + rng() % 16 : 1;
-			int rc = n == 1 ? mlx5_qpn_pool_alloc(ctx->pool, buf)
-					: mlx5_qpn_pool_alloc_bulk(ctx->pool, buf, n);
+			int rc = n == 1 ? mlx5_qpn_pool_alloc(ctx->pool, buf) :
+					  mlx5_qpn_pool_alloc_bulk(ctx->pool, buf, n);
 			if (rc == 0) {
 				for (unsigned k = 0; k < n; k++) {
 					ctx->checker->on_acquire(buf[k]);
@@ -82,17 +83,21 @@ void stress_body(StressCtx *ctx, uint32_t seed)
 	ctx->done.fetch_add(1, std::memory_order_release);
 }
 
-int lcore_stress(void *)
+int
+lcore_stress(void *)
 {
 	StressCtx *ctx = g_ctx.load(std::memory_order_acquire);
 	stress_body(ctx, 1000 + rte_lcore_id());
 	return 0;
 }
 
-void run_stress(uint32_t capacity, uint32_t cache, uint64_t quarantine_ns, uint64_t ops)
+void
+run_stress(uint32_t capacity, uint32_t cache, uint64_t quarantine_ns, uint64_t ops)
 {
-	const std::vector<std::pair<uint32_t, uint32_t>> ranges = {
-		{0x000002, capacity / 4}, {0x800000, capacity / 4}, {0xFFFFFE - capacity / 2 + 1, capacity / 2}}; /* up to the last valid QPN */
+	const std::vector<std::pair<uint32_t, uint32_t>> ranges =
+		{{0x000002, capacity / 4},
+		 {0x800000, capacity / 4},
+		 {0xFFFFFE - capacity / 2 + 1, capacity / 2}}; /* up to the last valid QPN */
 	TestPool tp(capacity, cache, quarantine_ns);
 	ASSERT_NE(tp.get(), nullptr);
 	for (auto &r : ranges)
@@ -107,7 +112,8 @@ void run_stress(uint32_t capacity, uint32_t cache, uint64_t quarantine_ns, uint6
 	unsigned workers = 1; /* main lcore + non-EAL thread */
 	unsigned launched = RTE_MAX_LCORE;
 	unsigned lc;
-	RTE_LCORE_FOREACH_WORKER(lc) {
+	RTE_LCORE_FOREACH_WORKER(lc)
+	{
 		if (rte_eal_remote_launch(lcore_stress, nullptr, lc) == 0) {
 			launched = lc;
 			workers++;

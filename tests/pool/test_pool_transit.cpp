@@ -19,7 +19,8 @@ namespace {
 struct mlx5_qpn_pool *g_pool;
 std::atomic<int> g_rc{1};
 
-void alloc_while_drain_holds()
+void
+alloc_while_drain_holds()
 {
 	std::thread t([] {
 		uint32_t x;
@@ -48,9 +49,11 @@ TEST(PoolTransit, AllocDuringADrainsHandOverIsEagainNotEnospc)
 	EXPECT_EQ(mlx5_qpn_pool_drain(tp.get()), 4);
 	qpn::g_test_hooks.drain_holding.store(nullptr);
 	qpn::test_clock_offset_set(saved);
-	EXPECT_EQ(g_rc.load(), -EAGAIN) << "-ENOSPC while 4 QPNs were on their way to the free stack";
+	EXPECT_EQ(g_rc.load(), -EAGAIN)
+		<< "-ENOSPC while 4 QPNs were on their way to the free stack";
 	uint32_t x;
-	EXPECT_EQ(mlx5_qpn_pool_alloc_bulk(tp.get(), q, 4), 0) << "all four are free after the drain";
+	EXPECT_EQ(mlx5_qpn_pool_alloc_bulk(tp.get(), q, 4), 0)
+		<< "all four are free after the drain";
 	EXPECT_EQ(mlx5_qpn_pool_alloc(tp.get(), &x), -ENOSPC);
 	EXPECT_EQ(pool_stats(tp.get()).enospc, 1u);
 	EXPECT_EQ(mlx5_qpn_pool_free_bulk(tp.get(), q, 4), 0);

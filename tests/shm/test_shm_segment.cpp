@@ -25,7 +25,8 @@ using namespace qpn::shm;
 
 namespace {
 
-std::string unique_name(const char *tag)
+std::string
+unique_name(const char *tag)
 {
 	static std::atomic<int> seq{0};
 	return "/qpn_shmtest_" + std::to_string(getpid()) + "_" + tag + "_" +
@@ -38,7 +39,9 @@ struct Unlinker {
 };
 
 /* A child that runs `fn` and then sleeps until killed; returns its pid. */
-template <typename F> pid_t child_holding(F fn, int ready_fd)
+template <typename F>
+pid_t
+child_holding(F fn, int ready_fd)
 {
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -52,13 +55,15 @@ template <typename F> pid_t child_holding(F fn, int ready_fd)
 	return pid;
 }
 
-void wait_byte(int fd)
+void
+wait_byte(int fd)
 {
 	char c;
 	ASSERT_EQ(read(fd, &c, 1), 1);
 }
 
-void reap(pid_t pid)
+void
+reap(pid_t pid)
 {
 	kill(pid, SIGKILL);
 	int st;
@@ -187,11 +192,14 @@ TEST(ShmSegment, InitLockWaitIsBounded)
 	int pfd[2];
 	ASSERT_EQ(pipe(pfd), 0);
 	/* A hung holder of the init lock (another process of ours). */
-	pid_t pid = child_holding([&] { flock(s.fd, LOCK_UN);
-		int fd = shm_open(u.name.c_str(), O_RDWR, 0);
-		if (fd < 0 || flock(fd, LOCK_EX) != 0)
-			_exit(4);
-	}, pfd[1]);
+	pid_t pid = child_holding(
+		[&] {
+			flock(s.fd, LOCK_UN);
+			int fd = shm_open(u.name.c_str(), O_RDWR, 0);
+			if (fd < 0 || flock(fd, LOCK_EX) != 0)
+				_exit(4);
+		},
+		pfd[1]);
 	wait_byte(pfd[0]);
 	Segment t;
 	EXPECT_EQ(segment_open_locked(u.name.c_str(), &t, 50000000), -ETIMEDOUT);
@@ -272,16 +280,18 @@ TEST(ShmProc, DeadAndZombieChildrenAreDead)
 
 TEST(ShmMutex, OwnerDeathIsReportedAndHeldLockTimesOut)
 {
-	auto *m = static_cast<pthread_mutex_t *>(mmap(nullptr, 4096, PROT_READ | PROT_WRITE,
-						     MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+	auto *m = static_cast<pthread_mutex_t *>(
+		mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
 	ASSERT_NE(m, MAP_FAILED);
 	ASSERT_EQ(mutex_init(m), 0);
 	int pfd[2];
 	ASSERT_EQ(pipe(pfd), 0);
-	pid_t pid = child_holding([&] {
-		if (pthread_mutex_lock(m) != 0)
-			_exit(5);
-	}, pfd[1]);
+	pid_t pid = child_holding(
+		[&] {
+			if (pthread_mutex_lock(m) != 0)
+				_exit(5);
+		},
+		pfd[1]);
 	wait_byte(pfd[0]);
 	EXPECT_EQ(mutex_lock(m, 30000000), -ETIMEDOUT) << "a live holder: bounded wait";
 	reap(pid);
@@ -297,8 +307,8 @@ TEST(ShmMutex, OwnerDeathIsReportedAndHeldLockTimesOut)
 
 TEST(ShmMutex, GarbageBytesNeverHang)
 {
-	auto *m = static_cast<pthread_mutex_t *>(mmap(nullptr, 4096, PROT_READ | PROT_WRITE,
-						     MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+	auto *m = static_cast<pthread_mutex_t *>(
+		mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
 	ASSERT_NE(m, MAP_FAILED);
 	ASSERT_EQ(mutex_init(m), 0);
 	const int kind = m->__data.__kind;

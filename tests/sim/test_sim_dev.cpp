@@ -259,7 +259,7 @@ TEST(SimDev, ReserveOneFollowsRdmaCoreBlocks)
 		EXPECT_EQ(ops.qpn_release_one(d.be, q[i]), 0);
 	EXPECT_EQ(ops.qpn_release_one(d.be, q[0]), -EINVAL); /* double free */
 	EXPECT_EQ(d.stats().objs_live, 2u);
-	EXPECT_EQ(ops.qpn_release_one(d.be, q[3]), 0);      /* the block's last one: destroyed */
+	EXPECT_EQ(ops.qpn_release_one(d.be, q[3]), 0); /* the block's last one: destroyed */
 	EXPECT_EQ(d.stats().objs_live, 1u);
 	EXPECT_EQ(ops.qpn_release_one(d.be, 12345678), -EINVAL);
 }
@@ -399,8 +399,8 @@ TEST_P(SimFaultFw, InjectedStatusMapsToErrno)
 INSTANTIATE_TEST_SUITE_P(
 	SimFaults, SimFaultFw,
 	::testing::Values(
-		FwFaultCase{0, 3, 0, {0, 0, 0, -EAGAIN, -EAGAIN}},          /* default NO_RES_ERR */
-		FwFaultCase{3, 0, 0, {0, 0, -EAGAIN, 0, 0, -EAGAIN, 0}},    /* every 3rd */
+		FwFaultCase{0, 3, 0, {0, 0, 0, -EAGAIN, -EAGAIN}},       /* default NO_RES_ERR */
+		FwFaultCase{3, 0, 0, {0, 0, -EAGAIN, 0, 0, -EAGAIN, 0}}, /* every 3rd */
 		FwFaultCase{2, 0, MLX5_QPN_CMD_STAT_RES_BUSY, {0, -EBUSY, 0, -EBUSY}},
 		FwFaultCase{0, 1, MLX5_QPN_CMD_STAT_INT_ERR, {0, -EIO, -EIO}},
 		FwFaultCase{0, 1, MLX5_QPN_CMD_STAT_LIM_ERR, {0, -ENOMEM}},

@@ -104,7 +104,8 @@ child(const mlx5_qpn_devargs &da, int nb, uint32_t g, int wfd, int rfd)
 bool
 disjoint(std::vector<Item> v)
 {
-	std::sort(v.begin(), v.end(), [](const Item &a, const Item &b) { return a.first < b.first; });
+	std::sort(v.begin(), v.end(),
+		  [](const Item &a, const Item &b) { return a.first < b.first; });
 	for (size_t i = 1; i < v.size(); i++)
 		if (v[i - 1].first + v[i - 1].count > v[i].first)
 			return false;

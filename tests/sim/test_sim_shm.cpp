@@ -127,8 +127,9 @@ mlx5_qpn_devargs
 marked_devargs(const std::string &name)
 {
 	auto da = default_devargs(name);
-	sim_args(da).guid = 0x0002c9a1b2c3d4e5ULL; /* distinctive: finds the parameters in the segment */
-	sim_args(da).rsvd_first = 0x00abcde0;      /* finds the QPN table's parameters (twice) */
+	sim_args(da).guid =
+		0x0002c9a1b2c3d4e5ULL;        /* distinctive: finds the parameters in the segment */
+	sim_args(da).rsvd_first = 0x00abcde0; /* finds the QPN table's parameters (twice) */
 	sim_args(da).rsvd_count = 16;
 	return da;
 }
@@ -164,10 +165,7 @@ expect_trap_refused(bool other_user)
 
 } // namespace
 
-TEST(SimShm, TrapFileMode0666Refused)
-{
-	expect_trap_refused(false);
-}
+TEST(SimShm, TrapFileMode0666Refused) { expect_trap_refused(false); }
 
 TEST(SimShm, TrapFileOfAnotherUserRefused)
 {
@@ -280,7 +278,8 @@ TEST(SimShm, CorruptedFieldsRefusedWhileHolderLives)
 	for (auto &c : rcases) {
 		uint8_t saved = raw.p[c.first];
 		raw.p[c.first] = c.second;
-		EXPECT_EQ(in_child([&] { return open_close(da); }), -EPROTO) << "record byte " << c.first - rec;
+		EXPECT_EQ(in_child([&] { return open_close(da); }), -EPROTO)
+			<< "record byte " << c.first - rec;
 		raw.p[c.first] = saved;
 	}
 	uint32_t saved_key = raw.get<uint32_t>(rec);
@@ -310,7 +309,8 @@ TEST(SimShm, RandomBytesNeverHangOrCrash)
 			ASSERT_NE(raw.p, nullptr);
 			size_t from = 0, len = 65536;
 			if (window == 1) {
-				from = 24 + 64 * 24; /* magic..size, then 64 owner records of 24 bytes */
+				from = 24 +
+				       64 * 24; /* magic..size, then 64 owner records of 24 bytes */
 			} else if (window == 2) {
 				size_t rec = raw.find<uint32_t>(obj.first_qpn + 1, 0, raw.len);
 				ASSERT_NE(rec, SIZE_MAX);

@@ -82,13 +82,21 @@ INSTANTIATE_TEST_SUITE_P(
 		SeqCase{"wrap even->odd", cfg_of(0xfffffa, 1, 1), 0, {0xfffffc, 0xfffffe, 3, 5}},
 		SeqCase{"wrap odd->even", cfg_of(0xfffffb, 1, 1), 0, {0xfffffd, 2, 4}},
 		/* A scan that runs off a page continues on the next one at incr | bit 0. */
-		SeqCase{"page walk stride 1", cfg_of(32758, 1, 0, 32760, 8), 0, {32759, 32769, 32770}},
-		SeqCase{"page walk stride 2", cfg_of(32748, 1, 1, 32752, 16), 0, {32750, 32770, 32772}},
+		SeqCase{"page walk stride 1",
+			cfg_of(32758, 1, 0, 32760, 8),
+			0,
+			{32759, 32769, 32770}},
+		SeqCase{"page walk stride 2",
+			cfg_of(32748, 1, 1, 32752, 16),
+			0,
+			{32750, 32770, 32772}},
 		/* The cursor itself may land on offset 0 of a page. */
 		SeqCase{"cursor at page start", cfg_of(32766, 1, 0), 0, {32767, 32768, 32769}},
 		/* AIP prefix: 16 bits OR-ed with 0x81 << 16, wrap at 2^16. */
 		SeqCase{"aip", cfg_of(0, 1, 0), AIP_PREFIX, {AB | 1, AB | 2, AB | 3}},
-		SeqCase{"aip wrap", cfg_of(0xfffa, 1, 1), AIP_PREFIX,
+		SeqCase{"aip wrap",
+			cfg_of(0xfffa, 1, 1),
+			AIP_PREFIX,
 			{AB | 0xfffc, AB | 0xfffe, AB | 3, AB | 5}}),
 	[](const ::testing::TestParamInfo<SeqCase> &info) {
 		std::string s = info.param.what;
@@ -179,13 +187,13 @@ TEST(SimTable, FreeErrors)
 	auto t = make_table(cfg_of(0, 1, 0, 100, 10, true));
 	int q = t->alloc(QpType::ORDINARY, 1, 0);
 	ASSERT_EQ(q, 2);
-	EXPECT_EQ(t->free(3, 0), -EINVAL);           /* never allocated */
-	EXPECT_EQ(t->free(105, 0), -EINVAL);         /* driver-reserved */
-	EXPECT_EQ(t->free(1, 0), -EINVAL);           /* special */
-	EXPECT_EQ(t->free(QPN_SPACE, 0), -EINVAL);   /* out of the space */
-	EXPECT_EQ(t->free(2, AIP_PREFIX), -EINVAL);  /* no prefix */
+	EXPECT_EQ(t->free(3, 0), -EINVAL);          /* never allocated */
+	EXPECT_EQ(t->free(105, 0), -EINVAL);        /* driver-reserved */
+	EXPECT_EQ(t->free(1, 0), -EINVAL);          /* special */
+	EXPECT_EQ(t->free(QPN_SPACE, 0), -EINVAL);  /* out of the space */
+	EXPECT_EQ(t->free(2, AIP_PREFIX), -EINVAL); /* no prefix */
 	EXPECT_EQ(t->free(2, 0), 0);
-	EXPECT_EQ(t->free(2, 0), -EINVAL);           /* double free */
+	EXPECT_EQ(t->free(2, 0), -EINVAL); /* double free */
 }
 
 TEST(SimTable, InitRejectsBadConfig)
@@ -207,7 +215,7 @@ TEST(SimTable, BlocksAlignedAfterCursorAndDisjoint)
 	auto t = make_table(cfg_of(0, 1, 0, 0, 0, true));
 	for (int q = 2; q <= 5; q++)
 		ASSERT_EQ(t->alloc(QpType::ORDINARY, 1, 0), q);
-	EXPECT_EQ(t->reserve_block(3, 0), 8);          /* align_up(last + 1, 8) */
+	EXPECT_EQ(t->reserve_block(3, 0), 8);            /* align_up(last + 1, 8) */
 	EXPECT_EQ(t->alloc(QpType::ORDINARY, 1, 0), 16); /* ordinary QPs continue after it */
 	EXPECT_EQ(t->reserve_block(10, 0), 1024);
 	EXPECT_EQ(t->alloc(QpType::ORDINARY, 1, 0), 2048);

@@ -52,7 +52,8 @@ namespace {
  */
 constexpr uint32_t kLogMaxNum = 16; /* the device reserves at most 2^16 QPNs in total */
 
-std::string devargs(const std::string &dev, uint64_t q_ms, bool observer)
+std::string
+devargs(const std::string &dev, uint64_t q_ms, bool observer)
 {
 	char b[512];
 	snprintf(b, sizeof(b),
@@ -64,8 +65,16 @@ std::string devargs(const std::string &dev, uint64_t q_ms, bool observer)
 
 std::atomic<bool> g_stop{false};
 std::atomic<bool> g_final{false};
-void on_term(int) { g_stop.store(true); }
-void on_usr1(int) { g_final.store(true); }
+void
+on_term(int)
+{
+	g_stop.store(true);
+}
+void
+on_usr1(int)
+{
+	g_final.store(true);
+}
 
 class LogFile {
 public:
@@ -91,17 +100,27 @@ private:
 	int fd_ = -1;
 };
 
-int eal_init(const char *prog)
+int
+eal_init(const char *prog)
 {
 	std::string prefix = "--file-prefix=soak" + std::to_string(getpid());
-	const char *argv[] = {prog, "--no-huge", "--no-pci", "-m", "64", "-l", "0", prefix.c_str(),
-			      "--log-level=lib.eal:error", "--log-level=mlx5_qpn*:error"};
+	const char *argv[] = {prog,
+			      "--no-huge",
+			      "--no-pci",
+			      "-m",
+			      "64",
+			      "-l",
+			      "0",
+			      prefix.c_str(),
+			      "--log-level=lib.eal:error",
+			      "--log-level=mlx5_qpn*:error"};
 	return rte_eal_init(int(RTE_DIM(argv)), const_cast<char **>(argv));
 }
 
 /* ---- worker ------------------------------------------------------------------------------- */
 
-int worker(const std::string &log_path, const std::string &da, uint64_t seed, uint64_t max_ops)
+int
+worker(const std::string &log_path, const std::string &da, uint64_t seed, uint64_t max_ops)
 {
 	LogFile log(log_path);
 	if (!log.ok())
@@ -150,7 +169,8 @@ int worker(const std::string &log_path, const std::string &da, uint64_t seed, ui
 			log.put(kFreeBegin, q);
 			rc = mlx5_qpn_reserved_dealloc(dev, q);
 			if (rc != 0) {
-				fprintf(stderr, "qpn_soak worker: free of held QPN 0x%x refused: %s\n", q,
+				fprintf(stderr,
+					"qpn_soak worker: free of held QPN 0x%x refused: %s\n", q,
 					strerror(-rc));
 				err = 30;
 				break;
@@ -172,8 +192,9 @@ int worker(const std::string &log_path, const std::string &da, uint64_t seed, ui
 
 /* ---- observer: keeps the device open, then checks that nothing was lost -------------------- */
 
-int observer(const std::string &log_path, const std::string &da, uint64_t q_ms,
-	     const std::string &result_path)
+int
+observer(const std::string &log_path, const std::string &da, uint64_t q_ms,
+	 const std::string &result_path)
 {
 	LogFile log(log_path);
 	signal(SIGUSR1, on_usr1);
@@ -228,7 +249,8 @@ struct Slot {
 	size_t life = 0;
 };
 
-pid_t spawn(const char *self, std::vector<std::string> args, const std::string &err_path)
+pid_t
+spawn(const char *self, std::vector<std::string> args, const std::string &err_path)
 {
 	pid_t pid = fork();
 	if (pid != 0)
@@ -247,13 +269,15 @@ pid_t spawn(const char *self, std::vector<std::string> args, const std::string &
 	_exit(127);
 }
 
-void usage()
+void
+usage()
 {
 	fprintf(stderr, "usage: qpn_soak --seconds N [--procs P] [--quarantine-ms Q] [--dir D] "
 			"[--json FILE] [--seed S] [--dev simNAME]\n");
 }
 
-bool parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+bool
+parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
 	if (s == nullptr || *s < '0' || *s > '9')
 		return false;
@@ -268,7 +292,8 @@ bool parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 
 } /* namespace */
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
 	/* Roles started by the driver. */
 	if (argc >= 2 && strcmp(argv[1], "--worker") == 0 && argc == 6)
@@ -302,7 +327,8 @@ int main(int argc, char **argv)
 		else
 			ok = false;
 		if (!ok) {
-			fprintf(stderr, "qpn_soak: bad argument %s%s%s\n", a, v ? " " : "", v ? v : "");
+			fprintf(stderr, "qpn_soak: bad argument %s%s%s\n", a, v ? " " : "",
+				v ? v : "");
 			usage();
 			return 2;
 		}
@@ -329,16 +355,19 @@ int main(int argc, char **argv)
 	const std::string result_path = dir + "/observer.txt";
 
 	size_t obs_life = new_life();
-	pid_t obs = spawn(argv[0], {"--observer", logs[obs_life], devargs(dev, q_ms, true),
-				    std::to_string(q_ms), result_path}, err_path);
+	pid_t obs = spawn(argv[0],
+			  {"--observer", logs[obs_life], devargs(dev, q_ms, true),
+			   std::to_string(q_ms), result_path},
+			  err_path);
 	/* Let the observer set the device up before the workers race for it. */
 	for (int i = 0; i < 5000 && read_log(logs[obs_life]).empty(); i++)
 		usleep(1000);
 
 	auto start = [&](Slot &s) {
 		s.life = new_life();
-		s.pid = spawn(argv[0], {"--worker", logs[s.life], devargs(dev, q_ms, false),
-					std::to_string(rng()), std::to_string(20000 + rng() % 2000000)},
+		s.pid = spawn(argv[0],
+			      {"--worker", logs[s.life], devargs(dev, q_ms, false),
+			       std::to_string(rng()), std::to_string(20000 + rng() % 2000000)},
 			      err_path);
 	};
 	std::vector<Slot> slots(procs);
@@ -360,7 +389,8 @@ int main(int argc, char **argv)
 				worker_errors++;
 		} else if (WIFSIGNALED(st)) {
 			worker_errors++; /* a signal we did not send: a crash, a sanitizer abort */
-			fprintf(stderr, "qpn_soak: worker %zu died of signal %d\n", s.life, WTERMSIG(st));
+			fprintf(stderr, "qpn_soak: worker %zu died of signal %d\n", s.life,
+				WTERMSIG(st));
 		}
 		s.pid = 0;
 	};
@@ -389,8 +419,9 @@ int main(int argc, char **argv)
 			next_kill = now_ns() + 50000000ull + rng() % 350000000ull;
 		}
 		if (now >= next_progress) {
-			printf("qpn_soak: %" PRIu64 " s left, %" PRIu64 " kills, %zu processes so far\n",
-				uint64_t((t_end - now) / 1000000000ull), kills, lives.size() - 1);
+			printf("qpn_soak: %" PRIu64 " s left, %" PRIu64
+			       " kills, %zu processes so far\n",
+			       uint64_t((t_end - now) / 1000000000ull), kills, lives.size() - 1);
 			fflush(stdout);
 			next_progress = now + 10000000000ull;
 		}
@@ -422,37 +453,50 @@ int main(int argc, char **argv)
 	if (f != nullptr)
 		fclose(f);
 	bool lost = !have_obs || got != expect;
-	double min_delay_ms = r.min_reclaim_delay_ns == UINT64_MAX ? -1.0 : r.min_reclaim_delay_ns / 1e6;
+	double min_delay_ms = r.min_reclaim_delay_ns == UINT64_MAX ? -1.0 :
+								     r.min_reclaim_delay_ns / 1e6;
 
-	printf("soak: %" PRIu64 " s, %" PRIu64 " workers, quarantine %" PRIu64 " ms, seed %" PRIu64 "\n",
+	printf("soak: %" PRIu64 " s, %" PRIu64 " workers, quarantine %" PRIu64 " ms, seed %" PRIu64
+	       "\n",
 	       seconds, procs, q_ms, seed);
-	printf("soak: %" PRIu64 " operations (%" PRIu64 " allocs, %" PRIu64 " frees) in %zu processes; "
-	       "%" PRIu64 " killed, %" PRIu64 " closed, %" PRIu64 " probes refused by injected faults\n",
-	       r.allocs + r.frees, r.allocs, r.frees, lives.size() - 1, kills, exits, refused_probes);
-	printf("soak: %" PRIu64 " QPNs of killed processes handed out again; of those held at a kill, the "
-	       "first %.1f ms after it; %" PRIu64 " device objects reclaimed, %" PRIu64 " device repairs\n",
+	printf("soak: %" PRIu64 " operations (%" PRIu64 " allocs, %" PRIu64
+	       " frees) in %zu processes; "
+	       "%" PRIu64 " killed, %" PRIu64 " closed, %" PRIu64
+	       " probes refused by injected faults\n",
+	       r.allocs + r.frees, r.allocs, r.frees, lives.size() - 1, kills, exits,
+	       refused_probes);
+	printf("soak: %" PRIu64
+	       " QPNs of killed processes handed out again; of those held at a kill, the "
+	       "first %.1f ms after it; %" PRIu64 " device objects reclaimed, %" PRIu64
+	       " device repairs\n",
 	       r.reclaimed, min_delay_ms, reclaimed_objs, repairs);
-	printf("soak: %" PRIu64 " firmware faults injected; capacity back at the end %u/%u\n", faults,
-	       got, expect);
+	printf("soak: %" PRIu64 " firmware faults injected; capacity back at the end %u/%u\n",
+	       faults, got, expect);
 	for (size_t i = 0; i < r.violations.size() && i < 10; i++) {
 		const Violation &v = r.violations[i];
-		printf("soak: VIOLATION qpn 0x%06x: let go at %" PRIu64 " by process %zu, handed out at %"
-		       PRIu64 " to process %zu (%s)\n", v.qpn, v.let_go_ns, v.first_life, v.handed_ns,
-		       v.second_life, v.overlap ? "two live holders" : "inside the quarantine");
+		printf("soak: VIOLATION qpn 0x%06x: let go at %" PRIu64
+		       " by process %zu, handed out at %" PRIu64 " to process %zu (%s)\n",
+		       v.qpn, v.let_go_ns, v.first_life, v.handed_ns, v.second_life,
+		       v.overlap ? "two live holders" : "inside the quarantine");
 	}
 	printf("soak: %zu violations, %" PRIu64 " worker errors%s\n", r.violations.size(),
 	       worker_errors, lost ? ", QPNs LOST" : "");
 	if (!json.empty()) {
 		FILE *j = fopen(json.c_str(), "w");
 		if (j != nullptr) {
-			fprintf(j, "{\"seconds\": %" PRIu64 ", \"workers\": %" PRIu64 ", \"quarantine_ms\": %"
-				PRIu64 ", \"seed\": %" PRIu64 ", \"operations\": %" PRIu64 ", \"processes\": %zu, "
-				"\"kills\": %" PRIu64 ", \"closes\": %" PRIu64 ", \"reclaimed_qpns\": %" PRIu64
-				", \"min_reclaim_delay_ms\": %.3f, \"faults\": %" PRIu64 ", \"violations\": %zu, "
-				"\"worker_errors\": %" PRIu64 ", \"capacity_back\": %u, \"capacity\": %u}\n",
-				seconds, procs, q_ms, seed, r.allocs + r.frees, lives.size() - 1, kills, exits,
-				r.reclaimed, min_delay_ms, faults, r.violations.size(), worker_errors, got,
-				expect);
+			fprintf(j,
+				"{\"seconds\": %" PRIu64 ", \"workers\": %" PRIu64
+				", \"quarantine_ms\": %" PRIu64 ", \"seed\": %" PRIu64
+				", \"operations\": %" PRIu64 ", \"processes\": %zu, "
+				"\"kills\": %" PRIu64 ", \"closes\": %" PRIu64
+				", \"reclaimed_qpns\": %" PRIu64
+				", \"min_reclaim_delay_ms\": %.3f, \"faults\": %" PRIu64
+				", \"violations\": %zu, "
+				"\"worker_errors\": %" PRIu64
+				", \"capacity_back\": %u, \"capacity\": %u}\n",
+				seconds, procs, q_ms, seed, r.allocs + r.frees, lives.size() - 1,
+				kills, exits, r.reclaimed, min_delay_ms, faults,
+				r.violations.size(), worker_errors, got, expect);
 			fclose(j);
 		}
 	}

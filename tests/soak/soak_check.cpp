@@ -11,14 +11,16 @@
 
 namespace soak {
 
-uint64_t now_ns()
+uint64_t
+now_ns()
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-std::vector<Rec> read_log(const std::string &path)
+std::vector<Rec>
+read_log(const std::string &path)
 {
 	std::vector<Rec> out;
 	int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -42,15 +44,16 @@ namespace {
 
 /* One holding of a QPN: from its hand-out to the moment it was let go. */
 struct Hold {
-	uint64_t handed;   /* >= the real hand-out */
-	uint64_t let_go;   /* <= the real let-go; UINT64_MAX: never let go in the logs */
+	uint64_t handed; /* >= the real hand-out */
+	uint64_t let_go; /* <= the real let-go; UINT64_MAX: never let go in the logs */
 	size_t life;
-	bool by_kill;      /* let go by the death of its holder */
+	bool by_kill; /* let go by the death of its holder */
 };
 
 } /* namespace */
 
-Report check(const std::vector<Life> &lives, uint64_t q)
+Report
+check(const std::vector<Life> &lives, uint64_t q)
 {
 	Report r;
 	std::unordered_map<uint32_t, std::vector<Hold>> holds;
@@ -81,7 +84,8 @@ Report check(const std::vector<Life> &lives, uint64_t q)
 				if (it != open.end()) {
 					holds[e.qpn][it->second].let_go = e.t_ns;
 					if (l.kill_ns != 0 && l.kill_ns < e.t_ns + q)
-						killed_qpns[e.qpn].push_back({l.kill_ns, li, false});
+						killed_qpns[e.qpn].push_back(
+							{l.kill_ns, li, false});
 					open.erase(it);
 				}
 				break;
@@ -115,8 +119,9 @@ Report check(const std::vector<Life> &lives, uint64_t q)
 			const Hold &a = hs[i - 1], &b = hs[i];
 			r.holds_judged++;
 			if (a.let_go == UINT64_MAX || b.handed < a.let_go + q)
-				r.violations.push_back({qpn, a.life, b.life, a.let_go, b.handed,
-							a.let_go == UINT64_MAX || b.handed < a.let_go});
+				r.violations.push_back(
+					{qpn, a.life, b.life, a.let_go, b.handed,
+					 a.let_go == UINT64_MAX || b.handed < a.let_go});
 		}
 		auto k = killed_qpns.find(qpn);
 		if (k == killed_qpns.end())
@@ -128,8 +133,9 @@ Report check(const std::vector<Life> &lives, uint64_t q)
 				if (h.handed > kq.kill_ns && h.life != kq.life) {
 					r.reclaimed++;
 					if (kq.held)
-						r.min_reclaim_delay_ns = std::min(r.min_reclaim_delay_ns,
-										  h.handed - kq.kill_ns);
+						r.min_reclaim_delay_ns =
+							std::min(r.min_reclaim_delay_ns,
+								 h.handed - kq.kill_ns);
 					break;
 				}
 		}

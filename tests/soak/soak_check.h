@@ -29,16 +29,16 @@ struct Life {
 struct Violation {
 	uint32_t qpn;
 	size_t first_life, second_life;
-	uint64_t let_go_ns;        /* lower bound of the first holder's let-go */
-	uint64_t handed_ns;        /* upper bound of the second hand-out */
-	bool overlap;              /* handed out while the first still held it */
+	uint64_t let_go_ns; /* lower bound of the first holder's let-go */
+	uint64_t handed_ns; /* upper bound of the second hand-out */
+	bool overlap;       /* handed out while the first still held it */
 };
 
 struct Report {
 	uint64_t allocs = 0, frees = 0;
 	uint64_t holds_judged = 0;
 	uint64_t kills = 0;
-	uint64_t reclaimed = 0;          /* QPNs held or quarantined by a killed process, handed out
+	uint64_t reclaimed = 0; /* QPNs held or quarantined by a killed process, handed out
 					  * again later by anyone */
 	uint64_t min_reclaim_delay_ns = UINT64_MAX; /* smallest kill -> next hand-out of a QPN
 						     * held at the kill (>= the quarantine) */

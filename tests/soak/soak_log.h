@@ -25,9 +25,9 @@ enum Op : uint32_t {
 	kAllocEnd = 1,
 	kFreeBegin = 2,
 	kCloseBegin = 3,
-	kKill = 4,     /* driver log: qpn field = worker incarnation */
-	kStart = 5,    /* worker started (qpn field unused) */
-	kProbed = 6,   /* device probed */
+	kKill = 4,   /* driver log: qpn field = worker incarnation */
+	kStart = 5,  /* worker started (qpn field unused) */
+	kProbed = 6, /* device probed */
 };
 
 struct Rec {

@@ -18,7 +18,8 @@ namespace {
 
 constexpr uint64_t Q = 1000; /* quarantine, in the logs' ns */
 
-Life life(std::vector<Rec> recs, uint64_t kill = 0)
+Life
+life(std::vector<Rec> recs, uint64_t kill = 0)
 {
 	Life l;
 	l.recs = std::move(recs);

@@ -145,7 +145,8 @@ mlx5_qpn_prm_parse_hca_cap(const void *out, size_t outlen, struct mlx5_qpn_caps 
 		return rc;
 	caps->general_obj_types = prm::get(cap, prm::cap_general_obj_types);
 	caps->reserved_qpn_obj =
-		(caps->general_obj_types & MLX5_QPN_HCA_CAP_GENERAL_OBJECT_TYPES_RESERVED_QPN) ? 1 : 0;
+		(caps->general_obj_types & MLX5_QPN_HCA_CAP_GENERAL_OBJECT_TYPES_RESERVED_QPN) ? 1 :
+												 0;
 	caps->log_max_qp = static_cast<uint8_t>(prm::get(cap, prm::cap_log_max_qp));
 	return 0;
 }
@@ -206,7 +207,8 @@ mlx5_qpn_prm_hca_cap_out(void *out, size_t outlen, uint16_t op_mod,
 	} else {
 		prm::set(cap, prm::cap2_log_reserved_qpn_granularity,
 			 caps->log_reserved_qpn_granularity);
-		prm::set(cap, prm::cap2_log_reserved_qpn_max_alloc, caps->log_reserved_qpn_max_alloc);
+		prm::set(cap, prm::cap2_log_reserved_qpn_max_alloc,
+			 caps->log_reserved_qpn_max_alloc);
 		prm::set(cap, prm::cap2_log_max_num_reserved_qpn, caps->log_max_num_reserved_qpn);
 	}
 	return 0;

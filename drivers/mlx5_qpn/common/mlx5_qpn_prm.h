@@ -37,7 +37,7 @@ extern "C" {
 #define MLX5_QPN_CMD_OP_CREATE_GENERAL_OBJECT  0xa00
 #define MLX5_QPN_CMD_OP_DESTROY_GENERAL_OBJECT 0xa03
 /** General object type RESERVED_QPN (rdma-core MLX5_OBJ_TYPE_RESERVED_QPN). */
-#define MLX5_QPN_OBJ_TYPE_RESERVED_QPN         0x2c
+#define MLX5_QPN_OBJ_TYPE_RESERVED_QPN 0x2c
 
 /* ---- QUERY_HCA_CAP op_mod: capability type << 1 | current (1) or maximum (0). ---- */
 
@@ -46,7 +46,7 @@ extern "C" {
 #define MLX5_QPN_HCA_CAP_OPMOD_MAX      0
 #define MLX5_QPN_HCA_CAP_OPMOD_CUR      1
 /** op_mod of QUERY_HCA_CAP for a capability type. */
-#define MLX5_QPN_HCA_CAP_OP_MOD(type, cur) ((uint16_t)(((type) << 1) | ((cur) & 1)))
+#define MLX5_QPN_HCA_CAP_OP_MOD(type, cur) ((uint16_t)(((type) << 1) | ((cur)&1)))
 
 /**
  * general_obj_types bit that advertises RESERVED_QPN: bit <object type> of the 64-bit field,
@@ -105,8 +105,7 @@ int mlx5_qpn_prm_create_rsvd_qpn_in(uint32_t *in, size_t inlen, uint8_t log_rang
  * DESTROY_GENERAL_OBJECT inbox.
  * @return 0, or -EINVAL (NULL or short buffer).
  */
-int mlx5_qpn_prm_destroy_obj_in(uint32_t *in, size_t inlen, uint16_t obj_type,
-				uint32_t obj_id);
+int mlx5_qpn_prm_destroy_obj_in(uint32_t *in, size_t inlen, uint16_t obj_type, uint32_t obj_id);
 
 /* ---- Inbox parsers (the emulated device decodes what the backend sent). ---- */
 
@@ -128,8 +127,7 @@ int mlx5_qpn_prm_obj_hdr_parse(const void *in, size_t inlen, struct mlx5_qpn_prm
  * Status byte and syndrome of any outbox.
  * @return 0 (fields filled, whatever the status), or -EINVAL (NULL or outlen < 8).
  */
-int mlx5_qpn_prm_out_status(const void *out, size_t outlen, uint8_t *status,
-			    uint32_t *syndrome);
+int mlx5_qpn_prm_out_status(const void *out, size_t outlen, uint8_t *status, uint32_t *syndrome);
 
 /**
  * Negative errno of a command status, 0 for OK, mapped as mlx5_core/rdma-core report them

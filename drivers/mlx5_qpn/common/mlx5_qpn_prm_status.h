@@ -49,24 +49,42 @@ static inline int
 mlx5_qpn_cmd_status_to_errno(uint8_t status)
 {
 	switch (status) {
-	case MLX5_QPN_CMD_STAT_OK: return 0;
-	case MLX5_QPN_CMD_STAT_INT_ERR: return EIO;
-	case MLX5_QPN_CMD_STAT_BAD_OP_ERR: return EINVAL;
-	case MLX5_QPN_CMD_STAT_BAD_PARAM_ERR: return EINVAL;
-	case MLX5_QPN_CMD_STAT_BAD_SYS_STATE_ERR: return EIO;
-	case MLX5_QPN_CMD_STAT_BAD_RES_ERR: return EINVAL;
-	case MLX5_QPN_CMD_STAT_RES_BUSY: return EBUSY;
-	case MLX5_QPN_CMD_STAT_NOT_READY: return EAGAIN;
-	case MLX5_QPN_CMD_STAT_LIM_ERR: return ENOMEM;
-	case MLX5_QPN_CMD_STAT_BAD_RES_STATE_ERR: return EINVAL;
-	case MLX5_QPN_CMD_STAT_IX_ERR: return EINVAL;
-	case MLX5_QPN_CMD_STAT_NO_RES_ERR: return EAGAIN;
-	case MLX5_QPN_CMD_STAT_BAD_QP_STATE_ERR: return EINVAL;
-	case MLX5_QPN_CMD_STAT_BAD_PKT_ERR: return EINVAL;
-	case MLX5_QPN_CMD_STAT_BAD_SIZE_OUTS_CQES_ERR: return EINVAL;
-	case MLX5_QPN_CMD_STAT_BAD_INP_LEN_ERR: return EIO;
-	case MLX5_QPN_CMD_STAT_BAD_OUTP_LEN_ERR: return EIO;
-	default: return EIO;
+	case MLX5_QPN_CMD_STAT_OK:
+		return 0;
+	case MLX5_QPN_CMD_STAT_INT_ERR:
+		return EIO;
+	case MLX5_QPN_CMD_STAT_BAD_OP_ERR:
+		return EINVAL;
+	case MLX5_QPN_CMD_STAT_BAD_PARAM_ERR:
+		return EINVAL;
+	case MLX5_QPN_CMD_STAT_BAD_SYS_STATE_ERR:
+		return EIO;
+	case MLX5_QPN_CMD_STAT_BAD_RES_ERR:
+		return EINVAL;
+	case MLX5_QPN_CMD_STAT_RES_BUSY:
+		return EBUSY;
+	case MLX5_QPN_CMD_STAT_NOT_READY:
+		return EAGAIN;
+	case MLX5_QPN_CMD_STAT_LIM_ERR:
+		return ENOMEM;
+	case MLX5_QPN_CMD_STAT_BAD_RES_STATE_ERR:
+		return EINVAL;
+	case MLX5_QPN_CMD_STAT_IX_ERR:
+		return EINVAL;
+	case MLX5_QPN_CMD_STAT_NO_RES_ERR:
+		return EAGAIN;
+	case MLX5_QPN_CMD_STAT_BAD_QP_STATE_ERR:
+		return EINVAL;
+	case MLX5_QPN_CMD_STAT_BAD_PKT_ERR:
+		return EINVAL;
+	case MLX5_QPN_CMD_STAT_BAD_SIZE_OUTS_CQES_ERR:
+		return EINVAL;
+	case MLX5_QPN_CMD_STAT_BAD_INP_LEN_ERR:
+		return EIO;
+	case MLX5_QPN_CMD_STAT_BAD_OUTP_LEN_ERR:
+		return EIO;
+	default:
+		return EIO;
 	}
 }
 

@@ -39,40 +39,40 @@
 extern "C" {
 #endif
 
-#define MLX5_QPN_SEND_WQE_BB        64          /**< Basic block. */
-#define MLX5_QPN_SEND_WQE_DS        16          /**< ds unit. */
+#define MLX5_QPN_SEND_WQE_BB        64 /**< Basic block. */
+#define MLX5_QPN_SEND_WQE_DS        16 /**< ds unit. */
 #define MLX5_QPN_OPCODE_SEND        0x0a
-#define MLX5_QPN_WQE_CTRL_CQ_UPDATE 0x08        /**< fm_ce_se: signaled. */
+#define MLX5_QPN_WQE_CTRL_CQ_UPDATE 0x08 /**< fm_ce_se: signaled. */
 #define MLX5_QPN_CTRL_SEG_SIZE      16
-#define MLX5_QPN_DC_AV_SIZE         48          /**< DC datagram segment. */
+#define MLX5_QPN_DC_AV_SIZE         48 /**< DC datagram segment. */
 #define MLX5_QPN_INLINE_HDR_SIZE    4
 #define MLX5_QPN_EXTENDED_UD_AV     0x80000000u
 #define MLX5_QPN_INLINE_SEG         0x80000000u
-#define MLX5_QPN_SND_DBR            1           /**< Send counter slot of a QP dbrec. */
-#define MLX5_QPN_CQ_SET_CI          0           /**< Consumer-index slot of a CQ dbrec. */
-#define MLX5_QPN_UAR_DB_OFFSET      0x800       /**< Doorbell/BlueFlame register in a UAR page. */
+#define MLX5_QPN_SND_DBR            1     /**< Send counter slot of a QP dbrec. */
+#define MLX5_QPN_CQ_SET_CI          0     /**< Consumer-index slot of a CQ dbrec. */
+#define MLX5_QPN_UAR_DB_OFFSET      0x800 /**< Doorbell/BlueFlame register in a UAR page. */
 
 /** Largest inline payload the DC path accepts, and the WQE it makes (21 ds = 6 BBs). */
-#define MLX5_QPN_WQE_MAX_INLINE     256
-#define MLX5_QPN_WQE_MAX_BBS        6
+#define MLX5_QPN_WQE_MAX_INLINE 256
+#define MLX5_QPN_WQE_MAX_BBS    6
 
-#define MLX5_QPN_CQE_SIZE            64
-#define MLX5_QPN_CQE_OPCODE_INVALID  0xf
-#define MLX5_QPN_CQE_OWNER_MASK      0x1
-#define MLX5_QPN_CQE_OFF_FLAGS_RQPN  24
-#define MLX5_QPN_CQE_OFF_BYTE_CNT    44
-#define MLX5_QPN_CQE_OFF_VENDOR_SYND 54
-#define MLX5_QPN_CQE_OFF_SYNDROME    55
+#define MLX5_QPN_CQE_SIZE             64
+#define MLX5_QPN_CQE_OPCODE_INVALID   0xf
+#define MLX5_QPN_CQE_OWNER_MASK       0x1
+#define MLX5_QPN_CQE_OFF_FLAGS_RQPN   24
+#define MLX5_QPN_CQE_OFF_BYTE_CNT     44
+#define MLX5_QPN_CQE_OFF_VENDOR_SYND  54
+#define MLX5_QPN_CQE_OFF_SYNDROME     55
 #define MLX5_QPN_CQE_OFF_SOP_DROP_QPN 56
-#define MLX5_QPN_CQE_OFF_WQE_COUNTER 60
-#define MLX5_QPN_CQE_OFF_SIGNATURE   62
-#define MLX5_QPN_CQE_OFF_OP_OWN      63
+#define MLX5_QPN_CQE_OFF_WQE_COUNTER  60
+#define MLX5_QPN_CQE_OFF_SIGNATURE    62
+#define MLX5_QPN_CQE_OFF_OP_OWN       63
 
 /** CQE opcodes (op_own >> 4). */
-#define MLX5_QPN_PRM_CQE_REQ         0x0
-#define MLX5_QPN_PRM_CQE_RESP_SEND   0x2
-#define MLX5_QPN_PRM_CQE_REQ_ERR     0xd
-#define MLX5_QPN_PRM_CQE_RESP_ERR    0xe
+#define MLX5_QPN_PRM_CQE_REQ       0x0
+#define MLX5_QPN_PRM_CQE_RESP_SEND 0x2
+#define MLX5_QPN_PRM_CQE_REQ_ERR   0xd
+#define MLX5_QPN_PRM_CQE_RESP_ERR  0xe
 
 /** Error CQE syndromes (PRM; rdma-core MLX5_CQE_SYNDROME_*). */
 #define MLX5_QPN_SYND_LOCAL_LENGTH_ERR        0x01
@@ -131,7 +131,8 @@ static inline uint32_t
 mlx5_qpn_wqe_dc_send_ds(uint32_t len)
 {
 	return (MLX5_QPN_CTRL_SEG_SIZE + MLX5_QPN_DC_AV_SIZE + MLX5_QPN_INLINE_HDR_SIZE + len +
-		MLX5_QPN_SEND_WQE_DS - 1) / MLX5_QPN_SEND_WQE_DS;
+		MLX5_QPN_SEND_WQE_DS - 1) /
+	       MLX5_QPN_SEND_WQE_DS;
 }
 
 /** Basic blocks a WQE of ds units occupies. */
@@ -182,9 +183,9 @@ struct mlx5_qpn_wqe_fields {
 	uint8_t fm_ce_se;
 	uint32_t imm;
 	uint64_t dc_key;
-	uint32_t dqp_dct;      /**< Raw, with the extended-AV bit. */
-	uint32_t inl_hdr;      /**< Raw inline header, with the inline bit. */
-	const uint8_t *data;   /**< The inline bytes (inside the given buffer). */
+	uint32_t dqp_dct;    /**< Raw, with the extended-AV bit. */
+	uint32_t inl_hdr;    /**< Raw inline header, with the inline bit. */
+	const uint8_t *data; /**< The inline bytes (inside the given buffer). */
 };
 
 /** Parse the control segment only (the first 16 bytes). */
@@ -236,14 +237,14 @@ mlx5_qpn_wqe_parse_dc_send(const uint8_t *wqe, size_t avail, struct mlx5_qpn_wqe
 
 /** A CQE's fields (good or error). */
 struct mlx5_qpn_cqe_fields {
-	uint8_t opcode;        /**< op_own >> 4. */
-	uint8_t owner;         /**< op_own & 1. */
-	uint8_t syndrome;      /**< Error CQE only. */
-	uint8_t vendor_synd;   /**< Error CQE only. */
-	uint8_t wqe_opcode;    /**< sop_drop_qpn >> 24 (requester). */
+	uint8_t opcode;      /**< op_own >> 4. */
+	uint8_t owner;       /**< op_own & 1. */
+	uint8_t syndrome;    /**< Error CQE only. */
+	uint8_t vendor_synd; /**< Error CQE only. */
+	uint8_t wqe_opcode;  /**< sop_drop_qpn >> 24 (requester). */
 	uint16_t wqe_counter;
-	uint32_t qpn;          /**< sop_drop_qpn & 0xffffff. */
-	uint32_t src_qpn;      /**< flags_rqpn & 0xffffff (responder). */
+	uint32_t qpn;     /**< sop_drop_qpn & 0xffffff. */
+	uint32_t src_qpn; /**< flags_rqpn & 0xffffff (responder). */
 	uint32_t byte_cnt;
 };
 

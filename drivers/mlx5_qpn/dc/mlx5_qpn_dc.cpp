@@ -74,7 +74,7 @@ struct mlx5_qpn_cq {
 	uint32_t ci;
 	uint32_t log_depth;
 	uint32_t nb_qps;
-	uint32_t map_cap;      /* power of two */
+	uint32_t map_cap; /* power of two */
 	uint32_t map_used;
 	struct mlx5_qpn_dci **map;
 	struct mlx5_qpn_dci *last;
@@ -85,13 +85,13 @@ struct mlx5_qpn_dci {
 	struct mlx5_qpn_dc_dci_info info;
 	uint8_t *sq;
 	uint32_t bb_mask;
-	uint32_t pi_bb;        /* BB producer counter */
-	uint32_t rung_bb;      /* last counter published */
+	uint32_t pi_bb;   /* BB producer counter */
+	uint32_t rung_bb; /* last counter published */
 	uint32_t max_wqes;
 	uint32_t posted;
-	uint32_t completed;    /* written by the CQ poller (atomic) */
-	uint8_t last_ctrl[8];  /* first 8 bytes of the last WQE's control segment */
-	uint64_t *wrid;        /* per BB index of a WQE's first BB */
+	uint32_t completed;   /* written by the CQ poller (atomic) */
+	uint8_t last_ctrl[8]; /* first 8 bytes of the last WQE's control segment */
+	uint64_t *wrid;       /* per BB index of a WQE's first BB */
 };
 
 struct mlx5_qpn_dct {
@@ -270,7 +270,8 @@ mlx5_qpn_cq_destroy(struct mlx5_qpn_cq *cq)
 		return;
 	if (cq->nb_qps) {
 		/* Freeing it would let the device write completions into reused memory. */
-		DC_LOG(ERR, "CQ %u is still used by %u QPs: not destroyed", cq->info.cqn, cq->nb_qps);
+		DC_LOG(ERR, "CQ %u is still used by %u QPs: not destroyed", cq->info.cqn,
+		       cq->nb_qps);
 		return;
 	}
 	int rc = cq->dc->cq_destroy(cq->be, &cq->info);
@@ -290,7 +291,8 @@ mlx5_qpn_cq_poll(struct mlx5_qpn_cq *cq, struct mlx5_qpn_wc *wc, unsigned int n)
 
 	for (; k < n; k++) {
 		uint8_t *cqe = cq->ring + size_t(cq->ci & mask) * MLX5_QPN_CQE_SIZE;
-		uint8_t op_own = load_shared(cqe[MLX5_QPN_CQE_OFF_OP_OWN], std::memory_order_acquire);
+		uint8_t op_own = load_shared(cqe[MLX5_QPN_CQE_OFF_OP_OWN],
+					     std::memory_order_acquire);
 		if (!mlx5_qpn_cqe_is_sw_owned(op_own, cq->ci, cq->log_depth))
 			break;
 		mlx5_qpn_cqe_fields f;
@@ -399,8 +401,8 @@ mlx5_qpn_dct_read(const struct mlx5_qpn_dct *dct, uint16_t wqe_counter, void *bu
 		return -ESTALE;
 	uint32_t n = RTE_MIN(len, mlen);
 	for (uint32_t i = 0; i < n; i++)
-		static_cast<uint8_t *>(buf)[i] =
-			load_shared(slot[MLX5_QPN_DC_RX_DATA + i], std::memory_order_acquire);
+		static_cast<uint8_t *>(buf)[i] = load_shared(slot[MLX5_QPN_DC_RX_DATA + i],
+							     std::memory_order_acquire);
 	if (load_shared(w[0], std::memory_order_relaxed) != s1)
 		return -ESTALE;
 	return int(mlen);

@@ -28,8 +28,7 @@ struct mlx5_qpn_backend;
  * mlx5_qpn_cq_create() on a backend handle. Same returns: -EOPNOTSUPP (and one line) when the
  * handle's ops have no DC part or no CQ ops.
  */
-int mlx5_qpn_cq_create_be(struct mlx5_qpn_backend *be, uint32_t log_depth,
-			  struct mlx5_qpn_cq **cq);
+int mlx5_qpn_cq_create_be(struct mlx5_qpn_backend *be, uint32_t log_depth, struct mlx5_qpn_cq **cq);
 
 /** mlx5_qpn_dci_create() with the device of cq. Same returns. */
 int mlx5_qpn_dci_create_cq(struct mlx5_qpn_cq *cq, uint32_t log_sq_depth,

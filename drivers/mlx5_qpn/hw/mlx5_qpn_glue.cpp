@@ -21,16 +21,18 @@ namespace {
 enum lib_idx { LIB_VERBS = 0, LIB_MLX5 = 1, LIB_RDMACM = 2, LIB_COUNT };
 
 /* Sonames: the ABI major versions the prototypes in the installed headers belong to. */
-constexpr const char *lib_name[LIB_COUNT] = {"libibverbs.so.1", "libmlx5.so.1",
-					      "librdmacm.so.1"};
+constexpr const char *lib_name[LIB_COUNT] = {"libibverbs.so.1", "libmlx5.so.1", "librdmacm.so.1"};
 
 struct sym_desc {
 	lib_idx lib;
-	const char *name;  /* exported name (the real symbol, not a header macro) */
-	size_t offset;     /* of the member in struct mlx5_qpn_glue */
+	const char *name; /* exported name (the real symbol, not a header macro) */
+	size_t offset;    /* of the member in struct mlx5_qpn_glue */
 };
 
-#define GLUE_SYM(lib, sym, member) {lib, #sym, offsetof(struct mlx5_qpn_glue, member)}
+#define GLUE_SYM(lib, sym, member)                                                                 \
+	{                                                                                          \
+		lib, #sym, offsetof(struct mlx5_qpn_glue, member)                                  \
+	}
 
 /*
  * dlsym() returns the default version of versioned symbols (ibv_*@@IBVERBS_1.1), which is the
@@ -256,9 +258,8 @@ mlx5_qpn_glue_get(void)
 {
 	const struct mlx5_qpn_glue *g = mlx5_qpn_glue_get_quiet();
 	if (g == nullptr)
-		std::call_once(g_glue.logged, [] {
-			HW_LOG(ERR, "rdma-core unavailable: %s", g_glue.err);
-		});
+		std::call_once(g_glue.logged,
+			       [] { HW_LOG(ERR, "rdma-core unavailable: %s", g_glue.err); });
 	return g;
 }
 
@@ -271,9 +272,8 @@ mlx5_qpn_glue_cm_get(void)
 	ensure_loaded();
 	if (g_glue.ok && g_glue.table.cm_ok)
 		return &g_glue.table;
-	std::call_once(g_glue.cm_logged, [] {
-		HW_LOG(ERR, "librdmacm unavailable: %s", g_glue.cm_err);
-	});
+	std::call_once(g_glue.cm_logged,
+		       [] { HW_LOG(ERR, "librdmacm unavailable: %s", g_glue.cm_err); });
 	return nullptr;
 }
 

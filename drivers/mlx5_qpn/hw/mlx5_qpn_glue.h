@@ -127,8 +127,7 @@ const char *mlx5_qpn_glue_cm_error(void);
  * @return 0 (verbs + mlx5 resolved; glue->cm_ok tells about rdmacm), -ENOENT when a library
  *         cannot be opened, -ENOSYS when a symbol is missing, -EINVAL for a NULL glue.
  */
-int mlx5_qpn_glue_load(const char *libdir, struct mlx5_qpn_glue *glue, char *err,
-		       size_t errlen);
+int mlx5_qpn_glue_load(const char *libdir, struct mlx5_qpn_glue *glue, char *err, size_t errlen);
 
 /** dlclose() the handles of a table from mlx5_qpn_glue_load() and clear it. */
 void mlx5_qpn_glue_unload(struct mlx5_qpn_glue *glue);

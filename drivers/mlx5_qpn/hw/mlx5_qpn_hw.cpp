@@ -92,7 +92,7 @@ hw_open(const struct mlx5_qpn_devargs *da, struct mlx5_qpn_backend **out)
 	const struct mlx5_qpn_glue *glue = mlx5_qpn_glue_get_quiet();
 	if (glue == nullptr) {
 		HW_LOG(ERR, "no RDMA device \"%s\": rdma-core unavailable (%s)", da->name,
-				mlx5_qpn_glue_error());
+		       mlx5_qpn_glue_error());
 		return -ENODEV;
 	}
 
@@ -140,8 +140,8 @@ hw_open(const struct mlx5_qpn_devargs *da, struct mlx5_qpn_backend **out)
 	} else {
 		/* DEVX refused (no permission, old kernel): verbs only, single-QPN API only. */
 		dev->probe.err = errno != 0 ? -errno : -EIO;
-		HW_LOG(DEBUG, "%s: DEVX context refused (%s), opening without it",
-				da->name, strerror(-dev->probe.err));
+		HW_LOG(DEBUG, "%s: DEVX context refused (%s), opening without it", da->name,
+		       strerror(-dev->probe.err));
 		errno = 0;
 		dev->ctx = glue->open_device(found);
 	}
@@ -158,12 +158,13 @@ hw_open(const struct mlx5_qpn_devargs *da, struct mlx5_qpn_backend **out)
 	read_caps(dev);
 	trial_allocation(dev, da);
 	dev->probing = false;
-	const enum mlx5_qpn_hw_source src = mlx5_qpn_hw_source_choose(da->reserved_qpn, &dev->probe);
+	const enum mlx5_qpn_hw_source src = mlx5_qpn_hw_source_choose(da->reserved_qpn,
+								      &dev->probe);
 	if (src == MLX5_QPN_HW_SRC_NONE) {
 		char why[128];
 		mlx5_qpn_hw_probe_reason(&dev->probe, why, sizeof(why));
 		HW_LOG(ERR, "%s: reserved_qpn=yes but RESERVED_QPN objects are unusable: %s",
-				da->name, why);
+		       da->name, why);
 		free_dev(dev);
 		return -EOPNOTSUPP;
 	}
@@ -196,9 +197,9 @@ hw_range_reserve(struct mlx5_qpn_backend *be, uint32_t log_size, struct mlx5_qpn
 		return -ENOTSUP;
 	if (log_size > MLX5_QPN_PRM_MAX_LOG_RANGE ||
 	    mlx5_qpn_prm_clamp_log_range(&dev->caps, log_size) != log_size) {
-		HW_LOG(ERR, "%s: range of 2^%u QPNs outside the device's 2^%u..2^%u",
-				dev->name, log_size, dev->caps.log_reserved_qpn_granularity,
-				mlx5_qpn_prm_clamp_log_range(&dev->caps, MLX5_QPN_PRM_MAX_LOG_RANGE));
+		HW_LOG(ERR, "%s: range of 2^%u QPNs outside the device's 2^%u..2^%u", dev->name,
+		       log_size, dev->caps.log_reserved_qpn_granularity,
+		       mlx5_qpn_prm_clamp_log_range(&dev->caps, MLX5_QPN_PRM_MAX_LOG_RANGE));
 		return -EINVAL;
 	}
 	hw_node *n = new (std::nothrow) hw_node();
@@ -229,14 +230,15 @@ hw_range_release(struct mlx5_qpn_backend *be, const struct mlx5_qpn_range_obj *o
 		return -EINVAL;
 	mlx5_qpn_hw_dev *dev = to_dev(be);
 	/* The handle is only compared, never dereferenced, until it is found in our list. */
-	hw_node *n = list_take(dev, node_kind::range,
-			       reinterpret_cast<const hw_node *>(static_cast<uintptr_t>(obj->handle)),
-			       0);
+	hw_node *n =
+		list_take(dev, node_kind::range,
+			  reinterpret_cast<const hw_node *>(static_cast<uintptr_t>(obj->handle)),
+			  0);
 	if (n == nullptr || n->qpn != obj->first_qpn) {
 		if (n != nullptr)
 			list_add(dev, n);
 		HW_LOG(ERR, "%s: range at QPN 0x%x is not held by this device", dev->name,
-				obj->first_qpn);
+		       obj->first_qpn);
 		return -EINVAL;
 	}
 	int rc = destroy_rsvd_obj(dev, n->obj, n->qpn);
@@ -268,7 +270,7 @@ hw_qpn_reserve_one(struct mlx5_qpn_backend *be, uint32_t *qpn)
 		delete n;
 		if (rc != -EOPNOTSUPP)
 			HW_LOG(ERR, "%s: mlx5dv_reserved_qpn_alloc failed (%s)", dev->name,
-					strerror(-rc));
+			       strerror(-rc));
 		return rc;
 	}
 	list_add(dev, n);
@@ -285,14 +287,13 @@ hw_qpn_release_one(struct mlx5_qpn_backend *be, uint32_t qpn)
 	/* Refused before rdma-core sees it: a double free must not reach libmlx5's lists. */
 	hw_node *n = list_take(dev, node_kind::single_qpn, nullptr, qpn);
 	if (n == nullptr) {
-		HW_LOG(ERR, "%s: QPN 0x%x is not a reserved QPN of this device",
-				dev->name, qpn);
+		HW_LOG(ERR, "%s: QPN 0x%x is not a reserved QPN of this device", dev->name, qpn);
 		return -EINVAL;
 	}
 	int rc = neg_errno(dev->glue->reserved_qpn_dealloc(dev->ctx, qpn));
 	if (rc != 0) {
-		HW_LOG(ERR, "%s: mlx5dv_reserved_qpn_dealloc(0x%x) failed (%s)", dev->name,
-				qpn, strerror(-rc));
+		HW_LOG(ERR, "%s: mlx5dv_reserved_qpn_dealloc(0x%x) failed (%s)", dev->name, qpn,
+		       strerror(-rc));
 		list_add(dev, n);
 		return rc;
 	}
@@ -320,8 +321,7 @@ hw_uar_map(struct mlx5_qpn_backend *be, struct mlx5_qpn_uar *uar)
 	if (n->uar == nullptr) {
 		int rc = errno != 0 ? -errno : -ENOMEM;
 		delete n;
-		HW_LOG(ERR, "%s: mlx5dv_devx_alloc_uar failed (%s)", dev->name,
-				strerror(-rc));
+		HW_LOG(ERR, "%s: mlx5dv_devx_alloc_uar failed (%s)", dev->name, strerror(-rc));
 		return rc;
 	}
 	list_add(dev, n);
@@ -340,12 +340,13 @@ hw_uar_unmap(struct mlx5_qpn_backend *be, struct mlx5_qpn_uar *uar)
 	if (be == nullptr || uar == nullptr)
 		return -EINVAL;
 	mlx5_qpn_hw_dev *dev = to_dev(be);
-	hw_node *n = list_take(dev, node_kind::uar,
-			       reinterpret_cast<const hw_node *>(static_cast<uintptr_t>(uar->handle)),
-			       0);
+	hw_node *n =
+		list_take(dev, node_kind::uar,
+			  reinterpret_cast<const hw_node *>(static_cast<uintptr_t>(uar->handle)),
+			  0);
 	if (n == nullptr) {
 		HW_LOG(ERR, "%s: UAR page %u is not mapped by this device", dev->name,
-				uar->page_id);
+		       uar->page_id);
 		return -EINVAL;
 	}
 	dev->glue->devx_free_uar(n->uar);
@@ -386,8 +387,10 @@ close_in_child(mlx5_qpn_hw_dev *dev)
 		nodes++;
 	}
 	unsigned int qps = mlx5_qpn_hw_qps_free(dev->qps, 0);
-	HW_LOG(INFO, "%s: closed in a child of pid %d: %u objects and %u QPs left to "
-			"their owner", dev->name, static_cast<int>(dev->owner_pid), nodes, qps);
+	HW_LOG(INFO,
+	       "%s: closed in a child of pid %d: %u objects and %u QPs left to "
+	       "their owner",
+	       dev->name, static_cast<int>(dev->owner_pid), nodes, qps);
 	delete dev;
 }
 
@@ -424,8 +427,10 @@ hw_close(struct mlx5_qpn_backend *be)
 	}
 	const uint32_t qps = mlx5_qpn_hw_qps_count(dev->qps);
 	if (ranges + singles + uars + qps != 0)
-		HW_LOG(INFO, "%s: closed with %u ranges, %u single QPNs, %u UARs, %u "
-				"ordinary QPs still held", dev->name, ranges, singles, uars, qps);
+		HW_LOG(INFO,
+		       "%s: closed with %u ranges, %u single QPNs, %u UARs, %u "
+		       "ordinary QPs still held",
+		       dev->name, ranges, singles, uars, qps);
 	free_dev(dev);
 }
 
@@ -466,7 +471,4 @@ static const struct mlx5_qpn_backend_desc hw_backend = {
 	.purge = nullptr,
 };
 
-RTE_INIT(mlx5_qpn_hw_register)
-{
-	mlx5_qpn_backend_register(&hw_backend);
-}
+RTE_INIT(mlx5_qpn_hw_register) { mlx5_qpn_backend_register(&hw_backend); }

@@ -30,29 +30,31 @@ struct hw_node {
 	hw_node *prev;
 	hw_node *next;
 	node_kind kind;
-	uint32_t qpn;                /* first QPN of a range, or the single QPN */
+	uint32_t qpn; /* first QPN of a range, or the single QPN */
 	uint8_t log_size;
 	struct mlx5dv_devx_obj *obj; /* range */
 	struct mlx5dv_devx_uar *uar; /* uar */
 };
 
 struct mlx5_qpn_hw_dev {
-	struct mlx5_qpn_backend base{&mlx5_qpn_hw_ops}; /* first: the handle leads to its table */
+	struct mlx5_qpn_backend base {
+		&mlx5_qpn_hw_ops
+	}; /* first: the handle leads to its table */
 	const struct mlx5_qpn_glue *glue;
 	struct ibv_context *ctx;
 	char name[MLX5_QPN_DEV_NAMESIZE];
 	struct mlx5_qpn_caps caps;
-	bool objs_ok;   /* RESERVED_QPN objects proven by the trial allocation */
+	bool objs_ok;    /* RESERVED_QPN objects proven by the trial allocation */
 	std::mutex lock; /* guards the list only; never held across a firmware command */
-	hw_node head;   /* circular list sentinel */
+	hw_node head;    /* circular list sentinel */
 	/* Fork safety: only the process that opened the device destroys what it holds. */
 	pid_t owner_pid;
-	struct mlx5_qpn_hw_probe probe;  /* what the probe learned (mlx5_qpn_hw_sizing.h) */
-	uint8_t raw_log_max_num;         /* as read; caps carry mlx5_qpn_hw_log_max_num() */
-	std::atomic<uint8_t> log_ok{0};  /* largest object size the firmware accepted */
+	struct mlx5_qpn_hw_probe probe; /* what the probe learned (mlx5_qpn_hw_sizing.h) */
+	uint8_t raw_log_max_num;        /* as read; caps carry mlx5_qpn_hw_log_max_num() */
+	std::atomic<uint8_t> log_ok{0}; /* largest object size the firmware accepted */
 	std::atomic<bool> step_logged{false};
-	bool probing;                    /* inside open: firmware refusals are verdicts */
-	struct mlx5_qpn_hw_qps *qps;     /* the ordinary-QP source */
+	bool probing;                /* inside open: firmware refusals are verdicts */
+	struct mlx5_qpn_hw_qps *qps; /* the ordinary-QP source */
 };
 
 /* rdma-core returns positive errno values, some wrappers negative ones: make it negative. */

@@ -50,8 +50,9 @@ query_hca_cap(mlx5_qpn_hw_dev *dev, uint16_t type, uint32_t *out, size_t outlen)
 	errno = 0;
 	int rc = dev->glue->devx_general_cmd(dev->ctx, in, sizeof(in), out, outlen);
 	if (rc != 0)
-		return cmd_error(dev, type == MLX5_QPN_HCA_CAP_TYPE_GENERAL ? "QUERY_HCA_CAP" :
-									    "QUERY_HCA_CAP(caps 2)",
+		return cmd_error(dev,
+				 type == MLX5_QPN_HCA_CAP_TYPE_GENERAL ? "QUERY_HCA_CAP" :
+									 "QUERY_HCA_CAP(caps 2)",
 				 out, outlen, rc);
 	return 0;
 }
@@ -88,7 +89,7 @@ destroy_rsvd_obj(mlx5_qpn_hw_dev *dev, struct mlx5dv_devx_obj *obj, uint32_t fir
 	int rc = neg_errno(dev->glue->devx_obj_destroy(obj));
 	if (rc != 0)
 		HW_LOG(ERR, "%s: destroying RESERVED_QPN object 0x%x failed (%s)", dev->name,
-				first_qpn, strerror(-rc));
+		       first_qpn, strerror(-rc));
 	return rc;
 }
 
@@ -115,8 +116,7 @@ read_caps(mlx5_qpn_hw_dev *dev)
 		if (attr.max_qp > 0)
 			dev->caps.log_max_qp = floor_log2(static_cast<uint64_t>(attr.max_qp));
 	} else {
-		HW_LOG(WARNING, "%s: ibv_query_device failed (%s)", dev->name,
-				strerror(errno));
+		HW_LOG(WARNING, "%s: ibv_query_device failed (%s)", dev->name, strerror(errno));
 	}
 	if (!dev->caps.devx) {
 		dev->probe.verdict = MLX5_QPN_HW_OBJ_NO_DEVX; /* err set by hw_open */
@@ -167,9 +167,10 @@ static void
 log_step_once(mlx5_qpn_hw_dev *dev, uint8_t refused)
 {
 	if (!dev->step_logged.exchange(true))
-		HW_LOG(WARNING, "%s: firmware refused RESERVED_QPN objects of 2^%u QPNs "
-				"(bad parameter): stepping down towards 2^%u, still on objects",
-				dev->name, refused, dev->caps.log_reserved_qpn_granularity);
+		HW_LOG(WARNING,
+		       "%s: firmware refused RESERVED_QPN objects of 2^%u QPNs "
+		       "(bad parameter): stepping down towards 2^%u, still on objects",
+		       dev->name, refused, dev->caps.log_reserved_qpn_granularity);
 }
 
 /* At probe the step is logged only if objects stay the source (else the verdict says it). */
@@ -240,16 +241,16 @@ log_probe(const mlx5_qpn_hw_dev *dev, enum mlx5_qpn_hw_source src)
 {
 	char why[128];
 	mlx5_qpn_hw_probe_reason(&dev->probe, why, sizeof(why));
-	HW_LOG(INFO, "%s: guid 0x%016llx, devx %u, general_obj_types 0x%llx, "
-			"granularity 2^%u, max alloc 2^%u, total %s2^%u, log_max_qp %u; "
-			"RESERVED_QPN objects %s (%s); QPN source: %s", dev->name,
-			static_cast<unsigned long long>(dev->caps.node_guid), dev->caps.devx,
-			static_cast<unsigned long long>(dev->caps.general_obj_types),
-			dev->caps.log_reserved_qpn_granularity,
-			dev->caps.log_reserved_qpn_max_alloc,
-			dev->raw_log_max_num == 0 ? "unknown, taken as " : "",
-			dev->caps.log_max_num_reserved_qpn, dev->caps.log_max_qp,
-			dev->objs_ok ? "usable" : "unusable", why, mlx5_qpn_hw_source_name(src));
+	HW_LOG(INFO,
+	       "%s: guid 0x%016llx, devx %u, general_obj_types 0x%llx, "
+	       "granularity 2^%u, max alloc 2^%u, total %s2^%u, log_max_qp %u; "
+	       "RESERVED_QPN objects %s (%s); QPN source: %s",
+	       dev->name, static_cast<unsigned long long>(dev->caps.node_guid), dev->caps.devx,
+	       static_cast<unsigned long long>(dev->caps.general_obj_types),
+	       dev->caps.log_reserved_qpn_granularity, dev->caps.log_reserved_qpn_max_alloc,
+	       dev->raw_log_max_num == 0 ? "unknown, taken as " : "",
+	       dev->caps.log_max_num_reserved_qpn, dev->caps.log_max_qp,
+	       dev->objs_ok ? "usable" : "unusable", why, mlx5_qpn_hw_source_name(src));
 }
 
 } /* namespace mlx5_qpn_hw */

@@ -40,7 +40,7 @@ struct mlx5_qpn_hw_qps {
 	struct ibv_context *ctx;
 	char name[64];
 	mutable std::mutex lock; /* guards everything below */
-	struct ibv_pd *pd;     /* allocated with the first QP */
+	struct ibv_pd *pd;       /* allocated with the first QP */
 	uint32_t count;
 	held_qp *bucket[QP_BUCKETS];
 };
@@ -110,8 +110,7 @@ mlx5_qpn_hw_qps_get(struct mlx5_qpn_hw_qps *q, uint32_t *qpn)
 		}
 	}
 	if (rc != 0) {
-		HW_LOG(ERR, "%s: ordinary QPN: %s failed (%s)", q->name, what,
-				strerror(-rc));
+		HW_LOG(ERR, "%s: ordinary QPN: %s failed (%s)", q->name, what, strerror(-rc));
 		delete h;
 		return rc;
 	}
@@ -136,15 +135,13 @@ mlx5_qpn_hw_qps_put(struct mlx5_qpn_hw_qps *q, uint32_t qpn)
 	held_qp *h = *pp;
 	if (h == nullptr) {
 		/* Refused before rdma-core: a double free must not destroy someone else's QP. */
-		HW_LOG(ERR, "%s: QPN 0x%x is not an ordinary QP held by this device",
-				q->name, qpn);
+		HW_LOG(ERR, "%s: QPN 0x%x is not an ordinary QP held by this device", q->name, qpn);
 		return -EINVAL;
 	}
 	int rc = q->glue->destroy_qp(h->qp);
 	if (rc != 0) {
 		rc = rc > 0 ? -rc : rc;
-		HW_LOG(ERR, "%s: ibv_destroy_qp(0x%x) failed (%s)", q->name, qpn,
-				strerror(-rc));
+		HW_LOG(ERR, "%s: ibv_destroy_qp(0x%x) failed (%s)", q->name, qpn, strerror(-rc));
 		return rc;
 	}
 	q->glue->destroy_cq(h->cq);

@@ -43,9 +43,12 @@ const char *
 mlx5_qpn_hw_source_name(enum mlx5_qpn_hw_source src)
 {
 	switch (src) {
-	case MLX5_QPN_HW_SRC_OBJECTS: return "RESERVED_QPN objects";
-	case MLX5_QPN_HW_SRC_ORDINARY: return "ordinary UD QPs";
-	case MLX5_QPN_HW_SRC_NONE: break;
+	case MLX5_QPN_HW_SRC_OBJECTS:
+		return "RESERVED_QPN objects";
+	case MLX5_QPN_HW_SRC_ORDINARY:
+		return "ordinary UD QPs";
+	case MLX5_QPN_HW_SRC_NONE:
+		break;
 	}
 	return "none";
 }
@@ -72,7 +75,8 @@ mlx5_qpn_hw_probe_reason(const struct mlx5_qpn_hw_probe *p, char *buf, size_t le
 	case MLX5_QPN_HW_OBJ_CAPS2_UNREADABLE:
 		return snprintf(buf, len, "QUERY_HCA_CAP(caps 2) refused (%s)", e);
 	case MLX5_QPN_HW_OBJ_TRIAL_FAILED:
-		return snprintf(buf, len, "trial object of 2^%u QPNs refused (%s)", p->trial_log, e);
+		return snprintf(buf, len, "trial object of 2^%u QPNs refused (%s)", p->trial_log,
+				e);
 	}
 	return snprintf(buf, len, "unknown verdict %d", static_cast<int>(p->verdict));
 }
@@ -104,8 +108,9 @@ mlx5_qpn_hw_request_log(const struct mlx5_qpn_caps *caps, uint32_t devarg_log_ra
 		return 0;
 	const uint8_t g = mlx5_qpn_prm_clamp_log_range(caps, 0);
 	const uint8_t m = mlx5_qpn_prm_clamp_log_range(caps, MLX5_QPN_PRM_MAX_LOG_RANGE);
-	uint8_t log = devarg_log_range == UINT32_MAX ? m :
-			mlx5_qpn_prm_clamp_log_range(caps, devarg_log_range);
+	uint8_t log = devarg_log_range == UINT32_MAX ?
+			      m :
+			      mlx5_qpn_prm_clamp_log_range(caps, devarg_log_range);
 	uint64_t bound = max_qpns;
 	if (limit != 0 && limit < bound)
 		bound = limit;

@@ -61,8 +61,8 @@ struct mlx5_qpn_hw_probe {
 /** Where QPNs come from on this device. */
 enum mlx5_qpn_hw_source {
 	MLX5_QPN_HW_SRC_OBJECTS = 0, /**< RESERVED_QPN objects (then rdma-core's single QPNs). */
-	MLX5_QPN_HW_SRC_ORDINARY,    /**< One UD QP on a one-entry CQ per QPN (as UCX falls back). */
-	MLX5_QPN_HW_SRC_NONE,        /**< reserved_qpn=yes on a device without objects: refuse. */
+	MLX5_QPN_HW_SRC_ORDINARY, /**< One UD QP on a one-entry CQ per QPN (as UCX falls back). */
+	MLX5_QPN_HW_SRC_NONE,     /**< reserved_qpn=yes on a device without objects: refuse. */
 };
 
 /**

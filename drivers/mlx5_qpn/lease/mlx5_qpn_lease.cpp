@@ -35,13 +35,15 @@ namespace qpn::lease {
 
 namespace {
 
-bool same_proc(const shm::ProcId &a, const shm::ProcId &b)
+bool
+same_proc(const shm::ProcId &a, const shm::ProcId &b)
 {
 	return a.pid == b.pid && a.start_time == b.start_time;
 }
 
 /* Why an entry is unsound, or nullptr. */
-const char *entry_bad(const Entry &e, uint64_t now_ns)
+const char *
+entry_bad(const Entry &e, uint64_t now_ns)
 {
 	if (e.state != kHeld && e.state != kCooling)
 		return "unknown state";
@@ -61,7 +63,8 @@ const char *entry_bad(const Entry &e, uint64_t now_ns)
 	return nullptr;
 }
 
-const char *user_bad(const User &u)
+const char *
+user_bad(const User &u)
 {
 	if (u.id.pid < 0)
 		return "negative user pid";
@@ -71,7 +74,8 @@ const char *user_bad(const User &u)
 }
 
 /* Header only: what must hold before anything else in the file may be trusted or locked. */
-const char *header_bad(const Layout *l, uint64_t guid)
+const char *
+header_bad(const Layout *l, uint64_t guid)
 {
 	if (l->hdr.magic != kMagic)
 		return "bad magic";
@@ -86,7 +90,8 @@ const char *header_bad(const Layout *l, uint64_t guid)
 	return nullptr;
 }
 
-void remove_at(Layout *l, uint32_t i)
+void
+remove_at(Layout *l, uint32_t i)
 {
 	uint32_t last = l->hdr.nb_entries - 1;
 	if (i != last)
@@ -96,12 +101,14 @@ void remove_at(Layout *l, uint32_t i)
 
 } /* namespace */
 
-void name_of(uint64_t guid, char *out, size_t len)
+void
+name_of(uint64_t guid, char *out, size_t len)
 {
 	snprintf(out, len, "/mlx5_qpn_lease_%016" PRIx64, guid);
 }
 
-const char *validate(const Layout *l, uint64_t guid, uint64_t now_ns, long *bad_entry)
+const char *
+validate(const Layout *l, uint64_t guid, uint64_t now_ns, long *bad_entry)
 {
 	*bad_entry = -1;
 	if (const char *why = header_bad(l, guid))
@@ -117,21 +124,25 @@ const char *validate(const Layout *l, uint64_t guid, uint64_t now_ns, long *bad_
 	return nullptr;
 }
 
-int Lease::refuse(const char *why, long entry)
+int
+Lease::refuse(const char *why, long entry)
 {
 	if (!broken_) {
 		if (entry >= 0)
-			DEV_LOG(ERR, "lease file %s is corrupted (entry %ld: %s): refusing it; remove it once no process uses device %016" PRIx64,
+			DEV_LOG(ERR,
+				"lease file %s is corrupted (entry %ld: %s): refusing it; remove it once no process uses device %016" PRIx64,
 				seg_.name, entry, why, guid_);
 		else
-			DEV_LOG(ERR, "lease file %s is corrupted (%s): refusing it; remove it once no process uses device %016" PRIx64,
+			DEV_LOG(ERR,
+				"lease file %s is corrupted (%s): refusing it; remove it once no process uses device %016" PRIx64,
 				seg_.name, why, guid_);
 	}
 	broken_ = true;
 	return -EPROTO;
 }
 
-int Lease::lock(uint64_t *now_ns)
+int
+Lease::lock(uint64_t *now_ns)
 {
 	if (map_ == nullptr)
 		return -ENODEV;
@@ -168,7 +179,8 @@ int Lease::lock(uint64_t *now_ns)
 				u = User();
 		map_->hdr.repairs++;
 		pthread_mutex_consistent(&map_->hdr.mutex);
-		DEV_LOG(WARNING, "lease file %s: a process died while updating it; %u entries dropped",
+		DEV_LOG(WARNING,
+			"lease file %s: a process died while updating it; %u entries dropped",
 			seg_.name, dropped);
 	}
 	long bad;
@@ -180,14 +192,16 @@ int Lease::lock(uint64_t *now_ns)
 	return 0;
 }
 
-void Lease::unlock()
+void
+Lease::unlock()
 {
 	pthread_mutex_unlock(&map_->hdr.mutex);
 }
 
 /* Notice dead users and holders (their held entries turn cooling from now), remove expired
  * entries. Locked. */
-void Lease::sweep(uint64_t now)
+void
+Lease::sweep(uint64_t now)
 {
 	Layout *l = map_;
 	uint64_t qmax = quarantine_ns_;
@@ -213,7 +227,8 @@ void Lease::sweep(uint64_t now)
 			if (!live) {
 				/* Noticed now: the death (or a user slot lost) was no later than now. */
 				e.since_ns = now;
-				std::atomic_ref<uint8_t>(e.state).store(kCooling, std::memory_order_release);
+				std::atomic_ref<uint8_t>(e.state).store(kCooling,
+									std::memory_order_release);
 			}
 			i++;
 			continue;
@@ -228,7 +243,8 @@ void Lease::sweep(uint64_t now)
 }
 
 /* The latest time any entry overlapping [first, first + count) keeps it out of our pool. */
-uint64_t Lease::wait_until(uint32_t first, uint32_t count, uint64_t now) const
+uint64_t
+Lease::wait_until(uint32_t first, uint32_t count, uint64_t now) const
 {
 	uint64_t until = 0;
 	const uint64_t end = uint64_t(first) + count;
@@ -249,14 +265,16 @@ uint64_t Lease::wait_until(uint32_t first, uint32_t count, uint64_t now) const
 	return until > now ? until : 0;
 }
 
-int Lease::open(uint64_t guid, uint32_t tag, uint64_t quarantine_ns)
+int
+Lease::open(uint64_t guid, uint32_t tag, uint64_t quarantine_ns)
 {
 	char name[48];
 	name_of(guid, name, sizeof(name));
 	return open_named(name, guid, tag, quarantine_ns);
 }
 
-int Lease::open_named(const char *name, uint64_t guid, uint32_t tag, uint64_t quarantine_ns)
+int
+Lease::open_named(const char *name, uint64_t guid, uint32_t tag, uint64_t quarantine_ns)
 {
 	if (map_ != nullptr)
 		return -EBUSY;
@@ -273,7 +291,8 @@ int Lease::open_named(const char *name, uint64_t guid, uint32_t tag, uint64_t qu
 	size_t have = 0;
 	rc = shm::segment_file_size(&seg_, &have);
 	if (rc == 0 && have != 0 && have != sizeof(Layout)) {
-		DEV_LOG(ERR, "lease file %s has %zu bytes, not %zu (another layout, or not a lease file): refusing it; remove it once no process uses device %016" PRIx64,
+		DEV_LOG(ERR,
+			"lease file %s has %zu bytes, not %zu (another layout, or not a lease file): refusing it; remove it once no process uses device %016" PRIx64,
 			name, have, sizeof(Layout), guid);
 		rc = -EPROTO;
 	}
@@ -331,7 +350,8 @@ int Lease::open_named(const char *name, uint64_t guid, uint32_t tag, uint64_t qu
 	return rc;
 }
 
-int Lease::acquire(uint32_t first, uint32_t log, uint64_t *until_ns)
+int
+Lease::acquire(uint32_t first, uint32_t log, uint64_t *until_ns)
 {
 	if (log > kMaxLog || (first & ((1u << log) - 1)) != 0 ||
 	    uint64_t(first) + (1ull << log) > (1ull << kMaxLog) || until_ns == nullptr)
@@ -361,7 +381,8 @@ int Lease::acquire(uint32_t first, uint32_t log, uint64_t *until_ns)
 	return 0;
 }
 
-int Lease::check(uint32_t first, uint32_t count, uint64_t *until_ns)
+int
+Lease::check(uint32_t first, uint32_t count, uint64_t *until_ns)
 {
 	if (count == 0 || uint64_t(first) + count > (1ull << kMaxLog) || until_ns == nullptr)
 		return -EINVAL;
@@ -375,7 +396,8 @@ int Lease::check(uint32_t first, uint32_t count, uint64_t *until_ns)
 	return 0;
 }
 
-int Lease::drop(uint32_t first, uint32_t log)
+int
+Lease::drop(uint32_t first, uint32_t log)
 {
 	uint64_t now;
 	int rc = lock(&now);
@@ -395,7 +417,8 @@ int Lease::drop(uint32_t first, uint32_t log)
 	return rc;
 }
 
-int Lease::release_all()
+int
+Lease::release_all()
 {
 	if (map_ == nullptr)
 		return -ENODEV;
@@ -419,7 +442,8 @@ int Lease::release_all()
 				continue;
 			e.since_ns = now;
 			e.quarantine_ns = quarantine_ns_;
-			std::atomic_ref<uint8_t>(e.state).store(kCooling, std::memory_order_release);
+			std::atomic_ref<uint8_t>(e.state).store(kCooling,
+								std::memory_order_release);
 		}
 		bool users = false;
 		for (auto &u : map_->users) {
@@ -436,13 +460,15 @@ int Lease::release_all()
 	return rc;
 }
 
-void Lease::close()
+void
+Lease::close()
 {
 	map_ = nullptr;
 	shm::segment_close(&seg_);
 }
 
-int Lease::stats(Stats *st)
+int
+Lease::stats(Stats *st)
 {
 	uint64_t now;
 	int rc = lock(&now);

@@ -53,22 +53,22 @@ constexpr uint64_t kMagic = 0x45534c5135584c4dull; /* "MLX5QLSE" little endian *
 constexpr uint32_t kVersion = 1;
 constexpr uint32_t kMaxEntries = 4096;
 constexpr uint32_t kMaxUsers = 64;
-constexpr uint32_t kMaxLog = 24;                    /* a QPN is 24 bits */
+constexpr uint32_t kMaxLog = 24;                               /* a QPN is 24 bits */
 constexpr uint64_t kMaxQuarantineNs = 3600ull * 1000000000ull; /* the devarg's maximum */
 
 enum : uint8_t { kHeld = 1, kCooling = 2 };
 
 /* One range: 48 bytes. */
 struct Entry {
-	uint32_t first_qpn;      /* aligned to 2^log_size */
-	uint8_t log_size;        /* <= kMaxLog */
-	uint8_t state;           /* kHeld or kCooling */
+	uint32_t first_qpn; /* aligned to 2^log_size */
+	uint8_t log_size;   /* <= kMaxLog */
+	uint8_t state;      /* kHeld or kCooling */
 	uint16_t rsvd;
-	uint32_t tag;            /* the holder's device instance (one process may probe twice) */
+	uint32_t tag; /* the holder's device instance (one process may probe twice) */
 	uint32_t rsvd2;
 	shm::ProcId holder;
-	uint64_t since_ns;       /* kCooling: let go at (close time, or death noticed) */
-	uint64_t quarantine_ns;  /* the holder's quarantine */
+	uint64_t since_ns;      /* kCooling: let go at (close time, or death noticed) */
+	uint64_t quarantine_ns; /* the holder's quarantine */
 };
 static_assert(sizeof(Entry) == 48, "Entry is part of the shared layout");
 
@@ -82,12 +82,12 @@ struct User {
 static_assert(sizeof(User) == 32, "User is part of the shared layout");
 
 struct Header {
-	uint64_t magic;          /* written last at initialisation */
+	uint64_t magic; /* written last at initialisation */
 	uint32_t version;
 	uint32_t rsvd;
-	uint64_t size;           /* sizeof(Layout) */
+	uint64_t size; /* sizeof(Layout) */
 	uint64_t guid;
-	pthread_mutex_t mutex;   /* robust, process-shared; guards everything below */
+	pthread_mutex_t mutex; /* robust, process-shared; guards everything below */
 	uint32_t nb_entries;
 	uint32_t rsvd2;
 	uint64_t deaths_noticed; /* holders found dead (their entries turned cooling) */

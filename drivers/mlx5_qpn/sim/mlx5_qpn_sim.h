@@ -41,28 +41,28 @@ extern "C" {
 
 /** Device-wide counters (all processes). */
 struct mlx5_qpn_sim_stats {
-	uint64_t commands;          /**< Firmware commands executed (create, destroy, query, UAR). */
-	uint64_t cmd_failed;        /**< Commands that returned a non-zero status. */
-	uint64_t faults_injected;   /**< Of those, failures injected by fault_fw_rate/after. */
+	uint64_t commands;        /**< Firmware commands executed (create, destroy, query, UAR). */
+	uint64_t cmd_failed;      /**< Commands that returned a non-zero status. */
+	uint64_t faults_injected; /**< Of those, failures injected by fault_fw_rate/after. */
 	uint64_t failed_by_status[MLX5_QPN_SIM_NB_STATUS]; /**< Failures by PRM status. */
-	uint64_t objs_live;         /**< RESERVED_QPN objects alive. */
-	uint64_t qpns_reserved;     /**< QPNs held by RESERVED_QPN objects. */
-	uint64_t qps_live;          /**< Ordinary QPs alive. */
-	uint64_t uars_live;         /**< UAR pages mapped. */
-	uint64_t qpns_used;         /**< Bits set in the QPN table (static parts included). */
-	uint64_t owners_live;       /**< Open handles registered. */
-	uint64_t reclaimed_objs;    /**< Objects taken back from dead processes. */
-	uint64_t reclaimed_qps;     /**< Ordinary QPs taken back from dead processes. */
-	uint64_t repairs;           /**< Device repairs after a process died holding the mutex. */
-	uint64_t doorbells;         /**< Doorbell writes consumed by the service. */
+	uint64_t objs_live;                                /**< RESERVED_QPN objects alive. */
+	uint64_t qpns_reserved;  /**< QPNs held by RESERVED_QPN objects. */
+	uint64_t qps_live;       /**< Ordinary QPs alive. */
+	uint64_t uars_live;      /**< UAR pages mapped. */
+	uint64_t qpns_used;      /**< Bits set in the QPN table (static parts included). */
+	uint64_t owners_live;    /**< Open handles registered. */
+	uint64_t reclaimed_objs; /**< Objects taken back from dead processes. */
+	uint64_t reclaimed_qps;  /**< Ordinary QPs taken back from dead processes. */
+	uint64_t repairs;        /**< Device repairs after a process died holding the mutex. */
+	uint64_t doorbells;      /**< Doorbell writes consumed by the service. */
 	/* DC data path (mlx5_qpn_sim_dc_ops). */
-	uint64_t dc_wqes;           /**< Send WQEs executed (good or error). */
-	uint64_t dc_delivered;      /**< SENDs delivered to a DCT. */
-	uint64_t dc_err_cqes;       /**< Error CQEs written (flush errors included). */
-	uint64_t dc_stalls;         /**< Executions postponed because a CQ was full. */
-	uint32_t dc_cqs;            /**< CQs alive. */
-	uint32_t dc_dcis;           /**< DCIs alive. */
-	uint32_t dc_dcts;           /**< DCTs alive. */
+	uint64_t dc_wqes;      /**< Send WQEs executed (good or error). */
+	uint64_t dc_delivered; /**< SENDs delivered to a DCT. */
+	uint64_t dc_err_cqes;  /**< Error CQEs written (flush errors included). */
+	uint64_t dc_stalls;    /**< Executions postponed because a CQ was full. */
+	uint32_t dc_cqs;       /**< CQs alive. */
+	uint32_t dc_dcis;      /**< DCIs alive. */
+	uint32_t dc_dcts;      /**< DCTs alive. */
 	uint32_t dc_rsvd;
 };
 

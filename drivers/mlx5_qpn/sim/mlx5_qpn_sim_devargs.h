@@ -32,17 +32,19 @@ struct mlx5_qpn_sim_devargs {
 	uint32_t qpn_inc;         /**< qpn_inc=N: rdmavt qpn_inc stride (default 1). */
 	uint32_t qos_shift;       /**< qos_shift=N: rdmavt qos_shift (default 0). */
 	uint32_t rsvd_first;      /**< rsvd_first=N: driver-reserved QPN range start (default 0). */
-	uint32_t rsvd_count;      /**< rsvd_count=N: driver-reserved QPN range length (default 0). */
-	uint32_t aip;             /**< aip=0|1: confine allocation to the AIP prefix 0x81 (default 0). */
+	uint32_t rsvd_count; /**< rsvd_count=N: driver-reserved QPN range length (default 0). */
+	uint32_t aip;        /**< aip=0|1: confine allocation to the AIP prefix 0x81 (default 0). */
 
 	/* Fault injection. */
-	uint32_t fault_nodevx;    /**< fault_nodevx=1: cap bit set but object creation fails. */
-	uint32_t fault_fw_rate;   /**< fault_fw_rate=N: a firmware error every N commands (0 off). */
-	uint32_t fault_fw_after;  /**< fault_fw_after=N: every command after the Nth fails (0 off). */
-	uint32_t fault_fw_status; /**< fault_fw_status=N: the PRM status injected (0: NO_RES_ERR 0xf, -EAGAIN). */
-	uint32_t slow_cmd_us;     /**< slow_cmd_us=N: each firmware command takes N us. */
-	uint32_t limit;           /**< limit=N: the device reserves at most N QPNs in total (0 off). */
-	uint32_t fw_first_fit;    /**< fw_first_fit=1: RESERVED_QPN objects from the lowest free
+	uint32_t fault_nodevx;  /**< fault_nodevx=1: cap bit set but object creation fails. */
+	uint32_t fault_fw_rate; /**< fault_fw_rate=N: a firmware error every N commands (0 off). */
+	uint32_t
+		fault_fw_after; /**< fault_fw_after=N: every command after the Nth fails (0 off). */
+	uint32_t
+		fault_fw_status; /**< fault_fw_status=N: the PRM status injected (0: NO_RES_ERR 0xf, -EAGAIN). */
+	uint32_t slow_cmd_us;  /**< slow_cmd_us=N: each firmware command takes N us. */
+	uint32_t limit;        /**< limit=N: the device reserves at most N QPNs in total (0 off). */
+	uint32_t fw_first_fit; /**< fw_first_fit=1: RESERVED_QPN objects from the lowest free
 				       block, so a destroyed range comes back at once (default 0). */
 };
 
@@ -61,7 +63,8 @@ mlx5_qpn_sim_cargs(const struct mlx5_qpn_devargs *da)
 }
 
 #ifdef __cplusplus
-static_assert(sizeof(struct mlx5_qpn_sim_devargs) <= sizeof(((struct mlx5_qpn_devargs *)0)->be_args),
+static_assert(sizeof(struct mlx5_qpn_sim_devargs) <=
+		      sizeof(((struct mlx5_qpn_devargs *)0)->be_args),
 	      "the emulated device's keys fit mlx5_qpn_devargs.be_args");
 }
 #endif

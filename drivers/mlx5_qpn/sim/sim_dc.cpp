@@ -152,7 +152,8 @@ cqe_write(SimDc *dc, uint8_t *arena, SimDcCq &cq, const mlx5_qpn_cqe_fields &f0)
 
 	f.owner = uint8_t((cq.pi >> cq.log_depth) & 1);
 	uint8_t op_own = mlx5_qpn_cqe_fill(cqe, &f);
-	std::atomic_ref<uint8_t>(cqe[MLX5_QPN_CQE_OFF_OP_OWN]).store(op_own, std::memory_order_release);
+	std::atomic_ref<uint8_t>(cqe[MLX5_QPN_CQE_OFF_OP_OWN])
+		.store(op_own, std::memory_order_release);
 	cq.pi++;
 	if (f.opcode == MLX5_QPN_PRM_CQE_REQ_ERR || f.opcode == MLX5_QPN_PRM_CQE_RESP_ERR)
 		dc->ctr.err_cqes++;
@@ -179,7 +180,8 @@ sq_copy(const uint8_t *sq, uint32_t bb_mask, uint32_t bb, uint32_t n, uint8_t *o
 {
 	for (uint32_t i = 0; i < n; i++)
 		memcpy(out + size_t(i) * MLX5_QPN_SEND_WQE_BB,
-		       sq + size_t((bb + i) & bb_mask) * MLX5_QPN_SEND_WQE_BB, MLX5_QPN_SEND_WQE_BB);
+		       sq + size_t((bb + i) & bb_mask) * MLX5_QPN_SEND_WQE_BB,
+		       MLX5_QPN_SEND_WQE_BB);
 }
 
 void
@@ -201,7 +203,8 @@ rx_deliver(uint8_t *arena, SimDcDct &t, uint32_t src_qpn, const uint8_t *data, u
 	std::atomic_ref<uint32_t>(w[2]).store(len, std::memory_order_release);
 	std::atomic_ref<uint32_t>(w[3]).store(src_qpn, std::memory_order_release);
 	for (uint32_t i = 0; i < len; i++)
-		std::atomic_ref<uint8_t>(slot[DC_RX_HDR + i]).store(data[i], std::memory_order_release);
+		std::atomic_ref<uint8_t>(slot[DC_RX_HDR + i])
+			.store(data[i], std::memory_order_release);
 	seq.store((s | 1) + 1, std::memory_order_release);
 }
 
@@ -212,8 +215,8 @@ dci_execute(SimDc *dc, uint8_t *arena, SimDcDci &d, DctLookup lookup, void *ctx,
 	SimDcCq &cq = dc->cq[d.cq];
 	uint32_t bb_mask = (uint32_t(1) << d.log_bbs) - 1;
 	const uint8_t *sq = dc_page_ptr(arena, d.page);
-	uint32_t db = rte_be_to_cpu_32(
-		std::atomic_ref<uint32_t>(d.dbrec[MLX5_QPN_SND_DBR]).load(std::memory_order_acquire));
+	uint32_t db = rte_be_to_cpu_32(std::atomic_ref<uint32_t>(d.dbrec[MLX5_QPN_SND_DBR])
+					       .load(std::memory_order_acquire));
 	uint32_t pending = (db - d.exec_bb) & 0xffff;
 	uint8_t wqe[MLX5_QPN_WQE_MAX_BBS * MLX5_QPN_SEND_WQE_BB];
 	int done = 0;
@@ -221,7 +224,8 @@ dci_execute(SimDc *dc, uint8_t *arena, SimDcDci &d, DctLookup lookup, void *ctx,
 	if (pending > bb_mask + 1) {
 		/* A doorbell record beyond anything the ring can hold: a broken poster. */
 		if (!d.err && cq_room(cq) >= 1)
-			req_err(dc, arena, d, cq, uint16_t(d.exec_bb), 0, MLX5_QPN_SYND_LOCAL_QP_OP_ERR);
+			req_err(dc, arena, d, cq, uint16_t(d.exec_bb), 0,
+				MLX5_QPN_SYND_LOCAL_QP_OP_ERR);
 		d.exec_bb = db & 0xffff;
 		return 1;
 	}
@@ -242,7 +246,9 @@ dci_execute(SimDc *dc, uint8_t *arena, SimDcDci &d, DctLookup lookup, void *ctx,
 		if (d.err) {
 			req_err(dc, arena, d, cq, idx, f.opcode, MLX5_QPN_SYND_WR_FLUSH_ERR);
 		} else {
-			int synd = mlx5_qpn_wqe_parse_dc_send(wqe, size_t(nbb) * MLX5_QPN_SEND_WQE_BB, &f);
+			int synd = mlx5_qpn_wqe_parse_dc_send(wqe,
+							      size_t(nbb) * MLX5_QPN_SEND_WQE_BB,
+							      &f);
 			uint32_t dctn = f.dqp_dct & 0xffffff;
 			int t = synd ? -1 : lookup(ctx, dctn);
 			if (synd) {
@@ -255,7 +261,8 @@ dci_execute(SimDc *dc, uint8_t *arena, SimDcDci &d, DctLookup lookup, void *ctx,
 			} else if (dc->dct[t].dc_key != f.dc_key) {
 				/* DC key violation: the DCT refuses; the requester sees a remote
 				 * access error and nothing is delivered. */
-				req_err(dc, arena, d, cq, idx, f.opcode, MLX5_QPN_SYND_REMOTE_ACCESS_ERR);
+				req_err(dc, arena, d, cq, idx, f.opcode,
+					MLX5_QPN_SYND_REMOTE_ACCESS_ERR);
 			} else {
 				SimDcDct &dt = dc->dct[t];
 				SimDcCq &rcq = dc->cq[dt.cq];
@@ -269,7 +276,8 @@ dci_execute(SimDc *dc, uint8_t *arena, SimDcDci &d, DctLookup lookup, void *ctx,
 				}
 				uint32_t len = f.inl_hdr & ~MLX5_QPN_INLINE_SEG;
 				if (len > DC_RX_STRIDE - DC_RX_HDR)
-					len = DC_RX_STRIDE - DC_RX_HDR; /* parse bounds it already */
+					len = DC_RX_STRIDE -
+					      DC_RX_HDR; /* parse bounds it already */
 				rx_deliver(arena, dt, d.qpn, f.data, len);
 				mlx5_qpn_cqe_fields r = {};
 				r.opcode = MLX5_QPN_PRM_CQE_RESP_SEND;
@@ -371,7 +379,8 @@ dc_dci_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t 
 	d.active_pos = dc->nb_active;
 	dc->active[dc->nb_active] = uint16_t(i);
 	std::atomic_ref<uint32_t>(d.live).store(1, std::memory_order_release);
-	std::atomic_ref<uint32_t>(dc->nb_active).store(dc->nb_active + 1, std::memory_order_release);
+	std::atomic_ref<uint32_t>(dc->nb_active)
+		.store(dc->nb_active + 1, std::memory_order_release);
 	dc->cq[cq].refs++;
 	dc->ctr.dcis++;
 	*idx = uint32_t(i);
@@ -379,8 +388,8 @@ dc_dci_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t 
 }
 
 int
-dc_dct_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t number,
-	      uint32_t cq, uint64_t dc_key, uint32_t *idx)
+dc_dct_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t number, uint32_t cq,
+	      uint64_t dc_key, uint32_t *idx)
 {
 	if (cq >= DC_MAX_CQ || !dc->cq[cq].live || dc->cq[cq].owner != owner)
 		return -EINVAL;
@@ -465,7 +474,8 @@ dc_owner_release(SimDc *dc, uint16_t owner)
 			dc_dct_destroy(dc, owner, i, dc->dct[i].gen);
 	for (uint32_t i = 0; i < DC_MAX_CQ; i++) {
 		if (dc->cq[i].live && dc->cq[i].owner == owner) {
-			dc->cq[i].refs = 0; /* a QP of another owner on it is impossible (checked) */
+			dc->cq[i].refs =
+				0; /* a QP of another owner on it is impossible (checked) */
 			dc_cq_destroy(dc, owner, i, dc->cq[i].gen);
 		}
 	}
@@ -535,8 +545,8 @@ dc_valid(const SimDc *dc, uint32_t max_owner, uint32_t nb_uars)
 	}
 	for (uint32_t i = 0; i < DC_MAX_DCT; i++) {
 		const SimDcDct &t = dc->dct[i];
-		if (t.live > 1 || (t.live && (!dct_ok(t) || t.owner >= max_owner ||
-					      !dc->cq[t.cq].live)))
+		if (t.live > 1 ||
+		    (t.live && (!dct_ok(t) || t.owner >= max_owner || !dc->cq[t.cq].live)))
 			return false;
 	}
 	return active == dc->nb_active;

@@ -22,14 +22,14 @@ constexpr uint32_t DC_MAX_CQ = 4096;
 constexpr uint32_t DC_MAX_DCI = 4096;
 constexpr uint32_t DC_MAX_DCT = 4096;
 constexpr uint32_t DC_PAGE = 4096;
-constexpr uint64_t DC_ARENA = uint64_t(64) << 20;   /* sparse: pages exist once touched */
+constexpr uint64_t DC_ARENA = uint64_t(64) << 20; /* sparse: pages exist once touched */
 constexpr uint32_t DC_NB_PAGES = uint32_t(DC_ARENA / DC_PAGE);
 constexpr uint32_t DC_LOG_CQ_MAX = 16;
 constexpr uint32_t DC_LOG_SQ_MAX = 12;
 /* Send queues hold 8 BBs per WQE (the largest DC SEND is 6): a full queue of the largest WQEs
  * fits, so "full" is decided by the WQE count alone. */
 constexpr uint32_t DC_SQ_BB_SHIFT = 3;
-constexpr uint32_t DC_RX_SLOTS = 64;       /* DCT receive ring, see mlx5_qpn_dc_ops.h */
+constexpr uint32_t DC_RX_SLOTS = 64; /* DCT receive ring, see mlx5_qpn_dc_ops.h */
 constexpr uint32_t DC_RX_STRIDE = 320;
 constexpr uint32_t DC_RX_HDR = 64;
 constexpr uint32_t DC_EXEC_BUDGET_PER_DCI = 64;
@@ -41,26 +41,26 @@ struct alignas(64) SimDcCq {
 	uint8_t log_depth;
 	uint8_t rsvd;
 	uint32_t gen;
-	uint32_t refs;        /* QPs that complete on it */
+	uint32_t refs; /* QPs that complete on it */
 	uint32_t page;
 	uint32_t npages;
-	uint32_t pi;          /* producer index (device only) */
+	uint32_t pi;                   /* producer index (device only) */
 	alignas(64) uint32_t dbrec[2]; /* written by the poller: [0] consumer index, be32 */
 };
 
 struct alignas(64) SimDcDci {
 	uint32_t live;
 	uint16_t owner;
-	uint8_t err;          /* in error: later WQEs are flushed */
+	uint8_t err; /* in error: later WQEs are flushed */
 	uint8_t log_bbs;
 	uint32_t gen;
 	uint32_t qpn;
 	uint32_t cq;
 	uint32_t page;
 	uint32_t npages;
-	uint32_t exec_bb;     /* next BB the device executes (device only) */
-	uint32_t active_pos;  /* index in SimDc::active */
-	uint32_t uar;         /* UAR page whose register it rings */
+	uint32_t exec_bb;              /* next BB the device executes (device only) */
+	uint32_t active_pos;           /* index in SimDc::active */
+	uint32_t uar;                  /* UAR page whose register it rings */
 	alignas(64) uint32_t dbrec[2]; /* written by the poster: [1] send counter, be32 */
 };
 
@@ -73,22 +73,22 @@ struct alignas(64) SimDcDct {
 	uint32_t cq;
 	uint32_t page;
 	uint32_t npages;
-	uint32_t rx_pi;       /* messages delivered (device only) */
+	uint32_t rx_pi; /* messages delivered (device only) */
 	uint64_t dc_key;
 };
 
 struct SimDcCounters {
-	uint64_t wqes;        /* WQEs executed (good or error) */
-	uint64_t delivered;   /* SENDs delivered to a DCT */
-	uint64_t err_cqes;    /* error CQEs written (flushes included) */
-	uint64_t stalls;      /* executions postponed for a full CQ */
+	uint64_t wqes;      /* WQEs executed (good or error) */
+	uint64_t delivered; /* SENDs delivered to a DCT */
+	uint64_t err_cqes;  /* error CQEs written (flushes included) */
+	uint64_t stalls;    /* executions postponed for a full CQ */
 	uint32_t cqs, dcis, dcts;
 	uint32_t rsvd;
 };
 
 struct SimDc {
 	uint64_t page_bits[DC_NB_PAGES / 64];
-	uint32_t nb_active;   /* live DCIs, listed in active[] (atomic read by idle checks) */
+	uint32_t nb_active; /* live DCIs, listed in active[] (atomic read by idle checks) */
 	uint32_t rsvd;
 	SimDcCounters ctr;
 	uint16_t active[DC_MAX_DCI];

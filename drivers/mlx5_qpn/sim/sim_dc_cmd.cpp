@@ -133,7 +133,8 @@ bool
 cq_is_mine(const SimDc *dc, const SimDev *d, uint64_t handle)
 {
 	uint32_t i = uint32_t(handle);
-	return dc->cq[i].live && dc->cq[i].owner == d->slot && dc->cq[i].gen == uint32_t(handle >> 32);
+	return dc->cq[i].live && dc->cq[i].owner == d->slot &&
+	       dc->cq[i].gen == uint32_t(handle >> 32);
 }
 
 /* DESTROY of a DCI or DCT (rec says which): the queue first, then its number in the QPN table. */
@@ -151,8 +152,8 @@ dc_qp_destroy_cmd(mlx5_qpn_backend *be, uint64_t handle, uint32_t max, uint8_t r
 	SimDc *dc = &d->shm->dc;
 	uint32_t idx = uint32_t(handle), gen = uint32_t(handle >> 32);
 	uint32_t qpn = rec == REC_DCI ? dc->dci[idx].qpn : dc->dct[idx].number;
-	rc = rec == REC_DCI ? dc_dci_destroy(dc, d->slot, idx, gen)
-			    : dc_dct_destroy(dc, d->slot, idx, gen);
+	rc = rec == REC_DCI ? dc_dci_destroy(dc, d->slot, idx, gen) :
+			      dc_dct_destroy(dc, d->slot, idx, gen);
 	if (rc == 0)
 		dc_qpn_free(d, qpn, rec);
 	return dc_cmd_end(d, 0, rc, what);

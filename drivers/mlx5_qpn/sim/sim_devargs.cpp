@@ -17,8 +17,11 @@ using namespace mlx5_qpn_sim;
 
 namespace {
 
-#define SIM_KEY(f, type, lo, hi) \
-	{#f, type, lo, hi, offsetof(mlx5_qpn_sim_devargs, f), sizeof(mlx5_qpn_sim_devargs::f)}
+#define SIM_KEY(f, type, lo, hi)                                                                   \
+	{                                                                                          \
+#f, type, lo, hi, offsetof(mlx5_qpn_sim_devargs, f),                               \
+			sizeof(mlx5_qpn_sim_devargs::f)                                            \
+	}
 #define SIM_U32(f, lo, hi) SIM_KEY(f, MLX5_QPN_DEVARG_UINT, lo, hi)
 
 const mlx5_qpn_devarg_key kSimKeys[] = {
@@ -106,7 +109,4 @@ extern const mlx5_qpn_backend_desc g_backend = {
 } // namespace mlx5_qpn_sim
 
 /* The emulated device registers itself at load, as a DPDK PMD does. */
-RTE_INIT(mlx5_qpn_sim_register)
-{
-	mlx5_qpn_backend_register(&g_backend);
-}
+RTE_INIT(mlx5_qpn_sim_register) { mlx5_qpn_backend_register(&g_backend); }

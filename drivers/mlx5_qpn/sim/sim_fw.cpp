@@ -72,12 +72,15 @@ dev_lock(SimShm *s, const char *name)
 	int rc = qpn::shm::mutex_lock(&s->mutex, g_lock_timeout_ns);
 
 	if (rc == -ETIMEDOUT) {
-		SIM_LOG(ERR, "device %s: the device mutex is held by another process for more than %" PRIu64 " ms",
+		SIM_LOG(ERR,
+			"device %s: the device mutex is held by another process for more than %" PRIu64
+			" ms",
 			name, g_lock_timeout_ns / 1000000);
 		return rc;
 	}
 	if (rc < 0) {
-		SIM_LOG(ERR, "device %s: the device mutex in shared memory /mlx5_qpn_%s is corrupted",
+		SIM_LOG(ERR,
+			"device %s: the device mutex in shared memory /mlx5_qpn_%s is corrupted",
 			name, name);
 		return -EIO;
 	}
@@ -86,11 +89,13 @@ dev_lock(SimShm *s, const char *name)
 		if (rc == 1)
 			pthread_mutex_consistent(&s->mutex);
 		pthread_mutex_unlock(&s->mutex);
-		SIM_LOG(ERR, "device %s: shared memory /mlx5_qpn_%s is corrupted (%s)", name, name, bad);
+		SIM_LOG(ERR, "device %s: shared memory /mlx5_qpn_%s is corrupted (%s)", name, name,
+			bad);
 		return -EPROTO;
 	}
 	if (rc == 1) {
-		SIM_LOG(WARNING, "device %s: a process died inside a device command: repairing the device",
+		SIM_LOG(WARNING,
+			"device %s: a process died inside a device command: repairing the device",
 			name);
 		repair(s);
 		pthread_mutex_consistent(&s->mutex);

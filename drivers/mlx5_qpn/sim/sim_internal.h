@@ -61,7 +61,7 @@ extern int mlx5_qpn_sim_logtype;
 namespace mlx5_qpn_sim {
 
 constexpr uint64_t SIM_MAGIC = 0x4d49535135584c4dULL; /* "MLX5QSIM" little endian */
-constexpr uint32_t SIM_VERSION = 3;                  /* 2: DC data path; 3: owners are ProcIds */
+constexpr uint32_t SIM_VERSION = 3;                   /* 2: DC data path; 3: owners are ProcIds */
 constexpr uint32_t SIM_STATE_READY = 0x52454459;      /* "REDY" */
 constexpr uint32_t MAX_OWNERS = 64;
 constexpr uint32_t NB_UARS = 64;
@@ -69,7 +69,7 @@ constexpr uint32_t UAR_PAGE = 4096;
 constexpr uint32_t UAR_DB_OFFSET = 0x800;
 constexpr uint32_t REC_BITS = 18;
 constexpr uint32_t REC_CAP = 1u << REC_BITS;
-constexpr uint32_t REC_MAX_LIVE = REC_CAP / 2;        /* keeps linear probing short */
+constexpr uint32_t REC_MAX_LIVE = REC_CAP / 2; /* keeps linear probing short */
 constexpr uint32_t OBJ_TYPE_RESERVED_QPN = 0x2c;
 
 /* DCI and DCT numbers are QPs of the table too; aux holds their DC table index. */
@@ -110,8 +110,8 @@ struct SimUarMeta {
 	uint16_t rsvd;
 	uint32_t gen;
 	uint32_t rsvd2;
-	uint64_t last_seen;   /* last doorbell value consumed (atomic) */
-	uint64_t count;       /* doorbells consumed on this page (atomic) */
+	uint64_t last_seen; /* last doorbell value consumed (atomic) */
+	uint64_t count;     /* doorbells consumed on this page (atomic) */
 };
 
 struct SimCfg {
@@ -144,7 +144,7 @@ struct SimCounters {
 	uint64_t reclaimed_objs;
 	uint64_t reclaimed_qps;
 	uint64_t repairs;
-	uint64_t doorbells;   /* atomic: updated by pollers outside the mutex */
+	uint64_t doorbells; /* atomic: updated by pollers outside the mutex */
 };
 
 struct SimShm {
@@ -152,7 +152,7 @@ struct SimShm {
 	pthread_mutex_t mutex;
 	SimCfg cfg;
 	SimCounters ctr;
-	uint64_t fault_cmds;  /* creation commands seen by fault injection */
+	uint64_t fault_cmds; /* creation commands seen by fault injection */
 	uint32_t gen_next;
 	uint32_t recs_live;
 	SimUarMeta uar_meta[NB_UARS];
@@ -167,9 +167,9 @@ struct SimShm {
 struct SingleBlock {
 	mlx5_qpn_range_obj obj;
 	uint32_t size;
-	uint32_t next;        /* forward-only cursor */
+	uint32_t next; /* forward-only cursor */
 	uint32_t returned;
-	uint64_t *bits;       /* handed out and not yet returned */
+	uint64_t *bits; /* handed out and not yet returned */
 };
 
 struct SimDev {
@@ -186,12 +186,12 @@ struct SimDev {
 	uint32_t cap_blks;
 	bool svc_registered;
 	uint32_t svc_id;
-	bool dc_off;          /* data path switched off (mlx5_qpn_sim_dc_enable) */
-	bool fw_first_fit;    /* this opener's objects come from the lowest free block (devarg;
+	bool dc_off;        /* data path switched off (mlx5_qpn_sim_dc_enable) */
+	bool fw_first_fit;  /* this opener's objects come from the lowest free block (devarg;
 			       * per handle, so the shared layout does not change) */
-	uint32_t qpn_limit;   /* this opener's limit= devarg, reported in its caps */
+	uint32_t qpn_limit; /* this opener's limit= devarg, reported in its caps */
 	bool dc_uar_mapped;
-	mlx5_qpn_uar dc_uar;  /* rung by every DCI of this handle, like a shared bfreg */
+	mlx5_qpn_uar dc_uar; /* rung by every DCI of this handle, like a shared bfreg */
 };
 
 

@@ -148,7 +148,8 @@ QpnTable::alloc(QpType type, uint32_t port, uint8_t prefix)
 				}
 				off += 64 - (i & 63);
 			}
-			off = BITS_PER_PAGE + 1; /* bit 0 of the overflowed offset, as the step loop */
+			off = BITS_PER_PAGE +
+			      1; /* bit 0 of the overflowed offset, as the step loop */
 		} else {
 			while (off < BITS_PER_PAGE) {
 				uint32_t i = base + off;

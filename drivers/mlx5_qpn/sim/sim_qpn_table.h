@@ -49,25 +49,25 @@ enum class QpType : uint8_t { SMI = 0, GSI = 1, ORDINARY = 2 };
 
 constexpr uint32_t QPN_BITS = 24;
 constexpr uint32_t QPN_SPACE = 1u << QPN_BITS;
-constexpr uint32_t BITS_PER_PAGE = 4096 * 8;         /* RVT_BITS_PER_PAGE */
+constexpr uint32_t BITS_PER_PAGE = 4096 * 8; /* RVT_BITS_PER_PAGE */
 constexpr uint32_t NB_PAGES = QPN_SPACE / BITS_PER_PAGE;
-constexpr uint8_t AIP_PREFIX = 0x81;                 /* RVT_AIP_QP_PREFIX */
+constexpr uint8_t AIP_PREFIX = 0x81; /* RVT_AIP_QP_PREFIX */
 constexpr uint32_t AIP_SHIFT = 16;
 constexpr uint32_t AIP_SPACE = 1u << AIP_SHIFT;
 constexpr uint32_t MAX_PORTS = 4;
-constexpr uint32_t MCAST_QPN = QPN_SPACE - 1;        /* 0xFFFFFF: never handed out */
+constexpr uint32_t MCAST_QPN = QPN_SPACE - 1; /* 0xFFFFFF: never handed out */
 /* Largest stride accepted: rdmavt drivers use qpn_inc 1 and qos_shift <= 3; a stride must stay
  * well inside one bitmap page for the page-walk rules to mean anything. */
 constexpr uint32_t MAX_INCR = 4096;
 
 /** Table parameters (rdmavt's dparms). */
 struct QpnTableCfg {
-	uint32_t qpn_start = 0;    /**< Initial cursor: the first QPN is qpn_start + incr. */
-	uint32_t qpn_inc = 1;      /**< Stride before the QoS shift (>= 1). */
-	uint32_t qos_shift = 0;    /**< incr = qpn_inc << qos_shift. */
-	uint32_t res_start = 0;    /**< Driver-reserved range start. */
-	uint32_t res_count = 0;    /**< Driver-reserved range length (0: none). */
-	uint32_t nb_ports = 1;     /**< Ports that may create SMI/GSI (1..4). */
+	uint32_t qpn_start = 0;       /**< Initial cursor: the first QPN is qpn_start + incr. */
+	uint32_t qpn_inc = 1;         /**< Stride before the QoS shift (>= 1). */
+	uint32_t qos_shift = 0;       /**< incr = qpn_inc << qos_shift. */
+	uint32_t res_start = 0;       /**< Driver-reserved range start. */
+	uint32_t res_count = 0;       /**< Driver-reserved range length (0: none). */
+	uint32_t nb_ports = 1;        /**< Ports that may create SMI/GSI (1..4). */
 	bool premark_special = false; /**< Mark QPN 0 and 1 used (QP0/QP1 are not ordinary QPNs). */
 };
 
@@ -123,7 +123,10 @@ public:
 	uint32_t special_flags() const { return flags_; }
 
 private:
-	static uint32_t space_of(uint8_t prefix) { return prefix == AIP_PREFIX ? AIP_SPACE : QPN_SPACE; }
+	static uint32_t space_of(uint8_t prefix)
+	{
+		return prefix == AIP_PREFIX ? AIP_SPACE : QPN_SPACE;
+	}
 	static uint32_t with_prefix(uint32_t idx, uint8_t prefix)
 	{
 		return prefix == AIP_PREFIX ? (idx | (uint32_t(AIP_PREFIX) << AIP_SHIFT)) : idx;

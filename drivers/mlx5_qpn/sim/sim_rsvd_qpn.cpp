@@ -63,7 +63,9 @@ create_rsvd_qpn(SimDev *d, uint32_t log_size, mlx5_qpn_range_obj *obj)
 				break;
 		}
 		if (got < 0) {
-			SIM_LOG(DEBUG, "device %s: no room for 2^%u reserved QPNs (%" PRIu64 " of %" PRIu64 " reserved)",
+			SIM_LOG(DEBUG,
+				"device %s: no room for 2^%u reserved QPNs (%" PRIu64 " of %" PRIu64
+				" reserved)",
 				d->name, log_size, s->ctr.qpns_reserved, lim);
 			st = MLX5_QPN_CMD_STAT_LIM_ERR;
 			goto fail;
@@ -106,8 +108,8 @@ destroy_rsvd_qpn(SimDev *d, const mlx5_qpn_range_obj *obj)
 		r = rec_find(s, index_of(s, obj->first_qpn) + 1);
 	if (!r || r->kind != REC_OBJ || r->owner != d->slot || r->log_size != obj->log_size ||
 	    r->gen != uint32_t(obj->handle >> 32)) {
-		SIM_LOG(ERR, "device %s: no RESERVED_QPN object 0x%x (2^%u) of this handle", d->name,
-			obj->first_qpn, unsigned(obj->log_size));
+		SIM_LOG(ERR, "device %s: no RESERVED_QPN object 0x%x (2^%u) of this handle",
+			d->name, obj->first_qpn, unsigned(obj->log_size));
 		rc = fw_fail(s, MLX5_QPN_CMD_STAT_BAD_RES_ERR);
 		dev_unlock(s);
 		return rc;
@@ -209,8 +211,8 @@ sim_qpn_release_one(mlx5_qpn_backend *be, uint32_t qpn)
 	}
 	pthread_mutex_unlock(&d->lock);
 	if (rc == -EINVAL)
-		SIM_LOG(ERR, "device %s: QPN 0x%x is not a reserved QPN held by this handle", d->name,
-			qpn);
+		SIM_LOG(ERR, "device %s: QPN 0x%x is not a reserved QPN held by this handle",
+			d->name, qpn);
 	return rc;
 }
 
@@ -308,7 +310,8 @@ mlx5_qpn_sim_special_qp(struct mlx5_qpn_backend *be, int gsi, uint32_t port, uin
 			*qpn = uint32_t(rc);
 			rc = 0;
 		} else {
-			SIM_LOG(ERR, "device %s: QP%d of port %u exists already or the port is invalid",
+			SIM_LOG(ERR,
+				"device %s: QP%d of port %u exists already or the port is invalid",
 				d->name, gsi, port);
 			rc = fw_fail(s, MLX5_QPN_CMD_STAT_BAD_PARAM_ERR);
 		}

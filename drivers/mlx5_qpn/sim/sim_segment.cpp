@@ -200,12 +200,14 @@ shm_attach(qpn::shm::Segment *seg, const mlx5_qpn_devargs *da, SimShm **out, boo
 	if (pre.magic != SIM_MAGIC) {
 		if (pre.magic == 0 && pre.version == 0 && pre.state == 0)
 			return fresh(); /* its creator died before initialising it */
-		SIM_LOG(ERR, "device %s: shared memory %s is not an emulated device (bad magic); remove it (mlx5_qpn_sim_destroy)",
+		SIM_LOG(ERR,
+			"device %s: shared memory %s is not an emulated device (bad magic); remove it (mlx5_qpn_sim_destroy)",
 			da->name, seg->name);
 		return -EPROTO;
 	}
 	if (!owners_ok(pre)) {
-		SIM_LOG(ERR, "device %s: shared memory %s is corrupted (owner table); remove it (mlx5_qpn_sim_destroy)",
+		SIM_LOG(ERR,
+			"device %s: shared memory %s is corrupted (owner table); remove it (mlx5_qpn_sim_destroy)",
 			da->name, seg->name);
 		return -EPROTO;
 	}
@@ -214,7 +216,9 @@ shm_attach(qpn::shm::Segment *seg, const mlx5_qpn_devargs *da, SimShm **out, boo
 
 	if (pre.version != SIM_VERSION || pre.size != sizeof(SimShm) || fsize != sizeof(SimShm) ||
 	    pre.state != SIM_STATE_READY) {
-		SIM_LOG(ERR, "device %s: shared memory %s of layout version %u (size %" PRIu64 ", state 0x%x) is in use by live processes (this build: version %u)",
+		SIM_LOG(ERR,
+			"device %s: shared memory %s of layout version %u (size %" PRIu64
+			", state 0x%x) is in use by live processes (this build: version %u)",
 			da->name, seg->name, unsigned(pre.version), pre.size, unsigned(pre.state),
 			unsigned(SIM_VERSION));
 		return -EPROTO;
@@ -228,7 +232,8 @@ shm_attach(qpn::shm::Segment *seg, const mlx5_qpn_devargs *da, SimShm **out, boo
 		return rc;
 	if (const char *bad = shm_bad(s)) {
 		dev_unlock(s);
-		SIM_LOG(ERR, "device %s: shared memory %s is corrupted (%s); remove it (mlx5_qpn_sim_destroy)",
+		SIM_LOG(ERR,
+			"device %s: shared memory %s is corrupted (%s); remove it (mlx5_qpn_sim_destroy)",
 			da->name, seg->name, bad);
 		return -EPROTO;
 	}
@@ -236,7 +241,8 @@ shm_attach(qpn::shm::Segment *seg, const mlx5_qpn_devargs *da, SimShm **out, boo
 	SimCfg mine;
 	cfg_from(da, &mine);
 	if (!cfg_equal(mine, s->cfg))
-		SIM_LOG(NOTICE, "device %s is open elsewhere: its parameters stay as created, this opener's differ",
+		SIM_LOG(NOTICE,
+			"device %s is open elsewhere: its parameters stay as created, this opener's differ",
 			da->name);
 	dev_unlock(s);
 	*out = s;
@@ -334,7 +340,8 @@ sim_close(mlx5_qpn_backend *be)
 	if (d->pid != getpid()) {
 		/* A fork()ed copy of the handle: the parent still owns everything; only drop the
 		 * child's copy of the process-local memory. */
-		SIM_LOG(WARNING, "device %s: handle closed in a child process; the parent keeps its objects",
+		SIM_LOG(WARNING,
+			"device %s: handle closed in a child process; the parent keeps its objects",
 			d->name);
 	} else {
 		svc_unregister(d);

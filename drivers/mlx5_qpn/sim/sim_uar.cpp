@@ -74,10 +74,11 @@ svc_register(SimDev *d)
 	spec.callback = svc_run;
 	spec.callback_userdata = d;
 	spec.capabilities = RTE_SERVICE_CAP_MT_SAFE; /* the poll is lock-free */
-	spec.socket_id = -1; /* SOCKET_ID_ANY */
+	spec.socket_id = -1;                         /* SOCKET_ID_ANY */
 	uint32_t id;
 	if (rte_service_component_register(&spec, &id) != 0) {
-		SIM_LOG(WARNING, "device %s: doorbell service not registered; call mlx5_qpn_sim_poll()",
+		SIM_LOG(WARNING,
+			"device %s: doorbell service not registered; call mlx5_qpn_sim_poll()",
 			d->name);
 		return;
 	}
@@ -194,8 +195,9 @@ mlx5_qpn_sim_poll(struct mlx5_qpn_backend *be)
 		uint64_t seen = last_seen.load(std::memory_order_acquire);
 		/* Whoever swaps the value in consumes the doorbell: concurrent pollers in any
 		 * process count each new value once. */
-		if (v != seen && last_seen.compare_exchange_strong(seen, v, std::memory_order_acq_rel,
-								   std::memory_order_acquire)) {
+		if (v != seen &&
+		    last_seen.compare_exchange_strong(seen, v, std::memory_order_acq_rel,
+						      std::memory_order_acquire)) {
 			std::atomic_ref<uint64_t>(m.count).fetch_add(1, std::memory_order_relaxed);
 			std::atomic_ref<uint64_t>(s->ctr.doorbells)
 				.fetch_add(1, std::memory_order_relaxed);

@@ -167,7 +167,8 @@ validate(const mlx5_qpn_devargs *da)
 	tc.nb_ports = a->ports;
 	tc.premark_special = true;
 	if (!QpnTable::cfg_ok(tc)) {
-		SIM_LOG(ERR, "invalid QPN table arguments qpn_inc=%u qos_shift=%u rsvd_first=%u rsvd_count=%u",
+		SIM_LOG(ERR,
+			"invalid QPN table arguments qpn_inc=%u qos_shift=%u rsvd_first=%u rsvd_count=%u",
 			a->qpn_inc, a->qos_shift, a->rsvd_first, a->rsvd_count);
 		return -EINVAL;
 	}
