@@ -28,10 +28,10 @@
  */
 #include <atomic>
 #include <mutex>
-#include <vector>
 
 #include <pthread.h>
 
+#include "mlx5_qpn_vec.h"
 #include "mlx5_qpn.h"
 #include "mlx5_qpn_backend.h"
 #include "mlx5_qpn_dev_log.h"
@@ -63,6 +63,7 @@ struct mlx5_qpn_supply_ops {
 const struct mlx5_qpn_supply_ops *mlx5_qpn_supply_of(enum mlx5_qpn_source source);
 
 struct mlx5_qpn_dev {
+	struct mlx5_qpn_dev *reg_next = nullptr; /* the registry's list (mlx5_qpn_registry.cpp) */
 	struct mlx5_qpn_devargs da;
 	const struct mlx5_qpn_backend_desc *backend = nullptr; /* = da.backend */
 	const struct mlx5_qpn_dev_ops *ops = nullptr;
@@ -76,9 +77,9 @@ struct mlx5_qpn_dev {
 	int numa_node = -1;
 	char cores[128] = {};
 
-	std::mutex grow_mutex;                /* device commands; never taken by the fast path */
-	std::vector<mlx5_qpn_range_obj> objs; /* under grow_mutex */
-	std::atomic<uint64_t> held{0};        /* QPNs reserved from the device now */
+	std::mutex grow_mutex; /* device commands; never taken by the fast path */
+	mlx5_qpn_dev_impl::NtVec<mlx5_qpn_range_obj> objs; /* under grow_mutex */
+	std::atomic<uint64_t> held{0};                     /* QPNs reserved from the device now */
 	std::atomic<uint64_t> grown{
 		0}; /* successful reservations: lets a waiter see it lost a race */
 
@@ -107,7 +108,7 @@ struct mlx5_qpn_dev {
 		uint32_t first, count; /* QPNs the device gave us that may not feed the pool yet */
 		uint64_t until_ns;     /* when to look at the lease again */
 	};
-	std::vector<Cooling> cooling;
+	mlx5_qpn_dev_impl::NtVec<Cooling> cooling;
 	std::atomic<uint64_t> cooling_qpns{0}, cooled_ranges{0}, lease_errors{0};
 };
 

@@ -56,7 +56,10 @@ take_block(mlx5_qpn_dev *d, uint32_t first, uint32_t log)
 		return rc;
 	}
 	if (until != 0) {
-		d->cooling.push_back({first, 1u << log, until});
+		if (!d->cooling.push_back({first, 1u << log, until})) {
+			d->lease.drop(first, log);
+			return -ENOMEM;
+		}
 		d->cooling_qpns.fetch_add(1ull << log, rlx);
 		DEV_LOG(INFO,
 			"%s: QPNs 0x%06x..0x%06x were let go by a process less than a quarantine ago: cooling for %" PRIu64
@@ -108,7 +111,7 @@ promote_locked(mlx5_qpn_dev *d)
 		}
 		d->cooling_qpns.fetch_sub(c.count, rlx);
 		d->cooled_ranges.fetch_add(1, rlx);
-		d->cooling.erase(d->cooling.begin() + static_cast<long>(i));
+		d->cooling.erase(d->cooling.begin() + i);
 		n++;
 	}
 	return n;
@@ -121,16 +124,25 @@ namespace {
 int
 grow_singles(mlx5_qpn_dev *d, uint32_t n)
 {
-	std::vector<uint32_t> got;
+	NtVec<uint32_t> got;
 	int rc = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		mlx5_qpn_range_obj o;
 		rc = d->supply->reserve(d->ops, d->be, 0, &o);
 		if (rc != 0)
 			break;
-		got.push_back(o.first_qpn);
-		d->objs.push_back(o);
 		d->held.fetch_add(1, rlx);
+		if (!got.push_back(o.first_qpn)) {
+			release_obj(d, o);
+			rc = -ENOMEM;
+			break;
+		}
+		if (!d->objs.push_back(o)) {
+			got.pop_back();
+			release_obj(d, o);
+			rc = -ENOMEM;
+			break;
+		}
 	}
 	if (got.empty())
 		return rc != 0 ? rc : -ENOSPC;
@@ -267,8 +279,12 @@ grow_ranges(mlx5_qpn_dev *d)
 		rc = d->supply->reserve(d->ops, d->be, log, &o);
 		if (rc != 0)
 			break;
-		d->objs.push_back(o);
 		d->held.fetch_add(1ull << o.log_size, rlx);
+		if (!d->objs.push_back(o)) {
+			release_obj(d, o); /* held, ranges_released */
+			rc = -ENOMEM;
+			break;
+		}
 		rc = take_block(d, o.first_qpn, o.log_size);
 		if (rc < 0) {
 			release_obj(d, o); /* held, ranges_released */
@@ -363,7 +379,7 @@ shrink_locked(mlx5_qpn_dev *d, uint64_t free_now)
 		/* Wholly free and out of quarantine: it may go at once. */
 		d->lease.drop(o.first_qpn, o.log_size);
 		release_obj(d, o); /* held, ranges_released */
-		d->objs.erase(d->objs.begin() + static_cast<long>(k));
+		d->objs.erase(d->objs.begin() + k);
 		return 0;
 	}
 	return -EBUSY;

@@ -76,6 +76,7 @@ zone_name(const char *dev, char *out, size_t len)
 } /* namespace */
 
 struct mlx5_qpn_mp {
+	mlx5_qpn_mp *next_primary = nullptr; /* g_primaries: serving allocates nothing */
 	bool secondary = false;
 	MpInfo *info = nullptr;
 	const rte_memzone *mz = nullptr; /* primary */
@@ -92,8 +93,8 @@ struct mlx5_qpn_mp {
 
 namespace {
 
-std::mutex g_mp_mutex; /* the primaries the handler serves */
-std::vector<mlx5_qpn_mp *> g_primaries;
+std::mutex g_mp_mutex;    /* the primaries the handler serves */
+mlx5_qpn_mp *g_primaries; /* a list through next_primary */
 bool g_action_registered;
 
 /* Ask the pool to take back what dead processes held (caches, allocated QPNs) into quarantine. */
@@ -135,7 +136,7 @@ handler(const struct rte_mp_msg *msg, const void *peer)
 		req.name[sizeof(req.name) - 1] = '\0';
 		rep.rc = -ENODEV;
 		std::lock_guard<std::mutex> g(g_mp_mutex);
-		for (auto *mp : g_primaries) {
+		for (auto *mp = g_primaries; mp != nullptr; mp = mp->next_primary) {
 			if (strcmp(mp->name, req.name) != 0 || req.op != 1)
 				continue;
 			mp->info->ipc_requests.fetch_add(1, rlx);
@@ -170,19 +171,20 @@ serve(mlx5_qpn_mp *mp)
 				"grow the pool",
 				mp->name, MLX5_QPN_MP_ACTION, rte_strerror(rte_errno));
 	}
-	g_primaries.push_back(mp);
+	mp->next_primary = g_primaries;
+	g_primaries = mp;
 }
 
 void
 unserve(mlx5_qpn_mp *mp)
 {
 	std::lock_guard<std::mutex> g(g_mp_mutex); /* waits for a request in progress */
-	for (auto it = g_primaries.begin(); it != g_primaries.end(); ++it)
-		if (*it == mp) {
-			g_primaries.erase(it);
+	for (mlx5_qpn_mp **p = &g_primaries; *p != nullptr; p = &(*p)->next_primary)
+		if (*p == mp) {
+			*p = mp->next_primary;
 			break;
 		}
-	if (g_primaries.empty() && g_action_registered) {
+	if (g_primaries == nullptr && g_action_registered) {
 		rte_mp_action_unregister(MLX5_QPN_MP_ACTION);
 		g_action_registered = false;
 	}
@@ -467,12 +469,6 @@ mlx5_qpn_mp_grow(struct mlx5_qpn_mp *mp, int force)
 	if (rep.rc == -ENOSPC)
 		mp->full_until_ns.store(mlx5_qpn_clock_ns() + 10000000ull, rlx);
 	return rep.rc < 0 ? rep.rc : 0;
-}
-
-int
-mlx5_qpn_mp_is_secondary(const struct mlx5_qpn_mp *mp)
-{
-	return mp != nullptr && mp->secondary ? 1 : 0;
 }
 
 void

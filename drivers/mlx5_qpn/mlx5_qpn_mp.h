@@ -106,9 +106,6 @@ int mlx5_qpn_mp_check_primary(struct mlx5_qpn_mp *mp);
 
 /* ---- both ---------------------------------------------------------------------------------- */
 
-/** 1 for a secondary's attachment, 0 for a primary's or NULL. */
-int mlx5_qpn_mp_is_secondary(const struct mlx5_qpn_mp *mp);
-
 /** Counters of the attachment (all may be NULL). */
 void mlx5_qpn_mp_counters(const struct mlx5_qpn_mp *mp, uint64_t *grow_requests,
 			  uint64_t *ipc_grows, uint64_t *dead_reclaimed, int32_t *primary_pid);

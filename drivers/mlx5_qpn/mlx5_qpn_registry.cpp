@@ -5,7 +5,6 @@
  * (mlx5_qpn_mp.h explains the order), and queries by name copy under it so that a concurrent
  * close cannot free the device underneath.
  */
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -15,8 +14,12 @@
 
 namespace {
 
+/* The probed devices in probe order: a list through mlx5_qpn_dev::reg_next, so that registering
+ * a device allocates nothing and cannot fail at the end of a probe. */
 std::mutex g_devs_mutex;
-std::vector<mlx5_qpn_dev *> g_devs;
+mlx5_qpn_dev *g_devs;
+
+#define FOREACH_DEV(d) for (mlx5_qpn_dev *d = g_devs; d != nullptr; d = d->reg_next)
 
 } /* namespace */
 
@@ -26,16 +29,20 @@ void
 registry_add(mlx5_qpn_dev *d)
 {
 	std::lock_guard<std::mutex> g(g_devs_mutex);
-	g_devs.push_back(d);
+	mlx5_qpn_dev **p = &g_devs;
+	while (*p != nullptr)
+		p = &(*p)->reg_next;
+	d->reg_next = nullptr;
+	*p = d;
 }
 
 bool
 registry_has(const char *name)
 {
 	std::lock_guard<std::mutex> g(g_devs_mutex);
-	for (auto *x : g_devs)
-		if (strcmp(x->da.name, name) == 0)
-			return true;
+	FOREACH_DEV(x)
+	if (strcmp(x->da.name, name) == 0)
+		return true;
 	return false;
 }
 
@@ -43,11 +50,13 @@ bool
 registry_remove(mlx5_qpn_dev *d)
 {
 	std::lock_guard<std::mutex> g(g_devs_mutex);
-	auto it = std::find(g_devs.begin(), g_devs.end(), d);
-	if (it == g_devs.end())
-		return false;
-	g_devs.erase(it);
-	return true;
+	for (mlx5_qpn_dev **p = &g_devs; *p != nullptr; p = &(*p)->reg_next)
+		if (*p == d) {
+			*p = d->reg_next;
+			d->reg_next = nullptr;
+			return true;
+		}
+	return false;
 }
 
 } /* namespace mlx5_qpn_dev_impl */
@@ -60,9 +69,9 @@ mlx5_qpn_dev_get(const char *name)
 	if (name == nullptr)
 		return nullptr;
 	std::lock_guard<std::mutex> g(g_devs_mutex);
-	for (auto *d : g_devs)
-		if (strcmp(d->da.name, name) == 0)
-			return d;
+	FOREACH_DEV(d)
+	if (strcmp(d->da.name, name) == 0)
+		return d;
 	return nullptr;
 }
 
@@ -73,7 +82,8 @@ mlx5_qpn_dev_query(const char *name, struct mlx5_qpn_dev_info *info,
 	if (name == nullptr)
 		return -ENODEV;
 	std::lock_guard<std::mutex> g(g_devs_mutex);
-	for (auto *d : g_devs) {
+	FOREACH_DEV(d)
+	{
 		if (strcmp(d->da.name, name) != 0)
 			continue;
 		if (info != nullptr) {
@@ -93,8 +103,12 @@ mlx5_qpn_dev_names(char (*names)[32], unsigned int n)
 {
 	std::lock_guard<std::mutex> g(g_devs_mutex);
 	unsigned int k = 0;
-	for (; k < n && k < g_devs.size(); k++)
-		snprintf(names[k], 32, "%s", g_devs[k]->da.name);
+	FOREACH_DEV(d)
+	{
+		if (k >= n)
+			break;
+		snprintf(names[k++], 32, "%s", d->da.name);
+	}
 	return k;
 }
 
@@ -102,9 +116,14 @@ unsigned int
 mlx5_qpn_dev_list(const char **names, unsigned int n)
 {
 	std::lock_guard<std::mutex> g(g_devs_mutex);
-	for (unsigned i = 0; i < n && i < g_devs.size(); i++)
-		names[i] = g_devs[i]->da.name;
-	return static_cast<unsigned int>(g_devs.size());
+	unsigned int k = 0;
+	FOREACH_DEV(d)
+	{
+		if (k < n)
+			names[k] = d->da.name;
+		k++;
+	}
+	return k;
 }
 
 } /* extern "C" */

@@ -85,12 +85,6 @@ helper_path()
 	return build_dir() + "/tests/mp/qpn_mp_proc";
 }
 std::string
-testpmd_path()
-{
-	return build_dir() + "/app/qpn-testpmd/qpn-testpmd";
-}
-
-std::string
 hugepages_ready()
 {
 	if (geteuid() == 0) {

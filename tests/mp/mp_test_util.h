@@ -36,9 +36,8 @@ void remove_instance(const std::string &prefix);
 
 uint64_t now_ns();
 
-/* The built helper <build>/tests/mp/qpn_mp_proc and app <build>/app/qpn-testpmd/qpn-testpmd. */
+/* The built helper <build>/tests/mp/qpn_mp_proc. */
 std::string helper_path();
-std::string testpmd_path();
 
 /* A child process (fork + exec) with stdin/stdout pipes; stderr goes to stdout. */
 class Proc {
