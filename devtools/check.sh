@@ -12,7 +12,9 @@
 #  3. library      the exported symbols, the SONAME and the installed headers
 #                  (devtools/check-library.sh; needs BUILD_DIR);
 #  4. layering     the include direction by grep (devtools/check-layering.sh) and as the build
-#                  enforces it, by compile probes (devtools/check-probe.sh; needs BUILD_DIR).
+#                  enforces it, by compile probes (devtools/check-probe.sh; needs BUILD_DIR);
+#  5. dialect      no atomic builtins (C++ atomics only) and no rte_log call outside the one log
+#                  macro family in lib/ and drivers/.
 # SOURCE_DIR defaults to this script's tree, BUILD_DIR to SOURCE_DIR/build (parts needing it are
 # skipped when it is not a configured build). --no-format or QPN_CHECK_FORMAT=0 skips part 1,
 # --no-library part 3 (a sanitizer build's library cannot be linked without its runtime).
@@ -102,6 +104,27 @@ sys.exit(bad)
 ' "$src"
 }
 
+# One dialect for shared state (doc/guides/contributing.md): C++ atomics (std::atomic members,
+# std::atomic_ref on fields of layouts that stay plain structs), never the GCC builtins or DPDK's
+# legacy rte_atomic API; a log line only through the family in lib/log/mlx5_qpn_log.h.
+check_dialect() {
+	local bad=0 hits
+	hits=$(cd "$src" && git ls-files -- 'lib/*.h' 'lib/*.cpp' 'drivers/*.h' 'drivers/*.cpp' \
+		'app/*.h' 'app/*.cpp' | xargs grep -nE '__atomic_[a-z_]+\(|\brte_atomic(16|32|64)_' || true)
+	if [ -n "$hits" ]; then
+		echo "$hits" | sed 's/^/check: atomic builtin (use std::atomic or std::atomic_ref): /'
+		bad=1
+	fi
+	hits=$(cd "$src" && git ls-files -- 'lib/*.h' 'lib/*.cpp' 'drivers/*.h' 'drivers/*.cpp' |
+		xargs grep -nE '^[[:space:]]*rte_log\(' | grep -v '^lib/log/' || true)
+	if [ -n "$hits" ]; then
+		echo "$hits" | sed 's/^/check: rte_log outside the log family (MLX5_QPN_LOG): /'
+		bad=1
+	fi
+	[ $bad -eq 0 ] && echo "check: dialect OK (C++ atomics, one log family)"
+	return $bad
+}
+
 have_build() { [ -f "$build/meson-info/intro-targets.json" ]; }
 
 if [ "$do_format" = 1 ]; then
@@ -110,6 +133,7 @@ else
 	echo "--- check: format skipped (--no-format / QPN_CHECK_FORMAT=0)"
 fi
 run_part editorconfig check_editorconfig
+run_part dialect check_dialect
 if [ $do_library -eq 1 ] && have_build; then
 	run_part library "$here/check-library.sh" "$src" "$build"
 else

@@ -22,7 +22,11 @@
 #include <rte_log.h>
 
 #define MLX5_QPN_LOG(comp, level, fmt, ...)                                                        \
-	rte_log(RTE_LOG_##level, mlx5_qpn_##comp##_logtype, "mlx5_qpn." #comp ": " fmt "\n",       \
+	MLX5_QPN_LOG_AT(comp, RTE_LOG_##level, fmt, ##__VA_ARGS__)
+
+/** The same with the level as a value (RTE_LOG_ERR, ...), for a level chosen at run time. */
+#define MLX5_QPN_LOG_AT(comp, rte_level, fmt, ...)                                                 \
+	rte_log(rte_level, mlx5_qpn_##comp##_logtype, "mlx5_qpn." #comp ": " fmt "\n",             \
 		##__VA_ARGS__)
 
 #endif /* MLX5_QPN_LOG_H */

@@ -34,9 +34,9 @@ cmd_error(const mlx5_qpn_hw_dev *dev, const char *what, const void *out, size_t 
 		return rc; /* the caller steps the size down and logs that once */
 	/* At probe a refusal is a verdict, not an error: the probe's line names it (debug level
 	 * keeps the status and syndrome for a bring-up). */
-	rte_log(dev->probing ? RTE_LOG_DEBUG : RTE_LOG_ERR, mlx5_qpn_hw_logtype,
-		"mlx5_qpn: %s: %s failed: status 0x%x syndrome 0x%x (%s)\n", dev->name, what,
-		status, syndrome, strerror(-rc));
+	MLX5_QPN_LOG_AT(hw, dev->probing ? RTE_LOG_DEBUG : RTE_LOG_ERR,
+			"%s: %s failed: status 0x%x syndrome 0x%x (%s)", dev->name, what, status,
+			syndrome, strerror(-rc));
 	return rc;
 }
 
