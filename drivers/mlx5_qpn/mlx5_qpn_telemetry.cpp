@@ -97,6 +97,7 @@ tel_dev_info(const char *, const char *params, struct rte_tel_data *d)
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_string(d, "name", in.name);
 	rte_tel_data_add_dict_string(d, "backend", in.backend);
+	rte_tel_data_add_dict_u64(d, "emulated", (in.flags & MLX5_QPN_DEV_F_EMULATED) != 0);
 	rte_tel_data_add_dict_string(d, "node_guid", guid);
 	rte_tel_data_add_dict_string(d, "source", src[in.source]);
 	rte_tel_data_add_dict_u64(d, "reserved_qpn_cap", in.reserved_qpn_cap);
@@ -127,6 +128,13 @@ tel_dev_stats(const char *, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "sync_reserves", st.sync_reserves);
 	rte_tel_data_add_dict_u64(d, "bg_reserves", st.bg_reserves);
 	rte_tel_data_add_dict_int(d, "last_error", st.last_error);
+	rte_tel_data_add_dict_u64(d, "backoff_skips", st.backoff_skips);
+	rte_tel_data_add_dict_u64(d, "cooling_qpns", st.cooling_qpns);
+	rte_tel_data_add_dict_u64(d, "cooled_ranges", st.cooled_ranges);
+	rte_tel_data_add_dict_u64(d, "lease_errors", st.lease_errors);
+	rte_tel_data_add_dict_u64(d, "mp_grow_requests", st.mp_grow_requests);
+	rte_tel_data_add_dict_u64(d, "mp_ipc_grows", st.mp_ipc_grows);
+	rte_tel_data_add_dict_u64(d, "mp_dead_reclaimed", st.mp_dead_reclaimed);
 	add_pool_stats(d, st.pool);
 	return 0;
 }

@@ -59,9 +59,15 @@ TEST(DevTelemetry, PoolAndDeviceCommands)
 	EXPECT_NE(list.find(name), std::string::npos) << list;
 	std::string info = telemetry("/mlx5_qpn/dev/info," + name);
 	EXPECT_NE(info.find("\"backend\":\"sim\""), std::string::npos) << info;
+	EXPECT_NE(info.find("\"emulated\":1"), std::string::npos) << info;
 	EXPECT_NE(info.find("\"source\":\"objects\""), std::string::npos) << info;
 	std::string st = telemetry("/mlx5_qpn/dev/stats," + name);
 	EXPECT_NE(st.find("\"in_use\":3"), std::string::npos) << st;
+	/* The driver's own counters sit beside the pool's: back-off, cooling, lease, multi-process. */
+	for (const char *k : {"\"backoff_skips\":0", "\"cooling_qpns\":0", "\"cooled_ranges\":0",
+			      "\"lease_errors\":0", "\"mp_grow_requests\":0", "\"mp_ipc_grows\":0",
+			      "\"mp_dead_reclaimed\":0"})
+		EXPECT_NE(st.find(k), std::string::npos) << k << " in " << st;
 	std::string pools = telemetry("/mlx5_qpn/pool/list");
 	EXPECT_NE(pools.find("qpn_" + name), std::string::npos) << pools;
 	std::string ps = telemetry("/mlx5_qpn/pool/stats,qpn_" + name);
