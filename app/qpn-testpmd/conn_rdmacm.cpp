@@ -25,6 +25,7 @@
  */
 #include <algorithm>
 #include <arpa/inet.h>
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
@@ -60,8 +61,9 @@ struct rdmacm_state_all {
 	rdma_event_channel *pch = nullptr;          /* the passive side's */
 	rdma_cm_id *listen_id = nullptr;
 	std::vector<cm_conn> pconns; /* the passive side's, by conn id */
-	uint64_t refusals = 0;       /* requests/routes refused by the checks */
-	bool closed = false;         /* a device removal was seen */
+	/* Touched by every client lcore: the first refusal and the first removal print a line. */
+	std::atomic<uint64_t> refusals{0}; /* requests/routes refused by the checks */
+	std::atomic<bool> closed{false};   /* a device removal was seen */
 };
 
 rdmacm_state_all g_rc;
@@ -217,7 +219,7 @@ rc_setup(run_ctx *ctx)
 	ctx->data_path = false;
 	ctx->data_path_note = "hardware: no DC QPs are driven";
 	ctx->nb_peers = 0;
-	g_rc.closed = false;
+	g_rc.closed.store(false, std::memory_order_relaxed);
 	int rc = 0;
 	if (ctx->side_passive)
 		rc = passive_setup(ctx);
@@ -267,7 +269,7 @@ check(const cm_target &t, const cm_input &in)
 	rdmacm_pdata pd;
 	if (ok && in.event != RDMA_CM_EVENT_ROUTE_RESOLVED)
 		ok = rdmacm_pdata_get(in.pdata, in.pdata_len, &pd, &why) == 0;
-	if (!ok && g_rc.refusals++ == 0)
+	if (!ok && g_rc.refusals.fetch_add(1, std::memory_order_relaxed) == 0)
 		fprintf(stderr, "qpn-testpmd: connection refused: %s\n", why.c_str());
 	return ok;
 }
@@ -323,9 +325,8 @@ act(uint16_t a, const cm_target &t, const cm_input &in, int *fail)
 		destroy(&t.c->id);
 		return true;
 	case RC_ACT_CLOSE:
-		if (!g_rc.closed)
+		if (!g_rc.closed.exchange(true, std::memory_order_relaxed))
 			fprintf(stderr, "qpn-testpmd: the RDMA device was removed\n");
-		g_rc.closed = true;
 		return true;
 	default:
 		return true;
