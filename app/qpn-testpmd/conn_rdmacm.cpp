@@ -1,20 +1,31 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Connections on hardware (conn.h): the CM is the kernel's, reached through librdmacm via the
- * driver's dlopen glue. Connections use port space RDMA_PS_TCP with no QP on the cm_id (an
- * external QP): the QPN presented to the peer is conn_param.qp_num = the engine's reserved QPN.
- * The active side (dci-reconnect, churn) connects to --hw-peer=IP:PORT: address and route
- * resolution, REQ; after the REP it gets RDMA_CM_EVENT_CONNECT_RESPONSE and completes with
- * rdma_establish() (sending the RTU). The passive side (dct-accept) listens on --hw-port and
- * answers each request as the engine says. The peer is another host, so a run has one side.
+ * Connections on hardware (conn.h): the CM is the kernel's, reached through librdmacm, which the
+ * app loads itself (rdmacm_glue.h). Connections use port space RDMA_PS_TCP with no QP on the
+ * cm_id (an external QP): the QPN presented to the peer is conn_param.qp_num = the engine's
+ * reserved QPN. The active side (dci-reconnect, churn) connects to --hw-peer=IP:PORT: address
+ * and route resolution, REQ; after the REP it gets RDMA_CM_EVENT_CONNECT_RESPONSE and completes
+ * with rdma_establish() (sending the RTU). The passive side (dct-accept) listens on
+ * --hw-bind:--hw-port and answers each request as the engine says.
+ *
+ * What happens on each event is decided by rdmacm_fsm_step() (rdmacm_fsm.h, unit-tested); this
+ * file carries the decisions out. Before a QPN is presented, the route (active) or the request
+ * (passive) must go through the probed device: its QPNs are unique on that device only (on a
+ * dual-port ConnectX each port is a device of its own GUID). The REQ and the REP carry private
+ * data (rdmacm_fsm.h): the DCT number and DC key of the side that sends it; with no hardware DC
+ * objects in this run both are 0.
  *
  * Each client lcore has an event channel of its own and the passive side one more, all
- * non-blocking, so the engines poll them as they poll the emulated fabric.
+ * non-blocking, so the engines poll them as they poll the emulated fabric and --duration holds
+ * on an idle server. Each event is copied and acknowledged before it is acted on: rdma_destroy_id
+ * waits for the acknowledgement of every event of its id.
  *
  * UNTESTED ON HARDWARE: no RDMA device exists where this was written; it compiles, and without
- * a device the probe refuses first. No data is sent (the project drives no mlx5dv DC QPs).
+ * a device the probe refuses first (devtools/hw-check.sh runs it on a ConnectX).
  */
+#include <algorithm>
 #include <arpa/inet.h>
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
@@ -23,8 +34,9 @@
 #include <string>
 #include <vector>
 
-#include "hw/mlx5_qpn_glue.h"
-#include "opt_num.h"
+#include "rdmacm_addr.h"
+#include "rdmacm_fsm.h"
+#include "rdmacm_glue.h"
 #include "testpmd.h"
 
 namespace {
@@ -32,57 +44,40 @@ namespace {
 constexpr int kTimeoutMs = 2000;
 constexpr unsigned kLcoreConns = 64; /* an active lcore's slots (engine_active.h kMaxSlots) */
 
-struct active_conn {
+struct cm_conn {
 	rdma_cm_id *id;
-	uint32_t qpn;
+	uint32_t qpn; /* active: the QPN the REQ presents */
+	rdmacm_state st;
 };
 
-struct rdmacm_state {
-	const mlx5_qpn_glue *g = nullptr;
+struct rdmacm_state_all {
+	const rdmacm_glue *g = nullptr;
 	sockaddr_in dst{};
+	sockaddr_in src{};                          /* --hw-bind / the device's address */
+	uint64_t guid[RTE_MAX_LCORE] = {};          /* the probed device of each client lcore */
+	uint64_t pguid = 0;                         /* the passive side's device */
 	rdma_event_channel *ch[RTE_MAX_LCORE] = {}; /* per client lcore */
-	active_conn *conns[RTE_MAX_LCORE] = {};     /* kLcoreConns per client lcore */
+	cm_conn *conns[RTE_MAX_LCORE] = {};         /* kLcoreConns per client lcore */
 	rdma_event_channel *pch = nullptr;          /* the passive side's */
 	rdma_cm_id *listen_id = nullptr;
-	std::vector<rdma_cm_id *> pconns; /* the passive side's, by conn id */
+	std::vector<cm_conn> pconns; /* the passive side's, by conn id */
+	/* Touched by every client lcore: the first refusal and the first removal print a line. */
+	std::atomic<uint64_t> refusals{0}; /* requests/routes refused by the checks */
+	std::atomic<bool> closed{false};   /* a device removal was seen */
 };
 
-rdmacm_state g_rc;
-
-bool
-parse_peer(const std::string &s, sockaddr_in *sa, std::string *why)
-{
-	size_t colon = s.rfind(':');
-	if (colon == std::string::npos) {
-		*why = "expected IPv4:PORT";
-		return false;
-	}
-	std::string host = s.substr(0, colon);
-	uint64_t port;
-	if (!opt_num_u64(s.c_str() + colon + 1, 1, 65535, &port, why)) {
-		*why = "port: " + *why;
-		return false;
-	}
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	sa->sin_port = htons(static_cast<uint16_t>(port));
-	if (inet_pton(AF_INET, host.c_str(), &sa->sin_addr) != 1) {
-		*why = "expected IPv4:PORT (a dotted IPv4 address)";
-		return false;
-	}
-	return true;
-}
+rdmacm_state_all g_rc;
 
 /* An event channel whose rdma_get_cm_event() answers EAGAIN instead of blocking. */
 rdma_event_channel *
 channel_create()
 {
-	rdma_event_channel *ch = g_rc.g->cm_create_event_channel();
+	rdma_event_channel *ch = g_rc.g->create_event_channel();
 	if (ch == nullptr)
 		return nullptr;
 	int fl = fcntl(ch->fd, F_GETFL);
 	if (fl < 0 || fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) != 0) {
-		g_rc.g->cm_destroy_event_channel(ch);
+		g_rc.g->destroy_event_channel(ch);
 		return nullptr;
 	}
 	return ch;
@@ -95,48 +90,85 @@ conn_of(rdma_cm_id *id)
 }
 
 void
+destroy(rdma_cm_id **id)
+{
+	if (*id != nullptr)
+		g_rc.g->destroy_id(*id);
+	*id = nullptr;
+}
+
+void
 rc_teardown(run_ctx *)
 {
-	const mlx5_qpn_glue *g = g_rc.g;
+	const rdmacm_glue *g = g_rc.g;
 	if (g == nullptr)
 		return;
 	for (unsigned lc = 0; lc < RTE_MAX_LCORE; lc++) {
 		if (g_rc.conns[lc] != nullptr)
 			for (unsigned i = 0; i < kLcoreConns; i++)
-				if (g_rc.conns[lc][i].id != nullptr)
-					g->cm_destroy_id(g_rc.conns[lc][i].id);
+				destroy(&g_rc.conns[lc][i].id);
 		delete[] g_rc.conns[lc];
 		g_rc.conns[lc] = nullptr;
 		if (g_rc.ch[lc] != nullptr)
-			g->cm_destroy_event_channel(g_rc.ch[lc]);
+			g->destroy_event_channel(g_rc.ch[lc]);
 		g_rc.ch[lc] = nullptr;
 	}
-	for (rdma_cm_id *id : g_rc.pconns)
-		if (id != nullptr)
-			g->cm_destroy_id(id);
+	for (cm_conn &c : g_rc.pconns)
+		destroy(&c.id);
 	g_rc.pconns.clear();
-	if (g_rc.listen_id != nullptr)
-		g->cm_destroy_id(g_rc.listen_id);
-	g_rc.listen_id = nullptr;
+	destroy(&g_rc.listen_id);
 	if (g_rc.pch != nullptr)
-		g->cm_destroy_event_channel(g_rc.pch);
+		g->destroy_event_channel(g_rc.pch);
 	g_rc.pch = nullptr;
+}
+
+uint64_t
+dev_guid(mlx5_qpn_dev *dev, std::string *name)
+{
+	mlx5_qpn_dev_info info{};
+	if (mlx5_qpn_dev_info_get(dev, &info) != 0)
+		return 0;
+	if (name != nullptr)
+		*name = info.name;
+	return info.node_guid;
+}
+
+/* The listener's address: --hw-bind, else the device's (documented in doc/guides/app.md). */
+int
+source_addr(run_ctx *ctx, bool required)
+{
+	std::string why, name;
+	g_rc.src.sin_family = AF_INET;
+	dev_guid(ctx->dev, &name);
+	if (!ctx->cfg->hw_bind.empty())
+		return rdmacm_parse_ipv4(ctx->cfg->hw_bind, &g_rc.src.sin_addr, &why) ? 0 : -EINVAL;
+	if (rdmacm_netdev_ipv4(name, &g_rc.src.sin_addr, &why) || !required)
+		return 0;
+	fprintf(stderr, "qpn-testpmd: no address to listen on: %s; give --hw-bind=IP\n",
+		why.c_str());
+	return -EADDRNOTAVAIL;
 }
 
 int
 passive_setup(run_ctx *ctx)
 {
-	const mlx5_qpn_glue *g = g_rc.g;
-	sockaddr_in sa{};
-	sa.sin_family = AF_INET;
+	const rdmacm_glue *g = g_rc.g;
+	int rc = source_addr(ctx, true);
+	if (rc != 0)
+		return rc;
+	sockaddr_in sa = g_rc.src;
 	sa.sin_port = htons(static_cast<uint16_t>(ctx->cfg->hw_port));
+	g_rc.pguid = dev_guid(ctx->dev, nullptr);
+	g_rc.pconns.reserve(1024);
 	g_rc.pch = channel_create();
 	if (g_rc.pch == nullptr ||
-	    g->cm_create_id(g_rc.pch, &g_rc.listen_id, nullptr, RDMA_PS_TCP) != 0 ||
-	    g->cm_bind_addr(g_rc.listen_id, (sockaddr *)&sa) != 0 ||
-	    g->cm_listen(g_rc.listen_id, 64) != 0) {
-		int rc = -errno;
-		fprintf(stderr, "qpn-testpmd: cannot listen on port %u: %s\n", ctx->cfg->hw_port,
+	    g->create_id(g_rc.pch, &g_rc.listen_id, nullptr, RDMA_PS_TCP) != 0 ||
+	    g->bind_addr(g_rc.listen_id, (sockaddr *)&sa) != 0 ||
+	    g->listen(g_rc.listen_id, 64) != 0) {
+		rc = -errno;
+		char ip[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
+		fprintf(stderr, "qpn-testpmd: cannot listen on %s:%u: %s\n", ip, ctx->cfg->hw_port,
 			strerror(-rc));
 		return rc;
 	}
@@ -147,18 +179,21 @@ int
 active_setup(run_ctx *ctx)
 {
 	std::string why;
-	if (!parse_peer(ctx->cfg->hw_peer, &g_rc.dst, &why)) {
+	if (!rdmacm_parse_peer(ctx->cfg->hw_peer, &g_rc.dst, &why)) {
 		fprintf(stderr, "qpn-testpmd: hardware mode needs --hw-peer=IPv4:PORT (the passive "
 				"qpn-testpmd)\n");
 		return -EINVAL;
 	}
+	if (!ctx->cfg->hw_bind.empty() && source_addr(ctx, false) != 0)
+		return -EINVAL;
 	unsigned lc;
 	RTE_LCORE_FOREACH(lc)
 	{
 		if (!ctx->role[lc].client)
 			continue;
+		g_rc.guid[lc] = dev_guid(ctx->devs[ctx->role[lc].dev], nullptr);
 		g_rc.ch[lc] = channel_create();
-		g_rc.conns[lc] = new (std::nothrow) active_conn[kLcoreConns]();
+		g_rc.conns[lc] = new (std::nothrow) cm_conn[kLcoreConns]();
 		if (g_rc.ch[lc] == nullptr || g_rc.conns[lc] == nullptr) {
 			fprintf(stderr,
 				"qpn-testpmd: cannot create a librdmacm event channel: %s\n",
@@ -173,10 +208,10 @@ active_setup(run_ctx *ctx)
 int
 rc_setup(run_ctx *ctx)
 {
-	g_rc.g = mlx5_qpn_glue_cm_get();
+	g_rc.g = rdmacm_glue_get();
 	if (g_rc.g == nullptr) {
 		fprintf(stderr, "qpn-testpmd: hardware mode needs librdmacm: %s\n",
-			mlx5_qpn_glue_cm_error());
+			rdmacm_glue_error());
 		return -ENOTSUP;
 	}
 	printf("qpn-testpmd: hardware mode (librdmacm, RDMA_PS_TCP, conn_param.qp_num = reserved "
@@ -184,6 +219,7 @@ rc_setup(run_ctx *ctx)
 	ctx->data_path = false;
 	ctx->data_path_note = "hardware: no DC QPs are driven";
 	ctx->nb_peers = 0;
+	g_rc.closed.store(false, std::memory_order_relaxed);
 	int rc = 0;
 	if (ctx->side_passive)
 		rc = passive_setup(ctx);
@@ -201,29 +237,186 @@ rc_totals(run_ctx *)
 	return qpn_conn_totals{};
 }
 
+/* ---- carrying out the state machine's decisions ---- */
+
+/* One event, copied before its acknowledgement (its private data lives until then). */
+struct cm_input {
+	rdma_cm_id *id;
+	int event;
+	int status;
+	uint8_t pdata_len;
+	uint8_t pdata[64]; /* ours is kRdmacmPdataLen; padding beyond 64 is not needed */
+};
+
+/* Where a connection's events go, and what it is checked against. */
+struct cm_target {
+	bool passive;
+	cm_conn *c;
+	uint32_t conn;
+	unsigned node;
+	uint64_t guid; /* the probed device's node GUID */
+};
+
+/* The device check and, on a request or a REP, the private data. false: one line printed for
+ * the first refusal (later ones are counted only: a misrouted peer would flood the log). */
+bool
+check(const cm_target &t, const cm_input &in)
+{
+	std::string why;
+	rdma_cm_id *id = t.c->id;
+	uint64_t guid = id->verbs != nullptr ? g_rc.g->get_device_guid(id->verbs->device) : 0;
+	bool ok = rdmacm_same_device(guid, id->port_num, t.guid, 0, &why);
+	rdmacm_pdata pd;
+	if (ok && in.event != RDMA_CM_EVENT_ROUTE_RESOLVED)
+		ok = rdmacm_pdata_get(in.pdata, in.pdata_len, &pd, &why) == 0;
+	if (!ok && g_rc.refusals.fetch_add(1, std::memory_order_relaxed) == 0)
+		fprintf(stderr, "qpn-testpmd: connection refused: %s\n", why.c_str());
+	return ok;
+}
+
+/* The REQ's and the REP's parameters: the reserved QPN is what the peer's CM sees; the private
+ * data (in PD) carries this side's DCT number and DC key, none in this run. */
+rdma_conn_param
+conn_param(uint32_t qpn, uint8_t *pd)
+{
+	rdma_conn_param p{};
+	p.private_data = pd;
+	p.private_data_len = uint8_t(rdmacm_pdata_put(rdmacm_pdata{0, 0}, pd));
+	p.qp_num = qpn;
+	p.responder_resources = 1;
+	p.initiator_depth = 1;
+	return p;
+}
+
+int
+send_req(rdma_cm_id *id, uint32_t qpn)
+{
+	uint8_t pd[kRdmacmPdataLen];
+	rdma_conn_param p = conn_param(qpn, pd);
+	p.retry_count = 7;
+	p.rnr_retry_count = 7;
+	return g_rc.g->connect(id, &p);
+}
+
+/* Carry out one fallible action; false: it failed (the input for the state machine in *fail). */
+bool
+act(uint16_t a, const cm_target &t, const cm_input &in, int *fail)
+{
+	const rdmacm_glue *g = g_rc.g;
+	*fail = RC_IN_CALL_FAILED;
+	switch (a) {
+	case RC_ACT_RESOLVE_ROUTE:
+		return g->resolve_route(t.c->id, kTimeoutMs) == 0;
+	case RC_ACT_CHECK:
+		*fail = RC_IN_REFUSED;
+		if (check(t, in))
+			return true;
+		if (!t.passive && in.event == RDMA_CM_EVENT_CONNECT_RESPONSE)
+			g->reject(t.c->id, nullptr, 0); /* the REP is answered with a REJ */
+		return false;
+	case RC_ACT_CONNECT:
+		return send_req(t.c->id, t.c->qpn) == 0;
+	case RC_ACT_ESTABLISH:
+		return g->establish(t.c->id) == 0;
+	case RC_ACT_REJECT:
+		g->reject(t.c->id, nullptr, 0);
+		return true;
+	case RC_ACT_DESTROY_ID:
+		destroy(&t.c->id);
+		return true;
+	case RC_ACT_CLOSE:
+		if (!g_rc.closed.exchange(true, std::memory_order_relaxed))
+			fprintf(stderr, "qpn-testpmd: the RDMA device was removed\n");
+		return true;
+	default:
+		return true;
+	}
+}
+
+qpn_conn_event
+event_for(const cm_target &t, qpn_conn_event_type type, uint16_t reason)
+{
+	qpn_conn_event e{};
+	e.type = type;
+	e.reason = reason;
+	e.node = t.node;
+	e.conn = t.conn;
+	return e;
+}
+
+/* Feed INPUT to T's state machine and carry out the step; the engine's events go to EV (room
+ * for 2). A failed action feeds its failure input instead of the rest of the step. */
+unsigned
+feed(const cm_target &t, const cm_input &in, int input, int status, qpn_conn_event *ev)
+{
+	rdmacm_step s = rdmacm_fsm_step(t.passive, t.c->st, input, status);
+	t.c->st = s.next;
+	for (uint16_t a = 1; a != 0 && a <= RC_ACT_CLOSE; a = uint16_t(a << 1)) {
+		int fail;
+		if ((s.actions & a) != 0 && !act(a, t, in, &fail))
+			return feed(t, in, fail, 0, ev);
+	}
+	unsigned n = 0;
+	if ((s.actions & RC_ACT_DELIVER) != 0)
+		ev[n++] = event_for(t, s.deliver, s.reason);
+	qpn_conn_event_type more[2];
+	for (unsigned i = 0, m = rdmacm_engine_events(t.passive, s.actions, more); i < m; i++)
+		ev[n++] = event_for(t, more[i], 0);
+	return n;
+}
+
+/* Up to MAX events of channel CH, each copied, acknowledged, then fed through ON. */
+template <typename F>
+unsigned
+drain(rdma_event_channel *ch, qpn_conn_event *ev, unsigned max, F on)
+{
+	unsigned n = 0;
+	rdma_cm_event *e;
+	while (n + 2 <= max && g_rc.g->get_cm_event(ch, &e) == 0) {
+		cm_input in{e->id, int(e->event), e->status, 0, {}};
+		const rdma_conn_param &cp = e->param.conn;
+		if (cp.private_data != nullptr) {
+			in.pdata_len =
+				uint8_t(std::min<size_t>(cp.private_data_len, sizeof(in.pdata)));
+			memcpy(in.pdata, cp.private_data, in.pdata_len);
+		}
+		g_rc.g->ack_cm_event(e);
+		n += on(in, ev + n);
+	}
+	return n;
+}
+
 /* ---- active side ---- */
+
+cm_target
+active_target(unsigned lcore, uint32_t conn)
+{
+	return cm_target{false, &g_rc.conns[lcore][conn], conn, 0, g_rc.guid[lcore]};
+}
 
 int
 rc_start(run_ctx *, unsigned lcore, unsigned, uint32_t qpn, uint32_t *conn)
 {
-	const mlx5_qpn_glue *g = g_rc.g;
-	active_conn *c = g_rc.conns[lcore];
+	const rdmacm_glue *g = g_rc.g;
+	cm_conn *c = g_rc.conns[lcore];
 	unsigned i = 0;
 	while (i < kLcoreConns && c[i].id != nullptr)
 		i++;
 	if (i == kLcoreConns)
 		return -ENOBUFS;
 	rdma_cm_id *id = nullptr;
-	if (g->cm_create_id(g_rc.ch[lcore], &id, reinterpret_cast<void *>(uintptr_t(i) + 1),
-			    RDMA_PS_TCP) != 0)
+	if (g->create_id(g_rc.ch[lcore], &id, reinterpret_cast<void *>(uintptr_t(i) + 1),
+			 RDMA_PS_TCP) != 0)
 		return -errno;
-	/* ADDR_RESOLVED -> resolve the route; ROUTE_RESOLVED -> the REQ (rc_active_poll). */
-	if (g->cm_resolve_addr(id, nullptr, (sockaddr *)&g_rc.dst, kTimeoutMs) != 0) {
+	/* From the probed device's address when known: the source picks the device. */
+	sockaddr *src = g_rc.src.sin_addr.s_addr != 0 ? (sockaddr *)&g_rc.src : nullptr;
+	if (g->resolve_addr(id, src, (sockaddr *)&g_rc.dst, kTimeoutMs) != 0) {
 		int rc = -errno;
-		g->cm_destroy_id(id);
+		g->destroy_id(id);
 		return rc;
 	}
-	c[i] = active_conn{id, qpn};
+	c[i] = cm_conn{id, qpn, RC_ST_FREE};
+	c[i].st = rdmacm_fsm_step(false, RC_ST_FREE, RC_IN_START, 0).next;
 	*conn = i;
 	return 0;
 }
@@ -242,114 +435,62 @@ rc_flush(run_ctx *, unsigned)
 int
 rc_disconnect(run_ctx *, unsigned lcore, uint32_t conn)
 {
-	return g_rc.g->cm_disconnect(g_rc.conns[lcore][conn].id) == 0 ? 0 : -errno;
+	cm_conn &c = g_rc.conns[lcore][conn];
+	int rc = g_rc.g->disconnect(c.id) == 0 ? 0 : -errno;
+	c.st = rdmacm_fsm_step(false, c.st, RC_IN_DISCONNECT, rc).next;
+	return rc;
 }
 
 void
 rc_active_release(run_ctx *, unsigned lcore, uint32_t conn)
 {
-	active_conn &c = g_rc.conns[lcore][conn];
-	if (c.id != nullptr)
-		g_rc.g->cm_destroy_id(c.id);
-	c = active_conn{};
-}
-
-/* The REQ, once the route is known: the reserved QPN is what the peer's CM sees. */
-int
-send_req(rdma_cm_id *id, uint32_t qpn)
-{
-	rdma_conn_param p{};
-	p.qp_num = qpn;
-	p.responder_resources = 1;
-	p.initiator_depth = 1;
-	p.retry_count = 7;
-	p.rnr_retry_count = 7;
-	return g_rc.g->cm_connect(id, &p);
-}
-
-/* A REJ's status is the IB CM reason; anything else is counted under no reason. */
-uint16_t
-rej_reason(int status)
-{
-	return status > 0 && status < MLX5_QPN_CM_REJ_REASON_SLOTS ? uint16_t(status) : UINT16_MAX;
-}
-
-/* Up to MAX events of channel CH, each translated by XLATE (false: nothing for the engine) and
- * acknowledged right away, so that a release may destroy its cm_id. */
-template <typename F>
-unsigned
-drain(rdma_event_channel *ch, qpn_conn_event *ev, unsigned max, F xlate)
-{
-	unsigned n = 0;
-	rdma_cm_event *e;
-	while (n < max && g_rc.g->cm_get_cm_event(ch, &e) == 0) {
-		ev[n] = qpn_conn_event{.type = QPN_CONN_EV_ERROR};
-		if (xlate(e, &ev[n]))
-			n++;
-		g_rc.g->cm_ack_cm_event(e);
-	}
-	return n;
+	qpn_conn_event ev[2];
+	feed(active_target(lcore, conn), cm_input{}, RC_IN_RELEASE, 0, ev);
+	g_rc.conns[lcore][conn] = cm_conn{};
 }
 
 unsigned
 rc_active_poll(run_ctx *, unsigned lcore, qpn_conn_event *ev, unsigned max)
 {
-	const mlx5_qpn_glue *g = g_rc.g;
-	return drain(g_rc.ch[lcore], ev, max, [g, lcore](rdma_cm_event *e, qpn_conn_event *x) {
-		x->conn = conn_of(e->id);
-		switch (e->event) {
-		case RDMA_CM_EVENT_ADDR_RESOLVED:
-			return g->cm_resolve_route(e->id, kTimeoutMs) != 0;
-		case RDMA_CM_EVENT_ROUTE_RESOLVED:
-			return send_req(e->id, g_rc.conns[lcore][x->conn].qpn) != 0;
-		case RDMA_CM_EVENT_CONNECT_RESPONSE:
-			/* No QP on the id: the REP comes as CONNECT_RESPONSE; establish sends the
-			 * RTU. */
-			if (g->cm_establish(e->id) == 0)
-				x->type = QPN_CONN_EV_ESTABLISHED;
-			return true;
-		case RDMA_CM_EVENT_REJECTED:
-			x->type = QPN_CONN_EV_REJECTED;
-			x->reason = rej_reason(e->status);
-			return true;
-		case RDMA_CM_EVENT_DISCONNECTED:
-			x->type = QPN_CONN_EV_CLOSED;
-			return true;
-		case RDMA_CM_EVENT_ADDR_ERROR:
-		case RDMA_CM_EVENT_ROUTE_ERROR:
-		case RDMA_CM_EVENT_CONNECT_ERROR:
-		case RDMA_CM_EVENT_UNREACHABLE:
-			return true;
-		default:
-			return false;
-		}
+	return drain(g_rc.ch[lcore], ev, max, [lcore](const cm_input &in, qpn_conn_event *out) {
+		uint32_t conn = conn_of(in.id);
+		if (conn >= kLcoreConns || g_rc.conns[lcore][conn].id != in.id)
+			return 0u;
+		return feed(active_target(lcore, conn), in, in.event, in.status, out);
 	});
 }
 
 /* ---- passive side ---- */
 
+cm_target
+passive_target(uint32_t conn)
+{
+	return cm_target{true, &g_rc.pconns[conn], conn, 0, g_rc.pguid};
+}
+
 int
 rc_accept(run_ctx *, unsigned, uint32_t conn, uint32_t qpn)
 {
-	rdma_conn_param p{};
-	p.qp_num = qpn;
-	p.responder_resources = 1;
-	p.initiator_depth = 1;
-	return g_rc.g->cm_accept(g_rc.pconns[conn], &p) == 0 ? 0 : -errno;
+	cm_conn &c = g_rc.pconns[conn];
+	uint8_t pd[kRdmacmPdataLen];
+	rdma_conn_param p = conn_param(qpn, pd);
+	int rc = c.st != RC_ST_REQUESTED ? -ENOTCONN : g_rc.g->accept(c.id, &p) == 0 ? 0 : -errno;
+	c.st = rdmacm_fsm_step(true, c.st, RC_IN_ACCEPT, rc).next;
+	return rc;
 }
 
 void
 rc_reject(run_ctx *, unsigned, uint32_t conn, uint16_t)
 {
-	g_rc.g->cm_reject(g_rc.pconns[conn], nullptr, 0);
+	qpn_conn_event ev[2];
+	feed(passive_target(conn), cm_input{}, RC_IN_REJECT, 0, ev);
 }
 
 void
 rc_passive_release(run_ctx *, unsigned, uint32_t conn)
 {
-	if (g_rc.pconns[conn] != nullptr)
-		g_rc.g->cm_destroy_id(g_rc.pconns[conn]);
-	g_rc.pconns[conn] = nullptr;
+	qpn_conn_event ev[2];
+	feed(passive_target(conn), cm_input{}, RC_IN_RELEASE, 0, ev);
 }
 
 /* A connection id for a new request's cm_id: a free one, or one more. */
@@ -357,11 +498,11 @@ uint32_t
 passive_add(rdma_cm_id *id)
 {
 	uint32_t i = 0;
-	while (i < g_rc.pconns.size() && g_rc.pconns[i] != nullptr)
+	while (i < g_rc.pconns.size() && g_rc.pconns[i].id != nullptr)
 		i++;
 	if (i == g_rc.pconns.size())
-		g_rc.pconns.push_back(nullptr);
-	g_rc.pconns[i] = id;
+		g_rc.pconns.push_back(cm_conn{});
+	g_rc.pconns[i] = cm_conn{id, 0, RC_ST_FREE};
 	id->context = reinterpret_cast<void *>(uintptr_t(i) + 1);
 	return i;
 }
@@ -369,40 +510,40 @@ passive_add(rdma_cm_id *id)
 unsigned
 rc_passive_poll(run_ctx *, qpn_conn_event *ev, unsigned max)
 {
-	return drain(g_rc.pch, ev, max, [](rdma_cm_event *e, qpn_conn_event *x) {
-		switch (e->event) {
-		case RDMA_CM_EVENT_CONNECT_REQUEST:
-			x->type = QPN_CONN_EV_REQUEST;
-			x->conn = passive_add(e->id);
-			return true;
-		case RDMA_CM_EVENT_ESTABLISHED:
-			x->type = QPN_CONN_EV_ESTABLISHED;
-			break;
-		case RDMA_CM_EVENT_REJECTED:
-			x->type = QPN_CONN_EV_REJECTED;
-			x->reason = rej_reason(e->status);
-			break;
-		case RDMA_CM_EVENT_DISCONNECTED:
-			x->type = QPN_CONN_EV_CLOSED; /* the kernel keeps the timewait */
-			break;
-		case RDMA_CM_EVENT_CONNECT_ERROR:
-		case RDMA_CM_EVENT_UNREACHABLE:
-			break;
-		default:
-			return false;
+	return drain(g_rc.pch, ev, max, [](const cm_input &in, qpn_conn_event *out) {
+		if (in.id == g_rc.listen_id) {
+			/* The listener's own events: only a device removal matters. */
+			int fail;
+			cm_conn lc{in.id, 0, RC_ST_FREE};
+			if (in.event != RDMA_CM_EVENT_DEVICE_REMOVAL)
+				return 0u;
+			act(RC_ACT_CLOSE, cm_target{true, &lc, 0, 0, 0}, in, &fail);
+			out[0] = qpn_conn_event{.type = QPN_CONN_EV_ERROR, .conn = UINT32_MAX};
+			return 1u;
 		}
-		x->conn = conn_of(e->id);
-		return true;
+		uint32_t conn = in.event == RDMA_CM_EVENT_CONNECT_REQUEST ? passive_add(in.id) :
+									    conn_of(in.id);
+		if (conn >= g_rc.pconns.size() || g_rc.pconns[conn].id != in.id)
+			return 0u;
+		return feed(passive_target(conn), in, in.event, in.status, out);
 	});
 }
 
 } /* namespace */
 
+/* The option checks (options.cpp) share the parsers of the runner. */
 bool
 hw_peer_valid(const std::string &s, std::string *why)
 {
 	sockaddr_in sa;
-	return parse_peer(s, &sa, why);
+	return rdmacm_parse_peer(s, &sa, why);
+}
+
+bool
+hw_bind_valid(const std::string &s, std::string *why)
+{
+	in_addr a;
+	return rdmacm_parse_ipv4(s, &a, why);
 }
 
 const qpn_conn_ops conn_rdmacm_ops = {

@@ -53,6 +53,9 @@ usage(const char *prog)
 	       "  --destroy-sim         remove the emulated devices' shared memory at exit\n"
 	       "  --hw-peer=IP:PORT     hardware mode, active side: the passive qpn-testpmd\n"
 	       "  --hw-port=PORT        hardware mode, passive side: port to listen on (18515)\n"
+	       "  --hw-bind=IP          hardware mode: the probed device's IPv4 address to listen\n"
+	       "                        on / connect from (default: the first IPv4 address of the\n"
+	       "                        device's netdev)\n"
 	       "  --role=R              both | client | server (default both: one process); client\n"
 	       "                        and server are two processes sharing --fabric and the device\n"
 	       "  --fabric=NAME         CM over the shared-memory fabric NAME (default: in-process)\n"
@@ -71,6 +74,20 @@ opt_u64(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
 		return true;
 	fprintf(stderr, "%s\n", opt_num_error("qpn-testpmd", opt, v, why).c_str());
 	return false;
+}
+
+/* Address options (--hw-peer, --hw-bind): VALID's reason in the same one line. */
+bool
+opt_addr(const char *opt, const char *v, bool (*valid)(const std::string &, std::string *),
+	 std::string *out)
+{
+	std::string why;
+	if (!valid(v, &why)) {
+		fprintf(stderr, "%s\n", opt_num_error("qpn-testpmd", opt, v, why).c_str());
+		return false;
+	}
+	*out = v;
+	return true;
 }
 
 template <typename T>
@@ -122,6 +139,7 @@ enum {
 	O_DESTROY,
 	O_HWPEER,
 	O_HWPORT,
+	O_HWBIND,
 	O_ROLE,
 	O_FABRIC,
 };
@@ -151,6 +169,7 @@ parse_args(int argc, char **argv, run_config *cfg)
 		{"destroy-sim", no_argument, nullptr, O_DESTROY},
 		{"hw-peer", required_argument, nullptr, O_HWPEER},
 		{"hw-port", required_argument, nullptr, O_HWPORT},
+		{"hw-bind", required_argument, nullptr, O_HWBIND},
 		{"role", required_argument, nullptr, O_ROLE},
 		{"fabric", required_argument, nullptr, O_FABRIC},
 		{"interactive", no_argument, nullptr, 'i'},
@@ -269,16 +288,15 @@ parse_args(int argc, char **argv, run_config *cfg)
 			cfg->destroy_sim = true;
 			break;
 		case O_HWPEER:
-			if (!hw_peer_valid(optarg, &why)) {
-				fprintf(stderr, "%s\n",
-					opt_num_error("qpn-testpmd", "--hw-peer", optarg, why)
-						.c_str());
+			if (!opt_addr("--hw-peer", optarg, hw_peer_valid, &cfg->hw_peer))
 				return -EINVAL;
-			}
-			cfg->hw_peer = optarg;
 			break;
 		case O_HWPORT:
 			if (!opt_uint("--hw-port", optarg, 1, 65535, &cfg->hw_port))
+				return -EINVAL;
+			break;
+		case O_HWBIND:
+			if (!opt_addr("--hw-bind", optarg, hw_bind_valid, &cfg->hw_bind))
 				return -EINVAL;
 			break;
 		case 'i':

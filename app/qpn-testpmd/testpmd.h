@@ -61,6 +61,7 @@ struct run_config {
 	uint64_t seed = 1;         /* --seed (churn) */
 	std::string hw_peer;       /* --hw-peer=IP:PORT (hardware, active side) */
 	unsigned hw_port = 18515;  /* --hw-port (hardware, passive side) */
+	std::string hw_bind;       /* --hw-bind=IP (hardware: the probed device's address) */
 	std::string role = "both"; /* --role: both | client | server */
 	std::string fabric;        /* --fabric: shared-memory CM fabric ("": in-process) */
 	bool role_client() const { return role != "server"; }
@@ -231,6 +232,8 @@ int devices_reprobe(run_ctx *ctx, int64_t quarantine_us);
 /* ---- conn_rdmacm.cpp ---- */
 /* Whether s is IPv4:PORT (PORT 1..65535), as --hw-peer needs it; *why says what is wrong. */
 bool hw_peer_valid(const std::string &s, std::string *why);
+/* Whether s is a dotted IPv4 address, as --hw-bind needs it. */
+bool hw_bind_valid(const std::string &s, std::string *why);
 
 /* ---- cli.cpp ---- */
 int cli_run(run_ctx *ctx, const qpn_engine **engine);

@@ -53,7 +53,7 @@ device_count(const char *name, bool *present)
 	return n;
 }
 
-/* Every verbs + mlx5 member resolved (the cm part is checked separately). */
+/* Every verbs + mlx5 member resolved (librdmacm is qpn-testpmd's: tests/app). */
 bool
 core_complete(const mlx5_qpn_glue *g)
 {
@@ -63,15 +63,6 @@ core_complete(const mlx5_qpn_glue *g)
 	       g->devx_obj_destroy && g->reserved_qpn_alloc && g->reserved_qpn_dealloc &&
 	       g->devx_alloc_uar && g->devx_free_uar && g->alloc_pd && g->dealloc_pd &&
 	       g->create_cq && g->destroy_cq && g->create_qp && g->destroy_qp;
-}
-
-bool
-cm_complete(const mlx5_qpn_glue *g)
-{
-	return g->cm_create_event_channel && g->cm_destroy_event_channel && g->cm_create_id &&
-	       g->cm_destroy_id && g->cm_resolve_addr && g->cm_resolve_route && g->cm_connect &&
-	       g->cm_accept && g->cm_reject && g->cm_disconnect && g->cm_get_cm_event &&
-	       g->cm_ack_cm_event && g->cm_listen && g->cm_bind_addr && g->cm_establish;
 }
 
 bool
@@ -100,19 +91,6 @@ TEST(HwGlue, LoadedTwiceReturnsSameTable)
 	}
 }
 
-TEST(HwGlue, CmPartConsistent)
-{
-	const mlx5_qpn_glue *cm = mlx5_qpn_glue_cm_get();
-	EXPECT_EQ(cm, mlx5_qpn_glue_cm_get());
-	if (cm != nullptr) {
-		EXPECT_EQ(cm, mlx5_qpn_glue_get());
-		EXPECT_TRUE(cm_complete(cm));
-		EXPECT_STREQ(mlx5_qpn_glue_cm_error(), "");
-	} else {
-		EXPECT_STRNE(mlx5_qpn_glue_cm_error(), "");
-	}
-}
-
 TEST(HwGlue, PrivateLoadMatchesGlobalTable)
 {
 	mlx5_qpn_glue mine;
@@ -130,7 +108,6 @@ TEST(HwGlue, PrivateLoadMatchesGlobalTable)
 	EXPECT_EQ(mine.get_device_list, global->get_device_list);
 	EXPECT_EQ(mine.devx_obj_create, global->devx_obj_create);
 	EXPECT_EQ(mine.reserved_qpn_alloc, global->reserved_qpn_alloc);
-	EXPECT_EQ(mine.cm_ok, global->cm_ok);
 	mlx5_qpn_glue_unload(&mine);
 	EXPECT_TRUE(all_null(&mine));
 }

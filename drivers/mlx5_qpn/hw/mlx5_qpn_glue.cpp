@@ -18,10 +18,10 @@
 
 namespace {
 
-enum lib_idx { LIB_VERBS = 0, LIB_MLX5 = 1, LIB_RDMACM = 2, LIB_COUNT };
+enum lib_idx { LIB_VERBS = 0, LIB_MLX5 = 1, LIB_COUNT };
 
 /* Sonames: the ABI major versions the prototypes in the installed headers belong to. */
-constexpr const char *lib_name[LIB_COUNT] = {"libibverbs.so.1", "libmlx5.so.1", "librdmacm.so.1"};
+constexpr const char *lib_name[LIB_COUNT] = {"libibverbs.so.1", "libmlx5.so.1"};
 
 struct sym_desc {
 	lib_idx lib;
@@ -61,21 +61,6 @@ constexpr sym_desc syms[] = {
 	GLUE_SYM(LIB_MLX5, mlx5dv_reserved_qpn_dealloc, reserved_qpn_dealloc),
 	GLUE_SYM(LIB_MLX5, mlx5dv_devx_alloc_uar, devx_alloc_uar),
 	GLUE_SYM(LIB_MLX5, mlx5dv_devx_free_uar, devx_free_uar),
-	GLUE_SYM(LIB_RDMACM, rdma_create_event_channel, cm_create_event_channel),
-	GLUE_SYM(LIB_RDMACM, rdma_destroy_event_channel, cm_destroy_event_channel),
-	GLUE_SYM(LIB_RDMACM, rdma_create_id, cm_create_id),
-	GLUE_SYM(LIB_RDMACM, rdma_destroy_id, cm_destroy_id),
-	GLUE_SYM(LIB_RDMACM, rdma_resolve_addr, cm_resolve_addr),
-	GLUE_SYM(LIB_RDMACM, rdma_resolve_route, cm_resolve_route),
-	GLUE_SYM(LIB_RDMACM, rdma_connect, cm_connect),
-	GLUE_SYM(LIB_RDMACM, rdma_accept, cm_accept),
-	GLUE_SYM(LIB_RDMACM, rdma_reject, cm_reject),
-	GLUE_SYM(LIB_RDMACM, rdma_disconnect, cm_disconnect),
-	GLUE_SYM(LIB_RDMACM, rdma_get_cm_event, cm_get_cm_event),
-	GLUE_SYM(LIB_RDMACM, rdma_ack_cm_event, cm_ack_cm_event),
-	GLUE_SYM(LIB_RDMACM, rdma_listen, cm_listen),
-	GLUE_SYM(LIB_RDMACM, rdma_bind_addr, cm_bind_addr),
-	GLUE_SYM(LIB_RDMACM, rdma_establish, cm_establish),
 };
 
 #undef GLUE_SYM
@@ -147,29 +132,13 @@ clear_lib(struct mlx5_qpn_glue *glue, lib_idx lib)
 	glue->handle[lib] = nullptr;
 }
 
-/* Optional rdmacm part; errors go to cm_err only. */
-void
-load_cm(const char *libdir, struct mlx5_qpn_glue *glue, char *cm_err, size_t cm_errlen)
-{
-	glue->handle[LIB_RDMACM] = open_lib(libdir, lib_name[LIB_RDMACM], cm_err, cm_errlen);
-	if (glue->handle[LIB_RDMACM] == nullptr)
-		return;
-	if (!resolve(glue, LIB_RDMACM, cm_err, cm_errlen)) {
-		clear_lib(glue, LIB_RDMACM);
-		return;
-	}
-	glue->cm_ok = 1;
-}
-
 /* The process-wide table, its error texts and whether each was logged already. */
 struct global_glue {
 	std::once_flag once;
 	struct mlx5_qpn_glue table;
 	bool ok;
 	char err[512];
-	char cm_err[512];
 	std::once_flag logged;
-	std::once_flag cm_logged;
 };
 
 global_glue g_glue;
@@ -183,13 +152,6 @@ global_load(void)
 	memset(&g_glue.table, 0, sizeof(g_glue.table));
 	const char *libdir = getenv("MLX5_QPN_GLUE_LIBDIR");
 	g_glue.ok = mlx5_qpn_glue_load(libdir, &g_glue.table, g_glue.err, sizeof(g_glue.err)) == 0;
-	if (g_glue.ok && !g_glue.table.cm_ok && g_glue.cm_err[0] == '\0') {
-		/* mlx5_qpn_glue_load() put the rdmacm reason into err; move it where it belongs. */
-		snprintf(g_glue.cm_err, sizeof(g_glue.cm_err), "%s", g_glue.err);
-		g_glue.err[0] = '\0';
-	} else if (!g_glue.ok) {
-		snprintf(g_glue.cm_err, sizeof(g_glue.cm_err), "%s", g_glue.err);
-	}
 }
 
 void
@@ -222,8 +184,6 @@ mlx5_qpn_glue_load(const char *libdir, struct mlx5_qpn_glue *glue, char *err, si
 			return -ENOSYS;
 		}
 	}
-	/* The CM part is optional: its failure is reported through err but is no error. */
-	load_cm(libdir, glue, err, errlen);
 	return 0;
 }
 
@@ -232,9 +192,8 @@ mlx5_qpn_glue_unload(struct mlx5_qpn_glue *glue)
 {
 	if (glue == nullptr)
 		return;
-	for (lib_idx lib : {LIB_RDMACM, LIB_MLX5, LIB_VERBS})
+	for (lib_idx lib : {LIB_MLX5, LIB_VERBS})
 		clear_lib(glue, lib);
-	glue->cm_ok = 0;
 }
 
 void
@@ -263,32 +222,11 @@ mlx5_qpn_glue_get(void)
 	return g;
 }
 
-const struct mlx5_qpn_glue *
-mlx5_qpn_glue_cm_get(void)
-{
-	const struct mlx5_qpn_glue *o = g_override.load(std::memory_order_acquire);
-	if (o != nullptr)
-		return o->cm_ok ? o : nullptr;
-	ensure_loaded();
-	if (g_glue.ok && g_glue.table.cm_ok)
-		return &g_glue.table;
-	std::call_once(g_glue.cm_logged,
-		       [] { HW_LOG(ERR, "librdmacm unavailable: %s", g_glue.cm_err); });
-	return nullptr;
-}
-
 const char *
 mlx5_qpn_glue_error(void)
 {
 	ensure_loaded();
 	return g_glue.err;
-}
-
-const char *
-mlx5_qpn_glue_cm_error(void)
-{
-	ensure_loaded();
-	return g_glue.cm_err;
 }
 
 } /* extern "C" */

@@ -4,22 +4,21 @@
 
 /**
  * @file
- * Internal: the rdma-core glue. The library is never linked against libibverbs, libmlx5 or
- * librdmacm (a build or a host without them must still work with the emulated device):
+ * Internal: the rdma-core glue. The library is never linked against libibverbs or libmlx5
+ * (a build or a host without them must still work with the emulated device):
  * they are dlopen()ed once (RTLD_LAZY | RTLD_LOCAL) and every symbol used anywhere in the
  * project is resolved into one table, like DPDK's drivers/common/mlx5/linux/mlx5_glue.h.
  *
- * Member names drop the library prefix (open_device, devx_obj_create, cm_connect): some
+ * Member names drop the library prefix (open_device, devx_obj_create): some
  * rdma-core names are function-like macros (ibv_get_device_list, ibv_query_port) that would
  * rewrite a call such as glue->ibv_query_port(...). Pointer types are taken from the real
- * prototypes in <infiniband/verbs.h>, <infiniband/mlx5dv.h> and <rdma/rdma_cma.h>, so a
+ * prototypes in <infiniband/verbs.h> and <infiniband/mlx5dv.h>, so a
  * prototype change in rdma-core is a compile error here, not a silent ABI mismatch.
  *
- * Libraries: libibverbs.so.1 and libmlx5.so.1 are required (the hardware backend needs
- * them); librdmacm.so.1 is optional — when it is missing the cm_* members are NULL and
- * mlx5_qpn_glue_cm_get() fails while mlx5_qpn_glue_get() still succeeds.
- * The environment variable MLX5_QPN_GLUE_LIBDIR, when set, is a directory to load the three
- * libraries from instead of the dynamic loader's search path.
+ * Libraries: libibverbs.so.1 and libmlx5.so.1, both required (the hardware backend needs
+ * them). librdmacm is not the driver's: qpn-testpmd loads it itself (app/qpn-testpmd/
+ * rdmacm_glue.h). The environment variable MLX5_QPN_GLUE_LIBDIR, when set, is a directory to
+ * load the libraries from instead of the dynamic loader's search path.
  *
  * Thread safety: the first call of any accessor loads the table exactly once
  * (std::call_once); afterwards the table and the error text are immutable.
@@ -29,7 +28,6 @@
 
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
-#include <rdma/rdma_cma.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -65,27 +63,8 @@ struct mlx5_qpn_glue {
 	__typeof__(mlx5dv_devx_alloc_uar) *devx_alloc_uar;
 	__typeof__(mlx5dv_devx_free_uar) *devx_free_uar;
 
-	/* librdmacm.so.1 (optional; all NULL when it could not be loaded) */
-	__typeof__(rdma_create_event_channel) *cm_create_event_channel;
-	__typeof__(rdma_destroy_event_channel) *cm_destroy_event_channel;
-	__typeof__(rdma_create_id) *cm_create_id;
-	__typeof__(rdma_destroy_id) *cm_destroy_id;
-	__typeof__(rdma_resolve_addr) *cm_resolve_addr;
-	__typeof__(rdma_resolve_route) *cm_resolve_route;
-	__typeof__(rdma_connect) *cm_connect;
-	__typeof__(rdma_accept) *cm_accept;
-	__typeof__(rdma_reject) *cm_reject;
-	__typeof__(rdma_disconnect) *cm_disconnect;
-	__typeof__(rdma_get_cm_event) *cm_get_cm_event;
-	__typeof__(rdma_ack_cm_event) *cm_ack_cm_event;
-	__typeof__(rdma_listen) *cm_listen;
-	__typeof__(rdma_bind_addr) *cm_bind_addr;
-	__typeof__(rdma_establish) *cm_establish;
-
-	/** dlopen handles: [0] libibverbs, [1] libmlx5, [2] librdmacm (NULL if absent). */
-	void *handle[3];
-	/** Non-zero when every cm_* member is resolved. */
-	int cm_ok;
+	/** dlopen handles: [0] libibverbs, [1] libmlx5. */
+	void *handle[2];
 };
 
 /**
@@ -102,19 +81,8 @@ const struct mlx5_qpn_glue *mlx5_qpn_glue_get(void);
  */
 const struct mlx5_qpn_glue *mlx5_qpn_glue_get_quiet(void);
 
-/**
- * The same table, for users of the librdmacm part.
- *
- * @return the table when the verbs, mlx5 and rdmacm parts are all resolved; NULL otherwise,
- *         with one error line the first time (mlx5_qpn_glue_cm_error() gives the text).
- */
-const struct mlx5_qpn_glue *mlx5_qpn_glue_cm_get(void);
-
 /** Why mlx5_qpn_glue_get() fails, or "" when it succeeds. Loads the table if needed. */
 const char *mlx5_qpn_glue_error(void);
-
-/** Why mlx5_qpn_glue_cm_get() fails, or "" when it succeeds. Loads the table if needed. */
-const char *mlx5_qpn_glue_cm_error(void);
 
 /**
  * Load a private table from libdir (NULL: the loader's search path), not touching the
@@ -124,7 +92,7 @@ const char *mlx5_qpn_glue_cm_error(void);
  * @param glue   Filled on success; on failure all pointers are NULL.
  * @param err    Buffer for the error text ("" on success); may be NULL.
  * @param errlen Its size.
- * @return 0 (verbs + mlx5 resolved; glue->cm_ok tells about rdmacm), -ENOENT when a library
+ * @return 0 (verbs + mlx5 resolved), -ENOENT when a library
  *         cannot be opened, -ENOSYS when a symbol is missing, -EINVAL for a NULL glue.
  */
 int mlx5_qpn_glue_load(const char *libdir, struct mlx5_qpn_glue *glue, char *err, size_t errlen);
@@ -133,7 +101,7 @@ int mlx5_qpn_glue_load(const char *libdir, struct mlx5_qpn_glue *glue, char *err
 void mlx5_qpn_glue_unload(struct mlx5_qpn_glue *glue);
 
 /**
- * Test hook: make mlx5_qpn_glue_get(), _get_quiet() and _cm_get() return glue instead of
+ * Test hook: make mlx5_qpn_glue_get() and _get_quiet() return glue instead of
  * rdma-core's table (NULL restores it), so that the hardware backend's calls "happen" against
  * a fake table on a machine without a ConnectX. mlx5_qpn_glue_error() is unaffected.
  * The table must outlive every backend opened through it. Not for production use; must not

@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The rdma_cm state machine, the device check and the private data (rdmacm_fsm.h). */
+#include "rdmacm_fsm.h"
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <endian.h>
+
+#include "mlx5_qpn_cm.h"
+
+namespace {
+
+rdmacm_step
+stay(rdmacm_state s)
+{
+	return rdmacm_step{s, 0, QPN_CONN_EV_ERROR, 0};
+}
+
+rdmacm_step
+go(rdmacm_state s, uint16_t actions, qpn_conn_event_type deliver = QPN_CONN_EV_ERROR,
+   uint16_t reason = 0)
+{
+	return rdmacm_step{s, actions, deliver, reason};
+}
+
+/* The engine gives the QPN back and releases; nothing it is told afterwards matters. */
+rdmacm_step
+release(uint16_t more = 0)
+{
+	return go(RC_ST_RELEASING, uint16_t(RC_ACT_RELEASE_QPN | more));
+}
+
+bool
+live(rdmacm_state s)
+{
+	return s != RC_ST_FREE && s != RC_ST_RELEASING;
+}
+
+/* What ends a connection the same way on both sides; false: EVENT is not one of them. */
+bool
+common_end(rdmacm_state s, int event, int status, rdmacm_step *out)
+{
+	switch (event) {
+	case RDMA_CM_EVENT_REJECTED:
+		/* Both engines release on REJECTED (and count its reason). */
+		*out = go(RC_ST_RELEASING, RC_ACT_DELIVER, QPN_CONN_EV_REJECTED,
+			  rdmacm_rej_reason(status));
+		return true;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RC_IN_CALL_FAILED:
+	case RC_IN_REFUSED:
+		*out = release(RC_ACT_COUNT_ERROR);
+		return true;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		*out = release(RC_ACT_COUNT_ERROR | RC_ACT_CLOSE);
+		return true;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+		/* An established connection closes; before that, a DISCONNECTED is a failure. */
+		*out = s == RC_ST_ESTABLISHED || s == RC_ST_DISCONNECTING || s == RC_ST_ACCEPTED ?
+			       release() :
+			       release(RC_ACT_COUNT_ERROR);
+		return true;
+	default:
+		return false;
+	}
+}
+
+rdmacm_step
+active_step(rdmacm_state s, int event, int status)
+{
+	if (event == RC_IN_START)
+		return s == RC_ST_FREE ? go(RC_ST_ADDR, 0) : stay(s);
+	if (!live(s))
+		return stay(s);
+	switch (event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		return s == RC_ST_ADDR ? go(RC_ST_ROUTE, RC_ACT_RESOLVE_ROUTE) : stay(s);
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		/* The route names the device: check it before presenting its QPN. */
+		return s == RC_ST_ROUTE ? go(RC_ST_CONNECTING, RC_ACT_CHECK | RC_ACT_CONNECT) :
+					  stay(s);
+	case RDMA_CM_EVENT_CONNECT_RESPONSE:
+		/* No QP on the id: the REP comes as CONNECT_RESPONSE; its private data is checked,
+		 * then establish sends the RTU. */
+		return s == RC_ST_CONNECTING ? go(RC_ST_ESTABLISHED,
+						  RC_ACT_CHECK | RC_ACT_ESTABLISH | RC_ACT_DELIVER,
+						  QPN_CONN_EV_ESTABLISHED) :
+					       stay(s);
+	case RDMA_CM_EVENT_ESTABLISHED:
+		return s == RC_ST_CONNECTING ?
+			       go(RC_ST_ESTABLISHED, RC_ACT_DELIVER, QPN_CONN_EV_ESTABLISHED) :
+			       stay(s);
+	case RC_IN_DISCONNECT:
+		/* A failed DREQ: the connection is closing already, its DISCONNECTED comes. */
+		return s == RC_ST_ESTABLISHED && status == 0 ? go(RC_ST_DISCONNECTING, 0) : stay(s);
+	case RDMA_CM_EVENT_DISCONNECTED:
+		if (s == RC_ST_ESTABLISHED || s == RC_ST_DISCONNECTING)
+			return go(RC_ST_RELEASING, RC_ACT_DELIVER, QPN_CONN_EV_CLOSED);
+		break;
+	default:
+		break;
+	}
+	rdmacm_step out;
+	return common_end(s, event, status, &out) ? out : stay(s);
+}
+
+rdmacm_step
+passive_step(rdmacm_state s, int event, int status)
+{
+	switch (event) {
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+		/* Checked (device, private data) before the engine takes a QPN for it. */
+		return s == RC_ST_FREE ? go(RC_ST_REQUESTED, RC_ACT_CHECK | RC_ACT_DELIVER,
+					    QPN_CONN_EV_REQUEST) :
+					 stay(s);
+	case RC_IN_REFUSED:
+		/* The engine never saw it and holds no QPN: reject and destroy here. */
+		if (s == RC_ST_REQUESTED)
+			return go(RC_ST_FREE,
+				  RC_ACT_REJECT | RC_ACT_DESTROY_ID | RC_ACT_COUNT_ERROR);
+		break;
+	case RC_IN_ACCEPT:
+		/* A failed accept: the engine rejects and releases (conn.h). */
+		if (s == RC_ST_REQUESTED)
+			return go(status == 0 ? RC_ST_ACCEPTED : RC_ST_RELEASING, 0);
+		return stay(s);
+	case RC_IN_REJECT:
+		/* Our own reject: the engine releases next. */
+		return s == RC_ST_REQUESTED || s == RC_ST_RELEASING ?
+			       go(RC_ST_RELEASING, RC_ACT_REJECT) :
+			       stay(s);
+	case RDMA_CM_EVENT_ESTABLISHED:
+		return s == RC_ST_ACCEPTED ?
+			       go(RC_ST_ESTABLISHED, RC_ACT_DELIVER, QPN_CONN_EV_ESTABLISHED) :
+			       stay(s);
+	default:
+		break;
+	}
+	if (!live(s))
+		return stay(s);
+	rdmacm_step out;
+	return common_end(s, event, status, &out) ? out : stay(s);
+}
+
+} /* namespace */
+
+rdmacm_step
+rdmacm_fsm_step(bool passive, rdmacm_state state, int event, int status)
+{
+	/* The engine's release ends every connection, in any state, once. */
+	if (event == RC_IN_RELEASE)
+		return state == RC_ST_FREE ? stay(state) : go(RC_ST_FREE, RC_ACT_DESTROY_ID);
+	return passive ? passive_step(state, event, status) : active_step(state, event, status);
+}
+
+unsigned
+rdmacm_engine_events(bool passive, uint16_t actions, qpn_conn_event_type *out)
+{
+	unsigned n = 0;
+	bool err = (actions & RC_ACT_COUNT_ERROR) != 0;
+	bool rel = (actions & RC_ACT_RELEASE_QPN) != 0;
+	if (err)
+		out[n++] = QPN_CONN_EV_ERROR;
+	if (rel && (passive || !err))
+		out[n++] = QPN_CONN_EV_CLOSED;
+	return n;
+}
+
+uint16_t
+rdmacm_rej_reason(int status)
+{
+	return status > 0 && status < MLX5_QPN_CM_REJ_REASON_SLOTS ? uint16_t(status) : UINT16_MAX;
+}
+
+bool
+rdmacm_same_device(uint64_t id_guid_be, uint8_t id_port, uint64_t probed_guid, uint8_t probed_port,
+		   std::string *why)
+{
+	char line[160];
+	uint64_t id_guid = be64toh(id_guid_be);
+	if (id_guid_be == 0) {
+		*why = "the connection has no RDMA device (address not resolved to one)";
+		return false;
+	}
+	if (id_guid != probed_guid) {
+		snprintf(line, sizeof(line),
+			 "routes through node GUID %016" PRIx64
+			 ", not the probed device's %016" PRIx64 " (its QPNs are another device's)",
+			 id_guid, probed_guid);
+		*why = line;
+		return false;
+	}
+	if (probed_port != 0 && id_port != probed_port) {
+		snprintf(line, sizeof(line), "routes through port %u, not port %u", id_port,
+			 probed_port);
+		*why = line;
+		return false;
+	}
+	return true;
+}
+
+size_t
+rdmacm_pdata_put(const rdmacm_pdata &p, uint8_t *buf)
+{
+	uint16_t magic = htons(kRdmacmPdataMagic);
+	uint32_t dctn = htonl(p.dctn);
+	uint64_t key = htobe64(p.dc_key);
+	memcpy(buf, &magic, 2);
+	buf[2] = kRdmacmPdataVersion;
+	buf[3] = 0;
+	memcpy(buf + 4, &dctn, 4);
+	memcpy(buf + 8, &key, 8);
+	return kRdmacmPdataLen;
+}
+
+int
+rdmacm_pdata_get(const void *buf, size_t len, rdmacm_pdata *p, std::string *why)
+{
+	const uint8_t *b = static_cast<const uint8_t *>(buf);
+	if (b == nullptr || len < kRdmacmPdataLen) {
+		*why = "private data too short (" + std::to_string(b == nullptr ? 0 : len) +
+		       " bytes, need " + std::to_string(kRdmacmPdataLen) + ")";
+		return -EINVAL;
+	}
+	uint16_t magic;
+	uint32_t dctn;
+	uint64_t key;
+	memcpy(&magic, b, 2);
+	memcpy(&dctn, b + 4, 4);
+	memcpy(&key, b + 8, 8);
+	if (ntohs(magic) != kRdmacmPdataMagic) {
+		*why = "private data is not qpn-testpmd's (no magic)";
+		return -EINVAL;
+	}
+	if (b[2] != kRdmacmPdataVersion) {
+		*why = "private data version " + std::to_string(b[2]) + ", expected " +
+		       std::to_string(kRdmacmPdataVersion);
+		return -EINVAL;
+	}
+	dctn = ntohl(dctn);
+	if (dctn > 0xffffff) {
+		*why = "private data: DCT number over 24 bits";
+		return -EINVAL;
+	}
+	p->dctn = dctn;
+	p->dc_key = be64toh(key);
+	return 0;
+}
