@@ -12,6 +12,7 @@
 
 #include "common/mlx5_qpn_prm_wqe.h"
 #include "dc/mlx5_qpn_dc_be.h"
+#include "hw/mlx5_qpn_hw_dc.h"
 #include "mlx5_qpn.h"
 #include "mlx5_qpn_dc.h"
 #include "mlx5_qpn_dc_ops.h"
@@ -68,8 +69,14 @@ const mlx5_qpn_dev_ops cq_only_ops = {.dc = &cq_only_dc};
 TEST(DcOps, TablesAreWired)
 {
 	EXPECT_EQ(mlx5_qpn_sim_ops.dc, &mlx5_qpn_sim_dc_ops);
-	/* Issue 9 gives the hardware backend its DC part; until then it has none. */
-	EXPECT_EQ(mlx5_qpn_hw_ops.dc, nullptr);
+	/* Issue 9: the hardware backend has its DC part (rdma-core objects, no execute step). */
+	EXPECT_EQ(mlx5_qpn_hw_ops.dc, &mlx5_qpn_hw_dc_ops);
+	const mlx5_qpn_dc_ops &h = mlx5_qpn_hw_dc_ops;
+	EXPECT_TRUE(h.cq_create && h.cq_destroy && h.dci_create && h.dci_destroy && h.dct_create &&
+		    h.dct_destroy && h.ah_create && h.ah_destroy && h.route_required);
+	EXPECT_TRUE(h.execute == nullptr && h.poll == nullptr);
+	EXPECT_TRUE(mlx5_qpn_sim_dc_ops.ah_create && mlx5_qpn_sim_dc_ops.ah_destroy &&
+		    !mlx5_qpn_sim_dc_ops.route_required);
 	const mlx5_qpn_dc_ops &d = mlx5_qpn_sim_dc_ops;
 	EXPECT_TRUE(d.cq_create && d.cq_destroy && d.dci_create && d.dci_destroy && d.dct_create &&
 		    d.dct_destroy && d.execute && d.poll);
