@@ -144,3 +144,60 @@ TEST(DcOps, MissingDcOpIsEopnotsupp)
 	mlx5_qpn_cq_destroy(cq);
 	EXPECT_EQ(fb.cq_destroys, 1);
 }
+
+/* The emulated device's AH: its own AV, optional on a post, and never another device's. */
+TEST(DcOps, EmulatedAhRoutesAndIsCheckedAgainstTheDevice)
+{
+	sim_test::ScopedName n;
+	mlx5_qpn_dev *dev = nullptr;
+	ASSERT_EQ(mlx5_qpn_dev_probe((n.name + ",quarantine_us=0").c_str(), &dev), 0);
+	mlx5_qpn_cq *cq = nullptr;
+	mlx5_qpn_dci *dci = nullptr;
+	mlx5_qpn_dct *dct = nullptr;
+	ASSERT_EQ(mlx5_qpn_cq_create(dev, 4, &cq), 0);
+	ASSERT_EQ(mlx5_qpn_dct_create(dev, cq, 5, &dct), 0);
+	ASSERT_EQ(mlx5_qpn_dci_create(dev, cq, 2, &dci), 0);
+	mlx5_qpn_dc_addr addr{};
+	addr.dlid = 7;
+	mlx5_qpn_dc_ah *ah = nullptr;
+	addr.sl = 16;
+	EXPECT_EQ(mlx5_qpn_dc_ah_create(dev, &addr, &ah), -EINVAL);
+	addr.sl = 1;
+	addr.flow_label = 1u << 20;
+	EXPECT_EQ(mlx5_qpn_dc_ah_create(dev, &addr, &ah), -EINVAL);
+	addr.flow_label = 0;
+	EXPECT_EQ(mlx5_qpn_dc_ah_create(nullptr, &addr, &ah), -EINVAL);
+	ASSERT_EQ(mlx5_qpn_dc_ah_create(dev, &addr, &ah), 0);
+
+	const uint32_t dctn = mlx5_qpn_dct_number(dct);
+	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, ah, dctn, 5, "ah", 2, 11), 0);
+	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, dctn, 5, "no", 2, 12), 0);
+	mlx5_qpn_dci_ring(dci);
+	EXPECT_EQ(mlx5_qpn_dev_service_run(dev), 2);
+	mlx5_qpn_wc wc[8];
+	int got = mlx5_qpn_cq_poll(cq, wc, 8);
+	ASSERT_EQ(got, 4); /* two sends, each a requester and a responder completion */
+	for (int i = 0; i < got; i++)
+		EXPECT_EQ(wc[i].syndrome, 0);
+
+	/* An AH of another handle of the same emulated device is not this DCI's. */
+	auto da = sim_test::default_devargs(n.name);
+	mlx5_qpn_backend *be2 = nullptr;
+	ASSERT_EQ(mlx5_qpn_sim_ops.open(&da, &be2), 0);
+	mlx5_qpn_dc_ah *ah2 = nullptr;
+	ASSERT_EQ(mlx5_qpn_dc_ah_create_be(be2, &addr, &ah2), 0);
+	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, ah2, dctn, 5, "x", 1, 13), -EINVAL);
+	mlx5_qpn_dc_ah_destroy(ah2);
+	mlx5_qpn_sim_ops.close(be2);
+
+	/* A backend without AH ops. */
+	FakeBackend fb{{&cq_only_ops}};
+	EXPECT_EQ(mlx5_qpn_dc_ah_create_be(&fb.base, &addr, &ah2), -EOPNOTSUPP);
+
+	mlx5_qpn_dc_ah_destroy(ah);
+	mlx5_qpn_dc_ah_destroy(nullptr);
+	mlx5_qpn_dci_destroy(dci);
+	mlx5_qpn_dct_destroy(dct);
+	mlx5_qpn_cq_destroy(cq);
+	mlx5_qpn_dev_close(dev);
+}
