@@ -145,9 +145,8 @@ uint32_t mlx5_qpn_dci_qpn(const struct mlx5_qpn_dci *dci);
  * @return 0; -ENOBUFS send queue full; -EINVAL (len too long, NULL, no route where one is
  *         needed, an AH of another device).
  */
-int mlx5_qpn_dci_post_send(struct mlx5_qpn_dci *dci, const struct mlx5_qpn_dc_ah *ah,
-			   uint32_t dctn, uint64_t dc_key, const void *buf, uint32_t len,
-			   uint64_t wr_id);
+int mlx5_qpn_dci_post_send(struct mlx5_qpn_dci *dci, const struct mlx5_qpn_dc_ah *ah, uint32_t dctn,
+			   uint64_t dc_key, const void *buf, uint32_t len, uint64_t wr_id);
 
 /** Most inline bytes per SEND. */
 #define MLX5_QPN_DC_MAX_INLINE 256

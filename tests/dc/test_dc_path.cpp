@@ -302,13 +302,15 @@ TEST_F(DcPath, FullSendQueueIsEnobufsAndArgumentsAreChecked)
 	uint32_t dctn = mlx5_qpn_dct_number(dct);
 	char big[MLX5_QPN_DC_MAX_INLINE + 1] = {};
 
-	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, dctn, KEY, big, MLX5_QPN_DC_MAX_INLINE + 1, 0),
+	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, dctn, KEY, big, MLX5_QPN_DC_MAX_INLINE + 1,
+					 0),
 		  -EINVAL);
 	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, dctn, KEY, nullptr, 4, 0), -EINVAL);
 	EXPECT_EQ(mlx5_qpn_dci_post_send(nullptr, nullptr, dctn, KEY, big, 4, 0), -EINVAL);
 	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, 1u << 24, KEY, big, 4, 0), -EINVAL);
 	for (int i = 0; i < 4; i++)
-		ASSERT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, dctn, KEY, big, MLX5_QPN_DC_MAX_INLINE, i),
+		ASSERT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, dctn, KEY, big,
+						 MLX5_QPN_DC_MAX_INLINE, i),
 			  0);
 	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, dctn, KEY, "z", 1, 9), -ENOBUFS);
 	mlx5_qpn_dci_ring(dci);
@@ -356,8 +358,8 @@ TEST_F(DcPath, SeveralDcisToOneDct)
 	for (int m = 0; m < NMSG; m++)
 		for (int i = 0; i < NDCI; i++) {
 			std::string msg = tag(i, m);
-			ASSERT_EQ(mlx5_qpn_dci_post_send(dci[i], nullptr, mlx5_qpn_dct_number(dct), KEY,
-							 msg.data(), uint32_t(msg.size()),
+			ASSERT_EQ(mlx5_qpn_dci_post_send(dci[i], nullptr, mlx5_qpn_dct_number(dct),
+							 KEY, msg.data(), uint32_t(msg.size()),
 							 uint64_t(i * 100 + m)),
 				  0);
 		}
@@ -407,7 +409,9 @@ TEST_F(DcPath, SecondHandleSendsToOurDct)
 	mlx5_qpn_dci *wrong = nullptr;
 	EXPECT_EQ(mlx5_qpn_dci_create(dev_, scq, 3, &wrong), -EINVAL);
 
-	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, mlx5_qpn_dct_number(dct), KEY, "other", 5, 5), 0);
+	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, mlx5_qpn_dct_number(dct), KEY, "other", 5,
+					 5),
+		  0);
 	mlx5_qpn_dci_ring(dci);
 	EXPECT_EQ(mlx5_qpn_dc_service_run_be(be2), 1);
 	mlx5_qpn_wc wc[2];
@@ -556,7 +560,8 @@ TEST_F(DcPath, DestroyPathsReturnEverything)
 	mlx5_qpn_cq_destroy(cq); /* refused: QPs still use it */
 	EXPECT_EQ(stats().dc_cqs, 1u);
 	/* Posted, rung, never executed: destroying the DCI drops it. */
-	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, mlx5_qpn_dct_number(dct), KEY, "q", 1, 1), 0);
+	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, mlx5_qpn_dct_number(dct), KEY, "q", 1, 1),
+		  0);
 	mlx5_qpn_dci_ring(dci);
 	mlx5_qpn_dci_destroy(dci);
 	EXPECT_EQ(mlx5_qpn_dev_service_run(dev_), 0);

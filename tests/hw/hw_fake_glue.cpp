@@ -393,8 +393,8 @@ create_ah(ibv_pd *pd, ibv_ah_attr *a)
 	if (a->is_global) {
 		f->av.tclass = a->grh.traffic_class;
 		f->av.hop_limit = a->grh.hop_limit;
-		f->av.grh_gid_fl =
-			htobe32(a->grh.flow_label | (1u << 30) | (uint32_t(a->grh.sgid_index) << 20));
+		f->av.grh_gid_fl = htobe32(a->grh.flow_label | (1u << 30) |
+					   (uint32_t(a->grh.sgid_index) << 20));
 		memcpy(f->av.rgid, a->grh.dgid.raw, 16);
 	}
 	g_last_av = f->av;
@@ -552,7 +552,8 @@ on_fault(int, siginfo_t *si, void *)
 		if (reinterpret_cast<uintptr_t>(g_trap[i]) == pg) {
 			if (g_norder < int(sizeof(g_order)))
 				g_order[g_norder++] = i == 0 ? 'D' : 'U';
-			mprotect(g_trap[i], 4096, PROT_READ | PROT_WRITE); /* the write then retries */
+			mprotect(g_trap[i], 4096,
+				 PROT_READ | PROT_WRITE); /* the write then retries */
 			return;
 		}
 	}

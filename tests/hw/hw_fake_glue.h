@@ -60,7 +60,7 @@ struct FakeDevice {
 	std::vector<struct ibv_ah_attr> ah_attrs;
 	int srqs_live = 0, ahs_live = 0, init_objs = 0;
 	int srq_max_wr = 0;
-	uint32_t bf_size = 256;  /* mlx5dv_qp.bf.size handed out (0: NC doorbell) */
+	uint32_t bf_size = 256;     /* mlx5dv_qp.bf.size handed out (0: NC doorbell) */
 	int dv_create_qp_errno = 0; /* non-zero: mlx5dv_create_qp fails with it */
 };
 

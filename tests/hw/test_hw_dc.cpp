@@ -238,7 +238,8 @@ TEST(HwDc, AvBuilderMatchesTheInstalledLayout)
 	EXPECT_EQ(w->stat_rate_sl, a.sl);
 	EXPECT_EQ(w->tclass, a.traffic_class);
 	EXPECT_EQ(w->hop_limit, a.hop_limit);
-	EXPECT_EQ(w->grh_gid_fl, htobe32(a.flow_label | (1u << 30) | (uint32_t(a.sgid_index) << 20)));
+	EXPECT_EQ(w->grh_gid_fl,
+		  htobe32(a.flow_label | (1u << 30) | (uint32_t(a.sgid_index) << 20)));
 	EXPECT_EQ(memcmp(w->rgid, a.dgid, 16), 0);
 	EXPECT_EQ(w->dqp_dct, 0u);
 }

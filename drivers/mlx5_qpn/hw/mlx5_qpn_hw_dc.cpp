@@ -151,8 +151,8 @@ dc_to_ready(mlx5_qpn_hw_dev *dev, struct ibv_qp *qp, bool dct)
 	a.rnr_retry = 7;
 	a.sq_psn = 0;
 	a.max_rd_atomic = 1;
-	mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-	       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+	mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+	       IBV_QP_MAX_QP_RD_ATOMIC;
 	return modify(dev, qp, &a, mask, "DCI RTS");
 }
 
@@ -163,7 +163,8 @@ hw_cq_create(struct mlx5_qpn_backend *be, uint32_t log_depth, struct mlx5_qpn_dc
 		return -EINVAL;
 	mlx5_qpn_hw_dev *dev = to_dev(be);
 	errno = 0;
-	struct ibv_cq *c = dev->glue->create_cq(dev->ctx, (1 << log_depth) - 1, nullptr, nullptr, 0);
+	struct ibv_cq *c = dev->glue->create_cq(dev->ctx, (1 << log_depth) - 1, nullptr, nullptr,
+						0);
 	if (c == nullptr) {
 		int rc = fail_errno();
 		HW_LOG(ERR, "%s: DC: ibv_create_cq failed (%s)", dev->name, strerror(-rc));
@@ -179,8 +180,8 @@ hw_cq_create(struct mlx5_qpn_backend *be, uint32_t log_depth, struct mlx5_qpn_dc
 	int lg = log2_exact(dv.cqe_cnt);
 	if (rc == 0 && (dv.cqe_size != 64 || lg < int(log_depth))) {
 		/* The DC layer polls 64-byte CQEs (MLX5_CQE_SIZE=128 in the environment). */
-		HW_LOG(ERR, "%s: DC: CQ of %u CQEs of %u bytes: 2^%u of 64 bytes needed",
-		       dev->name, dv.cqe_cnt, dv.cqe_size, log_depth);
+		HW_LOG(ERR, "%s: DC: CQ of %u CQEs of %u bytes: 2^%u of 64 bytes needed", dev->name,
+		       dv.cqe_cnt, dv.cqe_size, log_depth);
 		rc = -ENOTSUP;
 	}
 	if (rc != 0) {
