@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <endian.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -49,11 +51,13 @@ struct HwDc {
 		da.max_qpns = 65536;
 		EXPECT_EQ(mlx5_qpn_hw_ops.open(&da, &be), 0);
 	}
-	void make()
+	/* The CQ, DCI and DCT; false (and why) if any failed. */
+	bool make()
 	{
-		ASSERT_EQ(mlx5_qpn_cq_create_be(be, 4, &cq), 0);
-		ASSERT_EQ(mlx5_qpn_dci_create_cq(cq, 2, &dci), 0);
-		ASSERT_EQ(mlx5_qpn_dct_create_cq(cq, KEY, &dct), 0);
+		EXPECT_NE(be, nullptr);
+		return be != nullptr && mlx5_qpn_cq_create_be(be, 4, &cq) == 0 &&
+		       mlx5_qpn_dci_create_cq(cq, 2, &dci) == 0 &&
+		       mlx5_qpn_dct_create_cq(cq, KEY, &dct) == 0;
 	}
 	~HwDc()
 	{
@@ -87,9 +91,7 @@ ib_addr(void)
 TEST(HwDc, ObjectsAreMadeWithRdmaCoreAttributes)
 {
 	HwDc t;
-	ASSERT_NE(t.be, nullptr);
-	t.make();
-	ASSERT_NE(t.dct, nullptr);
+	ASSERT_TRUE(t.make());
 	const auto &d = fake();
 	/* CQ: 2^4 - 1 asked (libmlx5 adds one); depth and CQN from init_obj. */
 	EXPECT_EQ(d.cq_depths.back(), 15);
@@ -143,9 +145,7 @@ TEST(HwDc, ObjectsAreMadeWithRdmaCoreAttributes)
 TEST(HwDc, AhIsRdmaCoresAndItsAvGoesIntoTheWqe)
 {
 	HwDc t;
-	ASSERT_NE(t.be, nullptr);
-	t.make();
-	ASSERT_NE(t.dci, nullptr);
+	ASSERT_TRUE(t.make());
 	mlx5_qpn_dc_addr addr = ib_addr();
 	mlx5_qpn_dc_ah *ah = nullptr;
 	ASSERT_EQ(mlx5_qpn_dc_ah_create_be(t.be, &addr, &ah), 0);
@@ -242,4 +242,25 @@ TEST(HwDc, AvBuilderMatchesTheInstalledLayout)
 		  htobe32(a.flow_label | (1u << 30) | (uint32_t(a.sgid_index) << 20)));
 	EXPECT_EQ(memcmp(w->rgid, a.dgid, 16), 0);
 	EXPECT_EQ(w->dqp_dct, 0u);
+}
+
+/* A forked child that destroys DC objects destroys nothing of its parent's. */
+TEST(HwDc, ForkedChildDestroysNothing)
+{
+	HwDc t;
+	ASSERT_TRUE(t.make());
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		const int before = fake().qps_destroyed;
+		mlx5_qpn_dct_destroy(t.dct);
+		mlx5_qpn_dci_destroy(t.dci);
+		mlx5_qpn_cq_destroy(t.cq);
+		const bool ok = fake().qps_destroyed == before && fake().srqs_live == 1 &&
+				fake().cqs_live >= 1;
+		_exit(ok ? 0 : 1);
+	}
+	int st = 0;
+	ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
