@@ -24,7 +24,8 @@
  * an AH is refused (-EINVAL), and receiving on a DCT (mlx5_qpn_dct_read) is -EOPNOTSUPP.
  *
  * Thread safety: a DCI, a DCT and a CQ are each used by one thread at a time. Different objects
- * may be used concurrently. The device executes WQEs in mlx5_qpn_dev_service_run(), which any
+ * may be used concurrently; an AH is read-only after create and may be used by any number of
+ * DCIs of its device at once (destroy it only when none still posts with it). The device executes WQEs in mlx5_qpn_dev_service_run(), which any
  * thread may call (the emulated device also registers it as a DPDK service).
  */
 

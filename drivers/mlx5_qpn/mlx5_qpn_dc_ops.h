@@ -64,7 +64,8 @@ struct mlx5_qpn_dc_dci_info {
 				  what was asked; a backend may give more, as rdma-core rounds). */
 	void *sq;            /**< The SQ ring. */
 	uint32_t *dbrec;     /**< [MLX5_QPN_SND_DBR]: send counter in BBs (be32, low 16 bits). */
-	void *uar_reg;       /**< 64-bit doorbell register (UAR page + 0x800). */
+	void *uar_reg;       /**< 64-bit doorbell register (UAR page + 0x800; on hardware the
+				  register rdma-core gave the QP, mlx5dv_qp::bf.reg). */
 	uint64_t handle;
 	uint32_t flags; /**< MLX5_QPN_DC_DCI_*. */
 	uint32_t rsvd;
