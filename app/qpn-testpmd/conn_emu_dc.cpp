@@ -100,8 +100,8 @@ emu_dc_send(run_ctx *ctx, unsigned lcore, unsigned peer, uint64_t wr_id)
 	const uint32_t dctn = g_emu.dcdev[ctx->role[lcore].dev].dctn[peer];
 	uint8_t payload[64];
 	memset(payload, 0x5a, sizeof(payload));
-	return mlx5_qpn_dci_post_send(g_emu.dcl[lcore].dci, dctn, g_emu.peer_key[peer], payload,
-				      sizeof(payload), wr_id);
+	return mlx5_qpn_dci_post_send(g_emu.dcl[lcore].dci, nullptr, dctn, g_emu.peer_key[peer],
+				      payload, sizeof(payload), wr_id);
 }
 
 void

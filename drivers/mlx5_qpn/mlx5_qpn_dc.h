@@ -13,13 +13,19 @@
  * A WQE the device cannot execute (unknown DCT, wrong DC key, bad segment) completes with an
  * error CQE and its syndrome, as hardware does.
  *
+ * Every send carries a route: an address handle (struct mlx5_qpn_dc_ah) whose address vector
+ * (LID, SL, GRH) the WQE's datagram segment is built from, as rdma-core's mlx5 provider copies
+ * an ibv_ah's AV into a DC WQE.
+ *
  * Backends: the emulated device implements all of it (queues live in the device's shared
  * memory, so a DCI of one process can send to a DCT of another process on the same emulated
- * device). The hardware backend returns -EOPNOTSUPP: on a ConnectX these are mlx5dv DC QPs,
- * which this project does not drive.
+ * device; it delivers by DCT number, so an AH is optional there). The hardware backend creates
+ * mlx5dv DC QPs (a CQ, a DCI, a DCT on an SRQ) and an ibv_ah per address; there a send without
+ * an AH is refused (-EINVAL), and receiving on a DCT (mlx5_qpn_dct_read) is -EOPNOTSUPP.
  *
  * Thread safety: a DCI, a DCT and a CQ are each used by one thread at a time. Different objects
- * may be used concurrently. The device executes WQEs in mlx5_qpn_dev_service_run(), which any
+ * may be used concurrently; an AH is read-only after create and may be used by any number of
+ * DCIs of its device at once (destroy it only when none still posts with it). The device executes WQEs in mlx5_qpn_dev_service_run(), which any
  * thread may call (the emulated device also registers it as a DPDK service).
  */
 
@@ -34,6 +40,23 @@ extern "C" {
 struct mlx5_qpn_cq;
 struct mlx5_qpn_dci;
 struct mlx5_qpn_dct;
+struct mlx5_qpn_dc_ah;
+
+/**
+ * Where a DCI's sends go: the fields of an ibv_ah_attr a DC send needs. InfiniBand routes by
+ * dlid (and the GRH when is_global); RoCE always needs is_global and the peer's GID.
+ */
+struct mlx5_qpn_dc_addr {
+	uint8_t port;          /**< Local port, 1-based (0 means 1). */
+	uint8_t sl;            /**< Service level, 0..15. */
+	uint8_t is_global;     /**< 1: a GRH with the fields below. */
+	uint8_t sgid_index;    /**< Local GID table index (GRH). */
+	uint16_t dlid;         /**< Destination LID (InfiniBand). */
+	uint8_t hop_limit;     /**< GRH hop limit. */
+	uint8_t traffic_class; /**< GRH traffic class. */
+	uint32_t flow_label;   /**< GRH flow label, 20 bits. */
+	uint8_t dgid[16];      /**< Destination GID (GRH), network order. */
+};
 
 /** CQE opcodes (PRM, op_own >> 4). */
 #define MLX5_QPN_CQE_REQ       0x0 /**< Send completion (requester). */
@@ -78,9 +101,10 @@ int mlx5_qpn_dct_create(struct mlx5_qpn_dev *dev, struct mlx5_qpn_cq *cq, uint64
 uint32_t mlx5_qpn_dct_number(const struct mlx5_qpn_dct *dct);
 
 /**
- * Copy the payload of the message a DCT received with responder completion wqe_counter
+ * Copy the payload of the message a DCT received (emulated device; on hardware -EOPNOTSUPP:
+ * its DCT receives into an SRQ this project does not post yet) with responder completion wqe_counter
  * (struct mlx5_qpn_wc::wqe_counter) into buf (at most len bytes). Thread safety: the DCT's thread.
- * @return the message's byte length (may exceed len: truncated copy); -EINVAL;
+ * @return the message's byte length (may exceed len: truncated copy); -EINVAL; -EOPNOTSUPP;
  *         -ESTALE the slot was reused by a later message (the ring keeps the last 64).
  */
 int mlx5_qpn_dct_read(const struct mlx5_qpn_dct *dct, uint16_t wqe_counter, void *buf,
@@ -88,6 +112,19 @@ int mlx5_qpn_dct_read(const struct mlx5_qpn_dct *dct, uint16_t wqe_counter, void
 
 /** Destroy a DCT. NULL is ignored. */
 void mlx5_qpn_dct_destroy(struct mlx5_qpn_dct *dct);
+
+/**
+ * Create an address handle for sends to one peer (hardware: ibv_create_ah, its address vector
+ * read back with mlx5dv_init_obj(MLX5DV_OBJ_AH); emulated device: the same AV built in
+ * software). Slow path; the AH may be shared by the DCIs of the device, read-only.
+ * @return 0; -EINVAL (NULL, sl > 15, flow_label above 20 bits); -ENOMEM; -EOPNOTSUPP; the
+ *         negated errno of ibv_create_ah.
+ */
+int mlx5_qpn_dc_ah_create(struct mlx5_qpn_dev *dev, const struct mlx5_qpn_dc_addr *addr,
+			  struct mlx5_qpn_dc_ah **ah);
+
+/** Destroy an address handle (no WQE posted with it may still be unrung). NULL is ignored. */
+void mlx5_qpn_dc_ah_destroy(struct mlx5_qpn_dc_ah *ah);
 
 /**
  * Create a DC initiator with a send queue of 2^log_sq_depth WQEs; its QPN comes from the
@@ -101,17 +138,25 @@ int mlx5_qpn_dci_create(struct mlx5_qpn_dev *dev, struct mlx5_qpn_cq *cq, uint32
 uint32_t mlx5_qpn_dci_qpn(const struct mlx5_qpn_dci *dci);
 
 /**
- * Write one SEND WQE (signaled) to DCT `dctn` with DC key `dc_key`, len bytes inline (at most
+ * Write one SEND WQE (signaled) to DCT `dctn` with DC key `dc_key`, routed by `ah` (its address
+ * vector is copied into the WQE's datagram segment), len bytes inline (at most
  * MLX5_QPN_DC_MAX_INLINE). Not visible to the device until mlx5_qpn_dci_ring().
- * @return 0; -ENOBUFS send queue full; -EINVAL (len too long, NULL).
+ * ah may be NULL on the emulated device only (it delivers by DCT number); on hardware a NULL
+ * ah is -EINVAL: a WQE with a zero route would go nowhere.
+ * @return 0; -ENOBUFS send queue full; -EINVAL (len too long, NULL, no route where one is
+ *         needed, an AH of another device).
  */
-int mlx5_qpn_dci_post_send(struct mlx5_qpn_dci *dci, uint32_t dctn, uint64_t dc_key,
-			   const void *buf, uint32_t len, uint64_t wr_id);
+int mlx5_qpn_dci_post_send(struct mlx5_qpn_dci *dci, const struct mlx5_qpn_dc_ah *ah, uint32_t dctn,
+			   uint64_t dc_key, const void *buf, uint32_t len, uint64_t wr_id);
 
 /** Most inline bytes per SEND. */
 #define MLX5_QPN_DC_MAX_INLINE 256
 
-/** Update the doorbell record and ring the UAR doorbell for everything posted. */
+/**
+ * Update the doorbell record and ring the UAR doorbell for everything posted, ordered as DPDK's
+ * mlx5_doorbell_ring(): I/O write barrier, doorbell record, write barrier, 64-bit UAR write,
+ * and a flushing barrier after it when the register is mapped write-combining.
+ */
 void mlx5_qpn_dci_ring(struct mlx5_qpn_dci *dci);
 
 /** Destroy a DCI. NULL is ignored. */

@@ -14,8 +14,9 @@
  * common/mlx5_qpn_prm_wqe.h, without calling the backend. Only a device that executes WQEs in
  * software (the emulated one) needs `execute` and `poll` to be driven by someone.
  *
- * A backend without a DC data path leaves mlx5_qpn_dev_ops::dc NULL (the hardware backend, until
- * it creates mlx5dv DC QPs); a NULL table or a NULL member makes the DC layer answer -EOPNOTSUPP.
+ * A backend without a DC data path leaves mlx5_qpn_dev_ops::dc NULL; a NULL table or a NULL
+ * member makes the DC layer answer -EOPNOTSUPP. The hardware backend's table is
+ * mlx5_qpn_hw_dc_ops (hw/mlx5_qpn_hw_dc.cpp), the emulated device's mlx5_qpn_sim_dc_ops.
  *
  * Errors: every function returns 0 (or a count) or a negative errno: -EINVAL for a NULL argument
  * or an object that is not this handle's, -ENOMEM when the device has no object or queue memory
@@ -33,6 +34,7 @@ extern "C" {
 #endif
 
 struct mlx5_qpn_backend;
+struct mlx5_qpn_dc_addr;
 
 /**
  * DCT receive ring: rx_slots slots of rx_stride bytes, slot (message counter % rx_slots); in a
@@ -51,17 +53,36 @@ struct mlx5_qpn_dc_cq_info {
 	uint64_t handle; /**< The backend's, for the other calls. */
 };
 
+/** dci_info::flags: the doorbell register is mapped write-combining (a BlueFlame register):
+ * the UAR write is followed by a flushing store barrier, as DPDK's mlx5_doorbell_ring(). */
+#define MLX5_QPN_DC_DCI_UAR_WC 0x1u
+
 /** A DCI as the DC layer uses it. */
 struct mlx5_qpn_dc_dci_info {
 	uint32_t qpn;        /**< The DCI's QP number. */
-	uint32_t log_sq_bbs; /**< The SQ holds 2^log_sq_bbs basic blocks of 64 bytes. */
+	uint32_t log_sq_bbs; /**< The SQ holds 2^log_sq_bbs basic blocks of 64 bytes (at least
+				  what was asked; a backend may give more, as rdma-core rounds). */
 	void *sq;            /**< The SQ ring. */
 	uint32_t *dbrec;     /**< [MLX5_QPN_SND_DBR]: send counter in BBs (be32, low 16 bits). */
-	void *uar_reg;       /**< 64-bit doorbell register (UAR page + 0x800). */
+	void *uar_reg;       /**< 64-bit doorbell register (UAR page + 0x800; on hardware the
+				  register rdma-core gave the QP, mlx5dv_qp::bf.reg). */
+	uint64_t handle;
+	uint32_t flags; /**< MLX5_QPN_DC_DCI_*. */
+	uint32_t rsvd;
+};
+
+/** Size of an address vector: the DC datagram segment of a send WQE (struct mlx5_wqe_av). */
+#define MLX5_QPN_DC_AH_AV_SIZE 48
+
+/** An address handle as the DC layer uses it: the AV a WQE's datagram segment starts from
+ * (the DC layer then writes the DC key and the DCT number into it, as rdma-core does). */
+struct mlx5_qpn_dc_ah_info {
+	uint8_t av[MLX5_QPN_DC_AH_AV_SIZE];
 	uint64_t handle;
 };
 
-/** A DCT as the DC layer uses it. */
+/** A DCT as the DC layer uses it. rx is NULL where the DCT receives into an SRQ the DC layer
+ * does not read (hardware): mlx5_qpn_dct_read() is then -EOPNOTSUPP. */
 struct mlx5_qpn_dc_dct_info {
 	uint32_t dctn;      /**< DCT number. */
 	uint32_t rx_slots;  /**< Slots of the receive ring (see MLX5_QPN_DC_RX_DATA). */
@@ -93,6 +114,14 @@ struct mlx5_qpn_dc_ops {
 	/** Consume doorbell writes (counting them); NULL if the device needs no one to. @return
 	 * doorbells consumed (>= 0). */
 	int (*poll)(struct mlx5_qpn_backend *be);
+	/** Create an address handle for addr (checked by the DC layer: sl, flow label). */
+	int (*ah_create)(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_addr *addr,
+			 struct mlx5_qpn_dc_ah_info *ah);
+	/** Destroy an address handle. */
+	int (*ah_destroy)(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_ah_info *ah);
+	/** Non-zero: every send needs an AH (a real fabric routes by it); a post without one is
+	 * -EINVAL. Zero: the device delivers by DCT number and a NULL AH is a zero route. */
+	int route_required;
 };
 
 #ifdef __cplusplus

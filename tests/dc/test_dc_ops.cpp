@@ -12,6 +12,7 @@
 
 #include "common/mlx5_qpn_prm_wqe.h"
 #include "dc/mlx5_qpn_dc_be.h"
+#include "hw/mlx5_qpn_hw_dc.h"
 #include "mlx5_qpn.h"
 #include "mlx5_qpn_dc.h"
 #include "mlx5_qpn_dc_ops.h"
@@ -68,8 +69,14 @@ const mlx5_qpn_dev_ops cq_only_ops = {.dc = &cq_only_dc};
 TEST(DcOps, TablesAreWired)
 {
 	EXPECT_EQ(mlx5_qpn_sim_ops.dc, &mlx5_qpn_sim_dc_ops);
-	/* Issue 9 gives the hardware backend its DC part; until then it has none. */
-	EXPECT_EQ(mlx5_qpn_hw_ops.dc, nullptr);
+	/* Issue 9: the hardware backend has its DC part (rdma-core objects, no execute step). */
+	EXPECT_EQ(mlx5_qpn_hw_ops.dc, &mlx5_qpn_hw_dc_ops);
+	const mlx5_qpn_dc_ops &h = mlx5_qpn_hw_dc_ops;
+	EXPECT_TRUE(h.cq_create && h.cq_destroy && h.dci_create && h.dci_destroy && h.dct_create &&
+		    h.dct_destroy && h.ah_create && h.ah_destroy && h.route_required);
+	EXPECT_TRUE(h.execute == nullptr && h.poll == nullptr);
+	EXPECT_TRUE(mlx5_qpn_sim_dc_ops.ah_create && mlx5_qpn_sim_dc_ops.ah_destroy &&
+		    !mlx5_qpn_sim_dc_ops.route_required);
 	const mlx5_qpn_dc_ops &d = mlx5_qpn_sim_dc_ops;
 	EXPECT_TRUE(d.cq_create && d.cq_destroy && d.dci_create && d.dci_destroy && d.dct_create &&
 		    d.dct_destroy && d.execute && d.poll);
@@ -136,4 +143,61 @@ TEST(DcOps, MissingDcOpIsEopnotsupp)
 
 	mlx5_qpn_cq_destroy(cq);
 	EXPECT_EQ(fb.cq_destroys, 1);
+}
+
+/* The emulated device's AH: its own AV, optional on a post, and never another device's. */
+TEST(DcOps, EmulatedAhRoutesAndIsCheckedAgainstTheDevice)
+{
+	sim_test::ScopedName n;
+	mlx5_qpn_dev *dev = nullptr;
+	ASSERT_EQ(mlx5_qpn_dev_probe((n.name + ",quarantine_us=0").c_str(), &dev), 0);
+	mlx5_qpn_cq *cq = nullptr;
+	mlx5_qpn_dci *dci = nullptr;
+	mlx5_qpn_dct *dct = nullptr;
+	ASSERT_EQ(mlx5_qpn_cq_create(dev, 4, &cq), 0);
+	ASSERT_EQ(mlx5_qpn_dct_create(dev, cq, 5, &dct), 0);
+	ASSERT_EQ(mlx5_qpn_dci_create(dev, cq, 2, &dci), 0);
+	mlx5_qpn_dc_addr addr{};
+	addr.dlid = 7;
+	mlx5_qpn_dc_ah *ah = nullptr;
+	addr.sl = 16;
+	EXPECT_EQ(mlx5_qpn_dc_ah_create(dev, &addr, &ah), -EINVAL);
+	addr.sl = 1;
+	addr.flow_label = 1u << 20;
+	EXPECT_EQ(mlx5_qpn_dc_ah_create(dev, &addr, &ah), -EINVAL);
+	addr.flow_label = 0;
+	EXPECT_EQ(mlx5_qpn_dc_ah_create(nullptr, &addr, &ah), -EINVAL);
+	ASSERT_EQ(mlx5_qpn_dc_ah_create(dev, &addr, &ah), 0);
+
+	const uint32_t dctn = mlx5_qpn_dct_number(dct);
+	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, ah, dctn, 5, "ah", 2, 11), 0);
+	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, dctn, 5, "no", 2, 12), 0);
+	mlx5_qpn_dci_ring(dci);
+	EXPECT_EQ(mlx5_qpn_dev_service_run(dev), 2);
+	mlx5_qpn_wc wc[8];
+	int got = mlx5_qpn_cq_poll(cq, wc, 8);
+	ASSERT_EQ(got, 4); /* two sends, each a requester and a responder completion */
+	for (int i = 0; i < got; i++)
+		EXPECT_EQ(wc[i].syndrome, 0);
+
+	/* An AH of another handle of the same emulated device is not this DCI's. */
+	auto da = sim_test::default_devargs(n.name);
+	mlx5_qpn_backend *be2 = nullptr;
+	ASSERT_EQ(mlx5_qpn_sim_ops.open(&da, &be2), 0);
+	mlx5_qpn_dc_ah *ah2 = nullptr;
+	ASSERT_EQ(mlx5_qpn_dc_ah_create_be(be2, &addr, &ah2), 0);
+	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, ah2, dctn, 5, "x", 1, 13), -EINVAL);
+	mlx5_qpn_dc_ah_destroy(ah2);
+	mlx5_qpn_sim_ops.close(be2);
+
+	/* A backend without AH ops. */
+	FakeBackend fb{{&cq_only_ops}};
+	EXPECT_EQ(mlx5_qpn_dc_ah_create_be(&fb.base, &addr, &ah2), -EOPNOTSUPP);
+
+	mlx5_qpn_dc_ah_destroy(ah);
+	mlx5_qpn_dc_ah_destroy(nullptr);
+	mlx5_qpn_dci_destroy(dci);
+	mlx5_qpn_dct_destroy(dct);
+	mlx5_qpn_cq_destroy(cq);
+	mlx5_qpn_dev_close(dev);
 }

@@ -8,7 +8,14 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <map>
+#include <string>
 
 #include "hw/mlx5_qpn_hw_sizing.h"
 #include "common/mlx5_qpn_prm.h"
@@ -23,6 +30,36 @@ struct ibv_device *g_list[2] = {&g_ibdev, nullptr};
 struct FakeObj {
 	uint32_t id;
 };
+
+/* Verbs objects with their queues: the ibv struct first, so its pointer is the object's. */
+struct FakeCq {
+	ibv_cq cq;
+	std::vector<uint8_t> ring;
+	alignas(64) uint32_t dbrec[2];
+};
+
+struct FakeQp {
+	ibv_qp qp;
+	bool dc, dct;
+	std::vector<uint8_t> sq;
+	void *dbrec_page, *reg_page; /* DCI: one page each, so a write to either can be trapped */
+};
+
+struct FakeAh {
+	ibv_ah ah;
+	mlx5_wqe_av av;
+};
+
+std::map<uint32_t, FakeQp *> g_dcis;
+FakeCq *g_last_cq;
+mlx5_wqe_av g_last_av;
+
+void *
+page(void)
+{
+	void *p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? nullptr : p;
+}
 
 ibv_device **
 get_device_list(int *n)
@@ -207,18 +244,39 @@ create_cq(ibv_context *c, int cqe, void *, ibv_comp_channel *, int)
 {
 	g_dev.cqs_live++;
 	g_dev.cq_depths.push_back(cqe);
-	ibv_cq *cq = new ibv_cq();
-	cq->context = c;
-	cq->cqe = cqe;
-	return cq;
+	FakeCq *f = new FakeCq();
+	f->cq.context = c;
+	/* As libmlx5: cqe + 1 rounded up to a power of two, every CQE invalid (opcode 0xf). */
+	uint32_t n = 1;
+	while (n < uint32_t(cqe) + 1)
+		n <<= 1;
+	f->cq.cqe = int(n) - 1;
+	f->ring.assign(size_t(n) * 64, 0);
+	for (uint32_t i = 0; i < n; i++)
+		f->ring[size_t(i) * 64 + 63] = 0xf0;
+	g_last_cq = f;
+	return &f->cq;
 }
 
 int
 destroy_cq(ibv_cq *cq)
 {
 	g_dev.cqs_live--;
-	delete cq;
+	if (g_last_cq == reinterpret_cast<FakeCq *>(cq))
+		g_last_cq = nullptr;
+	delete reinterpret_cast<FakeCq *>(cq);
 	return 0;
+}
+
+FakeQp *
+new_qp(ibv_pd *pd, ibv_qp_type type, uint32_t qpn)
+{
+	g_dev.qps_live++;
+	FakeQp *f = new FakeQp();
+	f->qp.pd = pd;
+	f->qp.qp_num = qpn;
+	f->qp.qp_type = type;
+	return f;
 }
 
 ibv_qp *
@@ -227,12 +285,7 @@ create_qp(ibv_pd *pd, ibv_qp_init_attr *attr)
 	if (attr->qp_type != IBV_QPT_UD || attr->send_cq == nullptr ||
 	    attr->send_cq != attr->recv_cq)
 		g_dev.bad_qp_attrs++;
-	g_dev.qps_live++;
-	ibv_qp *qp = new ibv_qp();
-	qp->pd = pd;
-	qp->qp_num = g_dev.next_qpn++;
-	qp->qp_type = attr->qp_type;
-	return qp;
+	return &new_qp(pd, attr->qp_type, g_dev.next_qpn++)->qp;
 }
 
 int
@@ -240,7 +293,145 @@ destroy_qp(ibv_qp *qp)
 {
 	g_dev.qps_live--;
 	g_dev.qps_destroyed++;
-	delete qp;
+	FakeQp *f = reinterpret_cast<FakeQp *>(qp);
+	if (f->dc && !f->dct) {
+		g_dcis.erase(qp->qp_num);
+		munmap(f->dbrec_page, 4096);
+		munmap(f->reg_page, 4096);
+	}
+	delete f;
+	return 0;
+}
+
+ibv_qp *
+dv_create_qp(ibv_context *, ibv_qp_init_attr_ex *a, mlx5dv_qp_init_attr *dv)
+{
+	FakeDevice::DvQp r{};
+	r.qp_type = a->qp_type;
+	r.comp_mask = a->comp_mask;
+	r.max_send_wr = a->cap.max_send_wr;
+	r.max_send_sge = a->cap.max_send_sge;
+	r.max_inline = a->cap.max_inline_data;
+	r.dv_comp_mask = dv->comp_mask;
+	r.dc_type = dv->dc_init_attr.dc_type;
+	r.key = r.dc_type == MLX5DV_DCTYPE_DCT ? dv->dc_init_attr.dct_access_key : 0;
+	r.srq = a->srq != nullptr;
+	r.one_cq = a->send_cq != nullptr && a->send_cq == a->recv_cq;
+	g_dev.dv_qps.push_back(r);
+	if (g_dev.dv_create_qp_errno != 0) {
+		errno = g_dev.dv_create_qp_errno;
+		return nullptr;
+	}
+	const bool dct = r.dc_type == MLX5DV_DCTYPE_DCT;
+	/* A DCT has no number until RTR (the kernel creates it there). */
+	FakeQp *f = new_qp(a->pd, IBV_QPT_DRIVER, dct ? 0 : g_dev.next_qpn++);
+	f->dc = true;
+	f->dct = dct;
+	if (!dct) {
+		/* As libmlx5 sizes it: WRs x the WQE (ctrl + AV + inline) in BBs, power of two. */
+		uint32_t wqe = (16 + 48 + 4 + a->cap.max_inline_data + 63) / 64;
+		uint32_t bbs = 1;
+		while (bbs < a->cap.max_send_wr * wqe)
+			bbs <<= 1;
+		f->sq.assign(size_t(bbs) * 64, 0);
+		f->dbrec_page = page();
+		f->reg_page = page();
+		g_dcis[f->qp.qp_num] = f;
+	}
+	return &f->qp;
+}
+
+int
+modify_qp(ibv_qp *qp, ibv_qp_attr *a, int mask)
+{
+	g_dev.modifies.push_back({qp->qp_num, int(a->qp_state), mask, int(a->port_num),
+				  int(a->path_mtu), int(a->min_rnr_timer)});
+	FakeQp *f = reinterpret_cast<FakeQp *>(qp);
+	if (f->dct && a->qp_state == IBV_QPS_RTR)
+		qp->qp_num = g_dev.next_qpn++; /* rdma-core: qp_num = the DCT number from RTR */
+	return 0;
+}
+
+int
+query_port(ibv_context *, uint8_t, _compat_ibv_port_attr *pa)
+{
+	ibv_port_attr *p = reinterpret_cast<ibv_port_attr *>(pa);
+	p->active_mtu = IBV_MTU_4096;
+	p->link_layer = IBV_LINK_LAYER_INFINIBAND;
+	return 0;
+}
+
+ibv_srq *
+create_srq(ibv_pd *pd, ibv_srq_init_attr *a)
+{
+	g_dev.srqs_live++;
+	g_dev.srq_max_wr = int(a->attr.max_wr);
+	ibv_srq *s = new ibv_srq();
+	s->pd = pd;
+	return s;
+}
+
+int
+destroy_srq(ibv_srq *s)
+{
+	g_dev.srqs_live--;
+	delete s;
+	return 0;
+}
+
+/* As libmlx5's mlx5_create_ah for InfiniBand, with the installed struct mlx5_wqe_av. */
+ibv_ah *
+create_ah(ibv_pd *pd, ibv_ah_attr *a)
+{
+	g_dev.ahs_live++;
+	g_dev.ah_attrs.push_back(*a);
+	FakeAh *f = new FakeAh();
+	f->ah.pd = pd;
+	f->av.stat_rate_sl = (a->static_rate << 4) | (a->sl & 0xf);
+	f->av.fl_mlid = a->src_path_bits & 0x7f;
+	f->av.rlid = htobe16(a->dlid);
+	if (a->is_global) {
+		f->av.tclass = a->grh.traffic_class;
+		f->av.hop_limit = a->grh.hop_limit;
+		f->av.grh_gid_fl = htobe32(a->grh.flow_label | (1u << 30) |
+					   (uint32_t(a->grh.sgid_index) << 20));
+		memcpy(f->av.rgid, a->grh.dgid.raw, 16);
+	}
+	g_last_av = f->av;
+	return &f->ah;
+}
+
+int
+destroy_ah(ibv_ah *ah)
+{
+	g_dev.ahs_live--;
+	delete reinterpret_cast<FakeAh *>(ah);
+	return 0;
+}
+
+int
+dv_init_obj(mlx5dv_obj *o, uint64_t type)
+{
+	g_dev.init_objs++;
+	if (type & MLX5DV_OBJ_CQ) {
+		FakeCq *f = reinterpret_cast<FakeCq *>(o->cq.in);
+		o->cq.out->buf = f->ring.data();
+		o->cq.out->dbrec = reinterpret_cast<__be32 *>(f->dbrec);
+		o->cq.out->cqe_cnt = uint32_t(f->cq.cqe + 1);
+		o->cq.out->cqe_size = 64;
+		o->cq.out->cqn = 0x77;
+	}
+	if (type & MLX5DV_OBJ_QP) {
+		FakeQp *f = reinterpret_cast<FakeQp *>(o->qp.in);
+		o->qp.out->sq.buf = f->sq.data();
+		o->qp.out->sq.wqe_cnt = uint32_t(f->sq.size() / 64);
+		o->qp.out->sq.stride = 64;
+		o->qp.out->dbrec = static_cast<__be32 *>(f->dbrec_page);
+		o->qp.out->bf.reg = f->reg_page;
+		o->qp.out->bf.size = g_dev.bf_size;
+	}
+	if (type & MLX5DV_OBJ_AH)
+		o->ah.out->av = &reinterpret_cast<FakeAh *>(o->ah.in)->av;
 	return 0;
 }
 
@@ -261,6 +452,14 @@ make_table(void)
 	g.destroy_cq = destroy_cq;
 	g.create_qp = create_qp;
 	g.destroy_qp = destroy_qp;
+	g.query_port = query_port;
+	g.modify_qp = modify_qp;
+	g.create_srq = create_srq;
+	g.destroy_srq = destroy_srq;
+	g.create_ah = create_ah;
+	g.destroy_ah = destroy_ah;
+	g.dv_create_qp = dv_create_qp;
+	g.dv_init_obj = dv_init_obj;
 	g.dv_is_supported = dv_is_supported;
 	g.dv_open_device = dv_open_device;
 	g.devx_general_cmd = devx_general_cmd;
@@ -292,6 +491,7 @@ fake_glue()
 Scope::Scope()
 {
 	g_dev = FakeDevice();
+	g_dcis.clear();
 	mlx5_qpn_glue_set_override(&g_table);
 }
 
@@ -301,7 +501,85 @@ int
 live_objects()
 {
 	return g_dev.objs_live + g_dev.uars_live + g_dev.pds_live + g_dev.cqs_live +
-	       g_dev.qps_live + g_dev.contexts_open;
+	       g_dev.qps_live + g_dev.contexts_open + g_dev.srqs_live + g_dev.ahs_live;
+}
+
+bool
+dci_pages(uint32_t qpn, DciPages *p)
+{
+	auto it = g_dcis.find(qpn);
+	if (it == g_dcis.end())
+		return false;
+	FakeQp *f = it->second;
+	p->sq = f->sq.data();
+	p->dbrec = static_cast<uint32_t *>(f->dbrec_page);
+	p->reg = static_cast<uint64_t *>(f->reg_page);
+	p->dbrec_page = f->dbrec_page;
+	p->reg_page = f->reg_page;
+	return true;
+}
+
+uint8_t *
+last_cq_ring()
+{
+	return g_last_cq ? g_last_cq->ring.data() : nullptr;
+}
+
+uint32_t *
+last_cq_dbrec()
+{
+	return g_last_cq ? g_last_cq->dbrec : nullptr;
+}
+
+const struct mlx5_wqe_av &
+last_av()
+{
+	return g_last_av;
+}
+
+namespace {
+
+/* The pages a doorbell_order() run traps, and the order of their first writes. */
+void *g_trap[2];
+char g_order[8];
+int g_norder;
+
+void
+on_fault(int, siginfo_t *si, void *)
+{
+	uintptr_t pg = reinterpret_cast<uintptr_t>(si->si_addr) & ~uintptr_t(4095);
+	for (int i = 0; i < 2; i++) {
+		if (reinterpret_cast<uintptr_t>(g_trap[i]) == pg) {
+			if (g_norder < int(sizeof(g_order)))
+				g_order[g_norder++] = i == 0 ? 'D' : 'U';
+			mprotect(g_trap[i], 4096,
+				 PROT_READ | PROT_WRITE); /* the write then retries */
+			return;
+		}
+	}
+	abort(); /* a real crash */
+}
+
+} // namespace
+
+std::string
+doorbell_order_fn(const DciPages &p, void (*fn)(void *), void *arg)
+{
+	g_trap[0] = p.dbrec_page;
+	g_trap[1] = p.reg_page;
+	g_norder = 0;
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_fault;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGSEGV, &sa, &old);
+	mprotect(p.dbrec_page, 4096, PROT_READ);
+	mprotect(p.reg_page, 4096, PROT_READ);
+	fn(arg);
+	mprotect(p.dbrec_page, 4096, PROT_READ | PROT_WRITE);
+	mprotect(p.reg_page, 4096, PROT_READ | PROT_WRITE);
+	sigaction(SIGSEGV, &old, nullptr);
+	return std::string(g_order, size_t(g_norder));
 }
 
 } // namespace hwfake

@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include <string>
 #include <vector>
 
 #include "hw/mlx5_qpn_glue.h"
@@ -41,7 +42,59 @@ struct FakeDevice {
 	int bad_qp_attrs = 0; /* create_qp calls not UD on one CQ */
 	int contexts_open = 0, closes = 0;
 	uint32_t next_qpn = 0x2a0, next_obj = 0;
+
+	/* The DC data path (mlx5dv_create_qp, ibv_modify_qp, SRQs, AHs, mlx5dv_init_obj). */
+	struct DvQp {
+		uint32_t qp_type, comp_mask, max_send_wr, max_inline, max_send_sge;
+		uint64_t dv_comp_mask;
+		uint32_t dc_type;
+		uint64_t key;
+		bool srq, one_cq;
+	};
+	struct Modify {
+		uint32_t qpn; /* qp_num at the call (a DCT's is 0 until RTR) */
+		int state, mask, port, mtu, min_rnr;
+	};
+	std::vector<DvQp> dv_qps;
+	std::vector<Modify> modifies;
+	std::vector<struct ibv_ah_attr> ah_attrs;
+	int srqs_live = 0, ahs_live = 0, init_objs = 0;
+	int srq_max_wr = 0;
+	uint32_t bf_size = 256;     /* mlx5dv_qp.bf.size handed out (0: NC doorbell) */
+	int dv_create_qp_errno = 0; /* non-zero: mlx5dv_create_qp fails with it */
 };
+
+/** The doorbell pages of a fake DCI (what mlx5dv_init_obj(QP) hands out), by its QP number. */
+struct DciPages {
+	uint8_t *sq;      /* the SQ ring */
+	uint32_t *dbrec;  /* its own page */
+	uint64_t *reg;    /* the UAR register, in its own page */
+	void *dbrec_page; /* page-aligned */
+	void *reg_page;
+};
+bool dci_pages(uint32_t qpn, DciPages *p);
+
+/** The ring and doorbell record of the last CQ the fake created (64-byte CQEs). */
+uint8_t *last_cq_ring();
+uint32_t *last_cq_dbrec();
+
+/** The AV the fake's ibv_create_ah built (rdma-core's layout) for the AH of the last call. */
+const struct mlx5_wqe_av &last_av();
+
+/**
+ * Run fn with the doorbell record and UAR pages of a DCI write-protected and return the order
+ * in which they were first written ('D' record, 'U' register), by trapping the write faults:
+ * the DC layer's code runs unchanged, nothing is added to its fast path.
+ */
+std::string doorbell_order_fn(const DciPages &p, void (*fn)(void *), void *arg);
+
+template <typename Fn>
+std::string
+doorbell_order(const DciPages &p, Fn fn)
+{
+	return doorbell_order_fn(
+		p, [](void *a) { (*static_cast<Fn *>(a))(); }, &fn);
+}
 
 /** The fake's state (one per process; reset by Scope). */
 FakeDevice &fake();

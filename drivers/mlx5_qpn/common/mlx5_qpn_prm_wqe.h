@@ -52,6 +52,19 @@ extern "C" {
 #define MLX5_QPN_CQ_SET_CI          0     /**< Consumer-index slot of a CQ dbrec. */
 #define MLX5_QPN_UAR_DB_OFFSET      0x800 /**< Doorbell/BlueFlame register in a UAR page. */
 
+/** Offsets inside the address vector (= DC datagram segment; struct mlx5_wqe_av). */
+#define MLX5_QPN_AV_OFF_DC_KEY       0
+#define MLX5_QPN_AV_OFF_DQP_DCT      8
+#define MLX5_QPN_AV_OFF_STAT_RATE_SL 12
+#define MLX5_QPN_AV_OFF_FL_MLID      13
+#define MLX5_QPN_AV_OFF_RLID         14
+#define MLX5_QPN_AV_OFF_RMAC         20
+#define MLX5_QPN_AV_OFF_TCLASS       26
+#define MLX5_QPN_AV_OFF_HOP_LIMIT    27
+#define MLX5_QPN_AV_OFF_GRH_GID_FL   28
+#define MLX5_QPN_AV_OFF_RGID         32
+#define MLX5_QPN_AV_GRH              (1u << 30) /**< grh_gid_fl: a GRH is present. */
+
 /** Largest inline payload the DC path accepts, and the WQE it makes (21 ds = 6 BBs). */
 #define MLX5_QPN_WQE_MAX_INLINE 256
 #define MLX5_QPN_WQE_MAX_BBS    6
@@ -143,14 +156,39 @@ mlx5_qpn_wqe_bbs(uint32_t ds)
 }
 
 /**
+ * Build an address vector in software, as rdma-core's mlx5 create_ah fills struct mlx5_wqe_av
+ * for InfiniBand (static rate 0, no source path bits, no MAC): rlid, sl and, when is_global,
+ * the GRH (flow label | GRH bit | sgid_index << 20, traffic class, hop limit, rgid).
+ * The DC key and the DCT number are left 0 (the WQE builder writes them).
+ */
+static inline void
+mlx5_qpn_av_build(uint8_t *av, uint16_t dlid, uint8_t sl, int is_global, uint8_t sgid_index,
+		  const uint8_t *dgid, uint8_t hop_limit, uint8_t tclass, uint32_t flow_label)
+{
+	memset(av, 0, MLX5_QPN_DC_AV_SIZE);
+	av[MLX5_QPN_AV_OFF_STAT_RATE_SL] = sl & 0xf;
+	mlx5_qpn_put_be16(av + MLX5_QPN_AV_OFF_RLID, dlid);
+	if (!is_global)
+		return;
+	av[MLX5_QPN_AV_OFF_TCLASS] = tclass;
+	av[MLX5_QPN_AV_OFF_HOP_LIMIT] = hop_limit;
+	mlx5_qpn_put_be32(av + MLX5_QPN_AV_OFF_GRH_GID_FL,
+			  (flow_label & 0xfffff) | MLX5_QPN_AV_GRH | ((uint32_t)sgid_index << 20));
+	memcpy(av + MLX5_QPN_AV_OFF_RGID, dgid, 16);
+}
+
+/**
  * Build a DC SEND WQE with inline data into wqe (at least ds * 16 bytes; the bytes up to the
- * next 16 are zeroed, the rest untouched).
+ * next 16 are zeroed, the rest untouched). The datagram segment is the address vector av
+ * (MLX5_QPN_DC_AV_SIZE bytes: its route) with the DC key and the DCT number written over it,
+ * as rdma-core's mlx5 provider sets a DC WQE's AV; av NULL is a zero route.
  * @return the ds count (> 0); -EINVAL for len > MLX5_QPN_WQE_MAX_INLINE, a NULL buffer with
  *         len > 0, a QPN or DCT number above 24 bits.
  */
 static inline int
-mlx5_qpn_wqe_build_dc_send(uint8_t *wqe, uint16_t wqe_index, uint32_t qpn, uint32_t dctn,
-			   uint64_t dc_key, const void *buf, uint32_t len, uint8_t fm_ce_se)
+mlx5_qpn_wqe_build_dc_send_av(uint8_t *wqe, uint16_t wqe_index, uint32_t qpn, const uint8_t *av,
+			      uint32_t dctn, uint64_t dc_key, const void *buf, uint32_t len,
+			      uint8_t fm_ce_se)
 {
 	uint32_t ds;
 
@@ -163,14 +201,25 @@ mlx5_qpn_wqe_build_dc_send(uint8_t *wqe, uint16_t wqe_index, uint32_t qpn, uint3
 	mlx5_qpn_put_be32(wqe + 0, ((uint32_t)wqe_index << 8) | MLX5_QPN_OPCODE_SEND);
 	mlx5_qpn_put_be32(wqe + 4, (qpn << 8) | ds);
 	wqe[11] = fm_ce_se;
-	/* DC datagram segment: the address vector with the DC key and the target. */
-	mlx5_qpn_put_be64(wqe + 16, dc_key);
-	mlx5_qpn_put_be32(wqe + 16 + 8, dctn | MLX5_QPN_EXTENDED_UD_AV);
+	/* DC datagram segment: the address vector (the route), the DC key and the target. */
+	if (av != NULL)
+		memcpy(wqe + 16, av, MLX5_QPN_DC_AV_SIZE);
+	mlx5_qpn_put_be64(wqe + 16 + MLX5_QPN_AV_OFF_DC_KEY, dc_key);
+	mlx5_qpn_put_be32(wqe + 16 + MLX5_QPN_AV_OFF_DQP_DCT, dctn | MLX5_QPN_EXTENDED_UD_AV);
 	/* Inline data segment. */
 	mlx5_qpn_put_be32(wqe + 64, len | MLX5_QPN_INLINE_SEG);
 	if (len)
 		memcpy(wqe + 68, buf, len);
 	return (int)ds;
+}
+
+/** mlx5_qpn_wqe_build_dc_send_av() with a zero route (no address vector). */
+static inline int
+mlx5_qpn_wqe_build_dc_send(uint8_t *wqe, uint16_t wqe_index, uint32_t qpn, uint32_t dctn,
+			   uint64_t dc_key, const void *buf, uint32_t len, uint8_t fm_ce_se)
+{
+	return mlx5_qpn_wqe_build_dc_send_av(wqe, wqe_index, qpn, NULL, dctn, dc_key, buf, len,
+					     fm_ce_se);
 }
 
 /** A send WQE as the device reads it. */

@@ -8,7 +8,8 @@
  *
  * The device is reached through its backend's ops table alone (mlx5_qpn_dev_ops::dc, see
  * mlx5_qpn_dc_ops.h): create/destroy and the execution step. A backend whose table has no DC
- * part (the hardware backend, until it creates mlx5dv DC QPs) answers -EOPNOTSUPP.
+ * part answers -EOPNOTSUPP. The route of each send is an address handle's AV
+ * (dc/mlx5_qpn_dc_ah.cpp), copied into the WQE.
  *
  * Memory shared with the device (rings, doorbell records, the UAR register) is written and read
  * with std::atomic_ref: on the emulated device it is another process's memory too.
@@ -19,6 +20,7 @@
 
 #include <atomic>
 
+#include <rte_atomic.h>
 #include <rte_common.h>
 #include <rte_log.h>
 
@@ -29,6 +31,7 @@
 #include "mlx5_qpn_dev_internal.h"
 #include "mlx5_qpn_ops.h"
 #include "common/mlx5_qpn_prm_wqe.h"
+#include "dc/mlx5_qpn_dc_ah.h"
 #include "dc/mlx5_qpn_dc_be.h"
 
 RTE_LOG_REGISTER(mlx5_qpn_dc_logtype, mlx5_qpn.dc, INFO);
@@ -247,7 +250,7 @@ mlx5_qpn_cq_create_be(struct mlx5_qpn_backend *be, uint32_t log_depth, struct ml
 	c->dc = dc;
 	c->ring = static_cast<uint8_t *>(c->info.ring);
 	c->dbrec = c->info.dbrec;
-	c->log_depth = log_depth;
+	c->log_depth = c->info.log_depth; /* what the device made (rdma-core may round up) */
 	*cq = c;
 	return 0;
 }
@@ -389,6 +392,8 @@ mlx5_qpn_dct_read(const struct mlx5_qpn_dct *dct, uint16_t wqe_counter, void *bu
 {
 	if (!dct || (!buf && len))
 		return -EINVAL;
+	if (!dct->info.rx)
+		return -EOPNOTSUPP; /* an SRQ-backed DCT (hardware): said once at create */
 	const uint8_t *slot = static_cast<const uint8_t *>(dct->info.rx) +
 			      size_t(wqe_counter % dct->info.rx_slots) * dct->info.rx_stride;
 	const uint32_t *w = reinterpret_cast<const uint32_t *>(slot);
@@ -424,18 +429,22 @@ mlx5_qpn_dci_create_cq(struct mlx5_qpn_cq *cq, uint32_t log_sq_depth, struct mlx
 	auto *d = static_cast<mlx5_qpn_dci *>(calloc(1, sizeof(mlx5_qpn_dci)));
 	if (!d)
 		return -ENOMEM;
-	d->wrid = static_cast<uint64_t *>(calloc(size_t(1) << log_bbs, sizeof(uint64_t)));
-	if (!d->wrid) {
-		free(d);
-		return -ENOMEM;
-	}
 	int rc = cq->dc->dci_create(cq->be, &cq->info, log_bbs, &d->info);
 	if (rc) {
-		free(d->wrid);
 		free(d);
 		return rc;
 	}
-	if (!map_insert(cq, d)) {
+	/* The ring is what the backend made (rdma-core rounds a DCI's SQ up): at least what was
+	 * asked, and the BB counter wraps at its size. */
+	if (d->info.log_sq_bbs < log_bbs || d->info.log_sq_bbs > 16)
+		rc = -ENOMEM;
+	else
+		d->wrid = static_cast<uint64_t *>(
+			calloc(size_t(1) << d->info.log_sq_bbs, sizeof(uint64_t)));
+	if (rc || !d->wrid || !map_insert(cq, d)) {
+		if (rc)
+			DC_LOG(ERR, "DCI 0x%x: SQ of 2^%u BBs, 2^%u asked", d->info.qpn,
+			       d->info.log_sq_bbs, log_bbs);
 		cq->dc->dci_destroy(cq->be, &d->info);
 		free(d->wrid);
 		free(d);
@@ -443,7 +452,7 @@ mlx5_qpn_dci_create_cq(struct mlx5_qpn_cq *cq, uint32_t log_sq_depth, struct mlx
 	}
 	d->cq = cq;
 	d->sq = static_cast<uint8_t *>(d->info.sq);
-	d->bb_mask = (uint32_t(1) << log_bbs) - 1;
+	d->bb_mask = (uint32_t(1) << d->info.log_sq_bbs) - 1;
 	d->max_wqes = uint32_t(1) << log_sq_depth;
 	cq->nb_qps++;
 	*dci = d;
@@ -473,16 +482,20 @@ mlx5_qpn_dci_qpn(const struct mlx5_qpn_dci *dci)
 }
 
 int
-mlx5_qpn_dci_post_send(struct mlx5_qpn_dci *dci, uint32_t dctn, uint64_t dc_key, const void *buf,
-		       uint32_t len, uint64_t wr_id)
+mlx5_qpn_dci_post_send(struct mlx5_qpn_dci *dci, const struct mlx5_qpn_dc_ah *ah, uint32_t dctn,
+		       uint64_t dc_key, const void *buf, uint32_t len, uint64_t wr_id)
 {
 	if (!dci || len > MLX5_QPN_DC_MAX_INLINE || (!buf && len) || dctn > 0xffffff)
+		return -EINVAL;
+	/* Never a zero route where the fabric routes by it; never another device's AV. */
+	if (ah ? ah->be != dci->cq->be : dci->cq->dc->route_required != 0)
 		return -EINVAL;
 	if (dci->posted - load_shared(dci->completed, std::memory_order_acquire) >= dci->max_wqes)
 		return -ENOBUFS;
 	alignas(16) uint8_t wqe[MLX5_QPN_WQE_MAX_BBS * MLX5_QPN_SEND_WQE_BB];
-	int ds = mlx5_qpn_wqe_build_dc_send(wqe, uint16_t(dci->pi_bb), dci->info.qpn, dctn, dc_key,
-					    buf, len, MLX5_QPN_WQE_CTRL_CQ_UPDATE);
+	int ds = mlx5_qpn_wqe_build_dc_send_av(wqe, uint16_t(dci->pi_bb), dci->info.qpn,
+					       ah ? ah->info.av : nullptr, dctn, dc_key, buf, len,
+					       MLX5_QPN_WQE_CTRL_CQ_UPDATE);
 	if (ds < 0)
 		return ds;
 	uint32_t nbb = mlx5_qpn_wqe_bbs(uint32_t(ds));
@@ -506,13 +519,25 @@ mlx5_qpn_dci_ring(struct mlx5_qpn_dci *dci)
 {
 	if (!dci || dci->pi_bb == dci->rung_bb)
 		return;
-	/* The record first (the device executes up to it), then the register. */
+	/*
+	 * DPDK's mlx5_doorbell_ring() (drivers/common/mlx5/mlx5_common.h), step by step: the WQEs
+	 * reach memory before the record (rte_io_wmb: the device reads the ring by DMA once it
+	 * sees the record), the record before the register (rte_wmb: the register write is MMIO,
+	 * which a weaker barrier does not order against normal stores on every architecture),
+	 * and a write-combining (BlueFlame) register is flushed out of the WC buffer (rte_wmb)
+	 * so the doorbell is not held back behind later stores. The atomics keep the emulated
+	 * device, which reads the same words from another thread, race-free.
+	 */
+	rte_io_wmb();
 	std::atomic_ref<uint32_t>(dci->info.dbrec[MLX5_QPN_SND_DBR])
 		.store(rte_cpu_to_be_32(dci->pi_bb & 0xffff), std::memory_order_release);
+	rte_wmb();
 	uint64_t v;
 	memcpy(&v, dci->last_ctrl, sizeof(v));
 	std::atomic_ref<uint64_t>(*static_cast<uint64_t *>(dci->info.uar_reg))
 		.store(v, std::memory_order_release);
+	if (dci->info.flags & MLX5_QPN_DC_DCI_UAR_WC)
+		rte_wmb();
 	dci->rung_bb = dci->pi_bb;
 }
 

@@ -37,6 +37,10 @@ int mlx5_qpn_dci_create_cq(struct mlx5_qpn_cq *cq, uint32_t log_sq_depth,
 /** mlx5_qpn_dct_create() with the device of cq. Same returns. */
 int mlx5_qpn_dct_create_cq(struct mlx5_qpn_cq *cq, uint64_t dc_key, struct mlx5_qpn_dct **dct);
 
+/** mlx5_qpn_dc_ah_create() on a backend handle. Same returns. */
+int mlx5_qpn_dc_ah_create_be(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_addr *addr,
+			     struct mlx5_qpn_dc_ah **ah);
+
 /** mlx5_qpn_dev_service_run() on a backend handle. Same returns. */
 int mlx5_qpn_dc_service_run_be(struct mlx5_qpn_backend *be);
 

@@ -52,8 +52,16 @@ constexpr sym_desc syms[] = {
 	GLUE_SYM(LIB_VERBS, ibv_destroy_cq, destroy_cq),
 	GLUE_SYM(LIB_VERBS, ibv_create_qp, create_qp),
 	GLUE_SYM(LIB_VERBS, ibv_destroy_qp, destroy_qp),
+	/* The DC data path (mlx5_qpn_hw_dc.cpp). */
+	GLUE_SYM(LIB_VERBS, ibv_modify_qp, modify_qp),
+	GLUE_SYM(LIB_VERBS, ibv_create_srq, create_srq),
+	GLUE_SYM(LIB_VERBS, ibv_destroy_srq, destroy_srq),
+	GLUE_SYM(LIB_VERBS, ibv_create_ah, create_ah),
+	GLUE_SYM(LIB_VERBS, ibv_destroy_ah, destroy_ah),
 	GLUE_SYM(LIB_MLX5, mlx5dv_is_supported, dv_is_supported),
 	GLUE_SYM(LIB_MLX5, mlx5dv_open_device, dv_open_device),
+	GLUE_SYM(LIB_MLX5, mlx5dv_create_qp, dv_create_qp), /* the DC data path */
+	GLUE_SYM(LIB_MLX5, mlx5dv_init_obj, dv_init_obj),   /* the DC data path */
 	GLUE_SYM(LIB_MLX5, mlx5dv_devx_general_cmd, devx_general_cmd),
 	GLUE_SYM(LIB_MLX5, mlx5dv_devx_obj_create, devx_obj_create),
 	GLUE_SYM(LIB_MLX5, mlx5dv_devx_obj_destroy, devx_obj_destroy),

@@ -21,6 +21,7 @@
 #include "mlx5_qpn_glue.h"
 #include "mlx5_qpn_hw_log.h"
 #include "mlx5_qpn_hw_priv.h" /* the device, the QP source, the sizing decisions */
+#include "mlx5_qpn_hw_dc.h"   /* the DC table */
 #include "common/mlx5_qpn_prm.h"
 
 RTE_LOG_REGISTER(mlx5_qpn_hw_logtype, mlx5_qpn.hw, INFO);
@@ -73,6 +74,7 @@ void
 free_dev(mlx5_qpn_hw_dev *dev)
 {
 	mlx5_qpn_hw_qps_free(dev->qps, 1);
+	hw_dc_close(dev);
 	if (dev->ctx != nullptr)
 		dev->glue->close_device(dev->ctx);
 	delete dev;
@@ -447,6 +449,7 @@ extern "C" const struct mlx5_qpn_dev_ops mlx5_qpn_hw_ops = {
 	.qp_destroy = hw_qp_destroy,
 	.uar_map = hw_uar_map,
 	.uar_unmap = hw_uar_unmap,
+	.dc = &mlx5_qpn_hw_dc_ops, /* mlx5_qpn_hw_dc.cpp */
 	.close = hw_close,
 };
 

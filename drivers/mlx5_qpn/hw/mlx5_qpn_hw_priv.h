@@ -55,6 +55,10 @@ struct mlx5_qpn_hw_dev {
 	std::atomic<bool> step_logged{false};
 	bool probing;                /* inside open: firmware refusals are verdicts */
 	struct mlx5_qpn_hw_qps *qps; /* the ordinary-QP source */
+	/* The DC data path (mlx5_qpn_hw_dc.cpp): one PD for its CQ-less objects (QPs, SRQs,
+	 * AHs), allocated on first use under dc_lock (slow path only). */
+	std::mutex dc_lock;
+	struct ibv_pd *dc_pd;
 };
 
 /* rdma-core returns positive errno values, some wrappers negative ones: make it negative. */
@@ -81,6 +85,9 @@ int create_rsvd_obj_stepping(mlx5_qpn_hw_dev *dev, uint8_t *log, struct mlx5dv_d
 
 /** Destroy one object; the negative errno is logged and returned. */
 int destroy_rsvd_obj(mlx5_qpn_hw_dev *dev, struct mlx5dv_devx_obj *obj, uint32_t first_qpn);
+
+/** Free what the DC data path holds for the device (its PD); the opener only, at close. */
+void hw_dc_close(mlx5_qpn_hw_dev *dev);
 
 /** The caps read, the objects' verdict and the QPN source, in one line at probe. */
 void log_probe(const mlx5_qpn_hw_dev *dev, enum mlx5_qpn_hw_source src);

@@ -8,6 +8,9 @@
  */
 #include "sim_internal.h"
 
+#include "mlx5_qpn_dc.h"
+#include "common/mlx5_qpn_prm_wqe.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
@@ -284,6 +287,30 @@ sim_dc_execute(mlx5_qpn_backend *be)
 	return rc;
 }
 
+/*
+ * The emulated device's address handle: the AV built in software as rdma-core builds an IB one
+ * (mlx5_qpn_av_build). The device delivers by DCT number inside its shared memory, so the route
+ * is carried, not used; no firmware command, nothing to free.
+ */
+int
+sim_ah_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_addr *addr, mlx5_qpn_dc_ah_info *ah)
+{
+	if (!be || !addr || !ah)
+		return -EINVAL;
+	if (to_dev(be)->dc_off)
+		return -EOPNOTSUPP;
+	memset(ah, 0, sizeof(*ah));
+	mlx5_qpn_av_build(ah->av, addr->dlid, addr->sl, addr->is_global, addr->sgid_index,
+			  addr->dgid, addr->hop_limit, addr->traffic_class, addr->flow_label);
+	return 0;
+}
+
+int
+sim_ah_destroy(mlx5_qpn_backend *be, const mlx5_qpn_dc_ah_info *ah)
+{
+	return be && ah ? 0 : -EINVAL;
+}
+
 } // namespace
 
 } // namespace mlx5_qpn_sim
@@ -299,6 +326,9 @@ const struct mlx5_qpn_dc_ops mlx5_qpn_sim_dc_ops = {
 	.dct_destroy = sim_dct_destroy,
 	.execute = sim_dc_execute,
 	.poll = mlx5_qpn_sim_poll,
+	.ah_create = sim_ah_create,
+	.ah_destroy = sim_ah_destroy,
+	.route_required = 0,
 };
 
 int

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Address handles of the DC data path: the route of every send. The backend makes the AV
+ * (hardware: ibv_create_ah and mlx5dv_init_obj(MLX5DV_OBJ_AH); emulated device: built in
+ * software); the DC layer keeps it, and the WQE builder copies it into each datagram segment.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_common.h>
+#include <rte_log.h>
+
+#include "mlx5_qpn_log.h"
+
+#include "mlx5_qpn_dc.h"
+#include "mlx5_qpn_dev_internal.h"
+#include "mlx5_qpn_ops.h"
+#include "common/mlx5_qpn_prm_wqe.h"
+#include "dc/mlx5_qpn_dc_ah.h"
+#include "dc/mlx5_qpn_dc_be.h"
+
+extern int mlx5_qpn_dc_logtype;
+#define DC_LOG(level, ...) MLX5_QPN_LOG(dc, level, __VA_ARGS__)
+
+static_assert(MLX5_QPN_DC_AH_AV_SIZE == MLX5_QPN_DC_AV_SIZE, "AV size");
+
+extern "C" {
+
+int
+mlx5_qpn_dc_ah_create_be(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_addr *addr,
+			 struct mlx5_qpn_dc_ah **ah)
+{
+	if (!be || !addr || !ah)
+		return -EINVAL;
+	const mlx5_qpn_dc_ops *dc = be->ops ? be->ops->dc : nullptr;
+	if (!dc || !dc->ah_create || !dc->ah_destroy) {
+		DC_LOG(ERR, "ah_create: not supported: the backend has no DC op for it");
+		return -EOPNOTSUPP;
+	}
+	if (addr->sl > 15 || addr->flow_label > 0xfffff) {
+		DC_LOG(ERR, "ah_create: sl %u or flow label 0x%x out of range", addr->sl,
+		       addr->flow_label);
+		return -EINVAL;
+	}
+	auto *a = static_cast<mlx5_qpn_dc_ah *>(calloc(1, sizeof(mlx5_qpn_dc_ah)));
+	if (!a)
+		return -ENOMEM;
+	int rc = dc->ah_create(be, addr, &a->info);
+	if (rc) {
+		free(a);
+		return rc;
+	}
+	a->be = be;
+	a->dc = dc;
+	*ah = a;
+	return 0;
+}
+
+int
+mlx5_qpn_dc_ah_create(struct mlx5_qpn_dev *dev, const struct mlx5_qpn_dc_addr *addr,
+		      struct mlx5_qpn_dc_ah **ah)
+{
+	mlx5_qpn_backend *be = dev ? mlx5_qpn_dev_backend(dev) : nullptr;
+
+	return mlx5_qpn_dc_ah_create_be(be, addr, ah);
+}
+
+void
+mlx5_qpn_dc_ah_destroy(struct mlx5_qpn_dc_ah *ah)
+{
+	if (!ah)
+		return;
+	int rc = ah->dc->ah_destroy(ah->be, &ah->info);
+	if (rc)
+		DC_LOG(ERR, "AH: device refused to destroy it: %s", strerror(-rc));
+	free(ah);
+}
+
+} /* extern "C" */

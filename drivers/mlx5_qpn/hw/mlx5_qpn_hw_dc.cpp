@@ -1,0 +1,486 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The hardware backend's DC objects (see mlx5_qpn_hw_dc.h): rdma-core creates them, mlx5dv
+ * hands out where their queues live, and the DC layer (dc/) posts, rings and polls in them.
+ */
+#include "mlx5_qpn_hw_dc.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <mutex>
+#include <new>
+
+#include "mlx5_qpn_glue.h"
+#include "mlx5_qpn_hw_log.h"
+#include "mlx5_qpn_hw_priv.h"
+
+static_assert(sizeof(struct mlx5_wqe_av) == MLX5_QPN_DC_AH_AV_SIZE, "AV of rdma-core's size");
+static_assert(MLX5_QPN_HW_DC_MAX_INLINE == MLX5_QPN_DC_MAX_INLINE, "inline limit");
+
+namespace {
+
+using namespace mlx5_qpn_hw;
+
+/* The BB shift of a DC WQE slot: the DC layer gives each WQE 8 BBs (the largest SEND has 6). */
+constexpr uint32_t SQ_BB_SHIFT = 3;
+/* Min RNR NAK timer of a DCT: 12 = 0.64 ms, the IBTA table's middle (UCX's default too). */
+constexpr uint8_t DCT_MIN_RNR_TIMER = 12;
+
+mlx5_qpn_hw_dev *
+to_dev(struct mlx5_qpn_backend *be)
+{
+	return reinterpret_cast<mlx5_qpn_hw_dev *>(be);
+}
+
+/* A verbs call that returned NULL: its errno, negated; -EIO when it set none. */
+int
+fail_errno(void)
+{
+	return errno > 0 ? -errno : -EIO;
+}
+
+/* Not the opener (a forked child): the objects are the parent's, destroy nothing. */
+bool
+not_owner(const mlx5_qpn_hw_dev *dev)
+{
+	return getpid() != dev->owner_pid;
+}
+
+template <typename T>
+T *
+from_handle(uint64_t h)
+{
+	return reinterpret_cast<T *>(static_cast<uintptr_t>(h));
+}
+
+template <typename T>
+uint64_t
+to_handle(T *p)
+{
+	return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p));
+}
+
+int
+log2_exact(uint32_t n)
+{
+	if (n == 0 || (n & (n - 1)) != 0)
+		return -1;
+	return __builtin_ctz(n);
+}
+
+/* The DC objects' PD, allocated on first use. */
+struct ibv_pd *
+dc_pd(mlx5_qpn_hw_dev *dev, int *rc)
+{
+	std::lock_guard<std::mutex> g(dev->dc_lock);
+	errno = 0;
+	if (dev->dc_pd == nullptr && (dev->dc_pd = dev->glue->alloc_pd(dev->ctx)) == nullptr) {
+		*rc = fail_errno();
+		HW_LOG(ERR, "%s: DC: ibv_alloc_pd failed (%s)", dev->name, strerror(-*rc));
+	}
+	return dev->dc_pd;
+}
+
+/* The active path MTU of the port (IBV_MTU_1024 when the port cannot be queried). */
+void
+port_info(mlx5_qpn_hw_dev *dev, enum ibv_mtu *mtu, bool *roce)
+{
+	struct ibv_port_attr pa;
+	memset(&pa, 0, sizeof(pa));
+	*mtu = IBV_MTU_1024;
+	*roce = false;
+	/* The exported entry fills the legacy prefix of ibv_port_attr (MTU and link layer are in
+	 * it); the header's ibv_query_port macro does the same cast. */
+	if (dev->glue->query_port(dev->ctx, MLX5_QPN_HW_DC_PORT,
+				  reinterpret_cast<struct _compat_ibv_port_attr *>(&pa)) == 0) {
+		if (pa.active_mtu != 0)
+			*mtu = pa.active_mtu;
+		*roce = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
+	}
+}
+
+/* One ibv_modify_qp step; the failing state is named in the log. */
+int
+modify(mlx5_qpn_hw_dev *dev, struct ibv_qp *qp, struct ibv_qp_attr *a, int mask, const char *what)
+{
+	int rc = neg_errno(dev->glue->modify_qp(qp, a, mask));
+	if (rc != 0)
+		HW_LOG(ERR, "%s: %s: ibv_modify_qp failed (%s)", dev->name, what, strerror(-rc));
+	return rc;
+}
+
+/* RESET -> INIT -> RTR (-> RTS for a DCI), with the masks the kernel requires of each. */
+int
+dc_to_ready(mlx5_qpn_hw_dev *dev, struct ibv_qp *qp, bool dct)
+{
+	enum ibv_mtu mtu;
+	bool roce;
+	port_info(dev, &mtu, &roce);
+	struct ibv_qp_attr a;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = MLX5_QPN_HW_DC_PORT;
+	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+	if (dct) /* SENDs only: no remote access, but the kernel wants the mask bit */
+		mask |= IBV_QP_ACCESS_FLAGS;
+	int rc = modify(dev, qp, &a, mask, dct ? "DCT INIT" : "DCI INIT");
+	if (rc)
+		return rc;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = mtu;
+	a.ah_attr.port_num = MLX5_QPN_HW_DC_PORT;
+	/* RoCE has no LIDs: the DCT's AV is global (GID index 0). */
+	a.ah_attr.is_global = roce ? 1 : 0;
+	a.ah_attr.grh.hop_limit = 1;
+	mask = IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_AV;
+	if (dct) {
+		a.min_rnr_timer = DCT_MIN_RNR_TIMER;
+		mask |= IBV_QP_MIN_RNR_TIMER;
+	}
+	rc = modify(dev, qp, &a, mask, dct ? "DCT RTR" : "DCI RTR");
+	if (rc || dct)
+		return rc;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14; /* 4.096 us * 2^14 = 67 ms per try */
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 0;
+	a.max_rd_atomic = 1;
+	mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+	       IBV_QP_MAX_QP_RD_ATOMIC;
+	return modify(dev, qp, &a, mask, "DCI RTS");
+}
+
+int
+hw_cq_create(struct mlx5_qpn_backend *be, uint32_t log_depth, struct mlx5_qpn_dc_cq_info *cq)
+{
+	if (be == nullptr || cq == nullptr || log_depth < 1 || log_depth > 16)
+		return -EINVAL;
+	mlx5_qpn_hw_dev *dev = to_dev(be);
+	errno = 0;
+	struct ibv_cq *c = dev->glue->create_cq(dev->ctx, (1 << log_depth) - 1, nullptr, nullptr,
+						0);
+	if (c == nullptr) {
+		int rc = fail_errno();
+		HW_LOG(ERR, "%s: DC: ibv_create_cq failed (%s)", dev->name, strerror(-rc));
+		return rc;
+	}
+	struct mlx5dv_cq dv;
+	struct mlx5dv_obj obj;
+	memset(&dv, 0, sizeof(dv));
+	memset(&obj, 0, sizeof(obj));
+	obj.cq.in = c;
+	obj.cq.out = &dv;
+	int rc = neg_errno(dev->glue->dv_init_obj(&obj, MLX5DV_OBJ_CQ));
+	int lg = log2_exact(dv.cqe_cnt);
+	if (rc == 0 && (dv.cqe_size != 64 || lg < int(log_depth))) {
+		/* The DC layer polls 64-byte CQEs (MLX5_CQE_SIZE=128 in the environment). */
+		HW_LOG(ERR, "%s: DC: CQ of %u CQEs of %u bytes: 2^%u of 64 bytes needed", dev->name,
+		       dv.cqe_cnt, dv.cqe_size, log_depth);
+		rc = -ENOTSUP;
+	}
+	if (rc != 0) {
+		dev->glue->destroy_cq(c);
+		return rc;
+	}
+	memset(cq, 0, sizeof(*cq));
+	cq->ring = dv.buf;
+	cq->dbrec = reinterpret_cast<uint32_t *>(dv.dbrec);
+	cq->log_depth = uint32_t(lg);
+	cq->cqn = dv.cqn;
+	cq->handle = to_handle(c);
+	return 0;
+}
+
+int
+hw_cq_destroy(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq)
+{
+	if (be == nullptr || cq == nullptr || cq->handle == 0)
+		return -EINVAL;
+	if (not_owner(to_dev(be)))
+		return 0;
+	return neg_errno(to_dev(be)->glue->destroy_cq(from_handle<ibv_cq>(cq->handle)));
+}
+
+/* mlx5dv_create_qp + the state changes; the QP, or NULL and *rc. */
+struct ibv_qp *
+dc_qp_create(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_dc_cq_info *cq, struct ibv_srq *srq,
+	     uint32_t log_sq_bbs, uint64_t dc_key, int *rc)
+{
+	struct ibv_pd *pd = dc_pd(dev, rc);
+	if (pd == nullptr)
+		return nullptr;
+	struct ibv_qp_init_attr_ex attr;
+	struct mlx5dv_qp_init_attr dv;
+	mlx5_qpn_hw_dc_qp_attr(pd, from_handle<ibv_cq>(cq->handle), srq, log_sq_bbs, dc_key, &attr,
+			       &dv);
+	errno = 0;
+	struct ibv_qp *qp = dev->glue->dv_create_qp(dev->ctx, &attr, &dv);
+	const char *what = srq ? "DCT" : "DCI";
+	if (qp == nullptr) {
+		*rc = fail_errno();
+		HW_LOG(ERR, "%s: %s: mlx5dv_create_qp failed (%s)", dev->name, what,
+		       strerror(-*rc));
+		return nullptr;
+	}
+	*rc = dc_to_ready(dev, qp, srq != nullptr);
+	if (*rc != 0) {
+		dev->glue->destroy_qp(qp);
+		return nullptr;
+	}
+	return qp;
+}
+
+int
+hw_dci_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq,
+	      uint32_t log_sq_bbs, struct mlx5_qpn_dc_dci_info *dci)
+{
+	if (be == nullptr || cq == nullptr || dci == nullptr || cq->handle == 0 ||
+	    log_sq_bbs < SQ_BB_SHIFT || log_sq_bbs > 16)
+		return -EINVAL;
+	mlx5_qpn_hw_dev *dev = to_dev(be);
+	int rc = 0;
+	struct ibv_qp *qp = dc_qp_create(dev, cq, nullptr, log_sq_bbs, 0, &rc);
+	if (qp == nullptr)
+		return rc;
+	struct mlx5dv_qp dv;
+	struct mlx5dv_obj obj;
+	memset(&dv, 0, sizeof(dv));
+	memset(&obj, 0, sizeof(obj));
+	obj.qp.in = qp;
+	obj.qp.out = &dv;
+	rc = neg_errno(dev->glue->dv_init_obj(&obj, MLX5DV_OBJ_QP));
+	int lg = log2_exact(dv.sq.wqe_cnt);
+	if (rc == 0 && (dv.sq.stride != 64 || lg < 0 || dv.bf.reg == nullptr)) {
+		HW_LOG(ERR, "%s: DCI: SQ of %u WQEs of stride %u: a power of two of 64 needed",
+		       dev->name, dv.sq.wqe_cnt, dv.sq.stride);
+		rc = -ENOTSUP;
+	}
+	if (rc != 0) {
+		dev->glue->destroy_qp(qp);
+		return rc;
+	}
+	memset(dci, 0, sizeof(*dci));
+	dci->qpn = qp->qp_num;
+	dci->log_sq_bbs = uint32_t(lg);
+	dci->sq = dv.sq.buf;
+	dci->dbrec = reinterpret_cast<uint32_t *>(dv.dbrec);
+	dci->uar_reg = dv.bf.reg;
+	/* bf.size != 0: a BlueFlame register, mapped write-combining (flush after the write). */
+	dci->flags = dv.bf.size != 0 ? MLX5_QPN_DC_DCI_UAR_WC : 0;
+	dci->handle = to_handle(qp);
+	return 0;
+}
+
+int
+hw_dci_destroy(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_dci_info *dci)
+{
+	if (be == nullptr || dci == nullptr || dci->handle == 0)
+		return -EINVAL;
+	if (not_owner(to_dev(be)))
+		return 0;
+	return neg_errno(to_dev(be)->glue->destroy_qp(from_handle<ibv_qp>(dci->handle)));
+}
+
+/* What a hardware DCT holds: the QP and the SRQ it receives into. */
+struct hw_dct {
+	struct ibv_qp *qp;
+	struct ibv_srq *srq;
+};
+
+int
+hw_dct_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq, uint64_t dc_key,
+	      struct mlx5_qpn_dc_dct_info *dct)
+{
+	if (be == nullptr || cq == nullptr || dct == nullptr || cq->handle == 0)
+		return -EINVAL;
+	mlx5_qpn_hw_dev *dev = to_dev(be);
+	int rc = 0;
+	struct ibv_pd *pd = dc_pd(dev, &rc);
+	if (pd == nullptr)
+		return rc;
+	hw_dct *t = new (std::nothrow) hw_dct();
+	if (t == nullptr)
+		return -ENOMEM;
+	/* rdma-core requires a DCT to receive into an SRQ. */
+	struct ibv_srq_init_attr sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.attr.max_wr = MLX5_QPN_HW_DC_SRQ_WR;
+	sa.attr.max_sge = 1;
+	errno = 0;
+	t->srq = dev->glue->create_srq(pd, &sa);
+	if (t->srq == nullptr) {
+		rc = fail_errno();
+		HW_LOG(ERR, "%s: DCT: ibv_create_srq failed (%s)", dev->name, strerror(-rc));
+		delete t;
+		return rc;
+	}
+	t->qp = dc_qp_create(dev, cq, t->srq, 0, dc_key, &rc);
+	if (t->qp == nullptr) {
+		dev->glue->destroy_srq(t->srq);
+		delete t;
+		return rc;
+	}
+	memset(dct, 0, sizeof(*dct));
+	dct->dctn = t->qp->qp_num; /* set at RTR, where the kernel creates the DCT */
+	dct->rx = nullptr;
+	dct->handle = to_handle(t);
+	HW_LOG(INFO,
+	       "%s: DCT 0x%x receives into an SRQ with no receive posted: reading messages "
+	       "is not supported on hardware yet",
+	       dev->name, dct->dctn);
+	return 0;
+}
+
+int
+hw_dct_destroy(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_dct_info *dct)
+{
+	if (be == nullptr || dct == nullptr || dct->handle == 0)
+		return -EINVAL;
+	mlx5_qpn_hw_dev *dev = to_dev(be);
+	hw_dct *t = from_handle<hw_dct>(dct->handle);
+	if (!not_owner(dev)) {
+		int rc = neg_errno(dev->glue->destroy_qp(t->qp));
+		if (rc != 0)
+			return rc; /* still there: keep the SRQ it receives into */
+		dev->glue->destroy_srq(t->srq);
+	}
+	delete t;
+	return 0;
+}
+
+int
+hw_ah_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_addr *addr,
+	     struct mlx5_qpn_dc_ah_info *ah)
+{
+	if (be == nullptr || addr == nullptr || ah == nullptr)
+		return -EINVAL;
+	mlx5_qpn_hw_dev *dev = to_dev(be);
+	int rc = 0;
+	struct ibv_pd *pd = dc_pd(dev, &rc);
+	if (pd == nullptr)
+		return rc;
+	struct ibv_ah_attr attr;
+	mlx5_qpn_hw_dc_ah_attr(addr, &attr);
+	errno = 0;
+	struct ibv_ah *a = dev->glue->create_ah(pd, &attr);
+	if (a == nullptr) {
+		rc = fail_errno();
+		HW_LOG(ERR, "%s: ibv_create_ah(dlid 0x%x) failed (%s)", dev->name, addr->dlid,
+		       strerror(-rc));
+		return rc;
+	}
+	struct mlx5dv_ah dv;
+	struct mlx5dv_obj obj;
+	memset(&dv, 0, sizeof(dv));
+	memset(&obj, 0, sizeof(obj));
+	obj.ah.in = a;
+	obj.ah.out = &dv;
+	rc = neg_errno(dev->glue->dv_init_obj(&obj, MLX5DV_OBJ_AH));
+	if (rc == 0 && dv.av == nullptr)
+		rc = -ENOTSUP;
+	if (rc != 0) {
+		HW_LOG(ERR, "%s: mlx5dv_init_obj(AH) failed (%s)", dev->name, strerror(-rc));
+		dev->glue->destroy_ah(a);
+		return rc;
+	}
+	memset(ah, 0, sizeof(*ah));
+	/* The route as the provider built it (resolved MAC on RoCE included). */
+	memcpy(ah->av, dv.av, sizeof(ah->av));
+	ah->handle = to_handle(a);
+	return 0;
+}
+
+int
+hw_ah_destroy(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_ah_info *ah)
+{
+	if (be == nullptr || ah == nullptr || ah->handle == 0)
+		return -EINVAL;
+	if (not_owner(to_dev(be)))
+		return 0;
+	return neg_errno(to_dev(be)->glue->destroy_ah(from_handle<ibv_ah>(ah->handle)));
+}
+
+} /* namespace */
+
+namespace mlx5_qpn_hw {
+
+void
+hw_dc_close(mlx5_qpn_hw_dev *dev)
+{
+	if (dev->dc_pd == nullptr)
+		return;
+	int rc = neg_errno(dev->glue->dealloc_pd(dev->dc_pd));
+	if (rc != 0) /* a DC object still holds it: the context's close frees everything */
+		HW_LOG(INFO, "%s: DC PD still in use at close (%s)", dev->name, strerror(-rc));
+	dev->dc_pd = nullptr;
+}
+
+} /* namespace mlx5_qpn_hw */
+
+extern "C" {
+
+void
+mlx5_qpn_hw_dc_qp_attr(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_srq *srq,
+		       uint32_t log_sq_bbs, uint64_t dc_key, struct ibv_qp_init_attr_ex *attr,
+		       struct mlx5dv_qp_init_attr *dv)
+{
+	memset(attr, 0, sizeof(*attr));
+	memset(dv, 0, sizeof(*dv));
+	attr->qp_type = IBV_QPT_DRIVER;
+	attr->comp_mask = IBV_QP_INIT_ATTR_PD;
+	attr->pd = pd;
+	attr->send_cq = cq;
+	attr->recv_cq = cq;
+	dv->comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC;
+	if (srq != nullptr) {
+		attr->srq = srq;
+		dv->dc_init_attr.dc_type = MLX5DV_DCTYPE_DCT;
+		dv->dc_init_attr.dct_access_key = dc_key;
+		return;
+	}
+	/* One WR per 8 BBs of the ring: a 256-byte inline SEND is 6 BBs, which rdma-core rounds
+	 * to the power of two the DC layer asked for. */
+	attr->cap.max_send_wr = 1u << (log_sq_bbs - SQ_BB_SHIFT);
+	attr->cap.max_send_sge = 1;
+	attr->cap.max_inline_data = MLX5_QPN_HW_DC_MAX_INLINE;
+	dv->dc_init_attr.dc_type = MLX5DV_DCTYPE_DCI;
+}
+
+void
+mlx5_qpn_hw_dc_ah_attr(const struct mlx5_qpn_dc_addr *addr, struct ibv_ah_attr *attr)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->dlid = addr->dlid;
+	attr->sl = addr->sl;
+	attr->port_num = addr->port != 0 ? addr->port : MLX5_QPN_HW_DC_PORT;
+	attr->is_global = addr->is_global != 0;
+	if (!attr->is_global)
+		return;
+	memcpy(attr->grh.dgid.raw, addr->dgid, sizeof(attr->grh.dgid.raw));
+	attr->grh.flow_label = addr->flow_label;
+	attr->grh.sgid_index = addr->sgid_index;
+	attr->grh.hop_limit = addr->hop_limit;
+	attr->grh.traffic_class = addr->traffic_class;
+}
+
+const struct mlx5_qpn_dc_ops mlx5_qpn_hw_dc_ops = {
+	.cq_create = hw_cq_create,
+	.cq_destroy = hw_cq_destroy,
+	.dci_create = hw_dci_create,
+	.dci_destroy = hw_dci_destroy,
+	.dct_create = hw_dct_create,
+	.dct_destroy = hw_dct_destroy,
+	.execute = nullptr, /* the ConnectX executes WQEs itself */
+	.poll = nullptr,
+	.ah_create = hw_ah_create,
+	.ah_destroy = hw_ah_destroy,
+	.route_required = 1,
+};
+
+} /* extern "C" */

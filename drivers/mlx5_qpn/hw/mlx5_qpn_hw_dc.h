@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef MLX5_QPN_HW_DC_H
+#define MLX5_QPN_HW_DC_H
+
+/**
+ * @file
+ * Internal: the hardware backend's DC table, mlx5_qpn_hw_dc_ops (mlx5_qpn_dev_ops::dc of
+ * mlx5_qpn_hw_ops), and the verbs arguments it builds (exposed so that tests check them).
+ *
+ * Objects are rdma-core's, created through the glue (mlx5_qpn_glue.h), their queues handed to
+ * the DC layer from mlx5dv_init_obj():
+ *  - CQ: ibv_create_cq(2^log_depth - 1: mlx5 adds one and rounds to a power of two), ring,
+ *    doorbell record, depth and CQN from MLX5DV_OBJ_CQ; 64-byte CQEs only;
+ *  - DCI: mlx5dv_create_qp(IBV_QPT_DRIVER, MLX5DV_QP_INIT_ATTR_MASK_DC, MLX5DV_DCTYPE_DCI) on
+ *    the CQ, 2^(log_sq_bbs - 3) WRs of up to 256 inline bytes (so rdma-core sizes the SQ to
+ *    2^log_sq_bbs BBs), then RESET->INIT (pkey 0, port 1) ->RTR (path MTU, port) ->RTS (timeout,
+ *    retries, PSN 0) with ibv_modify_qp, as rdma-core's DC tests and UCX do; SQ ring, BB count,
+ *    doorbell record and the UAR register (bf.reg; write-combining when bf.size != 0) from
+ *    MLX5DV_OBJ_QP;
+ *  - DCT: an SRQ, then mlx5dv_create_qp(MLX5DV_DCTYPE_DCT, dct_access_key = the DC key) on the
+ *    CQ and the SRQ, RESET->INIT (access flags, pkey, port) ->RTR (min RNR timer, AV, path
+ *    MTU); its number is qp_num after RTR (the kernel creates the DCT at RTR). No receive WQE
+ *    is posted yet: reading is -EOPNOTSUPP (one log line per DCT);
+ *  - AH: ibv_create_ah, its AV (struct mlx5_wqe_av, 48 bytes) copied from MLX5DV_OBJ_AH.
+ * There is no execute/poll: the ConnectX executes WQEs itself. route_required: a send with no
+ * AH is refused.
+ *
+ * The doorbell register of a DCI is whatever rdma-core gave its QP. The DEVX non-cached UAR
+ * (mlx5dv_devx_alloc_uar(MLX5DV_UAR_ALLOC_TYPE_NC), the uar_map op) is a single page per
+ * context: every NC allocation returns that page and freeing it does nothing, so it is never
+ * a per-DCI resource.
+ *
+ * Fork safety: destroy calls in a process other than the opener destroy nothing (the objects
+ * are the parent's through the shared uverbs file). Thread safety: as mlx5_qpn_dc_ops.h.
+ */
+
+#include <infiniband/mlx5dv.h>
+#include <infiniband/verbs.h>
+
+#include "mlx5_qpn_dc.h"
+#include "mlx5_qpn_dc_ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The hardware backend's DC operations. */
+extern const struct mlx5_qpn_dc_ops mlx5_qpn_hw_dc_ops;
+
+/** The port every DC object uses (ports are 1-based; a dual-port device's second port needs a
+ * device opened per port, as the QPN spaces do). */
+#define MLX5_QPN_HW_DC_PORT 1
+
+/** Largest inline payload a DCI is created for (= MLX5_QPN_DC_MAX_INLINE). */
+#define MLX5_QPN_HW_DC_MAX_INLINE 256
+
+/** Receive WQEs of a DCT's SRQ. */
+#define MLX5_QPN_HW_DC_SRQ_WR 64
+
+/** Arguments of mlx5dv_create_qp() for a DCI (dct_key unused) or a DCT (srq non-NULL). */
+void mlx5_qpn_hw_dc_qp_attr(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_srq *srq,
+			    uint32_t log_sq_bbs, uint64_t dc_key, struct ibv_qp_init_attr_ex *attr,
+			    struct mlx5dv_qp_init_attr *dv);
+
+/** Arguments of ibv_create_ah() for addr (port 0 means MLX5_QPN_HW_DC_PORT). */
+void mlx5_qpn_hw_dc_ah_attr(const struct mlx5_qpn_dc_addr *addr, struct ibv_ah_attr *attr);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MLX5_QPN_HW_DC_H */
