@@ -56,9 +56,9 @@ qpnpool_create(const struct perf_cfg *cfg, uint64_t quarantine_ns, void **ctx)
 	p = mlx5_qpn_pool_create(&params);
 	if (p == nullptr)
 		return rte_errno > 0 ? -rte_errno : -ENOMEM;
-	ret = mlx5_qpn_pool_add_range(p, cfg->first, cfg->range);
+	ret = mlx5_qpn_pool_range_add(p, cfg->first, cfg->range);
 	if (ret != 0) {
-		mlx5_qpn_pool_free_pool(p);
+		mlx5_qpn_pool_destroy(p);
 		return ret;
 	}
 	*ctx = p;
@@ -113,7 +113,7 @@ qpnpool_stats_json(void *ctx, struct json_writer *js)
 void
 qpnpool_teardown(void *ctx)
 {
-	mlx5_qpn_pool_free_pool(static_cast<struct mlx5_qpn_pool *>(ctx));
+	mlx5_qpn_pool_destroy(static_cast<struct mlx5_qpn_pool *>(ctx));
 }
 
 } // namespace

@@ -68,7 +68,7 @@ take_block(mlx5_qpn_dev *d, uint32_t first, uint32_t log)
 			(until - mlx5_qpn_clock_ns()) / 1000000);
 		return 1;
 	}
-	rc = mlx5_qpn_pool_add_range(d->pool, first, 1u << log);
+	rc = mlx5_qpn_pool_range_add(d->pool, first, 1u << log);
 	if (rc != 0)
 		d->lease.drop(first, log);
 	return rc;
@@ -104,7 +104,7 @@ promote_locked(mlx5_qpn_dev *d)
 			i++;
 			continue;
 		}
-		if (mlx5_qpn_pool_add_range(d->pool, c.first, c.count) != 0) {
+		if (mlx5_qpn_pool_range_add(d->pool, c.first, c.count) != 0) {
 			c.until_ns = now + qpn::lease::Lease::kRecheckNs;
 			i++;
 			continue;

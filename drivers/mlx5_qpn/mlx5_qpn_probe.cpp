@@ -107,7 +107,7 @@ destroy(mlx5_qpn_dev *d)
 				lease_error(d, rc, "recording the close");
 		}
 		if (d->pool != nullptr && !d->secondary) /* a secondary's pool is the primary's */
-			mlx5_qpn_pool_free_pool(d->pool);
+			mlx5_qpn_pool_destroy(d->pool);
 		d->pool = nullptr;
 		for (auto &o : d->objs)
 			release_obj(d, o);

@@ -28,7 +28,7 @@
  * secondary processes can share a pool (see mlx5_qpn_pool_lookup()).
  *
  * Thread safety: every function may be called concurrently from any thread of any process
- * that shares the pool, except mlx5_qpn_pool_free_pool(), which must be the last call.
+ * that shares the pool, except mlx5_qpn_pool_destroy(), which must be the last call.
  */
 
 #include <stdint.h>
@@ -96,10 +96,10 @@ struct mlx5_qpn_pool *mlx5_qpn_pool_create(const struct mlx5_qpn_pool_params *pa
 struct mlx5_qpn_pool *mlx5_qpn_pool_lookup(const char *name);
 
 /**
- * Free a pool. All QPNs are forgotten; the caller returns the ranges to their device.
+ * Destroy a pool. All QPNs are forgotten; the caller returns the ranges to their device.
  * Not thread safe: no other call on the pool may run or follow. NULL is ignored.
  */
-void mlx5_qpn_pool_free_pool(struct mlx5_qpn_pool *pool);
+void mlx5_qpn_pool_destroy(struct mlx5_qpn_pool *pool);
 
 /**
  * Add the range [first, first + count) of QPNs; they become free at once.
@@ -110,7 +110,7 @@ void mlx5_qpn_pool_free_pool(struct mlx5_qpn_pool *pool);
  *         end at 0xFFFFFE at most) or overlaps a range of the pool; -ENOSPC if the pool's
  *         capacity or range table is full.
  */
-int mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *pool, uint32_t first, uint32_t count);
+int mlx5_qpn_pool_range_add(struct mlx5_qpn_pool *pool, uint32_t first, uint32_t count);
 
 /**
  * Take the range that starts at `first` out of the pool, so that its QPNs can go back to their
@@ -199,7 +199,7 @@ int mlx5_qpn_pool_qpn_state(struct mlx5_qpn_pool *pool, uint32_t qpn, uint32_t *
  * every QPN it held in use, had released, or had cached into quarantine, stamped now: none comes
  * back before the quarantine time has passed since the death was noticed. QPNs it had not handed
  * out since their last quarantine go straight back to the free pool. A range call
- * (mlx5_qpn_pool_range_remove(), mlx5_qpn_pool_add_range()) the process died in is undone or
+ * (mlx5_qpn_pool_range_remove(), mlx5_qpn_pool_range_add()) the process died in is undone or
  * completed so that the pool is consistent.
  *
  * The pool runs the same check by itself, rate-limited, when an allocation finds nothing free

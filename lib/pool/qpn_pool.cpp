@@ -231,7 +231,7 @@ mlx5_qpn_pool_lookup(const char *name)
 }
 
 void
-mlx5_qpn_pool_free_pool(struct mlx5_qpn_pool *p)
+mlx5_qpn_pool_destroy(struct mlx5_qpn_pool *p)
 {
 	if (!valid_pool(p))
 		return;

@@ -111,7 +111,7 @@ sorted_remove(mlx5_qpn_pool *p, uint32_t ri)
 extern "C" {
 
 int
-mlx5_qpn_pool_add_range(struct mlx5_qpn_pool *p, uint32_t first, uint32_t count)
+mlx5_qpn_pool_range_add(struct mlx5_qpn_pool *p, uint32_t first, uint32_t count)
 {
 	/* The last QPN must be below 0xFFFFFF: that one is the multicast QPN, never a connection's. */
 	if (!valid_pool(p) || count == 0 || first >= MLX5_QPN_MAX || count > MLX5_QPN_MAX - first)

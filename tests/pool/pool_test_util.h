@@ -26,7 +26,7 @@ public:
 		prm.socket_id = SOCKET_ID_ANY;
 		pool_ = mlx5_qpn_pool_create(&prm);
 	}
-	~TestPool() { mlx5_qpn_pool_free_pool(pool_); }
+	~TestPool() { mlx5_qpn_pool_destroy(pool_); }
 	TestPool(const TestPool &) = delete;
 	TestPool &operator=(const TestPool &) = delete;
 	struct mlx5_qpn_pool *get() const { return pool_; }

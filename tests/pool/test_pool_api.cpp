@@ -57,7 +57,7 @@ TEST(PoolApi, NameIsUniqueAndLookupFindsIt)
 TEST(PoolApi, AllocHandsOutEveryQpnOnceThenEnospc)
 {
 	TestPool tp(100, 8, 0);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x1000, 100), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x1000, 100), 0);
 	std::set<uint32_t> got;
 	uint32_t q;
 	for (int i = 0; i < 100; i++) {
@@ -91,7 +91,7 @@ TEST(PoolApi, EmptyPoolIsEnospcNotEagain)
 TEST(PoolApi, FreeOfUnallocatedQpnIsRefusedAndChangesNothing)
 {
 	TestPool tp(32, 4, 0);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 500, 32), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 500, 32), 0);
 	uint32_t q;
 	ASSERT_EQ(mlx5_qpn_pool_alloc(tp.get(), &q), 0);
 	auto before = pool_stats(tp.get());
@@ -130,13 +130,13 @@ TEST(PoolApi, NullArgumentsAreEinval)
 	EXPECT_EQ(mlx5_qpn_pool_alloc_bulk(tp.get(), nullptr, 3), -EINVAL);
 	EXPECT_EQ(mlx5_qpn_pool_free_bulk(tp.get(), nullptr, 3), -EINVAL);
 	EXPECT_EQ(mlx5_qpn_pool_stats_get(tp.get(), nullptr), -EINVAL);
-	EXPECT_EQ(mlx5_qpn_pool_add_range(nullptr, 1, 1), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_pool_range_add(nullptr, 1, 1), -EINVAL);
 }
 
 TEST(PoolApi, GenerationChangesAtEveryHandOut)
 {
 	TestPool tp(1, 1, 0);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 77, 1), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 77, 1), 0);
 	uint32_t q, g1, g2, g;
 	ASSERT_EQ(mlx5_qpn_pool_alloc_gen(tp.get(), &q, &g1), 0);
 	EXPECT_EQ(mlx5_qpn_pool_qpn_state(tp.get(), q, &g), 1);
@@ -156,7 +156,7 @@ TEST(PoolApi, GenerationChangesAtEveryHandOut)
 TEST(PoolApi, BulkIsAllOrNothing)
 {
 	TestPool tp(10, 4, 0);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 100, 10), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 100, 10), 0);
 	uint32_t q[16];
 	ASSERT_EQ(mlx5_qpn_pool_alloc_bulk(tp.get(), q, 7), 0);
 	auto st = pool_stats(tp.get());
@@ -180,7 +180,7 @@ TEST(PoolApi, BulkIsAllOrNothing)
 TEST(PoolApi, CountersAndDump)
 {
 	TestPool tp(64, 8, 0);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x100, 64), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x100, 64), 0);
 	uint32_t q;
 	for (int i = 0; i < 20; i++) {
 		ASSERT_EQ(mlx5_qpn_pool_alloc(tp.get(), &q), 0);
@@ -213,7 +213,7 @@ TEST(PoolApi, RacingDoubleFreeIsRefusedOnce)
 {
 	constexpr uint32_t n = 2000;
 	TestPool tp(n, 16, 0);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x2000, n), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x2000, n), 0);
 	std::vector<uint32_t> q(n);
 	ASSERT_EQ(mlx5_qpn_pool_alloc_bulk(tp.get(), q.data(), n), 0);
 	std::atomic<int> ok{0}, refused{0};

@@ -20,10 +20,10 @@ TEST(PoolBind, FreedPoolsDoNotUseUpAThreadsBindings)
 	std::vector<std::unique_ptr<TestPool>> old;
 	for (int i = 0; i < kOld; i++) {
 		old.push_back(std::make_unique<TestPool>(16, 4, 0));
-		ASSERT_EQ(mlx5_qpn_pool_add_range(old.back()->get(), 0x100 + 16 * i, 16), 0);
+		ASSERT_EQ(mlx5_qpn_pool_range_add(old.back()->get(), 0x100 + 16 * i, 16), 0);
 	}
 	TestPool fresh(16, 4, 0);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(fresh.get(), 0xC00, 16), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(fresh.get(), 0xC00, 16), 0);
 	std::mutex m;
 	std::condition_variable cv;
 	int step = 0; /* 1: worker used a pool; 2: main freed it */

@@ -46,7 +46,7 @@ racing_free_case(uint64_t quarantine_ns)
 {
 	constexpr uint32_t kN = 8;
 	TestPool tp(kN, 4, quarantine_ns);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x900, kN), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x900, kN), 0);
 	g_pool = tp.get();
 	g_accepted = 0;
 	g_tried = 0;
@@ -83,7 +83,7 @@ TEST(PoolBulk, FreeRacingAFailedBulkIsRefusedWithQuarantine)
 TEST(PoolBulk, SuccessfulBulkPublishesEveryQpn)
 {
 	TestPool tp(16, 4, 0);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0xA00, 16), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0xA00, 16), 0);
 	uint32_t q[10];
 	ASSERT_EQ(mlx5_qpn_pool_alloc_bulk(tp.get(), q, 10), 0);
 	for (uint32_t v : q)

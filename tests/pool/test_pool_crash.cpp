@@ -230,7 +230,7 @@ TEST(PoolCrash, KilledChildrenLoseNothingAndQuarantineHolds)
 	constexpr uint64_t kQ = 20 * 1000 * 1000;
 	SharedPool sp(kCap, 8, kQ);
 	ASSERT_NE(sp.get(), nullptr);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(sp.get(), kFirst, kCap), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(sp.get(), kFirst, kCap), 0);
 	std::mt19937 rng(42);
 	std::set<uint32_t> seen;
 	uint64_t reclaimed = 0;
@@ -296,7 +296,7 @@ TEST(PoolCrash, AllocationRecoversADeadHoldersQpnsByItself)
 	constexpr uint32_t kCap = 64, kFirst = 0x2000;
 	constexpr uint64_t kQ = 5 * 1000 * 1000;
 	SharedPool sp(kCap, 4, kQ);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(sp.get(), kFirst, kCap), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(sp.get(), kFirst, kCap), 0);
 	pid_t pid = fork();
 	if (pid == 0) {
 		uint32_t q[kCap];
@@ -346,8 +346,8 @@ remove_killed_at(int stage)
 {
 	constexpr uint32_t kHalf = 128, kA = 0x3000, kB = 0x4000;
 	SharedPool sp(2 * kHalf, 8, 0);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(sp.get(), kA, kHalf), 0);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(sp.get(), kB, kHalf), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(sp.get(), kA, kHalf), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(sp.get(), kB, kHalf), 0);
 	uint32_t held[10];
 	ASSERT_EQ(mlx5_qpn_pool_alloc_bulk(sp.get(), held, 10), 0);
 	static std::atomic<uint32_t> *g_stage_flag;

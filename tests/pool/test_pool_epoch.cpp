@@ -39,7 +39,7 @@ TEST(PoolEpoch, BatchSealedAfterTheDrainersClockReadIsNotReleased)
 	qpn::test_clock_offset_set(kHours2);
 	TestPool tp(4, 1, kQ);
 	ASSERT_NE(tp.get(), nullptr);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x400, 1), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x400, 1), 0);
 	/* The pool is some 1000 epochs (17 s) old when the QPN is released. */
 	const int64_t at = kHours2 + static_cast<int64_t>(1000 * kEpoch);
 	qpn::test_clock_offset_set(at);
@@ -72,7 +72,7 @@ TEST(PoolEpoch, ExpiredBucketAfterHoursOfUptimeIsReleased)
 	constexpr uint64_t kQ = 8 * ((1ull << 24) + 1);
 	qpn::test_clock_offset_set(kHours2);
 	TestPool tp(4, 1, kQ);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x500, 2), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x500, 2), 0);
 	uint32_t q[2], y;
 	ASSERT_EQ(mlx5_qpn_pool_alloc_bulk(tp.get(), q, 2), 0);
 	const uint64_t released = mlx5_qpn_clock_ns();

@@ -18,7 +18,7 @@ TEST(PoolQuarantine, ReleasedQpnComesBackOnlyAfterTheQuarantine)
 	constexpr uint64_t kQ = 1000 * 1000 *
 				1000; /* 1 s: longer than any stall of a sanitizer run */
 	TestPool tp(4, 2, kQ);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x300, 4), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x300, 4), 0);
 	uint32_t q[4], x;
 	ASSERT_EQ(mlx5_qpn_pool_alloc_bulk(tp.get(), q, 4), 0);
 	EXPECT_EQ(mlx5_qpn_pool_alloc(tp.get(), &x), -ENOSPC);
@@ -49,7 +49,7 @@ TEST(PoolQuarantine, NoReuseOnAnotherThreadEither)
 {
 	constexpr uint64_t kQ = 100 * 1000 * 1000;
 	TestPool tp(8, 4, kQ);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x10, 8), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x10, 8), 0);
 	uint32_t q[8];
 	ASSERT_EQ(mlx5_qpn_pool_alloc_bulk(tp.get(), q, 8), 0);
 	uint64_t released = mlx5_qpn_clock_ns();
@@ -77,7 +77,7 @@ TEST(PoolQuarantine, NoReuseOnAnotherThreadEither)
 TEST(PoolQuarantine, ZeroQuarantineReusesAtOnce)
 {
 	TestPool tp(1, 1, 0);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 9, 1), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 9, 1), 0);
 	uint32_t x;
 	ASSERT_EQ(mlx5_qpn_pool_alloc(tp.get(), &x), 0);
 	ASSERT_EQ(mlx5_qpn_pool_free(tp.get(), x), 0);
@@ -95,7 +95,7 @@ stranding_case(uint64_t quarantine_ns)
 {
 	constexpr uint32_t n = 256;
 	TestPool tp(n, 32, quarantine_ns);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x5000, n), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x5000, n), 0);
 	std::mutex m;
 	std::condition_variable cv;
 	bool filled = false, release = false;
@@ -141,7 +141,7 @@ TEST(PoolQuarantine, IdleCacheIsStolenWithQuarantine) { stranding_case(10 * 1000
 TEST(PoolQuarantine, ExplicitFlushAndThreadExitReturnTheCache)
 {
 	TestPool tp(64, 16, 0);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x700, 64), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x700, 64), 0);
 	std::thread t([&] {
 		uint32_t q[20];
 		ASSERT_EQ(mlx5_qpn_pool_alloc_bulk(tp.get(), q, 20), 0);

@@ -23,15 +23,15 @@ drain_all(struct mlx5_qpn_pool *p)
 TEST(PoolRanges, EdgesOfTheQpnSpace)
 {
 	TestPool tp(16, 4, 0);
-	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x000002, 1), 0);
+	EXPECT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x000002, 1), 0);
 	/* 0xFFFFFF is the multicast QPN: no range may hold it, alone or as its last QPN. */
-	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0xFFFFFF, 1), -EINVAL) << "the multicast QPN";
-	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0xFFFFFE, 2), -EINVAL) << "ends at 0xFFFFFF";
-	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0xFFFFF0, 0x10), -EINVAL) << "ends at 0xFFFFFF";
-	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0xFFFFF0, 0x11), -EINVAL) << "passes 0xFFFFFF";
-	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0xFFFFFE, 1), 0) << "the last valid QPN";
-	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x1000000, 1), -EINVAL) << "not 24 bits";
-	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 5, 0), -EINVAL) << "empty";
+	EXPECT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0xFFFFFF, 1), -EINVAL) << "the multicast QPN";
+	EXPECT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0xFFFFFE, 2), -EINVAL) << "ends at 0xFFFFFF";
+	EXPECT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0xFFFFF0, 0x10), -EINVAL) << "ends at 0xFFFFFF";
+	EXPECT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0xFFFFF0, 0x11), -EINVAL) << "passes 0xFFFFFF";
+	EXPECT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0xFFFFFE, 1), 0) << "the last valid QPN";
+	EXPECT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x1000000, 1), -EINVAL) << "not 24 bits";
+	EXPECT_EQ(mlx5_qpn_pool_range_add(tp.get(), 5, 0), -EINVAL) << "empty";
 	auto s = drain_all(tp.get());
 	EXPECT_EQ(s, (std::set<uint32_t>{0x000002, 0xFFFFFE}));
 	EXPECT_EQ(mlx5_qpn_pool_free(tp.get(), 0xFFFFFF), -EINVAL);
@@ -43,13 +43,13 @@ TEST(PoolRanges, EdgesOfTheQpnSpace)
 TEST(PoolRanges, AdjacentRangesAreFineOverlapIsRefused)
 {
 	TestPool tp(64, 4, 0);
-	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 100, 10), 0);
-	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 110, 10), 0); /* right after */
-	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 90, 10), 0);  /* right before */
-	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 119, 2), -EINVAL);
-	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 85, 6), -EINVAL);
-	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 95, 1), -EINVAL);
-	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 50, 100), -EINVAL) << "covers all three";
+	EXPECT_EQ(mlx5_qpn_pool_range_add(tp.get(), 100, 10), 0);
+	EXPECT_EQ(mlx5_qpn_pool_range_add(tp.get(), 110, 10), 0); /* right after */
+	EXPECT_EQ(mlx5_qpn_pool_range_add(tp.get(), 90, 10), 0);  /* right before */
+	EXPECT_EQ(mlx5_qpn_pool_range_add(tp.get(), 119, 2), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_pool_range_add(tp.get(), 85, 6), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_pool_range_add(tp.get(), 95, 1), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_pool_range_add(tp.get(), 50, 100), -EINVAL) << "covers all three";
 	auto s = drain_all(tp.get());
 	EXPECT_EQ(s.size(), 30u);
 	EXPECT_EQ(*s.begin(), 90u);
@@ -63,9 +63,9 @@ TEST(PoolRanges, AdjacentRangesAreFineOverlapIsRefused)
 TEST(PoolRanges, CapacityIsEnforced)
 {
 	TestPool tp(10, 4, 0);
-	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 1000, 8), 0);
-	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 2000, 3), -ENOSPC);
-	EXPECT_EQ(mlx5_qpn_pool_add_range(tp.get(), 2000, 2), 0);
+	EXPECT_EQ(mlx5_qpn_pool_range_add(tp.get(), 1000, 8), 0);
+	EXPECT_EQ(mlx5_qpn_pool_range_add(tp.get(), 2000, 3), -ENOSPC);
+	EXPECT_EQ(mlx5_qpn_pool_range_add(tp.get(), 2000, 2), 0);
 	EXPECT_EQ(drain_all(tp.get()).size(), 10u);
 }
 
@@ -74,7 +74,7 @@ TEST(PoolRanges, ManySmallRangesMapBothWays)
 	/* Ranges added out of order: QPN -> slot goes through the sorted index. */
 	TestPool tp(200, 3, 0);
 	for (int i = 99; i >= 0; i--)
-		ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x10000 + i * 7, 2), 0);
+		ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x10000 + i * 7, 2), 0);
 	auto s = drain_all(tp.get());
 	ASSERT_EQ(s.size(), 200u);
 	for (uint32_t q : s) {
@@ -105,7 +105,7 @@ TEST(PoolRanges, RangesGrowWhileOthersAllocate)
 		}
 	});
 	for (int i = 0; i < kRanges; i++)
-		ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x400000 + i * 1000, kEach), 0);
+		ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x400000 + i * 1000, kEach), 0);
 	done.store(true);
 	user.join();
 	EXPECT_EQ(errors.load(), 0);

@@ -25,8 +25,8 @@ take_all(struct mlx5_qpn_pool *p)
 TEST(PoolRemove, FreeRangeGoesAndNeverComesBack)
 {
 	TestPool tp(64, 4, 0);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x100, 16), 0);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x200, 16), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x100, 16), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x200, 16), 0);
 	/* Touch both ranges so that their QPNs sit in the cache and the free stack, mixed. */
 	auto all = take_all(tp.get());
 	ASSERT_EQ(all.size(), 32u);
@@ -54,7 +54,7 @@ TEST(PoolRemove, FreeRangeGoesAndNeverComesBack)
 TEST(PoolRemove, BusyWhileAnyQpnIsHeldOrQuarantined)
 {
 	TestPool tp(64, 4, 50ull * 1000 * 1000 * 1000); /* 50 s: stays in quarantine */
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x100, 8), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x100, 8), 0);
 	uint32_t q[8];
 	ASSERT_EQ(mlx5_qpn_pool_alloc_bulk(tp.get(), q, 8), 0);
 	EXPECT_EQ(mlx5_qpn_pool_range_remove(tp.get(), 0x100), -EBUSY) << "held";
@@ -70,11 +70,11 @@ TEST(PoolRemove, ReAddingTheSameQpnsWorks)
 {
 	/* A 50 s quarantine makes the slots' grace period 50 s: no reuse within this test. */
 	TestPool tp(32, 4, 50ull * 1000 * 1000 * 1000);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x100, 16), 0);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x300, 16), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x100, 16), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x300, 16), 0);
 	ASSERT_EQ(mlx5_qpn_pool_range_remove(tp.get(), 0x300), 0);
 	/* The same QPNs again (a new entry; the old slots are still in their grace period). */
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x300, 16), -ENOSPC) << "slots still in grace";
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x300, 16), -ENOSPC) << "slots still in grace";
 	ASSERT_EQ(mlx5_qpn_pool_range_remove(tp.get(), 0x100), 0);
 	EXPECT_EQ(take_all(tp.get()).size(), 0u);
 	EXPECT_EQ(pool_stats(tp.get()).capacity, 0u);
@@ -83,11 +83,11 @@ TEST(PoolRemove, ReAddingTheSameQpnsWorks)
 TEST(PoolRemove, SlotRegionIsReusedAfterTheGracePeriod)
 {
 	TestPool tp(16, 4, 0);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x100, 16), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x100, 16), 0);
 	ASSERT_EQ(mlx5_qpn_pool_range_remove(tp.get(), 0x100), 0);
 	/* (That it is refused before the grace period ends: ReAddingTheSameQpnsWorks.) */
 	std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0x900, 16), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x900, 16), 0);
 	auto s = take_all(tp.get());
 	ASSERT_EQ(s.size(), 16u);
 	EXPECT_EQ(*s.begin(), 0x900u);
@@ -110,7 +110,7 @@ TEST(PoolRemove, RemoveAndReAddUnderConcurrentUse)
 	/* Every removal leaves 64 slots in their grace period: room for 2 + 2 x 4 ranges. */
 	TestPool tp(1024, 8, 0);
 	for (auto &r : ranges)
-		ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), r.first, r.second), 0);
+		ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), r.first, r.second), 0);
 	PoolChecker checker(ranges, 0);
 	std::atomic<bool> stop{false};
 	std::atomic<int> pause_req{0}, paused{0};
@@ -167,7 +167,7 @@ TEST(PoolRemove, RemoveAndReAddUnderConcurrentUse)
 			int rc = mlx5_qpn_pool_range_remove(tp.get(), 0x2000);
 			if (rc == 0) {
 				removals.fetch_add(1);
-				if (mlx5_qpn_pool_add_range(tp.get(), 0x2000, 64) != 0)
+				if (mlx5_qpn_pool_range_add(tp.get(), 0x2000, 64) != 0)
 					errors.fetch_add(1);
 				break;
 			} else if (rc == -EBUSY) {
@@ -185,7 +185,7 @@ TEST(PoolRemove, RemoveAndReAddUnderConcurrentUse)
 		removals.fetch_add(1);
 		/* Back with the same QPNs: a fresh entry and slot region (the old one is in its grace
 		 * period). */
-		if (mlx5_qpn_pool_add_range(tp.get(), 0x2000, 64) != 0)
+		if (mlx5_qpn_pool_range_add(tp.get(), 0x2000, 64) != 0)
 			errors.fetch_add(1);
 		pause_req.store(0);
 	}

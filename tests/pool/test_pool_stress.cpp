@@ -101,7 +101,7 @@ run_stress(uint32_t capacity, uint32_t cache, uint64_t quarantine_ns, uint64_t o
 	TestPool tp(capacity, cache, quarantine_ns);
 	ASSERT_NE(tp.get(), nullptr);
 	for (auto &r : ranges)
-		ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), r.first, r.second), 0);
+		ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), r.first, r.second), 0);
 	PoolChecker checker(ranges, quarantine_ns);
 	StressCtx ctx;
 	ctx.pool = tp.get();
@@ -200,7 +200,7 @@ TEST(Checker, CatchesAPoolThatBreaksTheQuarantine)
 {
 	/* A pool with no quarantine, checked against a promised one: the checker must object. */
 	TestPool tp(2, 1, 0);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 40, 2), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 40, 2), 0);
 	PoolChecker c({{40, 2}}, 5ull * 1000 * 1000 * 1000);
 	uint32_t q;
 	for (int i = 0; i < 4; i++) {

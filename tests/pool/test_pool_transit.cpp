@@ -37,7 +37,7 @@ TEST(PoolTransit, AllocDuringADrainsHandOverIsEagainNotEnospc)
 	const int64_t saved = qpn::test_clock_offset_get();
 	constexpr uint64_t kQ = 50 * 1000 * 1000;
 	TestPool tp(4, 4, kQ);
-	ASSERT_EQ(mlx5_qpn_pool_add_range(tp.get(), 0xB00, 4), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0xB00, 4), 0);
 	g_pool = tp.get();
 	uint32_t q[4];
 	ASSERT_EQ(mlx5_qpn_pool_alloc_bulk(tp.get(), q, 4), 0);
