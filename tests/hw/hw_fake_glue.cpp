@@ -6,6 +6,7 @@
  */
 #include "hw_fake_glue.h"
 
+#include <atomic>
 #include <endian.h>
 #include <errno.h>
 #include <signal.h>
@@ -271,7 +272,8 @@ destroy_cq(ibv_cq *cq)
 FakeQp *
 new_qp(ibv_pd *pd, ibv_qp_type type, uint32_t qpn)
 {
-	g_dev.qps_live++;
+	/* The driver's control thread creates QPs while a test reads the count: atomic both ways. */
+	std::atomic_ref<int>(g_dev.qps_live).fetch_add(1);
 	FakeQp *f = new FakeQp();
 	f->qp.pd = pd;
 	f->qp.qp_num = qpn;
@@ -291,7 +293,7 @@ create_qp(ibv_pd *pd, ibv_qp_init_attr *attr)
 int
 destroy_qp(ibv_qp *qp)
 {
-	g_dev.qps_live--;
+	std::atomic_ref<int>(g_dev.qps_live).fetch_sub(1);
 	g_dev.qps_destroyed++;
 	FakeQp *f = reinterpret_cast<FakeQp *>(qp);
 	if (f->dc && !f->dct) {
