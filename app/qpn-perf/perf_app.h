@@ -40,6 +40,7 @@
 
 #include "perf.h"
 #include "json_writer.h"
+#include "run_meta.h"
 #include "opt_num.h"
 
 struct perf_opts {

@@ -229,6 +229,7 @@ perf_write_json(const struct perf_opts *o, std::vector<perf_state> &st, bool sca
 	js.kv("tool", "qpn-perf");
 	js.kv("version", MLX5_QPN_VERSION);
 	js.kv("unit", "ns and TSC cycles per QPN allocated and freed; throughput in Mops/s");
+	run_meta_json(js, "qpn-perf");
 
 	js.key("machine");
 	js.obj();

@@ -20,6 +20,7 @@
 #include <rte_cycles.h>
 #include <rte_eal.h>
 
+#include "run_meta.h"
 #include "testpmd.h"
 
 namespace {
@@ -43,6 +44,7 @@ destroy_sims(const run_config &cfg)
 int
 main(int argc, char **argv)
 {
+	run_meta_save_argv(argc, argv);
 	int eal = rte_eal_init(argc, argv);
 	if (eal < 0) {
 		fprintf(stderr,

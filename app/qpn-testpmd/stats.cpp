@@ -16,6 +16,7 @@
 
 #include "mlx5_qpn_dc.h"
 #include "json_writer.h"
+#include "run_meta.h"
 #include "testpmd.h"
 
 const char *const step_names[STEP_NB] = {"alloc",     "req_rep", "rtu",  "send_cqe",
@@ -375,6 +376,7 @@ stats_json(const char *path, run_ctx *ctx, const qpn_engine *e)
 
 	json_writer js(f);
 	js.obj();
+	run_meta_json(js, "qpn-testpmd");
 	js.kv("engine", e->name);
 	js.kv("duration_s", ctx->run_secs);
 	js.kv("lcores", uint64_t(rte_lcore_count()));
