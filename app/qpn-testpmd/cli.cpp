@@ -4,9 +4,10 @@
  * so TAB completes and '?' lists the choices with their help strings, as in testpmd.
  *
  * The engine runs on the worker lcores between `start` and `stop`; the main lcore keeps the
- * prompt. Settings that the running engine depends on (engine, quarantine, CM policy) change
- * only while stopped. Commands print to stdout; the prompt reads stdin until `quit` or EOF, so
- * it can be driven by a pipe too.
+ * prompt. Every run parameter has its `set` (the option's name and value, checked as the option
+ * is) and changes only while stopped, except --stats-period; `show config` lists them. Leaving
+ * the prompt (`quit`, end of input, SIGINT/SIGTERM) stops the engine and prints the summary
+ * (main.cpp). Commands print to stdout; the prompt reads stdin, so a pipe can drive it.
  */
 #include <cerrno>
 #include <cinttypes>
@@ -20,6 +21,7 @@
 #include <cmdline_socket.h>
 
 #include "opt_num.h"
+#include "stats.h"
 #include "testpmd.h"
 
 namespace {
@@ -45,10 +47,16 @@ refuse_running(const char *what)
 	return true;
 }
 
+struct cmdline *g_cl;
+
+/* After every command: flush, and leave the prompt if a signal came meanwhile (its read() was
+ * not waiting to be interrupted). */
 void
 done()
 {
 	fflush(stdout);
+	if (signal_caught() != 0 && g_cl != nullptr)
+		cmdline_quit(g_cl);
 }
 
 /* ---- start / stop / quit / help ---- */
@@ -97,16 +105,22 @@ cmd_help_parsed(void *, struct cmdline *, void *)
 	printf("commands (TAB completes, '?' lists choices):\n"
 	       "  start                       run the engine on the worker lcores\n"
 	       "  stop                        stop it and print the summary\n"
-	       "  show stats                  summary so far (percentiles once stopped)\n"
+	       "  show stats                  running: clock, rates since the last show;\n"
+	       "                              stopped: the summary with per-step latency\n"
 	       "  show lcore stats            per-lcore connections and rejects\n"
 	       "  show device                 devices, their ranges and counters, CM settings\n"
 	       "  show pool                   the QPN pool(s)\n"
+	       "  show config                 every run parameter\n"
 	       "  set engine NAME             dci-reconnect | dct-accept | churn | alloc\n"
 	       "  set quarantine US           re-probe the devices with this quarantine (us)\n"
 	       "  set cm-policy live|strict   CM timewait policy of the next start\n"
-	       "  clear stats                 reset every counter\n"
+	       "  set PARAM VALUE             duration | connections | inflight | peers | burst |\n"
+	       "                              hold | msgs-per-conn | seed | cm-plt | cm-ack-delay |\n"
+	       "                              stats-period, as the option --PARAM=VALUE\n"
+	       "  clear stats                 zero connections, steps, rejects, CM, pool and\n"
+	       "                              device counters and the timeline (stopped)\n"
 	       "  help                        this text\n"
-	       "  quit                        stop and leave\n");
+	       "  quit                        stop, print the summary (and JSON) and leave\n");
 	done();
 }
 
@@ -157,15 +171,14 @@ cmd_show_parsed(void *res, struct cmdline *, void *)
 	auto *r = static_cast<cmd_two *>(res);
 	if (strcmp(r->b, "stats") == 0) {
 		if (run_active()) {
-			uint64_t last = 0;
-			stats_progress(g_cli_ctx, 0, &last);
-			printf("(running: per-step percentiles in the summary after stop)\n");
-			stats_lcores(stdout, g_cli_ctx);
+			stats_show_running(stdout, g_cli_ctx, *g_cli_engine);
 		} else {
 			stats_summary(stdout, g_cli_ctx, *g_cli_engine);
 		}
 	} else if (strcmp(r->b, "device") == 0) {
 		show_device(stdout, g_cli_ctx);
+	} else if (strcmp(r->b, "config") == 0) {
+		config_show(stdout, *g_cli_ctx->cfg);
 	} else {
 		show_pool(stdout, g_cli_ctx);
 	}
@@ -182,16 +195,18 @@ cmd_show_lcore_parsed(void *, struct cmdline *, void *)
 void
 cmd_clear_parsed(void *, struct cmdline *, void *)
 {
+	/* While running, the step histograms are the lcores' own: clear once stopped. */
 	if (!refuse_running("clear stats")) {
 		stats_clear(g_cli_ctx);
-		printf("statistics cleared\n");
+		printf("statistics cleared: connections, steps, rejects, data path, CM, pool and "
+		       "device counters, timeline\n");
 	}
 	done();
 }
 
 cmdline_parse_token_string_t tok_show = TOKEN_STRING_INITIALIZER(cmd_two, a, "show");
 cmdline_parse_token_string_t tok_show_what = TOKEN_STRING_INITIALIZER(cmd_two, b,
-								      "stats#device#pool");
+								      "stats#device#pool#config");
 cmdline_parse_token_string_t tok_show3 = TOKEN_STRING_INITIALIZER(cmd_three, a, "show");
 cmdline_parse_token_string_t tok_lcore = TOKEN_STRING_INITIALIZER(cmd_three, b, "lcore");
 cmdline_parse_token_string_t tok_lstats = TOKEN_STRING_INITIALIZER(cmd_three, c, "stats");
@@ -201,7 +216,8 @@ cmdline_parse_token_string_t tok_clear_stats = TOKEN_STRING_INITIALIZER(cmd_two,
 cli_inst cmd_show = {
 	.f = cmd_show_parsed,
 	.data = nullptr,
-	.help_str = "show stats|device|pool: summary, devices and CM settings, QPN pools",
+	.help_str = "show stats|device|pool|config: summary, devices and CM settings, QPN pools, "
+		    "run parameters",
 	.tokens = {&tok_show, &tok_show_what, nullptr},
 };
 cli_inst cmd_show_lcore = {
@@ -213,7 +229,7 @@ cli_inst cmd_show_lcore = {
 cli_inst cmd_clear = {
 	.f = cmd_clear_parsed,
 	.data = nullptr,
-	.help_str = "clear stats: reset every counter",
+	.help_str = "clear stats: zero every counter shown (stopped)",
 	.tokens = {&tok_clear, &tok_clear_stats, nullptr},
 };
 
@@ -289,6 +305,24 @@ cmd_set_quarantine_parsed(void *res, struct cmdline *, void *)
 	done();
 }
 
+void
+cmd_set_param_parsed(void *res, struct cmdline *, void *)
+{
+	auto *r = static_cast<cmd_set_num *>(res);
+	const std::string shown = std::string("set ") + r->what;
+	/* The progress period is read by the next run's monitor; the others by the engine. */
+	if (strcmp(r->what, "stats-period") != 0 && refuse_running(shown.c_str())) {
+		done();
+		return;
+	}
+	std::string why;
+	if (config_set(g_cli_ctx->cfg, r->what, r->value, &why) != 0)
+		printf("%s\n", opt_num_error("qpn-testpmd", shown.c_str(), r->value, why).c_str());
+	else
+		printf("%s: %s\n", r->what, r->value);
+	done();
+}
+
 cmdline_parse_token_string_t tok_set_e = TOKEN_STRING_INITIALIZER(cmd_set_str, set, "set");
 cmdline_parse_token_string_t tok_engine = TOKEN_STRING_INITIALIZER(cmd_set_str, what, "engine");
 cmdline_parse_token_string_t tok_engine_name =
@@ -300,6 +334,9 @@ cmdline_parse_token_string_t tok_policy_name = TOKEN_STRING_INITIALIZER(cmd_set_
 cmdline_parse_token_string_t tok_set_q = TOKEN_STRING_INITIALIZER(cmd_set_num, set, "set");
 cmdline_parse_token_string_t tok_quar = TOKEN_STRING_INITIALIZER(cmd_set_num, what, "quarantine");
 cmdline_parse_token_string_t tok_quar_us = TOKEN_STRING_INITIALIZER(cmd_set_num, value, nullptr);
+cmdline_parse_token_string_t tok_set_n = TOKEN_STRING_INITIALIZER(cmd_set_num, set, "set");
+cmdline_parse_token_string_t tok_param = TOKEN_STRING_INITIALIZER(cmd_set_num, what, config_names);
+cmdline_parse_token_string_t tok_param_v = TOKEN_STRING_INITIALIZER(cmd_set_num, value, nullptr);
 
 cli_inst cmd_set_engine = {
 	.f = cmd_set_engine_parsed,
@@ -320,6 +357,14 @@ cli_inst cmd_set_quarantine = {
 	.tokens = {&tok_set_q, &tok_quar, &tok_quar_us, nullptr},
 };
 
+cli_inst cmd_set_param = {
+	.f = cmd_set_param_parsed,
+	.data = nullptr,
+	.help_str = "set duration|connections|inflight|peers|burst|hold|msgs-per-conn|seed|cm-plt|"
+		    "cm-ack-delay|stats-period <value>: a run parameter, as its option",
+	.tokens = {&tok_set_n, &tok_param, &tok_param_v, nullptr},
+};
+
 cmdline_parse_ctx_t cli_ctx[] = {
 	reinterpret_cast<cmdline_parse_inst_t *>(&cmd_start),
 	reinterpret_cast<cmdline_parse_inst_t *>(&cmd_stop),
@@ -328,6 +373,7 @@ cmdline_parse_ctx_t cli_ctx[] = {
 	reinterpret_cast<cmdline_parse_inst_t *>(&cmd_set_engine),
 	reinterpret_cast<cmdline_parse_inst_t *>(&cmd_set_policy),
 	reinterpret_cast<cmdline_parse_inst_t *>(&cmd_set_quarantine),
+	reinterpret_cast<cmdline_parse_inst_t *>(&cmd_set_param),
 	reinterpret_cast<cmdline_parse_inst_t *>(&cmd_clear),
 	reinterpret_cast<cmdline_parse_inst_t *>(&cmd_help),
 	reinterpret_cast<cmdline_parse_inst_t *>(&cmd_quit),
@@ -347,9 +393,12 @@ cli_run(run_ctx *ctx, const qpn_engine **engine)
 		fprintf(stderr, "qpn-testpmd: cannot open the prompt\n");
 		return -ENOMEM;
 	}
+	g_cl = cl;
 	printf("qpn-testpmd interactive: engine %s; type help\n", (*engine)->name);
 	fflush(stdout);
-	cmdline_interact(cl);
+	if (signal_caught() == 0)
+		cmdline_interact(cl);
+	g_cl = nullptr;
 	cmdline_stdin_exit(cl);
 	printf("\nbye\n");
 	return 0;

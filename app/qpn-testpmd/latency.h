@@ -4,7 +4,8 @@
 
 /*
  * A log-linear latency histogram (8 linear sub-buckets per power of two, ~12% resolution):
- * fixed size, O(1) record with no allocation, mergeable, good enough for p50/p99/max.
+ * fixed size, O(1) record with no allocation, mergeable, good enough for p50/p99/p99.9; min, max
+ * and the sum (for the mean) are exact.
  */
 #include <cstdint>
 #include <cstring>
@@ -14,7 +15,9 @@ struct latency_hist {
 	static constexpr unsigned kBuckets = 64 * kSub;
 	uint64_t count[kBuckets];
 	uint64_t n;
+	uint64_t min; /* meaningful when n != 0 */
 	uint64_t max;
+	uint64_t sum;
 
 	latency_hist() { reset(); }
 	void reset() { memset(this, 0, sizeof(*this)); }
@@ -38,15 +41,25 @@ struct latency_hist {
 	void record(uint64_t v)
 	{
 		count[index(v)]++;
+		if (n == 0 || v < min)
+			min = v;
 		n++;
+		sum += v;
 		if (v > max)
 			max = v;
+	}
+	double mean() const
+	{
+		return n == 0 ? 0.0 : static_cast<double>(sum) / static_cast<double>(n);
 	}
 	void merge(const latency_hist &o)
 	{
 		for (unsigned i = 0; i < kBuckets; i++)
 			count[i] += o.count[i];
+		if (o.n != 0 && (n == 0 || o.min < min))
+			min = o.min;
 		n += o.n;
+		sum += o.sum;
 		if (o.max > max)
 			max = o.max;
 	}
@@ -61,7 +74,7 @@ struct latency_hist {
 		for (unsigned i = 0; i < kBuckets; i++) {
 			seen += count[i];
 			if (seen > want)
-				return upper(i) < max ? upper(i) : max;
+				return upper(i) < max ? (upper(i) > min ? upper(i) : min) : max;
 		}
 		return max;
 	}

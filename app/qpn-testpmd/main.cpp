@@ -4,9 +4,11 @@
  *
  * Drives reserved-QPN engines on the lcores against mlx5_qpn devices (the emulated sim0 by
  * default): in batch mode for --duration seconds or --connections connections, with a progress
- * line every second and a summary (and JSON) at the end; with -i at an interactive prompt.
+ * line every --stats-period seconds and a summary (and JSON) at the end; with -i at an
+ * interactive prompt. SIGINT or SIGTERM ends a run as its end would (summary, JSON, devices
+ * closed and, with --destroy-sim, purged); a second one exits at once.
  * Exit codes: 0 success, 1 run-time failure (probe, engine start, errors during the run),
- * 2 bad command line.
+ * 2 bad command line, 128 + N after signal N stopped the run (as a shell reports it).
  *
  * This file holds the program's outline only: the options are options.cpp's, the runner
  * run.cpp's, the engines engine_*.cpp's, the connections conn*.cpp's, the prompt cli.cpp's.
@@ -45,6 +47,7 @@ int
 main(int argc, char **argv)
 {
 	run_meta_save_argv(argc, argv);
+	signals_block_thread(); /* the EAL's threads inherit the mask: signals stay the main's */
 	int eal = rte_eal_init(argc, argv);
 	if (eal < 0) {
 		fprintf(stderr,
@@ -70,6 +73,9 @@ main(int argc, char **argv)
 	static run_ctx ctx;
 	ctx.cfg = &cfg;
 	ctx.tsc_hz = rte_get_tsc_hz();
+	signals_install(&ctx);
+	signals_unblock_main();
+	telemetry_init(&ctx);
 	if (devices_probe(&ctx, cfg.quarantine_us) != 0) {
 		rte_eal_cleanup();
 		return 1;
@@ -96,9 +102,12 @@ main(int argc, char **argv)
 
 	if (cfg.interactive) {
 		rc = cli_run(&ctx, &engine);
+		const bool ran = run_engine() != nullptr;
 		if (run_active())
 			run_stop(&ctx);
-		rc = rc == 0 ? 0 : 1;
+		/* Leaving the prompt (quit, end of input, a signal) ends like a batch run. */
+		int rrc = ran ? run_report(&ctx, engine) : 0;
+		rc = rc == 0 && rrc == 0 ? 0 : 1;
 	} else {
 		rc = run_batch(&ctx, engine);
 	}
@@ -106,5 +115,11 @@ main(int argc, char **argv)
 	if (cfg.destroy_sim)
 		destroy_sims(cfg);
 	rte_eal_cleanup();
+	if (signal_caught() != 0) {
+		printf("qpn-testpmd: stopped by signal %d (%s)\n", signal_caught(),
+		       strsignal(signal_caught()));
+		fflush(stdout);
+		return 128 + signal_caught();
+	}
 	return rc;
 }

@@ -50,6 +50,7 @@ usage(const char *prog)
 	       "  --seed=N              random seed of churn (default 1)\n"
 	       "  --burst=N, --hold=N   alloc engine: QPNs per burst (8), QPNs held per lcore (64)\n"
 	       "  --json=FILE           write the summary as JSON\n"
+	       "  --stats-period=S      a progress line every S seconds (default 1; 0: none)\n"
 	       "  --destroy-sim         remove the emulated devices' shared memory at exit\n"
 	       "  --hw-peer=IP:PORT     hardware mode, active side: the passive qpn-testpmd\n"
 	       "  --hw-port=PORT        hardware mode, passive side: port to listen on (18515)\n"
@@ -142,7 +143,126 @@ enum {
 	O_HWBIND,
 	O_ROLE,
 	O_FABRIC,
+	O_STATS,
 };
+
+/* The run parameters that a number sets, by their option's name: the command line and the
+ * prompt's `set NAME VALUE` check them here, alike. */
+struct num_param {
+	const char *name;
+	uint64_t lo, hi; /* integers; the decimals' bounds are in config_set */
+	unsigned run_config::*u;
+	uint64_t run_config::*u64;
+	uint8_t run_config::*u8;
+	double run_config::*dec;
+};
+
+constexpr uint64_t kMaxConns = 1000000000000000ull;
+
+const num_param num_params[] = {
+	{"duration", 0, 0, nullptr, nullptr, nullptr, &run_config::duration_s},
+	{"connections", 1, kMaxConns, nullptr, &run_config::connections, nullptr, nullptr},
+	{"inflight", 1, 64, &run_config::inflight, nullptr, nullptr, nullptr},
+	{"peers", 1, 32, &run_config::peers, nullptr, nullptr, nullptr},
+	{"burst", 1, 64, &run_config::burst, nullptr, nullptr, nullptr},
+	{"hold", 0, 1 << 20, &run_config::hold, nullptr, nullptr, nullptr},
+	{"msgs-per-conn", 0, 64, &run_config::msgs_per_conn, nullptr, nullptr, nullptr},
+	{"seed", 1, 1000000000000000000ull, nullptr, &run_config::seed, nullptr, nullptr},
+	{"cm-plt", 0, 31, nullptr, nullptr, &run_config::plt, nullptr},
+	{"cm-ack-delay", 0, 31, nullptr, nullptr, &run_config::ack_delay, nullptr},
+	{"stats-period", 0, 0, nullptr, nullptr, nullptr, &run_config::stats_period_s},
+};
+
+} /* namespace */
+
+const char config_names[] =
+	"duration#connections#inflight#peers#burst#hold#msgs-per-conn#seed#cm-plt#cm-ack-delay#"
+	"stats-period";
+
+int
+config_set(run_config *cfg, const char *name, const char *value, std::string *why)
+{
+	for (const num_param &p : num_params) {
+		if (strcmp(p.name, name) != 0)
+			continue;
+		if (p.dec != nullptr) {
+			const bool dur = p.dec == &run_config::duration_s;
+			double d;
+			if (!opt_num_decimal(value, dur ? 0.01 : 0, 86400, &d, why))
+				return -EINVAL;
+			cfg->*p.dec = d;
+			return 0;
+		}
+		uint64_t v;
+		if (!opt_num_u64(value, p.lo, p.hi, &v, why))
+			return -EINVAL;
+		if (p.u != nullptr)
+			cfg->*p.u = static_cast<unsigned>(v);
+		else if (p.u64 != nullptr)
+			cfg->*p.u64 = v;
+		else
+			cfg->*p.u8 = static_cast<uint8_t>(v);
+		return 0;
+	}
+	*why = "no such parameter";
+	return -ENOENT;
+}
+
+void
+config_show(FILE *f, const run_config &cfg)
+{
+	fprintf(f, "engine %s, role %s, fabric %s, devices:", cfg.engine.c_str(), cfg.role.c_str(),
+		cfg.fabric.empty() ? "(in-process)" : cfg.fabric.c_str());
+	for (auto &d : cfg.devargs)
+		fprintf(f, " %s", d.c_str());
+	fprintf(f, "\n");
+	for (const num_param &p : num_params) {
+		if (p.dec != nullptr)
+			fprintf(f, "  %-14s %g\n", p.name, cfg.*p.dec);
+		else if (p.u != nullptr)
+			fprintf(f, "  %-14s %u\n", p.name, cfg.*p.u);
+		else if (p.u64 != nullptr)
+			fprintf(f, "  %-14s %" PRIu64 "%s\n", p.name, cfg.*p.u64,
+				p.u64 == &run_config::connections && cfg.connections == 0 ?
+					" (none: run for the duration)" :
+					"");
+		else
+			fprintf(f, "  %-14s %u\n", p.name, unsigned(cfg.*p.u8));
+	}
+	fprintf(f, "  %-14s %s\n", "quarantine-us",
+		cfg.quarantine_us < 0 ? "(the CM timewait)" :
+					std::to_string(cfg.quarantine_us).c_str());
+	fprintf(f, "  %-14s %s (timewait %u ms)\n", "cm-policy",
+		cfg.policy == MLX5_QPN_CM_POLICY_STRICT ? "strict" : "live", cm_timewait_ms(cfg));
+	fprintf(f, "  %-14s %s\n", "json", cfg.json.empty() ? "(none)" : cfg.json.c_str());
+	fprintf(f, "  %-14s %s\n", "force-shared-qpn", cfg.force_shared_qpn ? "on" : "off");
+}
+
+namespace {
+
+/* A run parameter given as an option: config_set, and its one line naming the option. */
+bool
+opt_param(run_config *cfg, int code, const char *v)
+{
+	static const std::pair<int, const char *> names[] = {
+		{O_DURATION, "duration"}, {O_CONNS, "connections"},  {O_BURST, "burst"},
+		{O_HOLD, "hold"},         {O_PEERS, "peers"},        {O_MSGS, "msgs-per-conn"},
+		{O_INFLIGHT, "inflight"}, {O_PLT, "cm-plt"},         {O_ACK, "cm-ack-delay"},
+		{O_SEED, "seed"},         {O_STATS, "stats-period"},
+	};
+	for (auto &n : names) {
+		if (n.first != code)
+			continue;
+		std::string why;
+		if (config_set(cfg, n.second, v, &why) == 0)
+			return true;
+		fprintf(stderr, "%s\n",
+			opt_num_error("qpn-testpmd", ("--" + std::string(n.second)).c_str(), v, why)
+				.c_str());
+		return false;
+	}
+	return false;
+}
 
 } /* namespace */
 
@@ -172,6 +292,7 @@ parse_args(int argc, char **argv, run_config *cfg)
 		{"hw-bind", required_argument, nullptr, O_HWBIND},
 		{"role", required_argument, nullptr, O_ROLE},
 		{"fabric", required_argument, nullptr, O_FABRIC},
+		{"stats-period", required_argument, nullptr, O_STATS},
 		{"interactive", no_argument, nullptr, 'i'},
 		{"help", no_argument, nullptr, 'h'},
 		{nullptr, 0, nullptr, 0},
@@ -216,39 +337,20 @@ parse_args(int argc, char **argv, run_config *cfg)
 			cfg->fabric = optarg;
 			break;
 		case O_DURATION:
-			if (!opt_num_decimal(optarg, 0.01, 86400, &cfg->duration_s, &why)) {
-				fprintf(stderr, "%s\n",
-					opt_num_error("qpn-testpmd", "--duration", optarg, why)
-						.c_str());
-				return -EINVAL;
-			}
-			break;
 		case O_CONNS:
-			if (!opt_uint("--connections", optarg, 1, 1000000000000000ull,
-				      &cfg->connections))
-				return -EINVAL;
-			break;
 		case O_BURST:
-			if (!opt_uint("--burst", optarg, 1, 64, &cfg->burst))
-				return -EINVAL;
-			break;
 		case O_HOLD:
-			if (!opt_uint("--hold", optarg, 0, 1 << 20, &cfg->hold))
+		case O_STATS:
+			if (!opt_param(cfg, c, optarg))
 				return -EINVAL;
 			break;
 		case O_JSON:
 			cfg->json = optarg;
 			break;
 		case O_PEERS:
-			if (!opt_uint("--peers", optarg, 1, 32, &cfg->peers))
-				return -EINVAL;
-			break;
 		case O_MSGS:
-			if (!opt_uint("--msgs-per-conn", optarg, 0, 64, &cfg->msgs_per_conn))
-				return -EINVAL;
-			break;
 		case O_INFLIGHT:
-			if (!opt_uint("--inflight", optarg, 1, 64, &cfg->inflight))
+			if (!opt_param(cfg, c, optarg))
 				return -EINVAL;
 			break;
 		case O_QUAR:
@@ -270,18 +372,15 @@ parse_args(int argc, char **argv, run_config *cfg)
 			}
 			break;
 		case O_PLT:
-			if (!opt_uint("--cm-plt", optarg, 0, 31, &cfg->plt))
-				return -EINVAL;
-			break;
 		case O_ACK:
-			if (!opt_uint("--cm-ack-delay", optarg, 0, 31, &cfg->ack_delay))
+			if (!opt_param(cfg, c, optarg))
 				return -EINVAL;
 			break;
 		case O_SHARED:
 			cfg->force_shared_qpn = true;
 			break;
 		case O_SEED:
-			if (!opt_uint("--seed", optarg, 1, 1000000000000000000ull, &cfg->seed))
+			if (!opt_param(cfg, c, optarg))
 				return -EINVAL;
 			break;
 		case O_DESTROY:

@@ -17,6 +17,7 @@
 #include <rte_launch.h>
 #include <rte_pause.h>
 
+#include "stats.h"
 #include "testpmd.h"
 
 RTE_LOG_REGISTER(qpn_app_logtype, mlx5_qpn.app, INFO);
@@ -205,6 +206,21 @@ run_active()
 	return g_running;
 }
 
+const qpn_engine *
+run_engine()
+{
+	return g_engine;
+}
+
+double
+run_elapsed(run_ctx *ctx)
+{
+	if (!g_running)
+		return ctx->run_secs;
+	return ctx->run_secs +
+	       static_cast<double>(rte_rdtsc() - g_start_tsc) / static_cast<double>(ctx->tsc_hz);
+}
+
 void
 devices_close(run_ctx *ctx)
 {
@@ -240,6 +256,7 @@ devices_reprobe(run_ctx *ctx, int64_t quarantine_us)
 {
 	devices_close(ctx);
 	int rc = devices_probe(ctx, quarantine_us);
+	stats_baseline_reset(); /* new devices count from zero */
 	if (rc == 0)
 		ctx->cfg->quarantine_us = quarantine_us;
 	return rc;
@@ -266,6 +283,8 @@ run_start(run_ctx *ctx, const qpn_engine *e)
 		       ctx->data_path_note.c_str());
 	g_running = true;
 	g_start_tsc = rte_rdtsc();
+	/* Progress lines in batch mode only: at the prompt they would cut through its lines. */
+	monitor_start(ctx, e, !ctx->cfg->interactive);
 	unsigned lc;
 	RTE_LCORE_FOREACH_WORKER(lc)
 	rte_eal_remote_launch(lcore_main, nullptr, lc);
@@ -288,6 +307,7 @@ run_stop(run_ctx *ctx)
 		while (!ctx->lc[lc].done.load(std::memory_order_acquire))
 			rte_pause();
 	}
+	monitor_stop();
 	ctx->run_secs += static_cast<double>(rte_rdtsc() - g_start_tsc) /
 			 static_cast<double>(ctx->tsc_hz);
 	run_end(ctx);
@@ -304,14 +324,15 @@ run_batch(run_ctx *ctx, const qpn_engine *e)
 	const uint64_t start = rte_rdtsc();
 	const uint64_t end = start +
 			     static_cast<uint64_t>(cfg.duration_s * static_cast<double>(hz));
-	uint64_t last_ops = 0;
 	unsigned lc;
 	if (rte_lcore_count() == 1) {
-		/* Alone: the main lcore runs the engine; a timer thread ends it. */
+		/* Alone: the main lcore runs the engine; a timer thread ends it (a signal sets
+		 * ctx->stop itself). */
 		std::atomic<bool> *stop = &ctx->stop;
 		std::atomic<bool> finished{false};
 		const double dur = cfg.duration_s;
 		std::thread timer([stop, &finished, dur] {
+			signals_block_thread(); /* the signal is the main thread's */
 			for (double t = 0; t < dur && !finished.load(); t += 0.01)
 				usleep(10000);
 			stop->store(true);
@@ -320,29 +341,29 @@ run_batch(run_ctx *ctx, const qpn_engine *e)
 		finished.store(true);
 		timer.join();
 	} else {
-		/* The main lcore monitors and prints, as testpmd's does. */
-		uint64_t next_print = start + hz;
+		/* The main lcore waits for the end, the work done or a signal; the monitor
+		 * (monitor.cpp) prints the progress lines. */
 		for (;;) {
 			uint64_t now = rte_rdtsc();
 			bool all_done = true;
 			RTE_LCORE_FOREACH_WORKER(lc)
 			all_done &= ctx->lc[lc].done.load(std::memory_order_acquire);
-			if (now >= end || all_done)
+			if (now >= end || all_done || signal_caught() != 0)
 				break;
-			if (now >= next_print) {
-				stats_progress(ctx,
-					       static_cast<double>(now - start) /
-						       static_cast<double>(hz),
-					       &last_ops);
-				next_print += hz;
-			}
 			usleep(1000);
 		}
 	}
 	run_stop(ctx);
+	return run_report(ctx, e);
+}
 
+int
+run_report(run_ctx *ctx, const qpn_engine *e)
+{
+	const run_config &cfg = *ctx->cfg;
 	stats_summary(stdout, ctx, e);
 	uint64_t errors = 0;
+	unsigned lc;
 	RTE_LCORE_FOREACH(lc)
 	errors += ctx->lc[lc].errors.load();
 	errors += ctx->srv.errors.load();

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Progress line, summary and JSON of qpn-testpmd.
+ * Progress line, `show stats`, summary and `clear stats` of qpn-testpmd (the JSON is
+ * stats_json.cpp's).
  *
  * Which numbers come from where: `connections` are completed connect+disconnect cycles of the
  * measured side (clients for dci-reconnect/churn, the server for dct-accept; alloc+free pairs
@@ -8,19 +9,110 @@
  * STALE_CONN), whatever the engine. `steps` merge the histograms of the measured side, except
  * `rtu`, which only the passive side can time (REP sent -> RTU received). `pool_share` is the
  * time spent in reserved-QPN alloc + release over the whole connection cycle, on the measured
- * side.
+ * side. The CM's and the device's counters are shown since the last `clear stats`.
  */
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
 
 #include "mlx5_qpn_dc.h"
-#include "json_writer.h"
-#include "run_meta.h"
+#include "stats.h"
 #include "testpmd.h"
 
 const char *const step_names[STEP_NB] = {"alloc",     "req_rep", "rtu",  "send_cqe",
 					 "dreq_drep", "release", "cycle"};
+
+namespace {
+
+/* Counters at the last `clear stats`. The library keeps its counters for the process (CM) or
+ * the device; some cannot be reset (the pool's allocs and frees are its accounting), and a
+ * reset of a pool in shared memory would zero another process's figures too. So a clear keeps
+ * a baseline here and what is shown is the difference. */
+struct baseline {
+	qpn_conn_totals cm;
+	struct mlx5_qpn_dev_stats dev;
+} g_base;
+
+/* The last `show stats` while running: its clock and count (rates since then). */
+double g_show_secs;
+uint64_t g_show_conns;
+
+uint64_t
+since(uint64_t now, uint64_t base)
+{
+	return now >= base ? now - base : 0; /* a counter that started again (re-probe) */
+}
+
+qpn_conn_totals
+conn_totals_raw(run_ctx *ctx)
+{
+	return ctx->conn != nullptr ? ctx->conn->totals(ctx) : qpn_conn_totals{};
+}
+
+} /* namespace */
+
+qpn_conn_totals
+conn_totals(run_ctx *ctx)
+{
+	qpn_conn_totals a = conn_totals_raw(ctx);
+	const qpn_conn_totals &b = g_base.cm;
+	a.stale_rejects_sent = since(a.stale_rejects_sent, b.stale_rejects_sent);
+	a.stale_dreqs = since(a.stale_dreqs, b.stale_dreqs);
+	a.retransmits = since(a.retransmits, b.retransmits);
+	a.timeouts = since(a.timeouts, b.timeouts);
+	a.malformed = since(a.malformed, b.malformed);
+	a.unexpected = since(a.unexpected, b.unexpected);
+	a.fabric_drops = since(a.fabric_drops, b.fabric_drops);
+	a.established = since(a.established, b.established);
+	return a;
+}
+
+void
+dev_stats(run_ctx *ctx, struct mlx5_qpn_dev_stats *ds)
+{
+	*ds = {};
+	if (ctx->dev == nullptr || mlx5_qpn_dev_stats_get(ctx->dev, ds) != 0)
+		return;
+	const struct mlx5_qpn_dev_stats &b = g_base.dev;
+	ds->ranges_reserved = since(ds->ranges_reserved, b.ranges_reserved);
+	ds->ranges_released = since(ds->ranges_released, b.ranges_released);
+	ds->qpns_reserved = since(ds->qpns_reserved, b.qpns_reserved);
+	ds->reserve_failures = since(ds->reserve_failures, b.reserve_failures);
+	struct mlx5_qpn_pool_stats &p = ds->pool;
+	const struct mlx5_qpn_pool_stats &q = b.pool;
+	p.allocs = since(p.allocs, q.allocs);
+	p.frees = since(p.frees, q.frees);
+	p.cache_hits = since(p.cache_hits, q.cache_hits);
+	p.cache_misses = since(p.cache_misses, q.cache_misses);
+	p.refills = since(p.refills, q.refills);
+	p.flushes = since(p.flushes, q.flushes);
+	p.steals = since(p.steals, q.steals);
+	p.refused_frees = since(p.refused_frees, q.refused_frees);
+	p.enospc = since(p.enospc, q.enospc);
+	p.eagain = since(p.eagain, q.eagain);
+}
+
+void
+stats_baseline_reset()
+{
+	/* The CM's counters belong to the process (conn.h keeps them over runs): kept. */
+	g_base.dev = {};
+}
+
+std::string
+fmt_ns(double v)
+{
+	char b[32];
+	if (v < 1e3)
+		snprintf(b, sizeof(b), "%.0fns", v);
+	else if (v < 1e6)
+		snprintf(b, sizeof(b), "%.*fus", v < 1e4 ? 2 : 1, v / 1e3);
+	else if (v < 1e9)
+		snprintf(b, sizeof(b), "%.*fms", v < 1e7 ? 2 : 1, v / 1e6);
+	else
+		snprintf(b, sizeof(b), "%.2fs", v / 1e9);
+	return b;
+}
 
 void
 lcore_stats::clear()
@@ -53,7 +145,13 @@ stats_clear(run_ctx *ctx)
 		l.clear();
 	ctx->srv.clear();
 	ctx->run_secs = 0;
-	mlx5_qpn_pool_stats_reset(mlx5_qpn_dev_pool(ctx->dev));
+	g_base.cm = conn_totals_raw(ctx);
+	g_base.dev = {};
+	if (ctx->dev != nullptr)
+		mlx5_qpn_dev_stats_get(ctx->dev, &g_base.dev);
+	g_show_secs = 0;
+	g_show_conns = 0;
+	monitor_clear();
 }
 
 void
@@ -74,31 +172,6 @@ count_alloc_failure(lcore_stats &st, int rc)
 		.fetch_add(1, std::memory_order_relaxed);
 	return rc != -EAGAIN && rc != -ENOSPC;
 }
-
-namespace {
-
-/* The CM's counters of the last CM run's connections (none before one). */
-qpn_conn_totals
-conn_totals(run_ctx *ctx)
-{
-	return ctx->conn != nullptr ? ctx->conn->totals(ctx) : qpn_conn_totals{};
-}
-
-double
-ns(uint64_t cycles, uint64_t hz)
-{
-	return static_cast<double>(cycles) * 1e9 / static_cast<double>(hz);
-}
-
-/* Totals over the measured side. */
-struct totals {
-	uint64_t conns = 0, allocs = 0, frees = 0, eagain = 0, enospc = 0, errors = 0;
-	uint64_t rej[MLX5_QPN_CM_REJ_REASON_SLOTS] = {};
-	uint64_t stale = 0, peer_disc = 0, cm_busy = 0, sends = 0, cqes = 0, cqe_err = 0;
-	uint64_t pool_cyc = 0, cycle_cyc = 0;
-	latency_hist hist[STEP_NB];
-	unsigned measured_lcores = 0;
-};
 
 bool
 lcore_used(const lcore_stats &s)
@@ -186,38 +259,98 @@ role_name(const run_ctx *ctx, unsigned lc)
 	return "-";
 }
 
+uint64_t
+stats_conns(run_ctx *ctx, const qpn_engine *e)
+{
+	if (e != nullptr && e->passive_side)
+		return ctx->srv.ops.load(std::memory_order_relaxed);
+	uint64_t ops = 0;
+	unsigned lc;
+	RTE_LCORE_FOREACH(lc)
+	ops += ctx->lc[lc].ops.load(std::memory_order_relaxed);
+	if (ctx->nb_clients == 0) /* a server process: its connections are the server's */
+		ops += ctx->srv.ops.load(std::memory_order_relaxed);
+	return ops;
+}
+
+namespace {
+
+/* What the measured side counts: connections, or alloc+free pairs for the pool engine. */
+const char *
+unit(const qpn_engine *e)
+{
+	return e != nullptr && !e->uses_cm ? "pairs" : "conns";
+}
+
+void
+rej_stale(run_ctx *ctx, uint64_t *rej, uint64_t *stale)
+{
+	unsigned lc;
+	*rej = *stale = 0;
+	RTE_LCORE_FOREACH(lc)
+	{
+		*stale += ctx->lc[lc].stale_rejects.load(std::memory_order_relaxed);
+		for (auto &r : ctx->lc[lc].rej)
+			*rej += r.load(std::memory_order_relaxed);
+	}
+}
+
+/* The tail of a progress line: rejects and the pool's gauges. */
+void
+print_live_tail(FILE *f, run_ctx *ctx)
+{
+	uint64_t rej, stale;
+	rej_stale(ctx, &rej, &stale);
+	struct mlx5_qpn_pool_stats ps;
+	mlx5_qpn_pool_stats_get(mlx5_qpn_dev_pool(ctx->dev), &ps);
+	fprintf(f,
+		", rej %" PRIu64 ", stale %" PRIu64 ", pool in use %" PRIu64 ", quarantine %" PRIu64
+		", free %" PRIu64 "\n",
+		rej, stale, ps.in_use, ps.in_quarantine, ps.free);
+}
+
 } /* namespace */
 
 void
-stats_progress(run_ctx *ctx, double t, uint64_t *last_ops)
+stats_progress(run_ctx *ctx, double t, uint64_t *last_ops, double period)
 {
-	uint64_t ops = 0, stale = 0, rej = 0;
-	unsigned lc;
-	RTE_LCORE_FOREACH(lc)
-	{
-		ops += ctx->lc[lc].ops.load(std::memory_order_relaxed);
-		stale += ctx->lc[lc].stale_rejects.load(std::memory_order_relaxed);
-		for (auto &r : ctx->lc[lc].rej)
-			rej += r.load(std::memory_order_relaxed);
-	}
-	if (ctx->nb_clients == 0) /* a server process: its connections are the server's */
-		ops += ctx->srv.ops.load(std::memory_order_relaxed);
-	struct mlx5_qpn_pool_stats ps;
-	mlx5_qpn_pool_stats_get(mlx5_qpn_dev_pool(ctx->dev), &ps);
-	printf("  [%5.1fs] %" PRIu64 " conns (%.0f/s), rej %" PRIu64 ", stale %" PRIu64
-	       ", pool in use %" PRIu64 ", quarantine %" PRIu64 ", free %" PRIu64 "\n",
-	       t, ops, static_cast<double>(ops - *last_ops), rej, stale, ps.in_use,
-	       ps.in_quarantine, ps.free);
+	const qpn_engine *e = run_engine();
+	uint64_t ops = stats_conns(ctx, e);
+	printf("  [%5.1fs] %" PRIu64 " %s (%.0f/s)", t, ops, unit(e),
+	       static_cast<double>(ops - *last_ops) / (period > 0 ? period : 1));
+	print_live_tail(stdout, ctx);
 	fflush(stdout);
 	*last_ops = ops;
 }
 
 void
+stats_show_running(FILE *f, run_ctx *ctx, const qpn_engine *e)
+{
+	const double now = run_elapsed(ctx);
+	const uint64_t conns = stats_conns(ctx, e);
+	const double dt = now - g_show_secs;
+	const uint64_t dc = conns >= g_show_conns ? conns - g_show_conns : conns;
+	fprintf(f,
+		"  [%.1fs running] %" PRIu64 " %s: %.0f/s since the last show (%.1f s ago), "
+		"%.0f/s on average",
+		now, conns, unit(e), dt > 0 ? static_cast<double>(dc) / dt : 0.0, dt,
+		now > 0 ? static_cast<double>(conns) / now : 0.0);
+	print_live_tail(f, ctx);
+	g_show_secs = now;
+	g_show_conns = conns;
+	stats_lcores(f, ctx);
+	fprintf(f, "(per-step latency in the summary: stop, or show stats once stopped)\n");
+}
+
+void
 stats_lcores(FILE *f, run_ctx *ctx)
 {
-	const double secs = ctx->run_secs > 0 ? ctx->run_secs : 1e-9;
-	fprintf(f, "%-6s %-14s %12s %12s %10s %10s %8s %8s %8s\n", "lcore", "role", "conns",
-		"conns/s", "alloc p50", "alloc p99", "rej", "stale", "eagain");
+	const double el = run_elapsed(ctx);
+	const double secs = el > 0 ? el : 1e-9;
+	const bool running = run_active();
+	const qpn_engine *e = run_engine();
+	fprintf(f, "%-6s %-14s %12s %12s %10s %10s %8s %8s %8s\n", "lcore", "role", unit(e),
+		"per s", "alloc p50", "alloc p99", "rej", "stale", "eagain");
 	unsigned lc;
 	RTE_LCORE_FOREACH(lc)
 	{
@@ -227,15 +360,19 @@ stats_lcores(FILE *f, run_ctx *ctx)
 		uint64_t rej = 0;
 		for (auto &r : s.rej)
 			rej += r.load();
-		const bool quiet = s.done.load(std::memory_order_acquire);
+		/* The histograms are the lcore's own until it is done. */
+		const bool quiet = (!running || s.done.load(std::memory_order_acquire)) &&
+				   s.hist[STEP_ALLOC].n != 0;
 		fprintf(f,
-			"%-6u %-14s %12" PRIu64 " %12.0f %8.0fns %8.0fns %8" PRIu64 " %8" PRIu64
+			"%-6u %-14s %12" PRIu64 " %12.0f %10s %10s %8" PRIu64 " %8" PRIu64
 			" %8" PRIu64 "\n",
-			lc, role_name(ctx, lc), s.ops.load(),
+			lc, e != nullptr && !e->uses_cm ? "pool" : role_name(ctx, lc), s.ops.load(),
 			static_cast<double>(s.ops.load()) / secs,
-			quiet ? ns(s.hist[STEP_ALLOC].percentile(50), ctx->tsc_hz) : 0.0,
-			quiet ? ns(s.hist[STEP_ALLOC].percentile(99), ctx->tsc_hz) : 0.0, rej,
-			s.stale_rejects.load(), s.eagain.load());
+			quiet ? fmt_ns(ns(s.hist[STEP_ALLOC].percentile(50), ctx->tsc_hz)).c_str() :
+				"-",
+			quiet ? fmt_ns(ns(s.hist[STEP_ALLOC].percentile(99), ctx->tsc_hz)).c_str() :
+				"-",
+			rej, s.stale_rejects.load(), s.eagain.load());
 	}
 	const lcore_stats &v = ctx->srv;
 	if (lcore_used(v))
@@ -279,69 +416,107 @@ show_device(FILE *f, run_ctx *ctx)
 					  ("none (" + ctx->data_path_note + ")").c_str()));
 }
 
+namespace {
+
 void
-stats_summary(FILE *f, run_ctx *ctx, const qpn_engine *e)
+steps_table(FILE *f, run_ctx *ctx, const qpn_engine *e, const totals &t)
 {
-	totals t;
-	collect(ctx, e, t);
 	const uint64_t hz = ctx->tsc_hz;
-	const double secs = ctx->run_secs > 0 ? ctx->run_secs : 1e-9;
-	fprintf(f, "\n---------------- qpn-testpmd summary: engine %s, %.2f s ----------------\n",
-		e->name, ctx->run_secs);
-	stats_lcores(f, ctx);
-	fprintf(f,
-		"connections: %" PRIu64 " (%s), %.0f/s in total, %.0f/s per lcore "
-		"(%u lcore%s)\n",
-		t.conns,
-		e->uses_cm ? (e->passive_side ? "passive side" : "active side") :
-			     "alloc+free pairs",
-		static_cast<double>(t.conns) / secs,
-		static_cast<double>(t.conns) / secs / (t.measured_lcores ? t.measured_lcores : 1),
-		t.measured_lcores, t.measured_lcores == 1 ? "" : "s");
-	fprintf(f, "%-10s %10s %10s %10s %12s\n", "step", "count", "p50", "p99", "max");
+	fprintf(f, "%-10s %9s %9s %9s %9s %9s %9s %9s %9s\n", "step", "count", "min", "mean", "p50",
+		"p90", "p99", "p99.9", "max");
 	for (unsigned i = 0; i < STEP_NB; i++) {
 		const latency_hist &h = t.hist[i];
+		/* The pool engine has two steps: the alloc call and the free (release) call. */
+		if (!e->uses_cm && i != STEP_ALLOC && i != STEP_RELEASE)
+			continue;
 		if (i == STEP_SEND_CQE && e->uses_cm && !ctx->data_path && h.n == 0) {
 			fprintf(f, "%-10s skipped (no data path: %s)\n", step_names[i],
 				ctx->data_path_note.c_str());
 			continue;
 		}
-		fprintf(f, "%-10s %10" PRIu64 " %8.0fns %8.0fns %10.0fns\n", step_names[i], h.n,
-			ns(h.percentile(50), hz), ns(h.percentile(99), hz), ns(h.max, hz));
+		const char *name = !e->uses_cm && i == STEP_RELEASE ? "free" : step_names[i];
+		if (h.n == 0) {
+			fprintf(f, "%-10s %9d %9s %9s %9s %9s %9s %9s %9s\n", name, 0, "-", "-",
+				"-", "-", "-", "-", "-");
+			continue;
+		}
+		fprintf(f, "%-10s %9" PRIu64 " %9s %9s %9s %9s %9s %9s %9s\n", name, h.n,
+			fmt_ns(ns(h.n ? h.min : 0, hz)).c_str(),
+			fmt_ns(h.mean() * 1e9 / static_cast<double>(hz)).c_str(),
+			fmt_ns(ns(h.percentile(50), hz)).c_str(),
+			fmt_ns(ns(h.percentile(90), hz)).c_str(),
+			fmt_ns(ns(h.percentile(99), hz)).c_str(),
+			fmt_ns(ns(h.percentile(99.9), hz)).c_str(), fmt_ns(ns(h.max, hz)).c_str());
 	}
-	fprintf(f, "pool share of the connection cycle: %.2f%% ((alloc + release) / cycle)\n",
-		100.0 * pool_share(t));
+}
+
+void
+cm_lines(FILE *f, run_ctx *ctx, const totals &t)
+{
+	qpn_conn_totals a = conn_totals(ctx);
+	fprintf(f, "stale rejects (REJ STALE_CONN seen by clients): %" PRIu64 "\n", t.stale);
+	fprintf(f, "REJ by reason:");
+	bool any = false;
+	for (unsigned r = 0; r < MLX5_QPN_CM_REJ_REASON_SLOTS; r++)
+		if (t.rej[r] != 0) {
+			fprintf(f, " %s(%u)=%" PRIu64, mlx5_qpn_cm_rej_reason_name(uint16_t(r)), r,
+				t.rej[r]);
+			any = true;
+		}
+	fprintf(f, "%s\n", any ? "" : " none");
+	fprintf(f,
+		"CM: established %" PRIu64 ", stale REJs sent %" PRIu64 ", stale DREQs %" PRIu64
+		", retransmits %" PRIu64 ", timeouts %" PRIu64 ", fabric drops %" PRIu64
+		", closed by peer %" PRIu64 ", connect retries %" PRIu64 "\n",
+		a.established, a.stale_rejects_sent, a.stale_dreqs, a.retransmits, a.timeouts,
+		a.fabric_drops, t.peer_disc, t.cm_busy);
+	fprintf(f,
+		"data path: %" PRIu64 " sends, %" PRIu64 " completions, %" PRIu64
+		" error completions, %" PRIu64 " received by DCTs\n",
+		t.sends, t.cqes, t.cqe_err, ctx->srv.recvs.load());
+}
+
+} /* namespace */
+
+void
+stats_summary(FILE *f, run_ctx *ctx, const qpn_engine *e)
+{
+	totals t;
+	collect(ctx, e, t);
+	const double secs = ctx->run_secs > 0 ? ctx->run_secs : 1e-9;
+	const unsigned nl = t.measured_lcores ? t.measured_lcores : 1;
+	fprintf(f, "\n---------------- qpn-testpmd summary: engine %s, %.2f s ----------------\n",
+		e->name, ctx->run_secs);
+	stats_lcores(f, ctx);
+	if (e->uses_cm)
+		fprintf(f,
+			"connections: %" PRIu64 " (%s), %.0f/s in total, %.0f/s per lcore "
+			"(%u lcore%s)\n",
+			t.conns, e->passive_side ? "passive side" : "active side",
+			static_cast<double>(t.conns) / secs,
+			static_cast<double>(t.conns) / secs / nl, t.measured_lcores,
+			t.measured_lcores == 1 ? "" : "s");
+	else
+		fprintf(f,
+			"pairs: %" PRIu64 " alloc+free pairs, %.0f pairs/s in total, %.0f pairs/s "
+			"per lcore (%u lcore%s); %" PRIu64 " allocs, %" PRIu64 " frees\n",
+			t.conns, static_cast<double>(t.conns) / secs,
+			static_cast<double>(t.conns) / secs / nl, t.measured_lcores,
+			t.measured_lcores == 1 ? "" : "s", t.allocs, t.frees);
+	steps_table(f, ctx, e, t);
+	telemetry_keep_steps(t.hist, ctx->tsc_hz);
 	if (e->uses_cm) {
-		qpn_conn_totals a = conn_totals(ctx);
-		fprintf(f, "stale rejects (REJ STALE_CONN seen by clients): %" PRIu64 "\n",
-			t.stale);
-		fprintf(f, "REJ by reason:");
-		bool any = false;
-		for (unsigned r = 0; r < MLX5_QPN_CM_REJ_REASON_SLOTS; r++)
-			if (t.rej[r] != 0) {
-				fprintf(f, " %s(%u)=%" PRIu64,
-					mlx5_qpn_cm_rej_reason_name(uint16_t(r)), r, t.rej[r]);
-				any = true;
-			}
-		fprintf(f, "%s\n", any ? "" : " none");
 		fprintf(f,
-			"CM: established %" PRIu64 ", stale REJs sent %" PRIu64
-			", stale DREQs %" PRIu64 ", retransmits %" PRIu64 ", timeouts %" PRIu64
-			", fabric drops %" PRIu64 ", closed by peer %" PRIu64
-			", connect retries %" PRIu64 "\n",
-			a.established, a.stale_rejects_sent, a.stale_dreqs, a.retransmits,
-			a.timeouts, a.fabric_drops, t.peer_disc, t.cm_busy);
-		fprintf(f,
-			"data path: %" PRIu64 " sends, %" PRIu64 " completions, %" PRIu64
-			" error completions, %" PRIu64 " received by DCTs\n",
-			t.sends, t.cqes, t.cqe_err, ctx->srv.recvs.load());
+			"pool share of the connection cycle: %.2f%% ((alloc + release) / cycle)\n",
+			100.0 * pool_share(t));
+		cm_lines(f, ctx, t);
 	}
 	fprintf(f,
 		"alloc waits (all free QPNs in quarantine) %" PRIu64 ", enospc %" PRIu64
 		", errors %" PRIu64 "\n",
 		t.eagain, t.enospc, t.errors);
 	struct mlx5_qpn_dev_stats ds;
-	mlx5_qpn_dev_stats_get(ctx->dev, &ds);
+	dev_stats(ctx, &ds);
 	fprintf(f,
 		"pool: capacity %" PRIu64 ", in use %" PRIu64 ", in quarantine %" PRIu64
 		", free %" PRIu64 ", allocs %" PRIu64 ", frees %" PRIu64 ", cache hits %" PRIu64
@@ -353,137 +528,4 @@ stats_summary(FILE *f, run_ctx *ctx, const qpn_engine *e)
 		"device: ranges reserved %" PRIu64 " (%" PRIu64 " QPNs), released %" PRIu64
 		", reserve failures %" PRIu64 "\n",
 		ds.ranges_reserved, ds.qpns_reserved, ds.ranges_released, ds.reserve_failures);
-}
-
-int
-stats_json(const char *path, run_ctx *ctx, const qpn_engine *e)
-{
-	FILE *f = fopen(path, "w");
-	if (f == nullptr) {
-		fprintf(stderr, "qpn-testpmd: cannot write %s: %s\n", path, strerror(errno));
-		return -errno;
-	}
-	totals t;
-	collect(ctx, e, t);
-	const uint64_t hz = ctx->tsc_hz;
-	const double secs = ctx->run_secs > 0 ? ctx->run_secs : 1e-9;
-	const run_config &cfg = *ctx->cfg;
-	struct mlx5_qpn_dev_info info;
-	mlx5_qpn_dev_info_get(ctx->dev, &info);
-	struct mlx5_qpn_dev_stats ds;
-	mlx5_qpn_dev_stats_get(ctx->dev, &ds);
-	qpn_conn_totals a = conn_totals(ctx);
-
-	json_writer js(f);
-	js.obj();
-	run_meta_json(js, "qpn-testpmd");
-	js.kv("engine", e->name);
-	js.kv("duration_s", ctx->run_secs);
-	js.kv("lcores", uint64_t(rte_lcore_count()));
-	js.kv("measured_side", e->uses_cm ? (e->passive_side ? "passive" : "active") : "pool");
-	js.kv("role", cfg.role.c_str());
-	js.kv("fabric", cfg.fabric.c_str());
-	js.kv("cm_policy", cfg.policy == MLX5_QPN_CM_POLICY_STRICT ? "strict" : "live");
-	js.kv("timewait_ms", uint64_t(cm_timewait_ms(cfg)));
-	js.kv("quarantine_us", info.quarantine_us);
-	js.kv_bool("data_path", ctx->data_path);
-	js.kv("connections", t.conns);
-	js.kv("conn_per_sec", static_cast<double>(t.conns) / secs);
-	js.kv("conn_per_sec_per_lcore",
-	      static_cast<double>(t.conns) / secs / (t.measured_lcores ? t.measured_lcores : 1));
-	js.kv("pool_share", pool_share(t));
-	js.kv("stale_rejects", t.stale);
-	js.key("rej");
-	js.obj();
-	for (unsigned r = 0; r < MLX5_QPN_CM_REJ_REASON_SLOTS; r++)
-		if (t.rej[r] != 0)
-			js.kv(mlx5_qpn_cm_rej_reason_name(uint16_t(r)), t.rej[r]);
-	js.end_obj();
-	js.key("cm");
-	js.obj();
-	js.kv("established", a.established);
-	js.kv("stale_rejects_sent", a.stale_rejects_sent);
-	js.kv("stale_dreqs", a.stale_dreqs);
-	js.kv("retransmits", a.retransmits);
-	js.kv("timeouts", a.timeouts);
-	js.kv("fabric_drops", a.fabric_drops);
-	js.kv("closed_by_peer", t.peer_disc);
-	js.end_obj();
-	js.key("data");
-	js.obj();
-	js.kv("sends", t.sends);
-	js.kv("completions", t.cqes);
-	js.kv("error_completions", t.cqe_err);
-	js.kv("received", ctx->srv.recvs.load());
-	js.end_obj();
-	js.key("errors");
-	js.obj();
-	js.kv("eagain", t.eagain);
-	js.kv("enospc", t.enospc);
-	js.kv("other", t.errors);
-	js.end_obj();
-	js.key("per_lcore");
-	js.arr();
-	unsigned lc;
-	RTE_LCORE_FOREACH(lc)
-	{
-		const lcore_stats &s = ctx->lc[lc];
-		if (!lcore_used(s))
-			continue;
-		js.obj();
-		js.kv("lcore", uint64_t(lc));
-		js.kv("role", role_name(ctx, lc));
-		js.kv("connections", s.ops.load());
-		js.kv("conn_per_sec", static_cast<double>(s.ops.load()) / secs);
-		js.end_obj();
-	}
-	js.end_arr();
-	js.key("steps");
-	js.obj();
-	for (unsigned i = 0; i < STEP_NB; i++) {
-		const latency_hist &h = t.hist[i];
-		js.key(step_names[i]);
-		js.obj();
-		js.kv("count", h.n);
-		js.kv("p50_ns", ns(h.percentile(50), hz));
-		js.kv("p99_ns", ns(h.percentile(99), hz));
-		js.kv("max_ns", ns(h.max, hz));
-		js.end_obj();
-	}
-	js.end_obj();
-	js.key("pool");
-	js.obj();
-	js.kv("capacity", ds.pool.capacity);
-	js.kv("in_use", ds.pool.in_use);
-	js.kv("in_quarantine", ds.pool.in_quarantine);
-	js.kv("free", ds.pool.free);
-	js.kv("allocs", ds.pool.allocs);
-	js.kv("frees", ds.pool.frees);
-	js.kv("cache_hits", ds.pool.cache_hits);
-	js.kv("cache_misses", ds.pool.cache_misses);
-	js.kv("steals", ds.pool.steals);
-	js.kv("refused_frees", ds.pool.refused_frees);
-	js.kv("eagain", ds.pool.eagain);
-	js.end_obj();
-	js.key("device");
-	js.obj();
-	char guid[24];
-	snprintf(guid, sizeof(guid), "%016" PRIx64, info.node_guid);
-	js.kv("name", info.name);
-	js.kv("backend", info.backend);
-	js.kv("node_guid", guid);
-	js.kv("ranges_reserved", ds.ranges_reserved);
-	js.kv("ranges_released", ds.ranges_released);
-	js.kv("qpns_reserved", ds.qpns_reserved);
-	js.kv("reserve_failures", ds.reserve_failures);
-	js.key("numa_node");
-	if (info.numa_node < 0)
-		js.null();
-	else
-		js.num(uint64_t(info.numa_node));
-	js.end_obj();
-	js.end_obj();
-	bool ok = js.ok();
-	int rc = fclose(f) == 0 && ok ? 0 : -EIO;
-	return rc;
 }

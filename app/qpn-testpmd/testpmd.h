@@ -64,6 +64,7 @@ struct run_config {
 	std::string hw_bind;       /* --hw-bind=IP (hardware: the probed device's address) */
 	std::string role = "both"; /* --role: both | client | server */
 	std::string fabric;        /* --fabric: shared-memory CM fabric ("": in-process) */
+	double stats_period_s = 1; /* --stats-period: progress line period (0: none) */
 	bool role_client() const { return role != "server"; }
 	bool role_server() const { return role != "client"; }
 };
@@ -183,7 +184,8 @@ extern const qpn_engine *const engine_list[4];
 constexpr unsigned kPollBurst = 64;
 
 /* ---- stats.cpp ---- */
-void stats_progress(run_ctx *ctx, double t, uint64_t *last_ops);
+/* A progress line: T seconds in, the rate over the last PERIOD seconds. */
+void stats_progress(run_ctx *ctx, double t, uint64_t *last_ops, double period);
 void stats_summary(FILE *f, run_ctx *ctx, const qpn_engine *e);
 int stats_json(const char *path, run_ctx *ctx, const qpn_engine *e);
 void stats_lcores(FILE *f, run_ctx *ctx);
@@ -221,6 +223,8 @@ bool run_active();
 /* Batch mode: start, progress lines until --duration or the work is done, stop, summary and
  * JSON. The exit status: 0, or 1 on a failed start or errors during the run. */
 int run_batch(run_ctx *ctx, const qpn_engine *e);
+/* The end of a run: summary, JSON (--json); 0, or 1 on errors during the run or no JSON. */
+int run_report(run_ctx *ctx, const qpn_engine *e);
 /* For a lcore that also serves the passive side (a co-polling client): one round of it. */
 void run_serve(run_ctx *ctx, unsigned lcore);
 /* Probe every --qpn-dev with QUARANTINE_US (-1: the CM timewait); close them. */
@@ -237,5 +241,40 @@ bool hw_bind_valid(const std::string &s, std::string *why);
 
 /* ---- cli.cpp ---- */
 int cli_run(run_ctx *ctx, const qpn_engine **engine);
+
+/* ---- testpmd's habits: settings by name, the run's clock, the monitor, signals ---- */
+/* options.cpp: set the run parameter NAME (as its option, without "--") to VALUE, checked as the
+ * option is: 0, or -EINVAL with *why (the one line to print) or -ENOENT for an unknown name. */
+int config_set(run_config *cfg, const char *name, const char *value, std::string *why);
+/* The names config_set takes, '#'-separated (a cmdline token's choice list). */
+extern const char config_names[];
+/* `show config`: every run parameter, as the options would give it. */
+void config_show(FILE *f, const run_config &cfg);
+/* run.cpp: seconds run so far, the running run included (the real clock while running). */
+double run_elapsed(run_ctx *ctx);
+/* run.cpp: the engine of the current (or last) run. */
+const qpn_engine *run_engine();
+/* stats.cpp: connections of the measured side so far (relaxed reads; any thread). */
+uint64_t stats_conns(run_ctx *ctx, const qpn_engine *e);
+/* stats.cpp: `show stats` while running: the real clock, rates since the last show. */
+void stats_show_running(FILE *f, run_ctx *ctx, const qpn_engine *e);
+/* monitor.cpp: the sampler thread of a run (timeline once a second, progress lines every
+ * --stats-period in batch mode); started by run_start, stopped by run_stop. */
+void monitor_start(run_ctx *ctx, const qpn_engine *e, bool progress);
+void monitor_stop();
+/* monitor.cpp: forget the timeline (clear stats). */
+void monitor_clear();
+/* monitor.cpp: SIGINT/SIGTERM stop the run (a second one exits at once); the signal caught, or
+ * 0. */
+void signals_install(run_ctx *ctx);
+int signal_caught();
+/* Before rte_eal_init(): block them, so that every thread the EAL starts has them blocked; after
+ * it, unblock them in the main thread (theirs alone). */
+void signals_block_thread();
+void signals_unblock_main();
+/* monitor.cpp: /qpn_testpmd/stats and /qpn_testpmd/config in DPDK telemetry. */
+void telemetry_init(run_ctx *ctx);
+/* monitor.cpp: keep the summary's step histograms for telemetry (after a stop). */
+void telemetry_keep_steps(const latency_hist *hist, uint64_t hz);
 
 #endif

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * qpn-testpmd's JSON summary (--json). The keys are a contract (doc/guides/app.md and the report
+ * script read them): keys are only ever added. Per step:
+ *   "steps": {name: {"count", "min_ns", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns",
+ *                    "max_ns", "hist": [[upper_ns, count], ...]}}
+ * where "hist" lists the non-empty buckets of the step's log-linear histogram (latency.h) in
+ * increasing order, each with its upper bound; and "timeline" (monitor.cpp) is
+ *   [{"t_s", "connections", "conn_per_sec"}, ...], one point a second.
+ *
+ * The writer is app/common's json_writer: jansson is installed with DPDK, but it builds the
+ * whole document in memory with allocations that abort under -fno-exceptions' rules only by
+ * returning NULL at every call; the streaming writer needs none.
+ */
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+
+#include "json_writer.h"
+#include "run_meta.h"
+#include "stats.h"
+#include "testpmd.h"
+
+namespace {
+
+void
+steps_json(json_writer &js, const totals &t, uint64_t hz)
+{
+	js.key("steps");
+	js.obj();
+	for (unsigned i = 0; i < STEP_NB; i++) {
+		const latency_hist &h = t.hist[i];
+		js.key(step_names[i]);
+		js.obj();
+		js.kv("count", h.n);
+		js.kv("min_ns", ns(h.n ? h.min : 0, hz));
+		js.kv("mean_ns", h.mean() * 1e9 / static_cast<double>(hz));
+		js.kv("p50_ns", ns(h.percentile(50), hz));
+		js.kv("p90_ns", ns(h.percentile(90), hz));
+		js.kv("p99_ns", ns(h.percentile(99), hz));
+		js.kv("p999_ns", ns(h.percentile(99.9), hz));
+		js.kv("max_ns", ns(h.max, hz));
+		js.key("hist");
+		js.arr();
+		for (unsigned b = 0; b < latency_hist::kBuckets; b++) {
+			if (h.count[b] == 0)
+				continue;
+			js.arr();
+			js.num(ns(latency_hist::upper(b), hz));
+			js.num(h.count[b]);
+			js.end_arr();
+		}
+		js.end_arr();
+		js.end_obj();
+	}
+	js.end_obj();
+}
+
+} /* namespace */
+
+int
+stats_json(const char *path, run_ctx *ctx, const qpn_engine *e)
+{
+	FILE *f = fopen(path, "w");
+	if (f == nullptr) {
+		fprintf(stderr, "qpn-testpmd: cannot write %s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	totals t;
+	collect(ctx, e, t);
+	const uint64_t hz = ctx->tsc_hz;
+	const double secs = ctx->run_secs > 0 ? ctx->run_secs : 1e-9;
+	const run_config &cfg = *ctx->cfg;
+	struct mlx5_qpn_dev_info info;
+	mlx5_qpn_dev_info_get(ctx->dev, &info);
+	struct mlx5_qpn_dev_stats ds;
+	dev_stats(ctx, &ds);
+	qpn_conn_totals a = conn_totals(ctx);
+
+	json_writer js(f);
+	js.obj();
+	run_meta_json(js, "qpn-testpmd");
+	js.kv("engine", e->name);
+	js.kv("duration_s", ctx->run_secs);
+	js.kv("lcores", uint64_t(rte_lcore_count()));
+	js.kv("measured_side", e->uses_cm ? (e->passive_side ? "passive" : "active") : "pool");
+	js.kv("role", cfg.role.c_str());
+	js.kv("fabric", cfg.fabric.c_str());
+	js.kv("cm_policy", cfg.policy == MLX5_QPN_CM_POLICY_STRICT ? "strict" : "live");
+	js.kv("timewait_ms", uint64_t(cm_timewait_ms(cfg)));
+	js.kv("quarantine_us", info.quarantine_us);
+	js.kv_bool("data_path", ctx->data_path);
+	js.kv("connections", t.conns);
+	js.kv("conn_per_sec", static_cast<double>(t.conns) / secs);
+	js.kv("conn_per_sec_per_lcore",
+	      static_cast<double>(t.conns) / secs / (t.measured_lcores ? t.measured_lcores : 1));
+	js.kv("pool_share", pool_share(t));
+	js.kv("stale_rejects", t.stale);
+	js.key("rej");
+	js.obj();
+	for (unsigned r = 0; r < MLX5_QPN_CM_REJ_REASON_SLOTS; r++)
+		if (t.rej[r] != 0)
+			js.kv(mlx5_qpn_cm_rej_reason_name(uint16_t(r)), t.rej[r]);
+	js.end_obj();
+	js.key("cm");
+	js.obj();
+	js.kv("established", a.established);
+	js.kv("stale_rejects_sent", a.stale_rejects_sent);
+	js.kv("stale_dreqs", a.stale_dreqs);
+	js.kv("retransmits", a.retransmits);
+	js.kv("timeouts", a.timeouts);
+	js.kv("fabric_drops", a.fabric_drops);
+	js.kv("closed_by_peer", t.peer_disc);
+	js.end_obj();
+	js.key("data");
+	js.obj();
+	js.kv("sends", t.sends);
+	js.kv("completions", t.cqes);
+	js.kv("error_completions", t.cqe_err);
+	js.kv("received", ctx->srv.recvs.load());
+	js.end_obj();
+	js.key("errors");
+	js.obj();
+	js.kv("eagain", t.eagain);
+	js.kv("enospc", t.enospc);
+	js.kv("other", t.errors);
+	js.end_obj();
+	js.key("per_lcore");
+	js.arr();
+	unsigned lc;
+	RTE_LCORE_FOREACH(lc)
+	{
+		const lcore_stats &s = ctx->lc[lc];
+		if (!lcore_used(s))
+			continue;
+		js.obj();
+		js.kv("lcore", uint64_t(lc));
+		js.kv("role", role_name(ctx, lc));
+		js.kv("connections", s.ops.load());
+		js.kv("conn_per_sec", static_cast<double>(s.ops.load()) / secs);
+		js.end_obj();
+	}
+	js.end_arr();
+	steps_json(js, t, hz);
+	monitor_timeline_json(js);
+	if (!e->uses_cm) {
+		/* The pool engine: what it does, in its own terms. */
+		js.key("alloc_engine");
+		js.obj();
+		js.kv("pairs", t.conns);
+		js.kv("pairs_per_sec", static_cast<double>(t.conns) / secs);
+		js.kv("allocs", t.allocs);
+		js.kv("frees", t.frees);
+		js.kv("alloc_p50_ns", ns(t.hist[STEP_ALLOC].percentile(50), hz));
+		js.kv("free_p50_ns", ns(t.hist[STEP_RELEASE].percentile(50), hz));
+		js.end_obj();
+	}
+	js.key("pool");
+	js.obj();
+	js.kv("capacity", ds.pool.capacity);
+	js.kv("in_use", ds.pool.in_use);
+	js.kv("in_quarantine", ds.pool.in_quarantine);
+	js.kv("free", ds.pool.free);
+	js.kv("allocs", ds.pool.allocs);
+	js.kv("frees", ds.pool.frees);
+	js.kv("cache_hits", ds.pool.cache_hits);
+	js.kv("cache_misses", ds.pool.cache_misses);
+	js.kv("steals", ds.pool.steals);
+	js.kv("refused_frees", ds.pool.refused_frees);
+	js.kv("eagain", ds.pool.eagain);
+	js.end_obj();
+	js.key("device");
+	js.obj();
+	char guid[24];
+	snprintf(guid, sizeof(guid), "%016" PRIx64, info.node_guid);
+	js.kv("name", info.name);
+	js.kv("backend", info.backend);
+	js.kv("node_guid", guid);
+	js.kv("ranges_reserved", ds.ranges_reserved);
+	js.kv("ranges_released", ds.ranges_released);
+	js.kv("qpns_reserved", ds.qpns_reserved);
+	js.kv("reserve_failures", ds.reserve_failures);
+	js.key("numa_node");
+	if (info.numa_node < 0)
+		js.null();
+	else
+		js.num(uint64_t(info.numa_node));
+	js.end_obj();
+	js.end_obj();
+	bool ok = js.ok();
+	int rc = fclose(f) == 0 && ok ? 0 : -EIO;
+	return rc;
+}
