@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include <rte_common.h>
 #include <rte_cycles.h>
 #include <rte_telemetry.h>
 
@@ -282,13 +283,27 @@ signal_caught()
 	return g_signal.load(std::memory_order_acquire);
 }
 
+namespace {
+
+int g_tel_rc;
+
+} /* namespace */
+
+/* Before main: the EAL loads Debian's PMD plugins in rte_eal_init(), and their commands can fill
+ * the telemetry library's fixed table (DPDK 22.11) before a later registration. */
+RTE_INIT(qpn_testpmd_telemetry)
+{
+	g_tel_rc = rte_telemetry_register_cmd(
+		"/qpn_testpmd/stats", tel_stats,
+		/* at most 127 characters (RTE_TEL_MAX_STRING_LEN) */
+		"Returns qpn-testpmd's run: connections, conn/s, per-step percentiles (ns) as of the "
+		"last summary. No parameters");
+}
+
 void
 telemetry_init(run_ctx *)
 {
-	rte_telemetry_register_cmd(
-		"/qpn_testpmd/stats", tel_stats,
-		"Returns qpn-testpmd's run figures: engine, running, elapsed_ms, "
-		"connections, conn_per_sec (last second), per-step count and "
-		"min/mean/p50/p90/p99/p999/max in ns as of the last summary. "
-		"Takes no parameters");
+	if (g_tel_rc != 0)
+		APP_LOG(WARNING, "no telemetry command /qpn_testpmd/stats: %s",
+			strerror(-g_tel_rc));
 }

@@ -5,11 +5,13 @@
  * file prefix and its own emulated device, in batch mode for about a second with --json, and
  * the JSON is checked: the proof that quarantine >= timewait gives zero stale rejects, the two
  * negative controls that produce them, every engine, the prompt driven through stdin, the
- * error exits, and client and server as two processes over a shared-memory CM fabric.
+ * error exits, client and server as two processes over a shared-memory CM fabric, and
+ * testpmd's habits (SIGINT mid-run, live `show stats`, `clear stats`, `set`/`show config`).
  */
 #include <gtest/gtest.h>
 
 #include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -722,4 +724,131 @@ TEST_F(AppTest, AppSecondaryClientBesidePrimary)
 	EXPECT_GT(json_num(js, "connections"), 100);
 	EXPECT_EQ(json_num(js, "errors.other"), 0);
 	EXPECT_NE(prim.output().find("stopped engine alloc"), std::string::npos) << prim.output();
+}
+
+/* testpmd's habit: SIGINT ends a run as its end would. Mid-run (after the first progress line,
+ * so one timeline point is in), the summary is printed, the JSON written with the timeline and
+ * every step field, the device purged (--destroy-sim), and the exit status is 128 + SIGINT. */
+TEST_F(AppTest, AppSigintStopsTheRunCleanly)
+{
+	std::string dev = next_name();
+	std::string json = cat(::testing::TempDir(), "qpn_app_", dev, ".json");
+	std::remove(json.c_str());
+	mp_test::Proc p;
+	ASSERT_TRUE(p.start({app_, "--no-huge", "--no-pci", "-m", "256", "-l", "0-1",
+			     cat("--file-prefix=", dev), "--log-level=lib.eal:error", "--",
+			     cat("--qpn-dev=", dev), "--duration=120", "--stats-period=1",
+			     cat("--json=", json), "--destroy-sim"}));
+	ASSERT_TRUE(p.wait_output(" conns (")) << p.output();
+	ASSERT_EQ(kill(p.pid(), SIGINT), 0);
+	EXPECT_EQ(p.wait(), 128 + SIGINT) << p.output();
+	const std::string &out = p.output();
+	EXPECT_NE(out.find("qpn-testpmd summary: engine dci-reconnect"), std::string::npos) << out;
+	EXPECT_NE(out.find("p99.9"), std::string::npos) << out;
+	EXPECT_NE(out.find("stopped by signal 2"), std::string::npos) << out;
+	std::ifstream jf(json);
+	std::stringstream ss;
+	ss << jf.rdbuf();
+	std::string js = ss.str();
+	std::remove(json.c_str());
+	ASSERT_FALSE(js.empty()) << out;
+	EXPECT_LT(json_num(js, "duration_s"), 100) << "the signal ended the run";
+	EXPECT_GT(json_num(js, "connections"), 0);
+	EXPECT_GT(json_num(js, "timeline.t_s"), 0) << js;
+	EXPECT_GT(json_num(js, "timeline.connections"), 0) << js;
+	for (const char *k :
+	     {"count", "min_ns", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns"})
+		EXPECT_GE(json_num(js, cat("steps.cycle.", k)), 0) << k;
+	EXPECT_GE(json_num(js, "steps.cycle.max_ns"), json_num(js, "steps.cycle.p999_ns"));
+	EXPECT_GE(json_num(js, "steps.cycle.p999_ns"), json_num(js, "steps.cycle.p50_ns"));
+	EXPECT_GE(json_num(js, "steps.cycle.p50_ns"), json_num(js, "steps.cycle.min_ns"));
+	size_t h;
+	ASSERT_TRUE(json_find(js, "steps.alloc.hist", &h));
+	EXPECT_EQ(js.compare(h, 1, "["), 0);
+	EXPECT_NE(js.find("\"meta\""), std::string::npos);
+	EXPECT_NE(access(cat("/dev/shm/mlx5_qpn_", dev).c_str(), F_OK), 0) << "device not purged";
+}
+
+namespace {
+
+/* The `show stats` line of a running engine: its clock, count and rates. */
+struct live_line {
+	double t = -1, since = -1, avg = -1;
+	unsigned long long conns = 0;
+};
+
+std::vector<live_line>
+live_lines(const std::string &out)
+{
+	std::vector<live_line> v;
+	for (size_t at = out.find("  ["); at != std::string::npos; at = out.find("  [", at + 1)) {
+		live_line l;
+		double ago;
+		if (sscanf(out.c_str() + at,
+			   "  [%lfs running] %llu conns: %lf/s since the last show (%lf s ago), "
+			   "%lf/s on average",
+			   &l.t, &l.conns, &l.since, &ago, &l.avg) == 5)
+			v.push_back(l);
+	}
+	return v;
+}
+
+} // namespace
+
+/* The prompt as testpmd's: `show stats` while running gives the real clock and sane rates since
+ * the last show; `clear stats` zeroes what it says (CM, pool and device counters too); `set`
+ * and `show config` round-trip and refuse a bad value in one line; `quit` prints the summary. */
+TEST_F(AppTest, AppPromptLiveStatsClearAndConfig)
+{
+	std::string dev = next_name();
+	mp_test::Proc p;
+	ASSERT_TRUE(p.start({app_, "--no-huge", "--no-pci", "-m", "256", "-l", "0-1",
+			     cat("--file-prefix=", dev), "--log-level=lib.eal:error", "--",
+			     cat("--qpn-dev=", dev), "-i", "--destroy-sim"}));
+	ASSERT_TRUE(p.send("start"));
+	ASSERT_TRUE(p.wait_output("started engine dci-reconnect")) << p.output();
+	usleep(300 * 1000); /* let it run; nothing below depends on how long */
+	ASSERT_TRUE(p.send("show stats"));
+	ASSERT_TRUE(p.wait_output("since the last show")) << p.output();
+	usleep(500 * 1000);
+	ASSERT_TRUE(p.send("show stats"));
+	ASSERT_TRUE(p.send("show config"));
+	ASSERT_TRUE(p.wait_output("force-shared-qpn")) << p.output();
+	p.reply(10); /* the lines read so far into output() */
+	std::vector<live_line> l = live_lines(p.output());
+	ASSERT_EQ(l.size(), 2u) << p.output();
+	EXPECT_GT(l[0].t, 0) << "a real clock";
+	EXPECT_GT(l[1].t, l[0].t);
+	EXPECT_GT(l[1].conns, 0u) << p.output();
+	EXPECT_GT(l[1].since, 0) << p.output();
+	EXPECT_LT(l[1].since, 1e8) << p.output();
+	EXPECT_GT(l[1].avg, 0) << p.output();
+	EXPECT_LT(l[1].avg, 1e8) << p.output();
+
+	ASSERT_TRUE(p.send("stop"));
+	ASSERT_TRUE(p.send("clear stats"));
+	ASSERT_TRUE(p.send("show stats"));
+	ASSERT_TRUE(p.send("set duration 7"));
+	ASSERT_TRUE(p.send("set peers 99"));
+	ASSERT_TRUE(p.send("show config"));
+	ASSERT_TRUE(p.send("quit"));
+	p.close_stdin();
+	EXPECT_EQ(p.wait(), 0) << p.output();
+	const std::string &out = p.output();
+	size_t cleared = out.find("statistics cleared: connections, steps, rejects");
+	ASSERT_NE(cleared, std::string::npos) << out;
+	std::string after = out.substr(cleared);
+	for (const char *zero : {"connections: 0 (active side)", "CM: established 0,",
+				 "allocs 0, frees 0, cache hits 0", "ranges reserved 0 (0 QPNs)"})
+		EXPECT_NE(after.find(zero), std::string::npos) << zero << "\n" << after;
+	EXPECT_NE(after.find("duration: 7"), std::string::npos) << after;
+	EXPECT_NE(after.find("  duration       7\n"), std::string::npos) << after;
+	EXPECT_NE(after.find("qpn-testpmd: bad value for set peers: \"99\" (out of range; "
+			     "expected an integer in 1..32)"),
+		  std::string::npos)
+		<< after;
+	EXPECT_NE(after.find("  peers          1\n"), std::string::npos) << after;
+	size_t bye = after.find("bye");
+	ASSERT_NE(bye, std::string::npos) << after;
+	EXPECT_NE(after.find("qpn-testpmd summary", bye), std::string::npos) << "quit: no summary";
 }
