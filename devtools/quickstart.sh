@@ -30,18 +30,31 @@ if [ ${#missing[@]} -gt 0 ]; then
 	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-setup() { # dir [meson options...]
+configure() { # dir [meson options...]
 	local dir=$1; shift
 	if [ ! -f "$dir/build.ninja" ]; then
+		echo "quickstart: configuring $dir"
 		meson setup "$dir" "$@" >/dev/null
 	fi
-	ninja -C "$dir" >/dev/null
+}
+# Ninja's own progress ([done/total] and the file at hand) stays on screen: a first build takes
+# minutes on a small machine, and a silent one looks hung.
+build() { # dir [targets...]
+	local dir=$1; shift
+	echo "quickstart: building ${*:-everything} in $dir"
+	ninja -C "$dir" "$@"
+}
+setup() { # dir [meson options...]: configure and build everything (the test suite included)
+	configure "$@"
+	build "$1"
 }
 
-setup build
 eal=(--no-huge --no-pci -m 512 -l 0-1 --file-prefix="qs$$" --log-level=lib.eal:error)
 
 if [ "$mode" = run ]; then
+	# Only what is run: the app (and the library it links), not the test suite.
+	configure build
+	build build app/qpn-testpmd/qpn-testpmd
 	exec ./build/app/qpn-testpmd/qpn-testpmd "${eal[@]}" -- \
 		--qpn-dev=sim0 --engine="${QPN_ENGINE:-dci-reconnect}" --duration="${QPN_DURATION:-3}" \
 		--json=build/qpn-testpmd.json
@@ -57,6 +70,8 @@ fi
 if ! mountpoint -q /dev/hugepages 2>/dev/null || [ "$(cat /proc/sys/vm/nr_hugepages)" -lt 64 ]; then
 	echo "quickstart: no hugepages (needs root): the multi-process tests will be skipped"
 fi
+
+setup build
 
 # test: the suite, then the sanitizer builds of it. Each meson test is its own process with its
 # own EAL file prefix; the sanitizer builds run the same suites.
