@@ -103,7 +103,9 @@ std::string
 fmt_ns(double v)
 {
 	char b[32];
-	if (v < 1e3)
+	if (v < 10)
+		snprintf(b, sizeof(b), "%.1fns", v);
+	else if (v < 1e3)
 		snprintf(b, sizeof(b), "%.0fns", v);
 	else if (v < 1e6)
 		snprintf(b, sizeof(b), "%.*fus", v < 1e4 ? 2 : 1, v / 1e3);
