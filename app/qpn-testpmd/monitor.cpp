@@ -104,12 +104,12 @@ timeline_add(double t, uint64_t conns, double *last_t, uint64_t *last_c)
 }
 
 void
-sampler_body(run_ctx *ctx, const qpn_engine *e, bool progress, double base_s, uint64_t start)
+sampler_body(run_ctx *ctx, const qpn_engine *e, double period, double base_s, uint64_t start)
 {
 	block_signals_here();
 	const double hz = static_cast<double>(ctx->tsc_hz);
-	const double period = ctx->cfg->stats_period_s;
-	double next_print = period;
+	const bool progress = period > 0;
+	double next_print = period, last_print = 0;
 	double last_t = base_s;
 	uint64_t last_c = stats_conns(ctx, e), last_print_c = last_c;
 	double next_tl;
@@ -127,8 +127,10 @@ sampler_body(run_ctx *ctx, const qpn_engine *e, bool progress, double base_s, ui
 			std::lock_guard<std::mutex> g(g_tl_mu);
 			next_tl += g_tl_step;
 		}
-		if (progress && period > 0 && run_t >= next_print) {
-			stats_progress(ctx, run_t, &last_print_c, period);
+		if (progress && run_t >= next_print) {
+			/* The rate over the time that really passed (a busy machine wakes late). */
+			stats_progress(ctx, run_t, &last_print_c, run_t - last_print);
+			last_print = run_t;
 			next_print += period;
 		}
 	}
@@ -189,7 +191,9 @@ monitor_start(run_ctx *ctx, const qpn_engine *e, bool progress)
 	g_sampler_stop.store(false);
 	g_pub_engine.store(e, std::memory_order_relaxed);
 	g_pub_running.store(true, std::memory_order_relaxed);
-	g_sampler = std::thread(sampler_body, ctx, e, progress, ctx->run_secs, rte_rdtsc());
+	/* The period is read here, not in the thread: the prompt may set it meanwhile. */
+	g_sampler = std::thread(sampler_body, ctx, e, progress ? ctx->cfg->stats_period_s : 0.0,
+				ctx->run_secs, rte_rdtsc());
 }
 
 void

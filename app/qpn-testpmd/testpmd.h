@@ -184,7 +184,7 @@ extern const qpn_engine *const engine_list[4];
 constexpr unsigned kPollBurst = 64;
 
 /* ---- stats.cpp ---- */
-/* A progress line: T seconds in, the rate over the last PERIOD seconds. */
+/* A progress line: T seconds in, the rate over the last PERIOD seconds (since *LAST_OPS). */
 void stats_progress(run_ctx *ctx, double t, uint64_t *last_ops, double period);
 void stats_summary(FILE *f, run_ctx *ctx, const qpn_engine *e);
 int stats_json(const char *path, run_ctx *ctx, const qpn_engine *e);
