@@ -8,9 +8,8 @@
  * increasing order, each with its upper bound; and "timeline" (monitor.cpp) is
  *   [{"t_s", "connections", "conn_per_sec"}, ...], one point a second.
  *
- * The writer is app/common's json_writer: jansson is installed with DPDK, but it builds the
- * whole document in memory with allocations that abort under -fno-exceptions' rules only by
- * returning NULL at every call; the streaming writer needs none.
+ * The writer is app/common's json_writer, shared with qpn-perf (whether it gives way to jansson,
+ * which comes with DPDK, is decided there, issue 10); this file only says what is written.
  */
 #include <cerrno>
 #include <cinttypes>

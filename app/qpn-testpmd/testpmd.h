@@ -6,9 +6,11 @@
  * qpn-testpmd: engines in the manner of testpmd's forwarding engines — one struct of hooks per
  * engine, one file each, each holding its own per-connection body. The runner (run.cpp) sets the
  * run up (devices, the connection implementation, roles), launches one lcore body for every
- * engine on the worker lcores, prints a progress line every second (batch) or serves the prompt
- * (cli.cpp), and at the end prints the summary and writes the JSON (stats.cpp). Options are
- * parsed in options.cpp. The CM engines reach connections only through conn.h.
+ * engine on the worker lcores and waits (batch) or serves the prompt (cli.cpp); beside it the
+ * monitor (monitor.cpp) samples the timeline, prints the progress lines every --stats-period,
+ * serves telemetry and turns SIGINT/SIGTERM into a normal end. At the end the summary
+ * (stats.cpp) and the JSON (stats_json.cpp; stats.h what they share). Options, and `set` by
+ * name, are options.cpp's. The CM engines reach connections only through conn.h.
  *
  * Lcore layout (see doc/guides/app.md): the main lcore monitors or runs the prompt. With two or
  * more workers the last worker is the *server* lcore (the passive side: every passive CM node,
