@@ -19,11 +19,12 @@
  *    MLX5DV_OBJ_QP;
  *  - DCT: an SRQ, then mlx5dv_create_qp(MLX5DV_DCTYPE_DCT, dct_access_key = the DC key) on the
  *    CQ and the SRQ, RESET->INIT (access flags, pkey, port) ->RTR (min RNR timer, AV, path
- *    MTU); its number is qp_num after RTR (the kernel creates the DCT at RTR). No receive WQE
- *    is posted yet: reading is -EOPNOTSUPP (one log line per DCT);
+ *    MTU); its number is qp_num after RTR (the kernel creates the DCT at RTR). The SRQ's WQE
+ *    list (MLX5DV_OBJ_SRQ) and one buffer per WQE, registered with ibv_reg_mr, go to the DC
+ *    layer, which writes, posts and reposts the receive WQEs itself (dc/mlx5_qpn_dc_rx.cpp
+ *    says why), so mlx5_qpn_dct_read() works as on the emulated device;
  *  - AH: ibv_create_ah, its AV (struct mlx5_wqe_av, 48 bytes) copied from MLX5DV_OBJ_AH.
- * There is no execute/poll: the ConnectX executes WQEs itself. route_required: a send with no
- * AH is refused.
+ * There is no execute/poll: the ConnectX executes WQEs itself.
  *
  * The doorbell register of a DCI is whatever rdma-core gave its QP. The DEVX non-cached UAR
  * (mlx5dv_devx_alloc_uar(MLX5DV_UAR_ALLOC_TYPE_NC), the uar_map op) is a single page per
@@ -54,8 +55,14 @@ extern const struct mlx5_qpn_dc_ops mlx5_qpn_hw_dc_ops;
 /** Largest inline payload a DCI is created for (= MLX5_QPN_DC_MAX_INLINE). */
 #define MLX5_QPN_HW_DC_MAX_INLINE 256
 
-/** Receive WQEs of a DCT's SRQ. */
-#define MLX5_QPN_HW_DC_SRQ_WR 64
+/** Receive WQEs of a DCT's SRQ (rdma-core makes a list of max_wr + 1, rounded up: 256). */
+#define MLX5_QPN_HW_DC_SRQ_WR 255
+
+/** Messages of a DCT kept readable (mlx5_qpn_dct_read), as the emulated device's ring. */
+#define MLX5_QPN_HW_DC_RX_HOLD 64
+
+/** Bytes of a DCT's receive buffer per SRQ WQE: the largest SEND a DCI makes. */
+#define MLX5_QPN_HW_DC_RX_STRIDE 256
 
 /** Arguments of mlx5dv_create_qp() for a DCI (dct_key unused) or a DCT (srq non-NULL). */
 void mlx5_qpn_hw_dc_qp_attr(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_srq *srq,
