@@ -150,6 +150,9 @@ TEST(DcOps, EmulatedAhRoutesAndIsCheckedAgainstTheDevice)
 	sim_test::ScopedName n;
 	mlx5_qpn_dev *dev = nullptr;
 	ASSERT_EQ(mlx5_qpn_dev_probe((n.name + ",quarantine_us=0").c_str(), &dev), 0);
+	mlx5_qpn_dev_info info{};
+	ASSERT_EQ(mlx5_qpn_dev_info_get(dev, &info), 0);
+	EXPECT_EQ(info.port, 1); /* the emulated device's handle serves its first port */
 	mlx5_qpn_cq *cq = nullptr;
 	mlx5_qpn_dci *dci = nullptr;
 	mlx5_qpn_dct *dct = nullptr;
