@@ -115,7 +115,7 @@ query_device(ibv_context *, ibv_device_attr *attr)
 {
 	memset(attr, 0, sizeof(*attr));
 	attr->node_guid = htobe64(g_dev.guid);
-	attr->phys_port_cnt = 1;
+	attr->phys_port_cnt = g_dev.ports;
 	attr->max_qp = 1 << 17;
 	return 0;
 }
@@ -351,8 +351,9 @@ modify_qp(ibv_qp *qp, ibv_qp_attr *a, int mask)
 }
 
 int
-query_port(ibv_context *, uint8_t, _compat_ibv_port_attr *pa)
+query_port(ibv_context *, uint8_t port, _compat_ibv_port_attr *pa)
 {
+	g_dev.ports_queried.push_back(port);
 	ibv_port_attr *p = reinterpret_cast<ibv_port_attr *>(pa);
 	p->active_mtu = IBV_MTU_4096;
 	p->link_layer = IBV_LINK_LAYER_INFINIBAND;

@@ -30,6 +30,8 @@ struct FakeDevice {
 	uint8_t fw_max_log = 24;   /* larger log_obj_range: BAD_PARAM_ERR */
 	uint8_t create_status = 0; /* non-zero: every object creation fails with it */
 	uint64_t guid = 0x0002c90300fa4e00ull;
+	uint8_t ports = 1;              /* phys_port_cnt */
+	std::vector<int> ports_queried; /* ibv_query_port's port numbers */
 
 	/* What happened. */
 	int caps_queries = 0, caps2_queries = 0;

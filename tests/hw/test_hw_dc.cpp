@@ -429,3 +429,43 @@ TEST(HwDcRx, ErrorsRepostAtOnceAndReadNothing)
 	EXPECT_EQ(wc[0].wr_id, 77u);
 	EXPECT_EQ(hwfake::srq_posted(t.dctn), posted0 + 1);
 }
+
+/* port=N (issue 9): the handle serves that port; its DC objects, port queries and AHs use it,
+ * dev_info says it, and a port the device lacks is refused at open in one line. */
+TEST(HwDc, PortDevargIsTheHandlesPort)
+{
+	{
+		hwfake::Scope scope;
+		LogCapture cap;
+		mlx5_qpn_dev *dev = nullptr;
+		EXPECT_EQ(mlx5_qpn_dev_probe("ib=mlx5_fake,reserved_qpn=no,port=2", &dev), -EINVAL);
+		std::string text = cap.text();
+		EXPECT_NE(text.find("port=2 but the device has 1 port"), std::string::npos) << text;
+		EXPECT_EQ(hwfake::live_objects(), 0);
+	}
+	hwfake::Scope scope;
+	fake().ports = 2;
+	mlx5_qpn_dev *dev = nullptr;
+	ASSERT_EQ(mlx5_qpn_dev_probe("ib=mlx5_fake,reserved_qpn=no,port=2,quarantine_us=0", &dev),
+		  0);
+	mlx5_qpn_dev_info info{};
+	ASSERT_EQ(mlx5_qpn_dev_info_get(dev, &info), 0);
+	EXPECT_EQ(info.port, 2);
+	mlx5_qpn_cq *cq = nullptr;
+	mlx5_qpn_dci *dci = nullptr;
+	mlx5_qpn_dc_ah *ah = nullptr;
+	ASSERT_EQ(mlx5_qpn_cq_create(dev, 4, &cq), 0);
+	ASSERT_EQ(mlx5_qpn_dci_create(dev, cq, 2, &dci), 0);
+	mlx5_qpn_dc_addr a = ib_addr(); /* port 0: the handle's */
+	ASSERT_EQ(mlx5_qpn_dc_ah_create(dev, &a, &ah), 0);
+	EXPECT_EQ(fake().ah_attrs.back().port_num, 2);
+	ASSERT_FALSE(fake().modifies.empty());
+	EXPECT_EQ(fake().modifies[0].port, 2); /* INIT */
+	for (int p : fake().ports_queried)
+		EXPECT_EQ(p, 2);
+	mlx5_qpn_dc_ah_destroy(ah);
+	mlx5_qpn_dci_destroy(dci);
+	mlx5_qpn_cq_destroy(cq);
+	mlx5_qpn_dev_close(dev);
+	EXPECT_EQ(hwfake::live_objects(), 0);
+}

@@ -95,7 +95,7 @@ port_info(mlx5_qpn_hw_dev *dev, enum ibv_mtu *mtu, bool *roce)
 	*roce = false;
 	/* The exported entry fills the legacy prefix of ibv_port_attr (MTU and link layer are in
 	 * it); the header's ibv_query_port macro does the same cast. */
-	if (dev->glue->query_port(dev->ctx, MLX5_QPN_HW_DC_PORT,
+	if (dev->glue->query_port(dev->ctx, dev->port,
 				  reinterpret_cast<struct _compat_ibv_port_attr *>(&pa)) == 0) {
 		if (pa.active_mtu != 0)
 			*mtu = pa.active_mtu;
@@ -124,7 +124,7 @@ dc_to_ready(mlx5_qpn_hw_dev *dev, struct ibv_qp *qp, bool dct)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_INIT;
 	a.pkey_index = 0;
-	a.port_num = MLX5_QPN_HW_DC_PORT;
+	a.port_num = dev->port;
 	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
 	if (dct) /* SENDs only: no remote access, but the kernel wants the mask bit */
 		mask |= IBV_QP_ACCESS_FLAGS;
@@ -134,7 +134,7 @@ dc_to_ready(mlx5_qpn_hw_dev *dev, struct ibv_qp *qp, bool dct)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = mtu;
-	a.ah_attr.port_num = MLX5_QPN_HW_DC_PORT;
+	a.ah_attr.port_num = dev->port;
 	/* RoCE has no LIDs: the DCT's AV is global (GID index 0). */
 	a.ah_attr.is_global = roce ? 1 : 0;
 	a.ah_attr.grh.hop_limit = 1;
@@ -432,6 +432,8 @@ hw_ah_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_addr *addr,
 		return rc;
 	struct ibv_ah_attr attr;
 	mlx5_qpn_hw_dc_ah_attr(addr, &attr);
+	if (addr->port == 0)
+		attr.port_num = dev->port; /* the handle's port */
 	errno = 0;
 	struct ibv_ah *a = dev->glue->create_ah(pd, &attr);
 	if (a == nullptr) {

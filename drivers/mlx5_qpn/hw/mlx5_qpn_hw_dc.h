@@ -13,7 +13,7 @@
  *    doorbell record, depth and CQN from MLX5DV_OBJ_CQ; 64-byte CQEs only;
  *  - DCI: mlx5dv_create_qp(IBV_QPT_DRIVER, MLX5DV_QP_INIT_ATTR_MASK_DC, MLX5DV_DCTYPE_DCI) on
  *    the CQ, 2^(log_sq_bbs - 3) WRs of up to 256 inline bytes (so rdma-core sizes the SQ to
- *    2^log_sq_bbs BBs), then RESET->INIT (pkey 0, port 1) ->RTR (path MTU, port) ->RTS (timeout,
+ *    2^log_sq_bbs BBs), then RESET->INIT (pkey 0, the handle's port) ->RTR (path MTU, port) ->RTS (timeout,
  *    retries, PSN 0) with ibv_modify_qp, as rdma-core's DC tests and UCX do; SQ ring, BB count,
  *    doorbell record and the UAR register (bf.reg; write-combining when bf.size != 0) from
  *    MLX5DV_OBJ_QP;
@@ -48,8 +48,8 @@ extern "C" {
 /** The hardware backend's DC operations. */
 extern const struct mlx5_qpn_dc_ops mlx5_qpn_hw_dc_ops;
 
-/** The port every DC object uses (ports are 1-based; a dual-port device's second port needs a
- * device opened per port, as the QPN spaces do). */
+/** The default port of a handle (devarg port=, mlx5_qpn_hw.h): its DC objects and AHs use the
+ * handle's port; a dual-port device's second port is a handle opened with port=2. */
 #define MLX5_QPN_HW_DC_PORT 1
 
 /** Largest inline payload a DCI is created for (= MLX5_QPN_DC_MAX_INLINE). */
@@ -69,7 +69,8 @@ void mlx5_qpn_hw_dc_qp_attr(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_srq
 			    uint32_t log_sq_bbs, uint64_t dc_key, struct ibv_qp_init_attr_ex *attr,
 			    struct mlx5dv_qp_init_attr *dv);
 
-/** Arguments of ibv_create_ah() for addr (port 0 means MLX5_QPN_HW_DC_PORT). */
+/** Arguments of ibv_create_ah() for addr (port 0 means MLX5_QPN_HW_DC_PORT here; the backend
+ * then puts the handle's port). */
 void mlx5_qpn_hw_dc_ah_attr(const struct mlx5_qpn_dc_addr *addr, struct ibv_ah_attr *attr);
 
 #ifdef __cplusplus
