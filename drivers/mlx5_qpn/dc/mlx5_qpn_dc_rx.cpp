@@ -174,7 +174,9 @@ rx_read(const mlx5_qpn_dct *dct, uint16_t msg, void *buf, uint32_t len)
 	 * full counter. */
 	if (!h.valid || uint16_t(h.cnt) != msg)
 		return -ESTALE;
-	memcpy(buf, dct->info.srq.buf + size_t(h.wqe) * dct->info.rx_stride, RTE_MIN(len, h.len));
+	uint32_t n = RTE_MIN(len, h.len);
+	if (n) /* buf may be NULL with len 0 (asking the length) */
+		memcpy(buf, dct->info.srq.buf + size_t(h.wqe) * dct->info.rx_stride, n);
 	return int(h.len);
 }
 
