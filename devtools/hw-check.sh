@@ -13,8 +13,10 @@
 #  3. on the first probed device (or --device) runs a `dct-accept` server and a `dci-reconnect`
 #     client over rdma_cm on this host, the client connecting to the server through the device's
 #     own IPv4 address (--ip, or the first IPv4 address of the device's netdev);
-#  4. prints one report (caps, source, connections/s, stale rejects, errors) and, with --json,
-#     writes it as JSON too.
+#     (each connection also carries DC SENDs: the client's DCI to the DCT the server's REP
+#     names, which the server reads and checks);
+#  4. prints one report (caps, source, connections/s, stale rejects, errors, DC sends, their
+#     completions and the server's receives) and, with --json, writes it as JSON too.
 # Exit status: 0 when every step worked, 1 when one failed (the report says which), 2 when there
 # is nothing to check: no RDMA device (one line), or no qpn-testpmd built.
 set -uo pipefail
@@ -130,6 +132,7 @@ if [ -z "$device" ]; then
 	done
 fi
 cps="-"; stale="-"; errors="-"; server_conns="-"; conn_note=""
+sends="-"; comps="-"; cerrs="-"; recvd="-"; rerrs="-"
 if [ -z "$device" ] || [ -z "${probed[$device]:-}" ]; then
 	conn_note="no probed mlx5 device: connections not tried"
 	fail=1
@@ -165,10 +168,15 @@ if [ -z "$conn_note" ]; then
 	stale=$(jget "$tmp/cli.json" stale_rejects)
 	errors=$(jget "$tmp/cli.json" errors.other)
 	server_conns=$(jget "$tmp/srv.json" connections)
+	sends=$(jget "$tmp/cli.json" data.sends)
+	comps=$(jget "$tmp/cli.json" data.completions)
+	cerrs=$(jget "$tmp/cli.json" data.error_completions)
+	recvd=$(jget "$tmp/srv.json" data.received)
+	rerrs=$(jget "$tmp/srv.json" data.error_completions)
 	if [ $crc -ne 0 ] || [ $src_rc -ne 0 ] || [ "$cps" = "-" ] || [ "$cps" = "0" ] ||
-		[ "$cps" = "0.0" ]; then
+		[ "$cps" = "0.0" ] || [ "$sends" = "0" ] || [ "$cerrs" != "0" ] || [ "$rerrs" != "0" ]; then
 		fail=1
-		conn_note="client exit $crc, server exit $src_rc"
+		conn_note="client exit $crc, server exit $src_rc, DC send/receive errors $cerrs/$rerrs"
 		echo "client (last lines):"; tail -15 "$tmp/cli.log" | sed 's/^/    /'
 		echo "server (last lines):"; tail -15 "$tmp/srv.log" | sed 's/^/    /'
 	fi
@@ -180,11 +188,13 @@ for d in "${devs[@]}"; do
 	echo "$d: source ${source[$d]:-?}; caps: ${caps[$d]:-not logged}"
 done
 echo "connections: device ${device:-none}, ${cps} connections/s (client), ${server_conns} accepted (server), stale rejects ${stale}, errors ${errors}${conn_note:+ ($conn_note)}"
+echo "DC data: ${sends} sends, ${comps} completions (${cerrs} in error) on the client; ${recvd} received and checked (${rerrs} bad) on the server"
 if [ -n "$json" ]; then
 	DEVS="${devs[*]}" python3 - "$json" "$tmp" "${device:-}" "$cps" "$stale" "$errors" \
-		"$server_conns" "$conn_note" "$fail" <<'PY'
+		"$server_conns" "$conn_note" "$fail" "$sends" "$comps" "$cerrs" "$recvd" "$rerrs" <<'PY'
 import json, os, sys
-out, tmp, device, cps, stale, errors, srv, note, fail = sys.argv[1:]
+out, tmp, device, cps, stale, errors, srv, note, fail = sys.argv[1:10]
+sends, comps, cerrs, recvd, rerrs = sys.argv[10:15]
 def num(v):
     try:
         return float(v) if "." in v else int(v)
@@ -201,6 +211,8 @@ for d in os.environ["DEVS"].split():
 json.dump({"devices": devices, "connections": {
     "device": device or None, "conn_per_sec": num(cps), "server_accepted": num(srv),
     "stale_rejects": num(stale), "errors": num(errors), "note": note or None},
+    "dc_data": {"sends": num(sends), "completions": num(comps), "error_completions": num(cerrs),
+                "received": num(recvd), "receive_errors": num(rerrs)},
     "ok": fail == "0"}, open(out, "w"), indent=2)
 PY
 	echo "JSON: $json"

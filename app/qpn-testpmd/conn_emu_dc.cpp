@@ -3,7 +3,9 @@
  * The emulated connections' data path: one DCT per peer on one CQ per device, one DCI on one CQ
  * per client lcore (mlx5_qpn_dc.h). The active side's SENDs go from its lcore's DCI through the
  * mapped UAR to the peer's DCT; the passive side polls the DCTs' CQ and runs the device's
- * doorbell service.
+ * doorbell service. Every send carries an address handle, as on hardware (the emulated device
+ * refuses a send without one): the emulated fabric is one subnet, so the AH of an lcore names
+ * its device's port and no further route.
  */
 #include <algorithm>
 #include <cerrno>
@@ -11,10 +13,31 @@
 
 #include "conn_emu.h"
 
+namespace {
+
+/* The route of each client lcore's sends (conn_emu.h's dc_lcore is not this file's). */
+mlx5_qpn_dc_ah *g_ah[RTE_MAX_LCORE];
+
+int
+lcore_ah(mlx5_qpn_dev *dev, unsigned lc)
+{
+	mlx5_qpn_dev_info info{};
+	mlx5_qpn_dc_addr a{};
+	if (mlx5_qpn_dev_info_get(dev, &info) == 0)
+		a.port = info.port;
+	return mlx5_qpn_dc_ah_create(dev, &a, &g_ah[lc]);
+}
+
+} // namespace
+
 void
 emu_dc_fini(run_ctx *)
 {
 	emu_state *g = &g_emu;
+	for (auto *&ah : g_ah) {
+		mlx5_qpn_dc_ah_destroy(ah);
+		ah = nullptr;
+	}
 	for (auto &l : g->dcl) {
 		mlx5_qpn_dci_destroy(l.dci);
 		mlx5_qpn_cq_destroy(l.cq);
@@ -69,6 +92,10 @@ emu_dc_init(run_ctx *ctx)
 			what = "mlx5_qpn_dci_create";
 			rc = mlx5_qpn_dci_create(dev, g->dcl[lc].cq, 8, &g->dcl[lc].dci);
 		}
+		if (rc == 0) {
+			what = "mlx5_qpn_dc_ah_create";
+			rc = lcore_ah(dev, lc);
+		}
 	}
 	if (rc == 0 && !ctx->side_passive) {
 		/* Client process: the DCTs are the server's, as published. */
@@ -100,7 +127,7 @@ emu_dc_send(run_ctx *ctx, unsigned lcore, unsigned peer, uint64_t wr_id)
 	const uint32_t dctn = g_emu.dcdev[ctx->role[lcore].dev].dctn[peer];
 	uint8_t payload[64];
 	memset(payload, 0x5a, sizeof(payload));
-	return mlx5_qpn_dci_post_send(g_emu.dcl[lcore].dci, nullptr, dctn, g_emu.peer_key[peer],
+	return mlx5_qpn_dci_post_send(g_emu.dcl[lcore].dci, g_ah[lcore], dctn, g_emu.peer_key[peer],
 				      payload, sizeof(payload), wr_id);
 }
 

@@ -11,17 +11,21 @@
  * What happens on each event is decided by rdmacm_fsm_step() (rdmacm_fsm.h, unit-tested); this
  * file carries the decisions out. Before a QPN is presented, the route (active) or the request
  * (passive) must go through the probed device: its QPNs are unique on that device only (on a
- * dual-port ConnectX each port is a device of its own GUID). The REQ and the REP carry private
- * data (rdmacm_fsm.h): the DCT number and DC key of the side that sends it; with no hardware DC
- * objects in this run both are 0.
+ * dual-port ConnectX each port has its own GUID and QPN space: the GUID and the port are
+ * compared). The REQ and the REP carry private data (rdmacm_fsm.h): the DCT number and DC key
+ * of the side that sends it (the passive side's DCT in the REP; the active side has DCIs only,
+ * so its REQ carries 0). After the REP, the active side routes its DC sends by the connection's
+ * resolved AV and sends --msgs-per-conn messages to the named DCT; the passive side reads them
+ * (rdmacm_dc.h).
  *
  * Each client lcore has an event channel of its own and the passive side one more, all
  * non-blocking, so the engines poll them as they poll the emulated fabric and --duration holds
  * on an idle server. Each event is copied and acknowledged before it is acted on: rdma_destroy_id
  * waits for the acknowledgement of every event of its id.
  *
- * UNTESTED ON HARDWARE: no RDMA device exists where this was written; it compiles, and without
- * a device the probe refuses first (devtools/hw-check.sh runs it on a ConnectX).
+ * ONLY ON A CONNECTX: no RDMA device exists where this was written; it compiles, its decisions
+ * are unit-tested (tests/app/test_rdmacm_fsm.cpp), and without a device the probe refuses
+ * first (devtools/hw-check.sh runs it on a ConnectX).
  */
 #include <algorithm>
 #include <arpa/inet.h>
@@ -35,6 +39,7 @@
 #include <vector>
 
 #include "rdmacm_addr.h"
+#include "rdmacm_dc.h"
 #include "rdmacm_fsm.h"
 #include "rdmacm_glue.h"
 #include "testpmd.h"
@@ -53,9 +58,11 @@ struct cm_conn {
 struct rdmacm_state_all {
 	const rdmacm_glue *g = nullptr;
 	sockaddr_in dst{};
-	sockaddr_in src{};                          /* --hw-bind / the device's address */
-	uint64_t guid[RTE_MAX_LCORE] = {};          /* the probed device of each client lcore */
-	uint64_t pguid = 0;                         /* the passive side's device */
+	sockaddr_in src{};                 /* --hw-bind / the device's address */
+	uint64_t guid[RTE_MAX_LCORE] = {}; /* the probed device of each client lcore */
+	uint8_t port[RTE_MAX_LCORE] = {};  /* and the port it serves */
+	uint64_t pguid = 0;                /* the passive side's device */
+	uint8_t pport = 0;
 	rdma_event_channel *ch[RTE_MAX_LCORE] = {}; /* per client lcore */
 	cm_conn *conns[RTE_MAX_LCORE] = {};         /* kLcoreConns per client lcore */
 	rdma_event_channel *pch = nullptr;          /* the passive side's */
@@ -67,6 +74,7 @@ struct rdmacm_state_all {
 };
 
 rdmacm_state_all g_rc;
+run_ctx *g_ctx; /* the run's (set at setup): the AH is made on the lcore's device */
 
 /* An event channel whose rdma_get_cm_event() answers EAGAIN instead of blocking. */
 rdma_event_channel *
@@ -103,6 +111,7 @@ rc_teardown(run_ctx *)
 	const rdmacm_glue *g = g_rc.g;
 	if (g == nullptr)
 		return;
+	rcdc_teardown(nullptr);
 	for (unsigned lc = 0; lc < RTE_MAX_LCORE; lc++) {
 		if (g_rc.conns[lc] != nullptr)
 			for (unsigned i = 0; i < kLcoreConns; i++)
@@ -123,13 +132,15 @@ rc_teardown(run_ctx *)
 }
 
 uint64_t
-dev_guid(mlx5_qpn_dev *dev, std::string *name)
+dev_guid(mlx5_qpn_dev *dev, std::string *name, uint8_t *port = nullptr)
 {
 	mlx5_qpn_dev_info info{};
 	if (mlx5_qpn_dev_info_get(dev, &info) != 0)
 		return 0;
 	if (name != nullptr)
 		*name = info.name;
+	if (port != nullptr)
+		*port = info.port;
 	return info.node_guid;
 }
 
@@ -158,7 +169,7 @@ passive_setup(run_ctx *ctx)
 		return rc;
 	sockaddr_in sa = g_rc.src;
 	sa.sin_port = htons(static_cast<uint16_t>(ctx->cfg->hw_port));
-	g_rc.pguid = dev_guid(ctx->dev, nullptr);
+	g_rc.pguid = dev_guid(ctx->dev, nullptr, &g_rc.pport);
 	g_rc.pconns.reserve(1024);
 	g_rc.pch = channel_create();
 	if (g_rc.pch == nullptr ||
@@ -191,7 +202,7 @@ active_setup(run_ctx *ctx)
 	{
 		if (!ctx->role[lc].client)
 			continue;
-		g_rc.guid[lc] = dev_guid(ctx->devs[ctx->role[lc].dev], nullptr);
+		g_rc.guid[lc] = dev_guid(ctx->devs[ctx->role[lc].dev], nullptr, &g_rc.port[lc]);
 		g_rc.ch[lc] = channel_create();
 		g_rc.conns[lc] = new (std::nothrow) cm_conn[kLcoreConns]();
 		if (g_rc.ch[lc] == nullptr || g_rc.conns[lc] == nullptr) {
@@ -209,15 +220,14 @@ int
 rc_setup(run_ctx *ctx)
 {
 	g_rc.g = rdmacm_glue_get();
+	g_ctx = ctx;
 	if (g_rc.g == nullptr) {
 		fprintf(stderr, "qpn-testpmd: hardware mode needs librdmacm: %s\n",
 			rdmacm_glue_error());
 		return -ENOTSUP;
 	}
 	printf("qpn-testpmd: hardware mode (librdmacm, RDMA_PS_TCP, conn_param.qp_num = reserved "
-	       "QPN); untested on hardware\n");
-	ctx->data_path = false;
-	ctx->data_path_note = "hardware: no DC QPs are driven";
+	       "QPN, DC sends to the DCT the REP names)\n");
 	ctx->nb_peers = 0;
 	g_rc.closed.store(false, std::memory_order_relaxed);
 	int rc = 0;
@@ -225,6 +235,8 @@ rc_setup(run_ctx *ctx)
 		rc = passive_setup(ctx);
 	if (rc == 0 && ctx->side_active)
 		rc = active_setup(ctx);
+	if (rc == 0)
+		rc = rcdc_setup(ctx);
 	if (rc != 0)
 		rc_teardown(ctx);
 	return rc;
@@ -254,34 +266,40 @@ struct cm_target {
 	cm_conn *c;
 	uint32_t conn;
 	unsigned node;
-	uint64_t guid; /* the probed device's node GUID */
+	uint64_t guid;  /* the probed device's node GUID */
+	uint8_t port;   /* and the port it serves */
+	unsigned lcore; /* active: the client lcore */
+	run_ctx *ctx;
 };
 
-/* The device check and, on a request or a REP, the private data. false: one line printed for
- * the first refusal (later ones are counted only: a misrouted peer would flood the log). */
+/* The device check (GUID and port) and, on a request or a REP, the private data. false: one
+ * line printed for the first refusal (later ones are counted only: a misrouted peer would
+ * flood the log). */
 bool
 check(const cm_target &t, const cm_input &in)
 {
 	std::string why;
 	rdma_cm_id *id = t.c->id;
 	uint64_t guid = id->verbs != nullptr ? g_rc.g->get_device_guid(id->verbs->device) : 0;
-	bool ok = rdmacm_same_device(guid, id->port_num, t.guid, 0, &why);
+	bool ok = rdmacm_same_device(guid, id->port_num, t.guid, t.port, &why);
 	rdmacm_pdata pd;
 	if (ok && in.event != RDMA_CM_EVENT_ROUTE_RESOLVED)
-		ok = rdmacm_pdata_get(in.pdata, in.pdata_len, &pd, &why) == 0;
+		ok = rdmacm_pdata_get(in.pdata, in.pdata_len, &pd, &why) == 0 &&
+		     (t.passive ? rdmacm_pdata_check(pd, false, &why) :
+				  rcdc_active_peer(t.ctx, t.lcore, pd, id, &why) == 0);
 	if (!ok && g_rc.refusals.fetch_add(1, std::memory_order_relaxed) == 0)
 		fprintf(stderr, "qpn-testpmd: connection refused: %s\n", why.c_str());
 	return ok;
 }
 
 /* The REQ's and the REP's parameters: the reserved QPN is what the peer's CM sees; the private
- * data (in PD) carries this side's DCT number and DC key, none in this run. */
+ * data (in PD) carries this side's DCT number and DC key (rcdc_local). */
 rdma_conn_param
-conn_param(uint32_t qpn, uint8_t *pd)
+conn_param(bool passive, uint32_t qpn, uint8_t *pd)
 {
 	rdma_conn_param p{};
 	p.private_data = pd;
-	p.private_data_len = uint8_t(rdmacm_pdata_put(rdmacm_pdata{0, 0}, pd));
+	p.private_data_len = uint8_t(rdmacm_pdata_put(rcdc_local(passive), pd));
 	p.qp_num = qpn;
 	p.responder_resources = 1;
 	p.initiator_depth = 1;
@@ -292,7 +310,7 @@ int
 send_req(rdma_cm_id *id, uint32_t qpn)
 {
 	uint8_t pd[kRdmacmPdataLen];
-	rdma_conn_param p = conn_param(qpn, pd);
+	rdma_conn_param p = conn_param(false, qpn, pd);
 	p.retry_count = 7;
 	p.rnr_retry_count = 7;
 	return g_rc.g->connect(id, &p);
@@ -391,7 +409,14 @@ drain(rdma_event_channel *ch, qpn_conn_event *ev, unsigned max, F on)
 cm_target
 active_target(unsigned lcore, uint32_t conn)
 {
-	return cm_target{false, &g_rc.conns[lcore][conn], conn, 0, g_rc.guid[lcore]};
+	return cm_target{false,
+			 &g_rc.conns[lcore][conn],
+			 conn,
+			 0,
+			 g_rc.guid[lcore],
+			 g_rc.port[lcore],
+			 lcore,
+			 g_ctx};
 }
 
 int
@@ -422,14 +447,15 @@ rc_start(run_ctx *, unsigned lcore, unsigned, uint32_t qpn, uint32_t *conn)
 }
 
 int
-rc_send(run_ctx *, unsigned, unsigned, uint64_t)
+rc_send(run_ctx *, unsigned lcore, unsigned, uint64_t wr_id)
 {
-	return -EOPNOTSUPP;
+	return rcdc_active_send(lcore, wr_id);
 }
 
 void
-rc_flush(run_ctx *, unsigned)
+rc_flush(run_ctx *, unsigned lcore)
 {
+	rcdc_active_flush(lcore);
 }
 
 int
@@ -452,12 +478,14 @@ rc_active_release(run_ctx *, unsigned lcore, uint32_t conn)
 unsigned
 rc_active_poll(run_ctx *, unsigned lcore, qpn_conn_event *ev, unsigned max)
 {
-	return drain(g_rc.ch[lcore], ev, max, [lcore](const cm_input &in, qpn_conn_event *out) {
-		uint32_t conn = conn_of(in.id);
-		if (conn >= kLcoreConns || g_rc.conns[lcore][conn].id != in.id)
-			return 0u;
-		return feed(active_target(lcore, conn), in, in.event, in.status, out);
-	});
+	unsigned n =
+		drain(g_rc.ch[lcore], ev, max, [lcore](const cm_input &in, qpn_conn_event *out) {
+			uint32_t conn = conn_of(in.id);
+			if (conn >= kLcoreConns || g_rc.conns[lcore][conn].id != in.id)
+				return 0u;
+			return feed(active_target(lcore, conn), in, in.event, in.status, out);
+		});
+	return n + rcdc_active_completions(lcore, ev + n, max - n);
 }
 
 /* ---- passive side ---- */
@@ -465,7 +493,7 @@ rc_active_poll(run_ctx *, unsigned lcore, qpn_conn_event *ev, unsigned max)
 cm_target
 passive_target(uint32_t conn)
 {
-	return cm_target{true, &g_rc.pconns[conn], conn, 0, g_rc.pguid};
+	return cm_target{true, &g_rc.pconns[conn], conn, 0, g_rc.pguid, g_rc.pport, 0, g_ctx};
 }
 
 int
@@ -473,7 +501,7 @@ rc_accept(run_ctx *, unsigned, uint32_t conn, uint32_t qpn)
 {
 	cm_conn &c = g_rc.pconns[conn];
 	uint8_t pd[kRdmacmPdataLen];
-	rdma_conn_param p = conn_param(qpn, pd);
+	rdma_conn_param p = conn_param(true, qpn, pd);
 	int rc = c.st != RC_ST_REQUESTED ? -ENOTCONN : g_rc.g->accept(c.id, &p) == 0 ? 0 : -errno;
 	c.st = rdmacm_fsm_step(true, c.st, RC_IN_ACCEPT, rc).next;
 	return rc;
@@ -510,23 +538,27 @@ passive_add(rdma_cm_id *id)
 unsigned
 rc_passive_poll(run_ctx *, qpn_conn_event *ev, unsigned max)
 {
-	return drain(g_rc.pch, ev, max, [](const cm_input &in, qpn_conn_event *out) {
-		if (in.id == g_rc.listen_id) {
-			/* The listener's own events: only a device removal matters. */
-			int fail;
-			cm_conn lc{in.id, 0, RC_ST_FREE};
-			if (in.event != RDMA_CM_EVENT_DEVICE_REMOVAL)
-				return 0u;
-			act(RC_ACT_CLOSE, cm_target{true, &lc, 0, 0, 0}, in, &fail);
-			out[0] = qpn_conn_event{.type = QPN_CONN_EV_ERROR, .conn = UINT32_MAX};
-			return 1u;
-		}
-		uint32_t conn = in.event == RDMA_CM_EVENT_CONNECT_REQUEST ? passive_add(in.id) :
-									    conn_of(in.id);
-		if (conn >= g_rc.pconns.size() || g_rc.pconns[conn].id != in.id)
-			return 0u;
-		return feed(passive_target(conn), in, in.event, in.status, out);
-	});
+	unsigned n = rcdc_passive_receives(ev, max);
+	return n + drain(g_rc.pch, ev + n, max - n, [](const cm_input &in, qpn_conn_event *out) {
+		       if (in.id == g_rc.listen_id) {
+			       /* The listener's own events: only a device removal matters. */
+			       int fail;
+			       cm_conn lc{in.id, 0, RC_ST_FREE};
+			       if (in.event != RDMA_CM_EVENT_DEVICE_REMOVAL)
+				       return 0u;
+			       act(RC_ACT_CLOSE, cm_target{true, &lc, 0, 0, 0, 0, 0, g_ctx}, in,
+				   &fail);
+			       out[0] = qpn_conn_event{.type = QPN_CONN_EV_ERROR,
+						       .conn = UINT32_MAX};
+			       return 1u;
+		       }
+		       uint32_t conn = in.event == RDMA_CM_EVENT_CONNECT_REQUEST ?
+					       passive_add(in.id) :
+					       conn_of(in.id);
+		       if (conn >= g_rc.pconns.size() || g_rc.pconns[conn].id != in.id)
+			       return 0u;
+		       return feed(passive_target(conn), in, in.event, in.status, out);
+	       });
 }
 
 } /* namespace */

@@ -253,3 +253,45 @@ rdmacm_pdata_get(const void *buf, size_t len, rdmacm_pdata *p, std::string *why)
 	p->dc_key = be64toh(key);
 	return 0;
 }
+
+bool
+rdmacm_pdata_check(const rdmacm_pdata &p, bool need_dct, std::string *why)
+{
+	if (need_dct && p.dctn == 0) {
+		*why = "the peer's REP names no DCT (its --msgs-per-conn=0 or no data path): "
+		       "nothing to send to";
+		return false;
+	}
+	return true;
+}
+
+bool
+rdmacm_dc_addr(const ibv_ah_attr &a, mlx5_qpn_dc_addr *out, std::string *why)
+{
+	if (a.port_num == 0) {
+		*why = "the resolved route has no port";
+		return false;
+	}
+	if (a.sl > 15 || a.grh.flow_label > 0xfffff) {
+		*why = "the resolved route has SL " + std::to_string(a.sl) + " / flow label " +
+		       std::to_string(a.grh.flow_label) + " (above 15 / 20 bits)";
+		return false;
+	}
+	if (a.dlid == 0 && !a.is_global) {
+		*why = "the resolved route has neither a LID nor a GRH";
+		return false;
+	}
+	*out = mlx5_qpn_dc_addr{};
+	out->port = a.port_num;
+	out->sl = a.sl;
+	out->dlid = a.dlid;
+	out->is_global = a.is_global ? 1 : 0;
+	if (a.is_global) {
+		out->sgid_index = a.grh.sgid_index;
+		out->hop_limit = a.grh.hop_limit;
+		out->traffic_class = a.grh.traffic_class;
+		out->flow_label = a.grh.flow_label;
+		memcpy(out->dgid, a.grh.dgid.raw, sizeof(out->dgid));
+	}
+	return true;
+}

@@ -10,6 +10,7 @@
  *   event to hand to the engine.
  * - rdmacm_same_device(): whether a cm_id routes through the probed device.
  * - rdmacm_pdata_*(): the private data of the REQ and the REP (the DCT number and DC key).
+ * - rdmacm_dc_addr(): the DC route to the peer from the connection's resolved AV.
  *
  * Who releases what. The engines own the QPN (conn.h): the passive engine gives it back on
  * REJECTED, CLOSED without timewait and TIMEWAIT_EXIT, after its own reject and after a failed
@@ -32,6 +33,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "conn.h"
+#include "mlx5_qpn_dc.h"
 
 enum rdmacm_state : uint8_t {
 	RC_ST_FREE,          /* no connection */
@@ -125,5 +127,18 @@ size_t rdmacm_pdata_put(const rdmacm_pdata &p, uint8_t *buf);
 /* Read LEN bytes of private data into *P. 0, or -EINVAL (short, wrong magic or version, a DCT
  * number over 24 bits) with *why = one line. */
 int rdmacm_pdata_get(const void *buf, size_t len, rdmacm_pdata *p, std::string *why);
+
+/* Whether private data received on a REQ (passive side) or a REP (active side) can be used: a
+ * REP must name the peer's DCT when this side sends data (NEED_DCT), a REQ may carry 0 (the
+ * active side has DCIs only). false with *why = one line. */
+bool rdmacm_pdata_check(const rdmacm_pdata &p, bool need_dct, std::string *why);
+
+/*
+ * The route of a DC send to the peer from the address vector the kernel's CM resolved for the
+ * connection (rdma_init_qp_attr() at RTR: the path the REQ/REP took, with the GID index and,
+ * on RoCE, the GRH): what mlx5_qpn_dc_ah_create() takes. false with *why: an AV a DCI cannot
+ * use (no port, an SL above 15, a flow label above 20 bits, neither a LID nor a GRH).
+ */
+bool rdmacm_dc_addr(const ibv_ah_attr &a, mlx5_qpn_dc_addr *out, std::string *why);
 
 #endif /* QPN_TESTPMD_RDMACM_FSM_H */

@@ -36,6 +36,7 @@ constexpr sym_desc syms[] = {
 	RC_SYM(rdma_listen, listen),
 	RC_SYM(rdma_bind_addr, bind_addr),
 	RC_SYM(rdma_establish, establish),
+	RC_SYM(rdma_init_qp_attr, init_qp_attr),
 	RC_SYM(ibv_get_device_guid, get_device_guid),
 	RC_SYM(ibv_get_device_name, get_device_name),
 };

@@ -34,6 +34,8 @@ struct rdmacm_glue {
 	__typeof__(rdma_listen) *listen;
 	__typeof__(rdma_bind_addr) *bind_addr;
 	__typeof__(rdma_establish) *establish;
+	/* the connection's resolved AV (the route of the DC sends to the peer) */
+	__typeof__(rdma_init_qp_attr) *init_qp_attr;
 	/* libibverbs, reached through librdmacm's handle */
 	__typeof__(ibv_get_device_guid) *get_device_guid;
 	__typeof__(ibv_get_device_name) *get_device_name;

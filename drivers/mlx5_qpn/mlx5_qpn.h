@@ -77,6 +77,13 @@ struct mlx5_qpn_dev_info {
 	int32_t primary_pid;   /**< pid of the primary that probed the device (0: none
 					     published, e.g. DPDK IPC off). */
 	uint32_t flags;        /**< MLX5_QPN_DEV_F_* of the device's backend. */
+	/**
+	 * The 1-based physical port this handle serves: its DC objects and address handles use
+	 * it, and on a multi-port ConnectX each port has its own GUID and QPN space, so a
+	 * connection manager must route through this port (qpn-testpmd refuses a cm_id on
+	 * another). The emulated device: 1. Hardware: the port the probe queried.
+	 */
+	uint8_t port;
 };
 
 /** Device counters (the pool's are in the pool's stats). */

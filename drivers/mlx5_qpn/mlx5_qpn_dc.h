@@ -19,9 +19,9 @@
  *
  * Backends: the emulated device implements all of it (queues live in the device's shared
  * memory, so a DCI of one process can send to a DCT of another process on the same emulated
- * device; it delivers by DCT number, so an AH is optional there). The hardware backend creates
- * mlx5dv DC QPs (a CQ, a DCI, a DCT on an SRQ) and an ibv_ah per address; there a send without
- * an AH is refused (-EINVAL), and receiving on a DCT (mlx5_qpn_dct_read) is -EOPNOTSUPP.
+ * device). The hardware backend creates mlx5dv DC QPs (a CQ, a DCI, a DCT on an SRQ whose
+ * receive WQEs this library posts) and an ibv_ah per address. On both, a send without an AH is
+ * refused (-EINVAL): a real fabric needs the route, and the emulated device is no more lenient.
  *
  * Thread safety: a DCI, a DCT and a CQ are each used by one thread at a time. Different objects
  * may be used concurrently; an AH is read-only after create and may be used by any number of
@@ -70,7 +70,8 @@ struct mlx5_qpn_wc {
 	uint32_t qpn;         /**< Local QP: the DCI's QPN or the DCT number. */
 	uint32_t src_qpn;     /**< Responder: the sending DCI's QPN. */
 	uint32_t byte_len;    /**< Bytes delivered. */
-	uint16_t wqe_counter; /**< Requester: index of the WQE; responder: receive slot. */
+	uint16_t wqe_counter; /**< Requester: index of the WQE; responder: the message (for
+				 mlx5_qpn_dct_read()). */
 	uint8_t opcode;       /**< MLX5_QPN_CQE_*. */
 	uint8_t syndrome;     /**< 0, or the error syndrome of an error CQE. */
 };
@@ -101,11 +102,17 @@ int mlx5_qpn_dct_create(struct mlx5_qpn_dev *dev, struct mlx5_qpn_cq *cq, uint64
 uint32_t mlx5_qpn_dct_number(const struct mlx5_qpn_dct *dct);
 
 /**
- * Copy the payload of the message a DCT received (emulated device; on hardware -EOPNOTSUPP:
- * its DCT receives into an SRQ this project does not post yet) with responder completion wqe_counter
- * (struct mlx5_qpn_wc::wqe_counter) into buf (at most len bytes). Thread safety: the DCT's thread.
- * @return the message's byte length (may exceed len: truncated copy); -EINVAL; -EOPNOTSUPP;
- *         -ESTALE the slot was reused by a later message (the ring keeps the last 64).
+ * Copy the payload of the message a DCT received with responder completion wqe_counter
+ * (struct mlx5_qpn_wc::wqe_counter of a MLX5_QPN_CQE_RESP_SEND completion) into buf (at most
+ * len bytes). The last 64 messages of a DCT stay readable. On hardware a received message's
+ * receive buffer goes back to the device only when the 64th later message is polled, and the
+ * wqe_counter of a responder completion is a message counter of this library (not the SRQ WQE
+ * index), so the contract is the emulated device's.
+ * Thread safety: the DCT's thread, which on hardware also polls the DCT's CQ (polling gives the
+ * buffers back to the device).
+ * @return the message's byte length (may exceed len: truncated copy); -EINVAL; -EOPNOTSUPP (a
+ *         backend without receive); -ESTALE the message was pushed out by a later one (or the
+ *         counter names none received yet).
  */
 int mlx5_qpn_dct_read(const struct mlx5_qpn_dct *dct, uint16_t wqe_counter, void *buf,
 		      uint32_t len);
@@ -141,8 +148,8 @@ uint32_t mlx5_qpn_dci_qpn(const struct mlx5_qpn_dci *dci);
  * Write one SEND WQE (signaled) to DCT `dctn` with DC key `dc_key`, routed by `ah` (its address
  * vector is copied into the WQE's datagram segment), len bytes inline (at most
  * MLX5_QPN_DC_MAX_INLINE). Not visible to the device until mlx5_qpn_dci_ring().
- * ah may be NULL on the emulated device only (it delivers by DCT number); on hardware a NULL
- * ah is -EINVAL: a WQE with a zero route would go nowhere.
+ * A NULL ah is -EINVAL on every backend: on hardware a WQE with a zero route would go nowhere,
+ * and the emulated device refuses it too so that code tested on it runs on a ConnectX.
  * @return 0; -ENOBUFS send queue full; -EINVAL (len too long, NULL, no route where one is
  *         needed, an AH of another device).
  */

@@ -81,14 +81,32 @@ struct mlx5_qpn_dc_ah_info {
 	uint64_t handle;
 };
 
-/** A DCT as the DC layer uses it. rx is NULL where the DCT receives into an SRQ the DC layer
- * does not read (hardware): mlx5_qpn_dct_read() is then -EOPNOTSUPP. */
+/**
+ * A DCT that receives into an SRQ whose receive WQEs the DC layer writes and posts itself
+ * (hardware): the SRQ's linked list of 2^log_wqes WQEs (common/mlx5_qpn_prm_wqe.h) with none
+ * posted yet, its doorbell record, and one registered receive buffer of rx_stride bytes per WQE.
+ * The DC layer owns the WQEs because it polls the CQ itself: rdma-core's SRQ bookkeeping
+ * (which WQEs are free again) happens only in its own ibv_poll_cq, which nothing calls here.
+ */
+struct mlx5_qpn_dc_srq_info {
+	void *wqes;        /**< The WQE ring (mlx5dv_srq::buf), all unposted. */
+	uint32_t *dbrec;   /**< [MLX5_QPN_SRQ_DBR]: posted WQE counter (be32, low 16 bits). */
+	uint32_t log_wqes; /**< 2^log_wqes WQEs (rdma-core: max_wr + 1, rounded up). */
+	uint32_t stride;   /**< Bytes per WQE (>= MLX5_QPN_SRQ_WQE_MIN_STRIDE, power of two). */
+	uint8_t *buf;      /**< Receive buffers: WQE i receives at buf + i * rx_stride. */
+	uint32_t lkey;     /**< Of the memory region covering buf. */
+	uint32_t rsvd;
+};
+
+/** A DCT as the DC layer uses it. Exactly one of rx (the emulated device writes received
+ * messages into a ring) and srq.wqes (hardware: the DC layer posts receive WQEs) is set. */
 struct mlx5_qpn_dc_dct_info {
 	uint32_t dctn;      /**< DCT number. */
-	uint32_t rx_slots;  /**< Slots of the receive ring (see MLX5_QPN_DC_RX_DATA). */
-	uint32_t rx_stride; /**< Bytes per slot. */
+	uint32_t rx_slots;  /**< Messages kept readable (ring slots; on an SRQ, WQEs held back). */
+	uint32_t rx_stride; /**< Bytes per slot / per receive buffer. */
 	uint32_t rsvd;
-	const void *rx; /**< The receive ring. */
+	const void *rx; /**< The receive ring, or NULL. */
+	struct mlx5_qpn_dc_srq_info srq;
 	uint64_t handle;
 };
 
@@ -119,9 +137,6 @@ struct mlx5_qpn_dc_ops {
 			 struct mlx5_qpn_dc_ah_info *ah);
 	/** Destroy an address handle. */
 	int (*ah_destroy)(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_ah_info *ah);
-	/** Non-zero: every send needs an AH (a real fabric routes by it); a post without one is
-	 * -EINVAL. Zero: the device delivers by DCT number and a NULL AH is a zero route. */
-	int route_required;
 };
 
 #ifdef __cplusplus

@@ -127,6 +127,7 @@ mlx5_qpn_dev_info_get(struct mlx5_qpn_dev *d, struct mlx5_qpn_dev_info *info)
 	mlx5_qpn_mp_counters(d->mp, nullptr, nullptr, nullptr, &info->primary_pid);
 	if (d->backend->flags & MLX5_QPN_BACKEND_F_EMULATED)
 		info->flags |= MLX5_QPN_DEV_F_EMULATED;
+	info->port = d->caps.port != 0 ? d->caps.port : 1;
 	return 0;
 }
 

@@ -32,7 +32,7 @@ struct mlx5_qpn_caps {
 	uint8_t log_max_qp;                   /**< log2 of the number of QPs. */
 	uint8_t nb_ports;                     /**< Physical ports. */
 	uint8_t devx;                         /**< DEVX commands available on the context. */
-	uint8_t rsvd;
+	uint8_t port; /**< The 1-based physical port this handle serves (0 is taken as 1). */
 	/** Most QPNs this handle may take from the device in all, reserved or ordinary (the
 	 * emulated device's limit= devarg); 0: only the log_max_* caps bound it. */
 	uint32_t qpn_limit;

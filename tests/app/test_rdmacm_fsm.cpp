@@ -493,6 +493,69 @@ TEST(RdmacmPdata, MalformedIsRefused)
 	}
 }
 
+/* Issue 9: a REP must name the DCT the active side sends to; a REQ may carry none. */
+TEST(RdmacmPdata, RepWithoutDctIsRefusedWhereDataFollows)
+{
+	std::string why;
+	EXPECT_TRUE(rdmacm_pdata_check(rdmacm_pdata{0x1234, 0xabc}, true, &why));
+	EXPECT_TRUE(rdmacm_pdata_check(rdmacm_pdata{0, 0}, false, &why)); /* a REQ */
+	EXPECT_FALSE(rdmacm_pdata_check(rdmacm_pdata{0, 0xabc}, true, &why));
+	EXPECT_NE(why.find("no DCT"), std::string::npos) << why;
+	EXPECT_EQ(why.find('\n'), std::string::npos);
+}
+
+/* The DC route from the AV the CM resolved (rdma_init_qp_attr at RTR), field by field. */
+TEST(RdmacmDcAddr, FromTheResolvedAv)
+{
+	ibv_ah_attr a{};
+	a.port_num = 2;
+	a.dlid = 0x1a;
+	a.sl = 5;
+	mlx5_qpn_dc_addr d;
+	std::string why;
+	ASSERT_TRUE(rdmacm_dc_addr(a, &d, &why)) << why;
+	EXPECT_EQ(d.port, 2);
+	EXPECT_EQ(d.dlid, 0x1a);
+	EXPECT_EQ(d.sl, 5);
+	EXPECT_EQ(d.is_global, 0);
+
+	/* RoCE: no LID, a GRH with the peer's GID and the local GID index. */
+	a.dlid = 0;
+	a.is_global = 1;
+	a.grh.sgid_index = 3;
+	a.grh.hop_limit = 64;
+	a.grh.traffic_class = 0x60;
+	a.grh.flow_label = 0xfffff;
+	for (int i = 0; i < 16; i++)
+		a.grh.dgid.raw[i] = uint8_t(i * 7);
+	ASSERT_TRUE(rdmacm_dc_addr(a, &d, &why)) << why;
+	EXPECT_EQ(d.is_global, 1);
+	EXPECT_EQ(d.sgid_index, 3);
+	EXPECT_EQ(d.hop_limit, 64);
+	EXPECT_EQ(d.traffic_class, 0x60);
+	EXPECT_EQ(d.flow_label, 0xfffffu);
+	EXPECT_EQ(memcmp(d.dgid, a.grh.dgid.raw, 16), 0);
+
+	/* What no DCI can route by: refused in one line, nothing written. */
+	mlx5_qpn_dc_addr keep = d;
+	ibv_ah_attr bad = a;
+	bad.port_num = 0;
+	EXPECT_FALSE(rdmacm_dc_addr(bad, &d, &why));
+	EXPECT_NE(why.find("no port"), std::string::npos) << why;
+	bad = a;
+	bad.sl = 16;
+	EXPECT_FALSE(rdmacm_dc_addr(bad, &d, &why));
+	bad = a;
+	bad.grh.flow_label = 1u << 20;
+	EXPECT_FALSE(rdmacm_dc_addr(bad, &d, &why));
+	bad = a;
+	bad.is_global = 0;
+	EXPECT_FALSE(rdmacm_dc_addr(bad, &d, &why));
+	EXPECT_NE(why.find("neither a LID nor a GRH"), std::string::npos) << why;
+	EXPECT_EQ(why.find('\n'), std::string::npos);
+	EXPECT_EQ(memcmp(&keep, &d, sizeof(d)), 0);
+}
+
 TEST(RdmacmAddr, NetdevsFromSysfs)
 {
 	char root[] = "/tmp/qpn_rdmacm_sysfs_XXXXXX";

@@ -44,9 +44,13 @@ protected:
 		ASSERT_EQ(mlx5_qpn_dev_probe(args.c_str(), &dev_), 0);
 		be_ = mlx5_qpn_dev_backend(dev_);
 		ASSERT_NE(be_, nullptr);
+		mlx5_qpn_dc_addr a{};
+		a.dlid = 1; /* the emulated device carries the route; every send needs one */
+		ASSERT_EQ(mlx5_qpn_dc_ah_create(dev_, &a, &ah_), 0);
 	}
 	void TearDown() override
 	{
+		mlx5_qpn_dc_ah_destroy(ah_);
 		mlx5_qpn_dev_close(dev_);
 		mlx5_qpn_sim_destroy(name_.c_str());
 	}
@@ -76,6 +80,7 @@ protected:
 	std::string name_;
 	mlx5_qpn_dev *dev_ = nullptr;
 	mlx5_qpn_backend *be_ = nullptr;
+	mlx5_qpn_dc_ah *ah_ = nullptr;
 };
 
 std::string
@@ -113,7 +118,7 @@ TEST_F(DcPath, SendIsDeliveredAndCompletesOnBothCqs)
 	EXPECT_GT(qpn, 1u);
 	EXPECT_NE(dctn, qpn);
 
-	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, dctn, KEY, "hello", 5, 42), 0);
+	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, ah_, dctn, KEY, "hello", 5, 42), 0);
 	/* Not rung yet: the device sees nothing. */
 	EXPECT_EQ(mlx5_qpn_dev_service_run(dev_), 0);
 	mlx5_qpn_wc wc[4];
@@ -170,7 +175,7 @@ TEST_F(DcPath, OwnerBitAcrossCqWrapsAndSqWraps)
 		int posted = 0;
 		for (int k = 0; k < 3 && i < 40; k++) {
 			std::string msg(size_t(i * 6 + 1), char('a' + i % 26));
-			int rc = mlx5_qpn_dci_post_send(dci, nullptr, dctn, KEY, msg.data(),
+			int rc = mlx5_qpn_dci_post_send(dci, ah_, dctn, KEY, msg.data(),
 							uint32_t(msg.size()), 1000 + i);
 			if (rc == -ENOBUFS)
 				break;
@@ -219,8 +224,8 @@ TEST_F(DcPath, WrongKeyIsRemoteAccessErrorThenFlush)
 	ASSERT_EQ(mlx5_qpn_dci_create(dev_, scq, 3, &dci), 0);
 	uint32_t dctn = mlx5_qpn_dct_number(dct);
 
-	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, dctn, KEY + 1, "bad", 3, 7), 0);
-	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, dctn, KEY, "good", 4, 8), 0);
+	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, ah_, dctn, KEY + 1, "bad", 3, 7), 0);
+	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, ah_, dctn, KEY, "good", 4, 8), 0);
 	mlx5_qpn_dci_ring(dci);
 	auto s = drain(scq, 2);
 	ASSERT_EQ(s.size(), 2u);
@@ -240,7 +245,7 @@ TEST_F(DcPath, WrongKeyIsRemoteAccessErrorThenFlush)
 	/* A fresh DCI with the right key gets through. */
 	mlx5_qpn_dci *dci2 = nullptr;
 	ASSERT_EQ(mlx5_qpn_dci_create(dev_, scq, 3, &dci2), 0);
-	ASSERT_EQ(mlx5_qpn_dci_post_send(dci2, nullptr, dctn, KEY, "ok", 2, 9), 0);
+	ASSERT_EQ(mlx5_qpn_dci_post_send(dci2, ah_, dctn, KEY, "ok", 2, 9), 0);
 	mlx5_qpn_dci_ring(dci2);
 	auto r = drain(rcq, 1);
 	ASSERT_EQ(r.size(), 1u);
@@ -269,7 +274,7 @@ TEST_F(DcPath, UnknownOrDestroyedDctIsRetryExceeded)
 	uint32_t dctn = mlx5_qpn_dct_number(dct);
 
 	/* A number that is no DCT: the DCI's own QPN. */
-	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, mlx5_qpn_dci_qpn(dci), KEY, "x", 1, 1), 0);
+	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, ah_, mlx5_qpn_dci_qpn(dci), KEY, "x", 1, 1), 0);
 	mlx5_qpn_dci_ring(dci);
 	auto s = drain(cq, 1);
 	ASSERT_EQ(s.size(), 1u);
@@ -279,7 +284,7 @@ TEST_F(DcPath, UnknownOrDestroyedDctIsRetryExceeded)
 
 	/* A DCT that existed and was destroyed. */
 	mlx5_qpn_dct_destroy(dct);
-	ASSERT_EQ(mlx5_qpn_dci_post_send(dci2, nullptr, dctn, KEY, "y", 1, 2), 0);
+	ASSERT_EQ(mlx5_qpn_dci_post_send(dci2, ah_, dctn, KEY, "y", 1, 2), 0);
 	mlx5_qpn_dci_ring(dci2);
 	s = drain(cq, 1);
 	ASSERT_EQ(s.size(), 1u);
@@ -302,25 +307,28 @@ TEST_F(DcPath, FullSendQueueIsEnobufsAndArgumentsAreChecked)
 	uint32_t dctn = mlx5_qpn_dct_number(dct);
 	char big[MLX5_QPN_DC_MAX_INLINE + 1] = {};
 
-	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, dctn, KEY, big, MLX5_QPN_DC_MAX_INLINE + 1,
-					 0),
+	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, ah_, dctn, KEY, big, MLX5_QPN_DC_MAX_INLINE + 1, 0),
 		  -EINVAL);
-	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, dctn, KEY, nullptr, 4, 0), -EINVAL);
-	EXPECT_EQ(mlx5_qpn_dci_post_send(nullptr, nullptr, dctn, KEY, big, 4, 0), -EINVAL);
-	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, 1u << 24, KEY, big, 4, 0), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, ah_, dctn, KEY, nullptr, 4, 0), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_dci_post_send(nullptr, ah_, dctn, KEY, big, 4, 0), -EINVAL);
+	/* No route: refused here as on hardware (issue 9: the emulated device is no more
+	 * lenient), and nothing was written to the send queue. */
+	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, dctn, KEY, "no route", 8, 0), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_dev_service_run(dev_), 0);
+	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, ah_, 1u << 24, KEY, big, 4, 0), -EINVAL);
 	for (int i = 0; i < 4; i++)
-		ASSERT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, dctn, KEY, big,
-						 MLX5_QPN_DC_MAX_INLINE, i),
+		ASSERT_EQ(mlx5_qpn_dci_post_send(dci, ah_, dctn, KEY, big, MLX5_QPN_DC_MAX_INLINE,
+						 i),
 			  0);
-	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, dctn, KEY, "z", 1, 9), -ENOBUFS);
+	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, ah_, dctn, KEY, "z", 1, 9), -ENOBUFS);
 	mlx5_qpn_dci_ring(dci);
 	/* Executed but not polled: the slots are not free yet (the wr_ids live there). */
 	for (int k = 0; k < 4; k++)
 		EXPECT_GE(mlx5_qpn_dev_service_run(dev_), 0);
-	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, dctn, KEY, "z", 1, 9), -ENOBUFS);
+	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, ah_, dctn, KEY, "z", 1, 9), -ENOBUFS);
 	auto all = drain(cq, 8); /* 4 receives + 4 sends on the one CQ (16 entries) */
 	ASSERT_EQ(all.size(), 8u);
-	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, dctn, KEY, "z", 1, 9), 0);
+	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, ah_, dctn, KEY, "z", 1, 9), 0);
 
 	EXPECT_EQ(mlx5_qpn_cq_poll(nullptr, nullptr, 1), -EINVAL);
 	EXPECT_EQ(mlx5_qpn_cq_poll(cq, nullptr, 1), -EINVAL);
@@ -358,8 +366,8 @@ TEST_F(DcPath, SeveralDcisToOneDct)
 	for (int m = 0; m < NMSG; m++)
 		for (int i = 0; i < NDCI; i++) {
 			std::string msg = tag(i, m);
-			ASSERT_EQ(mlx5_qpn_dci_post_send(dci[i], nullptr, mlx5_qpn_dct_number(dct),
-							 KEY, msg.data(), uint32_t(msg.size()),
+			ASSERT_EQ(mlx5_qpn_dci_post_send(dci[i], ah_, mlx5_qpn_dct_number(dct), KEY,
+							 msg.data(), uint32_t(msg.size()),
 							 uint64_t(i * 100 + m)),
 				  0);
 		}
@@ -409,8 +417,13 @@ TEST_F(DcPath, SecondHandleSendsToOurDct)
 	mlx5_qpn_dci *wrong = nullptr;
 	EXPECT_EQ(mlx5_qpn_dci_create(dev_, scq, 3, &wrong), -EINVAL);
 
-	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, mlx5_qpn_dct_number(dct), KEY, "other", 5,
-					 5),
+	mlx5_qpn_dc_addr a{};
+	mlx5_qpn_dc_ah *ah2 = nullptr;
+	ASSERT_EQ(mlx5_qpn_dc_ah_create_be(be2, &a, &ah2), 0);
+	/* An AH of another handle is not this DCI's route. */
+	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, ah_, mlx5_qpn_dct_number(dct), KEY, "x", 1, 4),
+		  -EINVAL);
+	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, ah2, mlx5_qpn_dct_number(dct), KEY, "other", 5, 5),
 		  0);
 	mlx5_qpn_dci_ring(dci);
 	EXPECT_EQ(mlx5_qpn_dc_service_run_be(be2), 1);
@@ -422,6 +435,7 @@ TEST_F(DcPath, SecondHandleSendsToOurDct)
 	EXPECT_EQ(wc[0].wr_id, 5u);
 
 	mlx5_qpn_dci_destroy(dci);
+	mlx5_qpn_dc_ah_destroy(ah2);
 	mlx5_qpn_cq_destroy(scq);
 
 	/* Queues left behind at close (created on the device directly, no local objects). */
@@ -465,10 +479,13 @@ TEST_F(DcPath, ForkedChildSendsToParentDct)
 		mlx5_qpn_backend *be = nullptr;
 		mlx5_qpn_cq *cq = nullptr;
 		mlx5_qpn_dci *dci = nullptr;
+		mlx5_qpn_dc_ah *cah = nullptr;
+		mlx5_qpn_dc_addr a{};
 		if (mlx5_qpn_sim_ops.open(&da, &be) == 0 &&
 		    mlx5_qpn_cq_create_be(be, 4, &cq) == 0 &&
 		    mlx5_qpn_dci_create_cq(cq, 2, &dci) == 0 &&
-		    mlx5_qpn_dci_post_send(dci, nullptr, dctn, KEY, "from child", 10, 77) == 0) {
+		    mlx5_qpn_dc_ah_create_be(be, &a, &cah) == 0 &&
+		    mlx5_qpn_dci_post_send(dci, cah, dctn, KEY, "from child", 10, 77) == 0) {
 			qpn = mlx5_qpn_dci_qpn(dci);
 			mlx5_qpn_dci_ring(dci);
 			mlx5_qpn_wc wc;
@@ -560,8 +577,7 @@ TEST_F(DcPath, DestroyPathsReturnEverything)
 	mlx5_qpn_cq_destroy(cq); /* refused: QPs still use it */
 	EXPECT_EQ(stats().dc_cqs, 1u);
 	/* Posted, rung, never executed: destroying the DCI drops it. */
-	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, mlx5_qpn_dct_number(dct), KEY, "q", 1, 1),
-		  0);
+	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, ah_, mlx5_qpn_dct_number(dct), KEY, "q", 1, 1), 0);
 	mlx5_qpn_dci_ring(dci);
 	mlx5_qpn_dci_destroy(dci);
 	EXPECT_EQ(mlx5_qpn_dev_service_run(dev_), 0);

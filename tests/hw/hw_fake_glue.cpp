@@ -5,6 +5,7 @@
  * are plain heap structs with counters.
  */
 #include "hw_fake_glue.h"
+#include "hw_fake_priv.h"
 
 #include <atomic>
 #include <endian.h>
@@ -22,38 +23,26 @@
 #include "common/mlx5_qpn_prm.h"
 
 namespace hwfake {
+namespace priv {
+
+std::map<uint32_t, FakeQp *> g_dcis, g_dcts;
+std::map<uint32_t, FakeMr *> g_mrs;
+
+} // namespace priv
+
+using namespace priv;
+
 namespace {
 
 FakeDevice g_dev;
 struct ibv_device g_ibdev;
 struct ibv_device *g_list[2] = {&g_ibdev, nullptr};
+FakeCq *g_last_cq;
+mlx5_wqe_av g_last_av;
 
 struct FakeObj {
 	uint32_t id;
 };
-
-/* Verbs objects with their queues: the ibv struct first, so its pointer is the object's. */
-struct FakeCq {
-	ibv_cq cq;
-	std::vector<uint8_t> ring;
-	alignas(64) uint32_t dbrec[2];
-};
-
-struct FakeQp {
-	ibv_qp qp;
-	bool dc, dct;
-	std::vector<uint8_t> sq;
-	void *dbrec_page, *reg_page; /* DCI: one page each, so a write to either can be trapped */
-};
-
-struct FakeAh {
-	ibv_ah ah;
-	mlx5_wqe_av av;
-};
-
-std::map<uint32_t, FakeQp *> g_dcis;
-FakeCq *g_last_cq;
-mlx5_wqe_av g_last_av;
 
 void *
 page(void)
@@ -126,7 +115,7 @@ query_device(ibv_context *, ibv_device_attr *attr)
 {
 	memset(attr, 0, sizeof(*attr));
 	attr->node_guid = htobe64(g_dev.guid);
-	attr->phys_port_cnt = 1;
+	attr->phys_port_cnt = g_dev.ports;
 	attr->max_qp = 1 << 17;
 	return 0;
 }
@@ -296,6 +285,8 @@ destroy_qp(ibv_qp *qp)
 	std::atomic_ref<int>(g_dev.qps_live).fetch_sub(1);
 	g_dev.qps_destroyed++;
 	FakeQp *f = reinterpret_cast<FakeQp *>(qp);
+	if (f->dct)
+		g_dcts.erase(qp->qp_num);
 	if (f->dc && !f->dct) {
 		g_dcis.erase(qp->qp_num);
 		munmap(f->dbrec_page, 4096);
@@ -329,6 +320,9 @@ dv_create_qp(ibv_context *, ibv_qp_init_attr_ex *a, mlx5dv_qp_init_attr *dv)
 	FakeQp *f = new_qp(a->pd, IBV_QPT_DRIVER, dct ? 0 : g_dev.next_qpn++);
 	f->dc = true;
 	f->dct = dct;
+	f->cq = reinterpret_cast<FakeCq *>(a->send_cq);
+	f->srq = reinterpret_cast<FakeSrq *>(a->srq);
+	f->key = r.key;
 	if (!dct) {
 		/* As libmlx5 sizes it: WRs x the WQE (ctrl + AV + inline) in BBs, power of two. */
 		uint32_t wqe = (16 + 48 + 4 + a->cap.max_inline_data + 63) / 64;
@@ -349,14 +343,17 @@ modify_qp(ibv_qp *qp, ibv_qp_attr *a, int mask)
 	g_dev.modifies.push_back({qp->qp_num, int(a->qp_state), mask, int(a->port_num),
 				  int(a->path_mtu), int(a->min_rnr_timer)});
 	FakeQp *f = reinterpret_cast<FakeQp *>(qp);
-	if (f->dct && a->qp_state == IBV_QPS_RTR)
+	if (f->dct && a->qp_state == IBV_QPS_RTR) {
 		qp->qp_num = g_dev.next_qpn++; /* rdma-core: qp_num = the DCT number from RTR */
+		g_dcts[qp->qp_num] = f;
+	}
 	return 0;
 }
 
 int
-query_port(ibv_context *, uint8_t, _compat_ibv_port_attr *pa)
+query_port(ibv_context *, uint8_t port, _compat_ibv_port_attr *pa)
 {
+	g_dev.ports_queried.push_back(port);
 	ibv_port_attr *p = reinterpret_cast<ibv_port_attr *>(pa);
 	p->active_mtu = IBV_MTU_4096;
 	p->link_layer = IBV_LINK_LAYER_INFINIBAND;
@@ -368,16 +365,48 @@ create_srq(ibv_pd *pd, ibv_srq_init_attr *a)
 {
 	g_dev.srqs_live++;
 	g_dev.srq_max_wr = int(a->attr.max_wr);
-	ibv_srq *s = new ibv_srq();
-	s->pd = pd;
-	return s;
+	FakeSrq *f = new FakeSrq();
+	f->srq.pd = pd;
+	/* As libmlx5: max_wr + 1 WQEs rounded up to a power of two, linked i -> i + 1. */
+	f->n = 1;
+	while (f->n < a->attr.max_wr + 1)
+		f->n <<= 1;
+	f->wqes.assign(size_t(f->n) * 32, 0);
+	for (uint32_t i = 0; i < f->n; i++) {
+		uint16_t next = htobe16(uint16_t((i + 1) & (f->n - 1)));
+		memcpy(&f->wqes[size_t(i) * 32 + 2], &next, 2);
+	}
+	return &f->srq;
 }
 
 int
 destroy_srq(ibv_srq *s)
 {
 	g_dev.srqs_live--;
-	delete s;
+	delete reinterpret_cast<FakeSrq *>(s);
+	return 0;
+}
+
+ibv_mr *
+reg_mr(ibv_pd *pd, void *addr, size_t len, int access)
+{
+	g_dev.mrs_live++;
+	g_dev.mr_access = access;
+	FakeMr *f = new FakeMr();
+	f->mr.pd = pd;
+	f->mr.addr = addr;
+	f->mr.length = len;
+	f->mr.lkey = 0x500 + g_dev.mrs_made++;
+	g_mrs[f->mr.lkey] = f;
+	return &f->mr;
+}
+
+int
+dereg_mr(ibv_mr *mr)
+{
+	g_dev.mrs_live--;
+	g_mrs.erase(mr->lkey);
+	delete reinterpret_cast<FakeMr *>(mr);
 	return 0;
 }
 
@@ -432,6 +461,15 @@ dv_init_obj(mlx5dv_obj *o, uint64_t type)
 		o->qp.out->bf.reg = f->reg_page;
 		o->qp.out->bf.size = g_dev.bf_size;
 	}
+	if (type & MLX5DV_OBJ_SRQ) {
+		FakeSrq *f = reinterpret_cast<FakeSrq *>(o->srq.in);
+		o->srq.out->buf = f->wqes.data();
+		o->srq.out->dbrec = reinterpret_cast<__be32 *>(f->dbrec);
+		o->srq.out->stride = 32;
+		o->srq.out->head = 0;
+		o->srq.out->tail = f->n - 1;
+		o->srq.out->srqn = 0x99;
+	}
 	if (type & MLX5DV_OBJ_AH)
 		o->ah.out->av = &reinterpret_cast<FakeAh *>(o->ah.in)->av;
 	return 0;
@@ -460,6 +498,8 @@ make_table(void)
 	g.destroy_srq = destroy_srq;
 	g.create_ah = create_ah;
 	g.destroy_ah = destroy_ah;
+	g.reg_mr = reg_mr;
+	g.dereg_mr = dereg_mr;
 	g.dv_create_qp = dv_create_qp;
 	g.dv_init_obj = dv_init_obj;
 	g.dv_is_supported = dv_is_supported;
@@ -494,6 +534,8 @@ Scope::Scope()
 {
 	g_dev = FakeDevice();
 	g_dcis.clear();
+	g_dcts.clear();
+	g_mrs.clear();
 	mlx5_qpn_glue_set_override(&g_table);
 }
 
@@ -503,7 +545,8 @@ int
 live_objects()
 {
 	return g_dev.objs_live + g_dev.uars_live + g_dev.pds_live + g_dev.cqs_live +
-	       g_dev.qps_live + g_dev.contexts_open + g_dev.srqs_live + g_dev.ahs_live;
+	       g_dev.qps_live + g_dev.contexts_open + g_dev.srqs_live + g_dev.ahs_live +
+	       g_dev.mrs_live;
 }
 
 bool

@@ -30,6 +30,8 @@ struct FakeDevice {
 	uint8_t fw_max_log = 24;   /* larger log_obj_range: BAD_PARAM_ERR */
 	uint8_t create_status = 0; /* non-zero: every object creation fails with it */
 	uint64_t guid = 0x0002c90300fa4e00ull;
+	uint8_t ports = 1;              /* phys_port_cnt */
+	std::vector<int> ports_queried; /* ibv_query_port's port numbers */
 
 	/* What happened. */
 	int caps_queries = 0, caps2_queries = 0;
@@ -62,6 +64,12 @@ struct FakeDevice {
 	int srq_max_wr = 0;
 	uint32_t bf_size = 256;     /* mlx5dv_qp.bf.size handed out (0: NC doorbell) */
 	int dv_create_qp_errno = 0; /* non-zero: mlx5dv_create_qp fails with it */
+	int mrs_live = 0, mrs_made = 0, mr_access = 0;
+
+	/* The device executing DC sends (dc_execute()). */
+	bool scatter32 = false; /* payloads of <= 32 bytes go into the CQE (inline scatter) */
+	uint8_t resp_err = 0;   /* non-zero: the next receive completes in error, this syndrome */
+	int executed = 0, rnr = 0;
 };
 
 /** The doorbell pages of a fake DCI (what mlx5dv_init_obj(QP) hands out), by its QP number. */
@@ -95,6 +103,19 @@ doorbell_order(const DciPages &p, Fn fn)
 	return doorbell_order_fn(
 		p, [](void *a) { (*static_cast<Fn *>(a))(); }, &fn);
 }
+
+/**
+ * The device's execution step for every fake DCI: each rung SEND WQE goes to its DCT (by
+ * number, DC key checked) through the DCT's SRQ as an mlx5 device does it (the next posted WQE
+ * along the list, its data segment's lkey and buffer checked against a live MR), a responder
+ * CQE on the DCT's CQ (wqe_counter = SRQ WQE index, byte_cnt, source QPN) and a requester CQE
+ * on the DCI's. A SEND that finds no posted receive stays (RNR: counted, retried next call).
+ * @return WQEs executed.
+ */
+int dc_execute();
+
+/** The SRQ doorbell record of the DCT numbered dctn (posted count), or -1. */
+int srq_posted(uint32_t dctn);
 
 /** The fake's state (one per process; reset by Scope). */
 FakeDevice &fake();

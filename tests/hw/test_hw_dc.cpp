@@ -4,7 +4,9 @@
  * mlx5dv calls and their attributes (DC types, key, the DCT's SRQ, the QP state changes, the AH),
  * the queues the DC layer uses coming from mlx5dv_init_obj, a post writing the AH's address
  * vector into the WQE (checked with the installed struct mlx5_wqe_av), no AH -> -EINVAL, and
- * the doorbell record written before the UAR register.
+ * the doorbell record written before the UAR register; and receiving on a DCT: the fake device
+ * executes the DCI's WQEs into the DCT's SRQ (hw_fake_glue.h: dc_execute), and the DC layer's
+ * SRQ WQEs, reposting and mlx5_qpn_dct_read() are checked against it.
  */
 #include <gtest/gtest.h>
 
@@ -136,10 +138,12 @@ TEST(HwDc, ObjectsAreMadeWithRdmaCoreAttributes)
 	/* Numbers: the DCI's qp_num; the DCT's as rdma-core sets it at RTR. */
 	EXPECT_EQ(mlx5_qpn_dci_qpn(t.dci), d.modifies[0].qpn);
 	EXPECT_NE(mlx5_qpn_dct_number(t.dct), 0u);
+	/* The DCT receives: its SRQ's list is posted but for the spare, nothing received yet. */
 	char buf[8];
-	EXPECT_EQ(mlx5_qpn_dct_read(t.dct, 0, buf, sizeof(buf)), -EOPNOTSUPP);
-	EXPECT_NE(t.cap.text().find("reading messages is not supported on hardware"),
-		  std::string::npos);
+	EXPECT_EQ(mlx5_qpn_dct_read(t.dct, 0, buf, sizeof(buf)), -ESTALE);
+	EXPECT_EQ(hwfake::srq_posted(mlx5_qpn_dct_number(t.dct)), MLX5_QPN_HW_DC_SRQ_WR);
+	EXPECT_EQ(d.mrs_live, 1);
+	EXPECT_EQ(d.mr_access, int(IBV_ACCESS_LOCAL_WRITE));
 }
 
 TEST(HwDc, AhIsRdmaCoresAndItsAvGoesIntoTheWqe)
@@ -263,4 +267,205 @@ TEST(HwDc, ForkedChildDestroysNothing)
 	int st = 0;
 	ASSERT_EQ(waitpid(pid, &st, 0), pid);
 	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+namespace {
+
+/* printf into a string (g++ 12 -O3 warns falsely on chained std::string +). */
+std::string
+fmt(const char *f, int v)
+{
+	char b[32];
+	snprintf(b, sizeof(b), f, v);
+	return b;
+}
+
+/* A HwDc with an AH, and a helper that sends one message and polls both completions. */
+struct HwRx : HwDc {
+	mlx5_qpn_dc_ah *ah = nullptr;
+	uint32_t dctn = 0;
+	uint64_t next_wr = 1;
+
+	bool ready()
+	{
+		mlx5_qpn_dc_addr a = ib_addr();
+		if (!make() || mlx5_qpn_dc_ah_create_be(be, &a, &ah) != 0)
+			return false;
+		dctn = mlx5_qpn_dct_number(dct);
+		return true;
+	}
+	~HwRx() { mlx5_qpn_dc_ah_destroy(ah); }
+
+	/* Send msg and return the responder completion (opcode 0xff if none came). */
+	mlx5_qpn_wc send(const std::string &msg, uint64_t key = KEY)
+	{
+		mlx5_qpn_wc rx{};
+		rx.opcode = 0xff;
+		uint64_t wr = next_wr++;
+		EXPECT_EQ(mlx5_qpn_dci_post_send(dci, ah, dctn, key, msg.data(),
+						 uint32_t(msg.size()), wr),
+			  0);
+		mlx5_qpn_dci_ring(dci);
+		EXPECT_EQ(hwfake::dc_execute(), 1);
+		mlx5_qpn_wc wc[4];
+		int n = mlx5_qpn_cq_poll(cq, wc, 4);
+		for (int i = 0; i < n; i++) {
+			if (wc[i].qpn == dctn)
+				rx = wc[i];
+			else
+				EXPECT_EQ(wc[i].wr_id, wr);
+		}
+		return rx;
+	}
+
+	std::string read(uint16_t msg)
+	{
+		char b[MLX5_QPN_DC_MAX_INLINE];
+		int n = mlx5_qpn_dct_read(dct, msg, b, sizeof(b));
+		return n < 0 ? fmt("<%d>", n) : std::string(b, size_t(n));
+	}
+};
+
+} // namespace
+
+TEST(HwDcRx, SendLandsAsReceiveCompletionAndReadReturnsTheBytes)
+{
+	HwRx t;
+	ASSERT_TRUE(t.ready());
+	mlx5_qpn_wc rx = t.send("hello, DCT");
+	ASSERT_EQ(rx.opcode, MLX5_QPN_CQE_RESP_SEND);
+	EXPECT_EQ(rx.syndrome, 0);
+	EXPECT_EQ(rx.byte_len, 10u);
+	EXPECT_EQ(rx.src_qpn, mlx5_qpn_dci_qpn(t.dci));
+	EXPECT_EQ(rx.wqe_counter, 0u); /* the first message */
+	EXPECT_EQ(t.read(rx.wqe_counter), "hello, DCT");
+
+	/* Truncation: the length of the message, len bytes copied, nothing beyond. */
+	char small[5];
+	memset(small, '#', sizeof(small));
+	EXPECT_EQ(mlx5_qpn_dct_read(t.dct, rx.wqe_counter, small, 3), 10);
+	EXPECT_EQ(std::string(small, 5), "hel##");
+	EXPECT_EQ(mlx5_qpn_dct_read(t.dct, rx.wqe_counter, nullptr, 0), 10);
+	EXPECT_EQ(mlx5_qpn_dct_read(t.dct, rx.wqe_counter, nullptr, 4), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_dct_read(nullptr, rx.wqe_counter, small, 4), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_dct_read(t.dct, 1, small, 4), -ESTALE); /* not received yet */
+
+	/* A full-size SEND fits the receive buffer. */
+	std::string big(MLX5_QPN_DC_MAX_INLINE, 'z');
+	big[0] = 'A';
+	rx = t.send(big);
+	ASSERT_EQ(rx.opcode, MLX5_QPN_CQE_RESP_SEND);
+	EXPECT_EQ(t.read(rx.wqe_counter), big);
+	EXPECT_EQ(t.read(0), "hello, DCT"); /* still held */
+}
+
+/* Past the SRQ's size: WQEs come back to the device once 64 later messages arrived, the list
+ * wraps, and an old message is -ESTALE, never another message's bytes. */
+TEST(HwDcRx, HeldMessagesAreRepostedAcrossTheRing)
+{
+	HwRx t;
+	ASSERT_TRUE(t.ready());
+	const int posted0 = hwfake::srq_posted(t.dctn);
+	constexpr int N = 700; /* more than twice the 256 WQEs */
+	for (int m = 0; m < N; m++) {
+		std::string msg = fmt("m%d", m);
+		mlx5_qpn_wc rx = t.send(msg);
+		ASSERT_EQ(rx.opcode, MLX5_QPN_CQE_RESP_SEND) << m;
+		ASSERT_EQ(rx.wqe_counter, uint16_t(m));
+		ASSERT_EQ(t.read(rx.wqe_counter), msg);
+		/* The first 64 are all held; from then on each message gives one WQE back. */
+		ASSERT_EQ(hwfake::srq_posted(t.dctn),
+			  posted0 + (m + 1 > MLX5_QPN_HW_DC_RX_HOLD ?
+					     m + 1 - MLX5_QPN_HW_DC_RX_HOLD :
+					     0));
+		if (m >= MLX5_QPN_HW_DC_RX_HOLD) {
+			EXPECT_EQ(t.read(uint16_t(m - MLX5_QPN_HW_DC_RX_HOLD)),
+				  fmt("<%d>", -ESTALE));
+			EXPECT_EQ(t.read(uint16_t(m - MLX5_QPN_HW_DC_RX_HOLD + 1)),
+				  fmt("m%d", m - MLX5_QPN_HW_DC_RX_HOLD + 1));
+		}
+	}
+	EXPECT_EQ(fake().rnr, 0); /* the device never ran out of receives */
+}
+
+TEST(HwDcRx, PayloadScatteredIntoTheCqeIsRead)
+{
+	HwRx t;
+	ASSERT_TRUE(t.ready());
+	fake().scatter32 = true; /* as a ConnectX with scatter-to-CQE for <= 32 bytes */
+	mlx5_qpn_wc rx = t.send("in the CQE");
+	ASSERT_EQ(rx.opcode, MLX5_QPN_CQE_RESP_SEND);
+	EXPECT_EQ(t.read(rx.wqe_counter), "in the CQE");
+	std::string longer(40, 'q'); /* above 32: through the buffer */
+	rx = t.send(longer);
+	EXPECT_EQ(t.read(rx.wqe_counter), longer);
+}
+
+TEST(HwDcRx, ErrorsRepostAtOnceAndReadNothing)
+{
+	HwRx t;
+	ASSERT_TRUE(t.ready());
+	const int posted0 = hwfake::srq_posted(t.dctn);
+	/* A responder error (here a flush) consumed a WQE: it goes straight back. */
+	fake().resp_err = MLX5_QPN_SYND_WR_FLUSH_ERR;
+	mlx5_qpn_wc rx = t.send("lost");
+	EXPECT_EQ(rx.opcode, MLX5_QPN_CQE_RESP_ERR);
+	EXPECT_EQ(rx.syndrome, MLX5_QPN_SYND_WR_FLUSH_ERR);
+	EXPECT_EQ(hwfake::srq_posted(t.dctn), posted0 + 1);
+	/* Messages are counted from the next good one. */
+	rx = t.send("after");
+	ASSERT_EQ(rx.opcode, MLX5_QPN_CQE_RESP_SEND);
+	EXPECT_EQ(rx.wqe_counter, 0u);
+	EXPECT_EQ(t.read(0), "after");
+
+	/* Wrong DC key: the requester's error, nothing on the DCT. */
+	EXPECT_EQ(mlx5_qpn_dci_post_send(t.dci, t.ah, t.dctn, KEY + 1, "bad", 3, 77), 0);
+	mlx5_qpn_dci_ring(t.dci);
+	EXPECT_EQ(hwfake::dc_execute(), 1);
+	mlx5_qpn_wc wc[4];
+	ASSERT_EQ(mlx5_qpn_cq_poll(t.cq, wc, 4), 1);
+	EXPECT_EQ(wc[0].opcode, MLX5_QPN_CQE_REQ_ERR);
+	EXPECT_EQ(wc[0].syndrome, MLX5_QPN_SYND_REMOTE_ACCESS_ERR);
+	EXPECT_EQ(wc[0].wr_id, 77u);
+	EXPECT_EQ(hwfake::srq_posted(t.dctn), posted0 + 1);
+}
+
+/* port=N (issue 9): the handle serves that port; its DC objects, port queries and AHs use it,
+ * dev_info says it, and a port the device lacks is refused at open in one line. */
+TEST(HwDc, PortDevargIsTheHandlesPort)
+{
+	{
+		hwfake::Scope scope;
+		LogCapture cap;
+		mlx5_qpn_dev *dev = nullptr;
+		EXPECT_EQ(mlx5_qpn_dev_probe("ib=mlx5_fake,reserved_qpn=no,port=2", &dev), -EINVAL);
+		std::string text = cap.text();
+		EXPECT_NE(text.find("port=2 but the device has 1 port"), std::string::npos) << text;
+		EXPECT_EQ(hwfake::live_objects(), 0);
+	}
+	hwfake::Scope scope;
+	fake().ports = 2;
+	mlx5_qpn_dev *dev = nullptr;
+	ASSERT_EQ(mlx5_qpn_dev_probe("ib=mlx5_fake,reserved_qpn=no,port=2,quarantine_us=0", &dev),
+		  0);
+	mlx5_qpn_dev_info info{};
+	ASSERT_EQ(mlx5_qpn_dev_info_get(dev, &info), 0);
+	EXPECT_EQ(info.port, 2);
+	mlx5_qpn_cq *cq = nullptr;
+	mlx5_qpn_dci *dci = nullptr;
+	mlx5_qpn_dc_ah *ah = nullptr;
+	ASSERT_EQ(mlx5_qpn_cq_create(dev, 4, &cq), 0);
+	ASSERT_EQ(mlx5_qpn_dci_create(dev, cq, 2, &dci), 0);
+	mlx5_qpn_dc_addr a = ib_addr(); /* port 0: the handle's */
+	ASSERT_EQ(mlx5_qpn_dc_ah_create(dev, &a, &ah), 0);
+	EXPECT_EQ(fake().ah_attrs.back().port_num, 2);
+	ASSERT_FALSE(fake().modifies.empty());
+	EXPECT_EQ(fake().modifies[0].port, 2); /* INIT */
+	for (int p : fake().ports_queried)
+		EXPECT_EQ(p, 2);
+	mlx5_qpn_dc_ah_destroy(ah);
+	mlx5_qpn_dci_destroy(dci);
+	mlx5_qpn_cq_destroy(cq);
+	mlx5_qpn_dev_close(dev);
+	EXPECT_EQ(hwfake::live_objects(), 0);
 }

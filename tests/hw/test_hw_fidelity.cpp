@@ -219,6 +219,29 @@ static_assert(MLX5_CQE_SYNDROME_WR_FLUSH_ERR == MLX5_QPN_SYND_WR_FLUSH_ERR);
 static_assert(MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR == MLX5_QPN_SYND_REMOTE_ACCESS_ERR);
 static_assert(MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR == MLX5_QPN_SYND_TRANSPORT_RETRY_EXC_ERR);
 
+/* The SRQ receive WQE the DC layer writes (struct mlx5_wqe_srq_next_seg + mlx5_wqe_data_seg)
+ * and the inline-scatter flag of a responder CQE. */
+static_assert(offsetof(struct mlx5_wqe_srq_next_seg, next_wqe_index) == MLX5_QPN_SRQ_OFF_NEXT);
+static_assert(sizeof(struct mlx5_wqe_srq_next_seg) == MLX5_QPN_SRQ_OFF_DSEG);
+static_assert(sizeof(struct mlx5_wqe_srq_next_seg) + sizeof(struct mlx5_wqe_data_seg) ==
+	      MLX5_QPN_SRQ_WQE_MIN_STRIDE);
+static_assert(MLX5_INLINE_SCATTER_32 == MLX5_QPN_CQE_INLINE_SCATTER_32);
+
+/* An SRQ WQE as our builder writes it, read through rdma-core's structs. */
+TEST(HwFidelity, SrqWqeMatchesRdmaCoreStructs)
+{
+	alignas(16) uint8_t w[MLX5_QPN_SRQ_WQE_MIN_STRIDE];
+	memset(w, 0xee, sizeof(w));
+	mlx5_qpn_srq_wqe_build(w, 0x1234, 256, 0xabcdef01, 0x0102030405060708ull);
+	const auto *next = reinterpret_cast<const mlx5_wqe_srq_next_seg *>(w);
+	const auto *d = reinterpret_cast<const mlx5_wqe_data_seg *>(w + sizeof(*next));
+	EXPECT_EQ(be16toh(next->next_wqe_index), 0x1234);
+	EXPECT_EQ(next->signature, 0);
+	EXPECT_EQ(be32toh(d->byte_count), 256u);
+	EXPECT_EQ(be32toh(d->lkey), 0xabcdef01u);
+	EXPECT_EQ(be64toh(d->addr), 0x0102030405060708ull);
+}
+
 /* Our DC SEND WQE against the one rdma-core's inline setters write. */
 TEST(HwFidelity, DcSendWqeMatchesMlx5dvSetters)
 {

@@ -17,6 +17,7 @@
 
 #include "hw/mlx5_qpn_hw.h"
 #include "common/mlx5_qpn_prm.h"
+#include "hw/mlx5_qpn_hw_dc.h"
 #include "hw_fake_glue.h"
 #include "hw_test_util.h"
 #include "mlx5_qpn.h"
@@ -324,6 +325,7 @@ TEST(HwSource, ProbeTryWithoutObjectsServesOrdinaryQpns)
 	mlx5_qpn_dev_info info{};
 	ASSERT_EQ(mlx5_qpn_dev_info_get(dev, &info), 0);
 	EXPECT_EQ(info.source, MLX5_QPN_SRC_ORDINARY);
+	EXPECT_EQ(info.port, MLX5_QPN_HW_DC_PORT); /* the port the probe and the DC objects use */
 	uint32_t q = 0;
 	ASSERT_EQ(mlx5_qpn_reserved_alloc(dev, &q), 0);
 	EXPECT_GE(q, 0x2a0u) << "a QPN of one of the fake's QPs";

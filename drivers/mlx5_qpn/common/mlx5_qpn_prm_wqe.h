@@ -19,6 +19,9 @@
  *  - inline data segment: be32 byte_count | 0x80000000, then the bytes, padded to 16;
  *  - send doorbell record: dbrec[1] = be32 of the BB producer counter (low 16 bits);
  *    CQ doorbell record: dbrec[0] = be32 of the consumer index (low 24 bits);
+ *  - SRQ receive WQE (linked list): next segment (be16 next_wqe_index at 2), data segment at
+ *    16 (byte_count, lkey, addr); a responder CQE may carry a payload of up to 32 bytes in its
+ *    first 32 bytes instead (op_own & 0x4, "inline scatter");
  *  - CQE, 64 bytes: be32 flags_rqpn 24 (source QP, low 24 bits), be32 byte_cnt 44,
  *    u8 vendor_err_synd 54 and u8 syndrome 55 (error CQE), be32 sop_drop_qpn 56 (WQE opcode << 24
  *    | QPN on the requester side), be16 wqe_counter 60, u8 signature 62,
@@ -81,6 +84,20 @@ extern "C" {
 #define MLX5_QPN_CQE_OFF_SIGNATURE    62
 #define MLX5_QPN_CQE_OFF_OP_OWN       63
 
+/** op_own bit of a responder CQE whose payload (at most 32 bytes) was scattered into the CQE's
+ * first 32 bytes instead of the receive buffer (rdma-core MLX5_INLINE_SCATTER_32). */
+#define MLX5_QPN_CQE_INLINE_SCATTER_32  0x4
+#define MLX5_QPN_CQE_INLINE_SCATTER_MAX 32
+
+/** A receive WQE of a linked-list SRQ (struct mlx5_wqe_srq_next_seg, then one struct
+ * mlx5_wqe_data_seg): be16 next_wqe_index at 2 (the list the device follows), u8 signature at
+ * 4; the data segment at 16: be32 byte_count, be32 lkey at 20, be64 addr at 24. The SRQ's
+ * doorbell record [0] holds the count of posted WQEs (be32, low 16 bits). */
+#define MLX5_QPN_SRQ_OFF_NEXT       2
+#define MLX5_QPN_SRQ_OFF_DSEG       16
+#define MLX5_QPN_SRQ_WQE_MIN_STRIDE 32
+#define MLX5_QPN_SRQ_DBR            0
+
 /** CQE opcodes (op_own >> 4). */
 #define MLX5_QPN_PRM_CQE_REQ       0x0
 #define MLX5_QPN_PRM_CQE_RESP_SEND 0x2
@@ -137,6 +154,17 @@ mlx5_qpn_get_be64(const uint8_t *p)
 	rte_be64_t b;
 	memcpy(&b, p, sizeof(b));
 	return rte_be_to_cpu_64(b);
+}
+
+/** Write a whole SRQ receive WQE: next index, one data segment of len bytes at addr. */
+static inline void
+mlx5_qpn_srq_wqe_build(uint8_t *wqe, uint16_t next, uint32_t len, uint32_t lkey, uint64_t addr)
+{
+	memset(wqe, 0, MLX5_QPN_SRQ_WQE_MIN_STRIDE);
+	mlx5_qpn_put_be16(wqe + MLX5_QPN_SRQ_OFF_NEXT, next);
+	mlx5_qpn_put_be32(wqe + MLX5_QPN_SRQ_OFF_DSEG, len);
+	mlx5_qpn_put_be32(wqe + MLX5_QPN_SRQ_OFF_DSEG + 4, lkey);
+	mlx5_qpn_put_be64(wqe + MLX5_QPN_SRQ_OFF_DSEG + 8, addr);
 }
 
 /** ds count of a DC SEND with len inline bytes (ctrl + AV + inline header + data, in 16s). */

@@ -33,6 +33,7 @@
 #include "common/mlx5_qpn_prm_wqe.h"
 #include "dc/mlx5_qpn_dc_ah.h"
 #include "dc/mlx5_qpn_dc_be.h"
+#include "dc/mlx5_qpn_dc_priv.h"
 
 RTE_LOG_REGISTER(mlx5_qpn_dc_logtype, mlx5_qpn.dc, INFO);
 
@@ -54,34 +55,9 @@ namespace {
 constexpr uint32_t LOG_SQ_MAX = 12;
 constexpr uint32_t SQ_BB_SHIFT = 3;
 
-/* An atomic load of device-written memory the DC layer only reads. */
-template <typename T>
-T
-load_shared(const T &x, std::memory_order mo)
-{
-	return std::atomic_ref<T>(const_cast<T &>(x)).load(mo);
-}
+using mlx5_qpn_dc::load_shared;
 
 } // namespace
-
-struct mlx5_qpn_dci;
-
-/* Process-local CQ: its ring is in device memory; the map finds the DCI of a requester CQE
- * (like the provider's QP table), to return the wr_id and free the send queue slot. */
-struct mlx5_qpn_cq {
-	struct mlx5_qpn_backend *be;
-	const struct mlx5_qpn_dc_ops *dc; /* be's, checked at create */
-	struct mlx5_qpn_dc_cq_info info;
-	uint8_t *ring;
-	uint32_t *dbrec;
-	uint32_t ci;
-	uint32_t log_depth;
-	uint32_t nb_qps;
-	uint32_t map_cap; /* power of two */
-	uint32_t map_used;
-	struct mlx5_qpn_dci **map;
-	struct mlx5_qpn_dci *last;
-};
 
 struct mlx5_qpn_dci {
 	struct mlx5_qpn_cq *cq;
@@ -95,11 +71,6 @@ struct mlx5_qpn_dci {
 	uint32_t completed;   /* written by the CQ poller (atomic) */
 	uint8_t last_ctrl[8]; /* first 8 bytes of the last WQE's control segment */
 	uint64_t *wrid;       /* per BB index of a WQE's first BB */
-};
-
-struct mlx5_qpn_dct {
-	struct mlx5_qpn_cq *cq;
-	struct mlx5_qpn_dc_dct_info info;
 };
 
 namespace {
@@ -321,6 +292,8 @@ mlx5_qpn_cq_poll(struct mlx5_qpn_cq *cq, struct mlx5_qpn_wc *wc, unsigned int n)
 				w.byte_len = 0;
 		} else {
 			w.src_qpn = f.src_qpn;
+			if (cq->rx_dcts)
+				mlx5_qpn_dc::rx_complete(cq, cqe, op_own, &f, &w);
 		}
 		cq->ci++;
 	}
@@ -347,6 +320,11 @@ mlx5_qpn_dct_create_cq(struct mlx5_qpn_cq *cq, uint64_t dc_key, struct mlx5_qpn_
 		return rc;
 	}
 	t->cq = cq;
+	if (t->info.srq.wqes && (rc = mlx5_qpn_dc::rx_init(t)) != 0) {
+		cq->dc->dct_destroy(cq->be, &t->info);
+		free(t);
+		return rc;
+	}
 	cq->nb_qps++;
 	*dct = t;
 	return 0;
@@ -379,6 +357,8 @@ mlx5_qpn_dct_destroy(struct mlx5_qpn_dct *dct)
 {
 	if (!dct)
 		return;
+	if (dct->info.srq.wqes)
+		mlx5_qpn_dc::rx_fini(dct);
 	int rc = dct->cq->dc->dct_destroy(dct->cq->be, &dct->info);
 	if (rc)
 		DC_LOG(ERR, "DCT 0x%x: device refused to destroy it: %s", dct->info.dctn,
@@ -392,8 +372,10 @@ mlx5_qpn_dct_read(const struct mlx5_qpn_dct *dct, uint16_t wqe_counter, void *bu
 {
 	if (!dct || (!buf && len))
 		return -EINVAL;
+	if (dct->info.srq.wqes)
+		return mlx5_qpn_dc::rx_read(dct, wqe_counter, buf, len);
 	if (!dct->info.rx)
-		return -EOPNOTSUPP; /* an SRQ-backed DCT (hardware): said once at create */
+		return -EOPNOTSUPP;
 	const uint8_t *slot = static_cast<const uint8_t *>(dct->info.rx) +
 			      size_t(wqe_counter % dct->info.rx_slots) * dct->info.rx_stride;
 	const uint32_t *w = reinterpret_cast<const uint32_t *>(slot);
@@ -487,14 +469,15 @@ mlx5_qpn_dci_post_send(struct mlx5_qpn_dci *dci, const struct mlx5_qpn_dc_ah *ah
 {
 	if (!dci || len > MLX5_QPN_DC_MAX_INLINE || (!buf && len) || dctn > 0xffffff)
 		return -EINVAL;
-	/* Never a zero route where the fabric routes by it; never another device's AV. */
-	if (ah ? ah->be != dci->cq->be : dci->cq->dc->route_required != 0)
+	/* Never a zero route (a fabric routes by it; the emulated device refuses it too, so that
+	 * what runs there runs on a ConnectX); never another device's AV. */
+	if (!ah || ah->be != dci->cq->be)
 		return -EINVAL;
 	if (dci->posted - load_shared(dci->completed, std::memory_order_acquire) >= dci->max_wqes)
 		return -ENOBUFS;
 	alignas(16) uint8_t wqe[MLX5_QPN_WQE_MAX_BBS * MLX5_QPN_SEND_WQE_BB];
 	int ds = mlx5_qpn_wqe_build_dc_send_av(wqe, uint16_t(dci->pi_bb), dci->info.qpn,
-					       ah ? ah->info.av : nullptr, dctn, dc_key, buf, len,
+					       ah->info.av, dctn, dc_key, buf, len,
 					       MLX5_QPN_WQE_CTRL_CQ_UPDATE);
 	if (ds < 0)
 		return ds;

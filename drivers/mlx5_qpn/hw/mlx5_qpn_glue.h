@@ -52,12 +52,15 @@ struct mlx5_qpn_glue {
 	__typeof__(ibv_create_qp) *create_qp;
 	__typeof__(ibv_destroy_qp) *destroy_qp;
 
-	/* The DC data path (mlx5_qpn_hw_dc.cpp): DCI/DCT on an SRQ, their state changes, AHs. */
+	/* The DC data path (mlx5_qpn_hw_dc.cpp): DCI/DCT on an SRQ, their state changes, AHs, MRs. */
 	__typeof__(ibv_modify_qp) *modify_qp;
 	__typeof__(ibv_create_srq) *create_srq;
 	__typeof__(ibv_destroy_srq) *destroy_srq;
 	__typeof__(ibv_create_ah) *create_ah;
 	__typeof__(ibv_destroy_ah) *destroy_ah;
+	/** A DCT's receive buffers (the exported entry; the header's ibv_reg_mr is a macro). */
+	__typeof__(ibv_reg_mr) *reg_mr;
+	__typeof__(ibv_dereg_mr) *dereg_mr;
 	__typeof__(mlx5dv_create_qp) *dv_create_qp; /* libmlx5.so.1 */
 	__typeof__(mlx5dv_init_obj) *dv_init_obj;   /* libmlx5.so.1 */
 

@@ -156,8 +156,16 @@ hw_open(const struct mlx5_qpn_devargs *da, struct mlx5_qpn_backend **out)
 		return rc;
 	}
 
+	const auto *hwa = reinterpret_cast<const mlx5_qpn_hw_devargs *>(da->be_args);
+	dev->port = uint8_t(hwa->port != 0 ? hwa->port : MLX5_QPN_HW_DC_PORT);
 	dev->probing = true;
 	read_caps(dev);
+	if (dev->caps.nb_ports != 0 && dev->port > dev->caps.nb_ports) {
+		HW_LOG(ERR, "%s: port=%u but the device has %u port(s)", da->name, dev->port,
+		       dev->caps.nb_ports);
+		free_dev(dev);
+		return -EINVAL;
+	}
 	trial_allocation(dev, da);
 	dev->probing = false;
 	const enum mlx5_qpn_hw_source src = mlx5_qpn_hw_source_choose(da->reserved_qpn,
@@ -455,10 +463,23 @@ extern "C" const struct mlx5_qpn_dev_ops mlx5_qpn_hw_ops = {
 
 /*
  * The hardware backend registers itself at load. It takes devices named by key ("ib=mlx5_0")
- * and no keys of its own: the generic ones suffice, and where it sits comes from hwloc (no
+ * and one key of its own (port=), and where it sits comes from hwloc (no
  * `where` hook). It keeps no state for a crashed process to leave behind (the kernel destroys
  * a dead process's DEVX objects; the lease file is generic), hence no purge.
  */
+static_assert(sizeof(mlx5_qpn_hw_devargs) <= sizeof(mlx5_qpn_devargs::be_args), "be_args room");
+
+static const struct mlx5_qpn_devarg_key kHwKeys[] = {
+	{"port", MLX5_QPN_DEVARG_UINT, 1, 255, offsetof(mlx5_qpn_hw_devargs, port),
+	 sizeof(mlx5_qpn_hw_devargs::port)},
+};
+
+static void
+hw_args_default(void *args)
+{
+	static_cast<mlx5_qpn_hw_devargs *>(args)->port = MLX5_QPN_HW_DC_PORT;
+}
+
 static const struct mlx5_qpn_backend_desc hw_backend = {
 	.name = "hw",
 	.flags = 0,
@@ -466,9 +487,9 @@ static const struct mlx5_qpn_backend_desc hw_backend = {
 	.name_key = "ib",
 	.owner = "a hardware device (ib=NAME)",
 	.ops = &mlx5_qpn_hw_ops,
-	.keys = nullptr,
-	.nb_keys = 0,
-	.args_default = nullptr,
+	.keys = kHwKeys,
+	.nb_keys = RTE_DIM(kHwKeys),
+	.args_default = hw_args_default,
 	.args_check = nullptr,
 	.where = nullptr,
 	.purge = nullptr,

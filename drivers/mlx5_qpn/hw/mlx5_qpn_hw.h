@@ -6,7 +6,10 @@
  * @file
  * Internal: the rdma-core hardware backend, `mlx5_qpn_hw_ops` (declared in mlx5_qpn_ops.h),
  * registered at load as backend "hw" for devices named "ib=<ibv device name>"
- * (mlx5_qpn_backend.h); it takes only the generic devargs keys.
+ * (mlx5_qpn_backend.h). Its one key of its own is `port=N` (struct mlx5_qpn_hw_devargs): the
+ * 1-based physical port the handle serves (default 1). Its DC objects, AHs and port queries use
+ * it, and mlx5_qpn_dev_info.port reports it; a port the device does not have is refused at
+ * open in one line (-EINVAL).
  *
  * open:            glue -> ibv_get_device_list -> the device named da->name (e.g. "mlx5_0").
  *                  Not found: one line `mlx5_qpn: no RDMA device "<name>" (<n> devices found)`
@@ -53,5 +56,18 @@
  */
 
 #include "mlx5_qpn_ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The hardware backend's own devargs (parsed into mlx5_qpn_devargs.be_args). */
+struct mlx5_qpn_hw_devargs {
+	uint32_t port; /**< port=N: the physical port the handle serves, 1-based (0 means 1). */
+};
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* MLX5_QPN_HW_H */

@@ -6,6 +6,7 @@
 #include "mlx5_qpn_hw_dc.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 
 static_assert(sizeof(struct mlx5_wqe_av) == MLX5_QPN_DC_AH_AV_SIZE, "AV of rdma-core's size");
 static_assert(MLX5_QPN_HW_DC_MAX_INLINE == MLX5_QPN_DC_MAX_INLINE, "inline limit");
+static_assert(MLX5_QPN_HW_DC_RX_STRIDE >= MLX5_QPN_DC_MAX_INLINE, "a buffer holds any SEND");
 
 namespace {
 
@@ -93,7 +95,7 @@ port_info(mlx5_qpn_hw_dev *dev, enum ibv_mtu *mtu, bool *roce)
 	*roce = false;
 	/* The exported entry fills the legacy prefix of ibv_port_attr (MTU and link layer are in
 	 * it); the header's ibv_query_port macro does the same cast. */
-	if (dev->glue->query_port(dev->ctx, MLX5_QPN_HW_DC_PORT,
+	if (dev->glue->query_port(dev->ctx, dev->port,
 				  reinterpret_cast<struct _compat_ibv_port_attr *>(&pa)) == 0) {
 		if (pa.active_mtu != 0)
 			*mtu = pa.active_mtu;
@@ -122,7 +124,7 @@ dc_to_ready(mlx5_qpn_hw_dev *dev, struct ibv_qp *qp, bool dct)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_INIT;
 	a.pkey_index = 0;
-	a.port_num = MLX5_QPN_HW_DC_PORT;
+	a.port_num = dev->port;
 	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
 	if (dct) /* SENDs only: no remote access, but the kernel wants the mask bit */
 		mask |= IBV_QP_ACCESS_FLAGS;
@@ -132,7 +134,7 @@ dc_to_ready(mlx5_qpn_hw_dev *dev, struct ibv_qp *qp, bool dct)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = mtu;
-	a.ah_attr.port_num = MLX5_QPN_HW_DC_PORT;
+	a.ah_attr.port_num = dev->port;
 	/* RoCE has no LIDs: the DCT's AV is global (GID index 0). */
 	a.ah_attr.is_global = roce ? 1 : 0;
 	a.ah_attr.grh.hop_limit = 1;
@@ -287,11 +289,75 @@ hw_dci_destroy(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_dci_info *d
 	return neg_errno(to_dev(be)->glue->destroy_qp(from_handle<ibv_qp>(dci->handle)));
 }
 
-/* What a hardware DCT holds: the QP and the SRQ it receives into. */
+/* What a hardware DCT holds: the QP, the SRQ it receives into and the SRQ's buffers. */
 struct hw_dct {
 	struct ibv_qp *qp;
 	struct ibv_srq *srq;
+	struct ibv_mr *mr;
+	uint8_t *buf;
 };
+
+/* Release what hw_dct_create() made of t, in reverse (a forked child: memory only). */
+void
+dct_free(mlx5_qpn_hw_dev *dev, hw_dct *t)
+{
+	if (!not_owner(dev)) {
+		if (t->qp != nullptr)
+			dev->glue->destroy_qp(t->qp);
+		if (t->mr != nullptr)
+			dev->glue->dereg_mr(t->mr);
+		if (t->srq != nullptr)
+			dev->glue->destroy_srq(t->srq);
+	}
+	free(t->buf);
+	delete t;
+}
+
+/*
+ * The SRQ's receive side for the DC layer (mlx5_qpn_dc_ops.h): the WQE list from
+ * MLX5DV_OBJ_SRQ (rdma-core made it head 0 .. tail max-1, nothing posted), and one registered
+ * buffer of MLX5_QPN_HW_DC_RX_STRIDE bytes per WQE. The DC layer writes and posts the WQEs.
+ */
+int
+dct_rx_setup(mlx5_qpn_hw_dev *dev, struct ibv_pd *pd, hw_dct *t, struct mlx5_qpn_dc_srq_info *si)
+{
+	struct mlx5dv_srq dv;
+	struct mlx5dv_obj obj;
+	memset(&dv, 0, sizeof(dv));
+	memset(&obj, 0, sizeof(obj));
+	obj.srq.in = t->srq;
+	obj.srq.out = &dv;
+	int rc = neg_errno(dev->glue->dv_init_obj(&obj, MLX5DV_OBJ_SRQ));
+	int lg = dv.tail >= dv.head ? log2_exact(dv.tail - dv.head + 1) : -1;
+	if (rc == 0 && (lg < 0 || dv.head != 0 || dv.buf == nullptr || dv.dbrec == nullptr)) {
+		HW_LOG(ERR, "%s: DCT: SRQ list %u..%u: a fresh power-of-two list needed", dev->name,
+		       dv.head, dv.tail);
+		rc = -ENOTSUP;
+	}
+	if (rc != 0)
+		return rc;
+	size_t len = (size_t(1) << lg) * MLX5_QPN_HW_DC_RX_STRIDE;
+	t->buf = static_cast<uint8_t *>(aligned_alloc(4096, len));
+	if (t->buf == nullptr)
+		return -ENOMEM;
+	memset(t->buf, 0, len);
+	errno = 0;
+	t->mr = dev->glue->reg_mr(pd, t->buf, len, IBV_ACCESS_LOCAL_WRITE);
+	if (t->mr == nullptr) {
+		rc = fail_errno();
+		HW_LOG(ERR, "%s: DCT: ibv_reg_mr(%zu bytes) failed (%s)", dev->name, len,
+		       strerror(-rc));
+		return rc;
+	}
+	memset(si, 0, sizeof(*si));
+	si->wqes = dv.buf;
+	si->dbrec = reinterpret_cast<uint32_t *>(dv.dbrec);
+	si->log_wqes = uint32_t(lg);
+	si->stride = dv.stride;
+	si->buf = t->buf;
+	si->lkey = t->mr->lkey;
+	return 0;
+}
 
 int
 hw_dct_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq, uint64_t dc_key,
@@ -317,23 +383,22 @@ hw_dct_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq,
 	if (t->srq == nullptr) {
 		rc = fail_errno();
 		HW_LOG(ERR, "%s: DCT: ibv_create_srq failed (%s)", dev->name, strerror(-rc));
-		delete t;
-		return rc;
-	}
-	t->qp = dc_qp_create(dev, cq, t->srq, 0, dc_key, &rc);
-	if (t->qp == nullptr) {
-		dev->glue->destroy_srq(t->srq);
-		delete t;
+		dct_free(dev, t);
 		return rc;
 	}
 	memset(dct, 0, sizeof(*dct));
+	rc = dct_rx_setup(dev, pd, t, &dct->srq);
+	if (rc == 0)
+		t->qp = dc_qp_create(dev, cq, t->srq, 0, dc_key, &rc);
+	if (t->qp == nullptr) {
+		dct_free(dev, t);
+		return rc;
+	}
 	dct->dctn = t->qp->qp_num; /* set at RTR, where the kernel creates the DCT */
+	dct->rx_slots = MLX5_QPN_HW_DC_RX_HOLD;
+	dct->rx_stride = MLX5_QPN_HW_DC_RX_STRIDE;
 	dct->rx = nullptr;
 	dct->handle = to_handle(t);
-	HW_LOG(INFO,
-	       "%s: DCT 0x%x receives into an SRQ with no receive posted: reading messages "
-	       "is not supported on hardware yet",
-	       dev->name, dct->dctn);
 	return 0;
 }
 
@@ -347,10 +412,10 @@ hw_dct_destroy(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_dct_info *d
 	if (!not_owner(dev)) {
 		int rc = neg_errno(dev->glue->destroy_qp(t->qp));
 		if (rc != 0)
-			return rc; /* still there: keep the SRQ it receives into */
-		dev->glue->destroy_srq(t->srq);
+			return rc; /* still there: keep the SRQ and the buffers it receives into */
+		t->qp = nullptr;
 	}
-	delete t;
+	dct_free(dev, t);
 	return 0;
 }
 
@@ -367,6 +432,8 @@ hw_ah_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_addr *addr,
 		return rc;
 	struct ibv_ah_attr attr;
 	mlx5_qpn_hw_dc_ah_attr(addr, &attr);
+	if (addr->port == 0)
+		attr.port_num = dev->port; /* the handle's port */
 	errno = 0;
 	struct ibv_ah *a = dev->glue->create_ah(pd, &attr);
 	if (a == nullptr) {
@@ -480,7 +547,6 @@ const struct mlx5_qpn_dc_ops mlx5_qpn_hw_dc_ops = {
 	.poll = nullptr,
 	.ah_create = hw_ah_create,
 	.ah_destroy = hw_ah_destroy,
-	.route_required = 1,
 };
 
 } /* extern "C" */

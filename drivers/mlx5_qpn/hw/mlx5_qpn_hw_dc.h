@@ -13,17 +13,18 @@
  *    doorbell record, depth and CQN from MLX5DV_OBJ_CQ; 64-byte CQEs only;
  *  - DCI: mlx5dv_create_qp(IBV_QPT_DRIVER, MLX5DV_QP_INIT_ATTR_MASK_DC, MLX5DV_DCTYPE_DCI) on
  *    the CQ, 2^(log_sq_bbs - 3) WRs of up to 256 inline bytes (so rdma-core sizes the SQ to
- *    2^log_sq_bbs BBs), then RESET->INIT (pkey 0, port 1) ->RTR (path MTU, port) ->RTS (timeout,
+ *    2^log_sq_bbs BBs), then RESET->INIT (pkey 0, the handle's port) ->RTR (path MTU, port) ->RTS (timeout,
  *    retries, PSN 0) with ibv_modify_qp, as rdma-core's DC tests and UCX do; SQ ring, BB count,
  *    doorbell record and the UAR register (bf.reg; write-combining when bf.size != 0) from
  *    MLX5DV_OBJ_QP;
  *  - DCT: an SRQ, then mlx5dv_create_qp(MLX5DV_DCTYPE_DCT, dct_access_key = the DC key) on the
  *    CQ and the SRQ, RESET->INIT (access flags, pkey, port) ->RTR (min RNR timer, AV, path
- *    MTU); its number is qp_num after RTR (the kernel creates the DCT at RTR). No receive WQE
- *    is posted yet: reading is -EOPNOTSUPP (one log line per DCT);
+ *    MTU); its number is qp_num after RTR (the kernel creates the DCT at RTR). The SRQ's WQE
+ *    list (MLX5DV_OBJ_SRQ) and one buffer per WQE, registered with ibv_reg_mr, go to the DC
+ *    layer, which writes, posts and reposts the receive WQEs itself (dc/mlx5_qpn_dc_rx.cpp
+ *    says why), so mlx5_qpn_dct_read() works as on the emulated device;
  *  - AH: ibv_create_ah, its AV (struct mlx5_wqe_av, 48 bytes) copied from MLX5DV_OBJ_AH.
- * There is no execute/poll: the ConnectX executes WQEs itself. route_required: a send with no
- * AH is refused.
+ * There is no execute/poll: the ConnectX executes WQEs itself.
  *
  * The doorbell register of a DCI is whatever rdma-core gave its QP. The DEVX non-cached UAR
  * (mlx5dv_devx_alloc_uar(MLX5DV_UAR_ALLOC_TYPE_NC), the uar_map op) is a single page per
@@ -47,22 +48,29 @@ extern "C" {
 /** The hardware backend's DC operations. */
 extern const struct mlx5_qpn_dc_ops mlx5_qpn_hw_dc_ops;
 
-/** The port every DC object uses (ports are 1-based; a dual-port device's second port needs a
- * device opened per port, as the QPN spaces do). */
+/** The default port of a handle (devarg port=, mlx5_qpn_hw.h): its DC objects and AHs use the
+ * handle's port; a dual-port device's second port is a handle opened with port=2. */
 #define MLX5_QPN_HW_DC_PORT 1
 
 /** Largest inline payload a DCI is created for (= MLX5_QPN_DC_MAX_INLINE). */
 #define MLX5_QPN_HW_DC_MAX_INLINE 256
 
-/** Receive WQEs of a DCT's SRQ. */
-#define MLX5_QPN_HW_DC_SRQ_WR 64
+/** Receive WQEs of a DCT's SRQ (rdma-core makes a list of max_wr + 1, rounded up: 256). */
+#define MLX5_QPN_HW_DC_SRQ_WR 255
+
+/** Messages of a DCT kept readable (mlx5_qpn_dct_read), as the emulated device's ring. */
+#define MLX5_QPN_HW_DC_RX_HOLD 64
+
+/** Bytes of a DCT's receive buffer per SRQ WQE: the largest SEND a DCI makes. */
+#define MLX5_QPN_HW_DC_RX_STRIDE 256
 
 /** Arguments of mlx5dv_create_qp() for a DCI (dct_key unused) or a DCT (srq non-NULL). */
 void mlx5_qpn_hw_dc_qp_attr(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_srq *srq,
 			    uint32_t log_sq_bbs, uint64_t dc_key, struct ibv_qp_init_attr_ex *attr,
 			    struct mlx5dv_qp_init_attr *dv);
 
-/** Arguments of ibv_create_ah() for addr (port 0 means MLX5_QPN_HW_DC_PORT). */
+/** Arguments of ibv_create_ah() for addr (port 0 means MLX5_QPN_HW_DC_PORT here; the backend
+ * then puts the handle's port). */
 void mlx5_qpn_hw_dc_ah_attr(const struct mlx5_qpn_dc_addr *addr, struct ibv_ah_attr *attr);
 
 #ifdef __cplusplus

@@ -59,6 +59,7 @@ struct mlx5_qpn_hw_dev {
 	 * AHs), allocated on first use under dc_lock (slow path only). */
 	std::mutex dc_lock;
 	struct ibv_pd *dc_pd;
+	uint8_t port; /* the physical port the handle serves (port=, default 1) */
 };
 
 /* rdma-core returns positive errno values, some wrappers negative ones: make it negative. */

@@ -110,6 +110,8 @@ read_caps(mlx5_qpn_hw_dev *dev)
 {
 	struct ibv_device_attr attr;
 	memset(&attr, 0, sizeof(attr));
+	/* The port this handle serves: the one its DC objects, AHs and port queries use. */
+	dev->caps.port = dev->port;
 	if (dev->glue->query_device(dev->ctx, &attr) == 0) {
 		dev->caps.node_guid = be64toh(attr.node_guid);
 		dev->caps.nb_ports = attr.phys_port_cnt;

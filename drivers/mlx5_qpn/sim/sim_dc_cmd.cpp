@@ -328,7 +328,6 @@ const struct mlx5_qpn_dc_ops mlx5_qpn_sim_dc_ops = {
 	.poll = mlx5_qpn_sim_poll,
 	.ah_create = sim_ah_create,
 	.ah_destroy = sim_ah_destroy,
-	.route_required = 0,
 };
 
 int

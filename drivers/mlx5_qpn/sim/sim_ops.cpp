@@ -38,6 +38,7 @@ sim_query_caps(mlx5_qpn_backend *be, mlx5_qpn_caps *caps)
 	caps->log_max_num_reserved_qpn = uint8_t(s->cfg.log_max_num);
 	caps->log_max_qp = uint8_t(s->cfg.log_max_qp);
 	caps->nb_ports = uint8_t(s->cfg.nb_ports);
+	caps->port = 1; /* one handle, its first port (the emulated fabric has no other) */
 	caps->devx = s->cfg.fault_nodevx ? 0 : 1;
 	caps->qpn_limit = to_dev(be)->qpn_limit;
 	dev_unlock(s);

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The librdmacm connections' DC data path (rdmacm_dc.h). ONLY ON A CONNECTX. */
+#include "rdmacm_dc.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <rte_lcore.h>
+#include <rte_random.h>
+
+#include "mlx5_qpn_dc.h"
+#include "rdmacm_glue.h"
+#include "testpmd.h"
+
+namespace {
+
+constexpr uint32_t kPayload = 64;
+constexpr uint8_t kFill = 0x5a; /* what every SEND carries, as on the emulated device */
+
+struct rcdc_lcore {
+	mlx5_qpn_cq *cq = nullptr;
+	mlx5_qpn_dci *dci = nullptr;
+	mlx5_qpn_dc_ah *ah = nullptr;
+	rdmacm_pdata peer{}; /* from the first REP */
+};
+
+struct rcdc_all {
+	rcdc_lcore lc[RTE_MAX_LCORE];
+	mlx5_qpn_cq *pcq = nullptr;
+	mlx5_qpn_dct *dct = nullptr;
+	uint64_t key = 0;
+};
+
+rcdc_all g_dc;
+
+/* A failed call: one line, and the run's note. */
+int
+failed(run_ctx *ctx, const char *what, int rc)
+{
+	ctx->data_path_note = std::string(what) + ": " + strerror(-rc);
+	fprintf(stderr, "qpn-testpmd: DC data path: %s\n", ctx->data_path_note.c_str());
+	rcdc_teardown(ctx);
+	return rc;
+}
+
+} // namespace
+
+int
+rcdc_setup(run_ctx *ctx)
+{
+	ctx->data_path = false;
+	if (ctx->cfg->msgs_per_conn == 0) {
+		ctx->data_path_note = "--msgs-per-conn=0";
+		return 0;
+	}
+	int rc;
+	if (ctx->side_passive) {
+		/* A key of this run's own: the peer can only know it from the REP. */
+		g_dc.key = rte_rand() | 1;
+		if ((rc = mlx5_qpn_cq_create(ctx->dev, 12, &g_dc.pcq)) != 0)
+			return failed(ctx, "mlx5_qpn_cq_create", rc);
+		if ((rc = mlx5_qpn_dct_create(ctx->dev, g_dc.pcq, g_dc.key, &g_dc.dct)) != 0)
+			return failed(ctx, "mlx5_qpn_dct_create", rc);
+	}
+	unsigned lc;
+	RTE_LCORE_FOREACH(lc)
+	{
+		if (!ctx->side_active || !ctx->role[lc].client)
+			continue;
+		mlx5_qpn_dev *dev = ctx->devs[ctx->role[lc].dev];
+		if ((rc = mlx5_qpn_cq_create(dev, 10, &g_dc.lc[lc].cq)) != 0)
+			return failed(ctx, "mlx5_qpn_cq_create", rc);
+		if ((rc = mlx5_qpn_dci_create(dev, g_dc.lc[lc].cq, 8, &g_dc.lc[lc].dci)) != 0)
+			return failed(ctx, "mlx5_qpn_dci_create", rc);
+	}
+	ctx->data_path = true;
+	ctx->data_path_note.clear();
+	return 0;
+}
+
+void
+rcdc_teardown(run_ctx *)
+{
+	for (rcdc_lcore &l : g_dc.lc) {
+		mlx5_qpn_dci_destroy(l.dci);
+		mlx5_qpn_dc_ah_destroy(l.ah);
+		mlx5_qpn_cq_destroy(l.cq);
+		l = rcdc_lcore{};
+	}
+	mlx5_qpn_dct_destroy(g_dc.dct);
+	mlx5_qpn_cq_destroy(g_dc.pcq);
+	g_dc.dct = nullptr;
+	g_dc.pcq = nullptr;
+}
+
+rdmacm_pdata
+rcdc_local(bool passive)
+{
+	if (!passive || g_dc.dct == nullptr)
+		return rdmacm_pdata{0, 0};
+	return rdmacm_pdata{mlx5_qpn_dct_number(g_dc.dct), g_dc.key};
+}
+
+int
+rcdc_active_peer(run_ctx *ctx, unsigned lcore, const rdmacm_pdata &p, rdma_cm_id *id,
+		 std::string *why)
+{
+	rcdc_lcore &l = g_dc.lc[lcore];
+	if (l.dci == nullptr)
+		return 0; /* no data path: nothing to route */
+	if (!rdmacm_pdata_check(p, true, why))
+		return -EINVAL;
+	if (l.ah == nullptr) {
+		/* The path the REQ/REP took, as the kernel resolved it (GID index included). */
+		ibv_qp_attr qa{};
+		int mask = 0;
+		qa.qp_state = IBV_QPS_RTR;
+		if (rdmacm_glue_get()->init_qp_attr(id, &qa, &mask) != 0) {
+			int rc = errno > 0 ? -errno : -EIO;
+			*why = std::string("rdma_init_qp_attr(RTR): ") + strerror(-rc);
+			return rc;
+		}
+		mlx5_qpn_dc_addr addr;
+		if (!rdmacm_dc_addr(qa.ah_attr, &addr, why))
+			return -EINVAL;
+		int rc = mlx5_qpn_dc_ah_create(ctx->devs[ctx->role[lcore].dev], &addr, &l.ah);
+		if (rc != 0) {
+			*why = std::string("mlx5_qpn_dc_ah_create: ") + strerror(-rc);
+			return rc;
+		}
+	}
+	l.peer = p;
+	return 0;
+}
+
+int
+rcdc_active_send(unsigned lcore, uint64_t wr_id)
+{
+	rcdc_lcore &l = g_dc.lc[lcore];
+	if (l.ah == nullptr || l.peer.dctn == 0)
+		return -ENOTCONN;
+	uint8_t payload[kPayload];
+	memset(payload, kFill, sizeof(payload));
+	return mlx5_qpn_dci_post_send(l.dci, l.ah, l.peer.dctn, l.peer.dc_key, payload,
+				      sizeof(payload), wr_id);
+}
+
+void
+rcdc_active_flush(unsigned lcore)
+{
+	mlx5_qpn_dci_ring(g_dc.lc[lcore].dci);
+}
+
+unsigned
+rcdc_active_completions(unsigned lcore, qpn_conn_event *ev, unsigned max)
+{
+	if (g_dc.lc[lcore].cq == nullptr)
+		return 0;
+	mlx5_qpn_wc wc[32];
+	int n = mlx5_qpn_cq_poll(g_dc.lc[lcore].cq, wc, std::min(max, 32u));
+	for (int i = 0; i < n; i++)
+		ev[i] = qpn_conn_event{.type = QPN_CONN_EV_COMPLETION,
+				       .error = wc[i].syndrome != 0 ||
+						wc[i].opcode == MLX5_QPN_CQE_REQ_ERR,
+				       .wr_id = wc[i].wr_id};
+	return n > 0 ? unsigned(n) : 0;
+}
+
+unsigned
+rcdc_passive_receives(qpn_conn_event *ev, unsigned max)
+{
+	if (g_dc.pcq == nullptr)
+		return 0;
+	mlx5_qpn_wc wc[32];
+	int n = mlx5_qpn_cq_poll(g_dc.pcq, wc, std::min(max, 32u));
+	for (int i = 0; i < n; i++) {
+		bool bad = wc[i].opcode != MLX5_QPN_CQE_RESP_SEND || wc[i].syndrome != 0;
+		if (!bad) {
+			/* The passive side reads what arrived: the active side's fill, whole. */
+			uint8_t b[kPayload + 1];
+			int len = mlx5_qpn_dct_read(g_dc.dct, wc[i].wqe_counter, b, sizeof(b));
+			bad = len != int(kPayload) ||
+			      std::any_of(b, b + kPayload, [](uint8_t x) { return x != kFill; });
+		}
+		ev[i] = qpn_conn_event{.type = QPN_CONN_EV_COMPLETION, .error = bad};
+	}
+	return n > 0 ? unsigned(n) : 0;
+}

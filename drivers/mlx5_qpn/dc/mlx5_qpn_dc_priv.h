@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef MLX5_QPN_DC_PRIV_H
+#define MLX5_QPN_DC_PRIV_H
+
+/**
+ * @file
+ * Internal to the DC data path: the process-local objects behind the public handles, shared by
+ * its files:
+ *  - mlx5_qpn_dc.cpp     CQ, DCI, DCT create/destroy; post, ring, poll; the emulated DCT's read;
+ *  - mlx5_qpn_dc_ah.cpp  address handles;
+ *  - mlx5_qpn_dc_rx.cpp  receiving on a DCT whose SRQ the DC layer posts (hardware): the SRQ's
+ *                        WQEs, the messages held readable, their reposting, and the read.
+ * Thread safety: as mlx5_qpn_dc.h (each object used by one thread at a time).
+ */
+
+#include <stdint.h>
+
+#include <atomic>
+
+#include "mlx5_qpn_dc.h"
+#include "mlx5_qpn_dc_ops.h"
+#include "common/mlx5_qpn_prm_wqe.h"
+
+struct mlx5_qpn_backend;
+struct mlx5_qpn_dci;
+
+/* Process-local CQ: its ring is in device memory; the map finds the DCI of a requester CQE
+ * (like the provider's QP table), to return the wr_id and free the send queue slot; rx_dcts the
+ * SRQ-backed DCTs completing on it, whose receive WQEs a responder CQE gives back. */
+struct mlx5_qpn_cq {
+	struct mlx5_qpn_backend *be;
+	const struct mlx5_qpn_dc_ops *dc; /* be's, checked at create */
+	struct mlx5_qpn_dc_cq_info info;
+	uint8_t *ring;
+	uint32_t *dbrec;
+	uint32_t ci;
+	uint32_t log_depth;
+	uint32_t nb_qps;
+	uint32_t map_cap; /* power of two */
+	uint32_t map_used;
+	struct mlx5_qpn_dci **map;
+	struct mlx5_qpn_dci *last;
+	struct mlx5_qpn_dct *rx_dcts; /* list through mlx5_qpn_dct::rx_next */
+};
+
+/* One message held readable on an SRQ-backed DCT: the DC layer's message counter (what the
+ * completion's wqe_counter says), the receive WQE holding it, its length. */
+struct mlx5_qpn_dc_rx_msg {
+	uint32_t cnt;
+	uint16_t wqe;
+	uint16_t valid;
+	uint32_t len;
+};
+
+/* The SRQ side of a DCT (srq.wqes set): the list of receive WQEs as rdma-core keeps it (head:
+ * next to post; tail: the spare at the end of the list, never posted), and the last
+ * info.rx_slots messages, whose WQEs are kept back from the device until a later message
+ * pushes them out. */
+struct mlx5_qpn_dc_rx {
+	uint8_t *wqes;
+	uint32_t *dbrec;
+	uint32_t stride;
+	uint32_t wqe_mask;
+	uint16_t head, tail;
+	uint16_t posted; /* counter published in the doorbell record */
+	uint16_t rsvd;
+	uint32_t msgs;                   /* messages received so far */
+	struct mlx5_qpn_dc_rx_msg *held; /* info.rx_slots entries, message counter % rx_slots */
+};
+
+struct mlx5_qpn_dct {
+	struct mlx5_qpn_cq *cq;
+	struct mlx5_qpn_dc_dct_info info;
+	struct mlx5_qpn_dc_rx srq; /* when info.srq.wqes */
+	struct mlx5_qpn_dct *rx_next;
+};
+
+namespace mlx5_qpn_dc {
+
+/* An atomic load of device-written memory the DC layer only reads. */
+template <typename T>
+T
+load_shared(const T &x, std::memory_order mo)
+{
+	return std::atomic_ref<T>(const_cast<T &>(x)).load(mo);
+}
+
+/* Set up the SRQ of a DCT with info.srq.wqes: every WQE written, all but the spare posted, the
+ * DCT put on its CQ's list. 0; -EINVAL (a layout the DC layer cannot use); -ENOMEM. */
+int rx_init(struct mlx5_qpn_dct *dct);
+
+/* Undo rx_init() (before the backend destroys the DCT). */
+void rx_fini(struct mlx5_qpn_dct *dct);
+
+/* A responder CQE (RESP_SEND or RESP_ERR) of cq: if it is an SRQ-backed DCT's, take its
+ * receive WQE back (hold it readable, or repost it at once for an error), rewrite
+ * wc->wqe_counter to the message counter and return true. */
+bool rx_complete(struct mlx5_qpn_cq *cq, const uint8_t *cqe, uint8_t op_own,
+		 const struct mlx5_qpn_cqe_fields *f, struct mlx5_qpn_wc *wc);
+
+/* mlx5_qpn_dct_read() of an SRQ-backed DCT. */
+int rx_read(const struct mlx5_qpn_dct *dct, uint16_t msg, void *buf, uint32_t len);
+
+} // namespace mlx5_qpn_dc
+
+#endif /* MLX5_QPN_DC_PRIV_H */

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The fake device's DC execution (hw_fake_glue.h: dc_execute): what a ConnectX does with a rung
+ * DCI, in the PRM layouts of common/mlx5_qpn_prm_wqe.h, so that the DC layer's own WQEs, SRQ
+ * WQEs and CQ polling meet a device on a machine without one.
+ */
+#include <endian.h>
+#include <string.h>
+
+#include <atomic>
+
+#include "common/mlx5_qpn_prm_wqe.h"
+#include "hw_fake_glue.h"
+#include "hw_fake_priv.h"
+
+namespace hwfake {
+
+using namespace priv;
+
+namespace {
+
+/* Write one CQE at the CQ's producer index, owner bit of its pass, op_own last. */
+void
+cq_write(FakeCq *cq, mlx5_qpn_cqe_fields f, uint8_t extra, const uint8_t *inl, uint32_t inl_len)
+{
+	uint32_t n = uint32_t(cq->ring.size() / 64);
+	uint8_t *cqe = &cq->ring[size_t(cq->pi % n) * 64];
+	f.owner = uint8_t((cq->pi / n) & 1);
+	uint8_t op_own = mlx5_qpn_cqe_fill(cqe, &f);
+	if (inl != nullptr)
+		memcpy(cqe, inl, inl_len);
+	std::atomic_ref<uint8_t>(cqe[63]).store(uint8_t(op_own | extra), std::memory_order_release);
+	cq->pi++;
+}
+
+bool
+mr_covers(uint32_t lkey, uint64_t addr, uint32_t len)
+{
+	auto it = g_mrs.find(lkey);
+	if (it == g_mrs.end())
+		return false;
+	uint64_t base = uint64_t(uintptr_t(it->second->mr.addr));
+	return addr >= base && addr + len <= base + it->second->mr.length;
+}
+
+/* Deliver one SEND to DCT t. false: no receive posted (RNR). */
+bool
+deliver(FakeQp *t, uint32_t src_qpn, const uint8_t *data, uint32_t len)
+{
+	FakeSrq *s = t->srq;
+	uint16_t posted = uint16_t(
+		be32toh(std::atomic_ref<uint32_t>(s->dbrec[0]).load(std::memory_order_acquire)));
+	if (s->hw_taken == posted) {
+		fake().rnr++;
+		return false;
+	}
+	uint16_t idx = s->hw_head;
+	const uint8_t *w = &s->wqes[size_t(idx) * 32];
+	uint32_t cap = mlx5_qpn_get_be32(w + MLX5_QPN_SRQ_OFF_DSEG);
+	uint32_t lkey = mlx5_qpn_get_be32(w + MLX5_QPN_SRQ_OFF_DSEG + 4);
+	uint64_t addr = mlx5_qpn_get_be64(w + MLX5_QPN_SRQ_OFF_DSEG + 8);
+	s->hw_head = mlx5_qpn_get_be16(w + MLX5_QPN_SRQ_OFF_NEXT);
+	s->hw_taken++;
+	mlx5_qpn_cqe_fields f{};
+	f.qpn = t->qp.qp_num;
+	f.src_qpn = src_qpn;
+	f.wqe_counter = idx;
+	f.byte_cnt = len;
+	if (fake().resp_err != 0 || len > cap || !mr_covers(lkey, addr, len)) {
+		f.opcode = MLX5_QPN_PRM_CQE_RESP_ERR;
+		f.syndrome = fake().resp_err != 0 ? fake().resp_err :
+						    MLX5_QPN_SYND_LOCAL_LENGTH_ERR;
+		fake().resp_err = 0;
+		cq_write(t->cq, f, 0, nullptr, 0);
+		return true;
+	}
+	f.opcode = MLX5_QPN_PRM_CQE_RESP_SEND;
+	if (fake().scatter32 && len <= MLX5_QPN_CQE_INLINE_SCATTER_MAX) {
+		cq_write(t->cq, f, MLX5_QPN_CQE_INLINE_SCATTER_32, data, len);
+		return true;
+	}
+	memcpy(reinterpret_cast<void *>(uintptr_t(addr)), data, len);
+	cq_write(t->cq, f, 0, nullptr, 0);
+	return true;
+}
+
+} // namespace
+
+int
+dc_execute()
+{
+	int done = 0;
+	for (auto &[qpn, d] : g_dcis) {
+		const uint32_t *dbrec = static_cast<const uint32_t *>(d->dbrec_page);
+		uint16_t pi =
+			uint16_t(be32toh(std::atomic_ref<uint32_t>(const_cast<uint32_t &>(dbrec[1]))
+						 .load(std::memory_order_acquire)));
+		const uint32_t nbb_ring = uint32_t(d->sq.size() / 64);
+		while (uint16_t(d->sq_ci) != pi) {
+			/* Gather the WQE's BBs (it may wrap around the ring). */
+			uint8_t wqe[MLX5_QPN_WQE_MAX_BBS * 64];
+			memcpy(wqe, &d->sq[size_t(d->sq_ci % nbb_ring) * 64], 64);
+			mlx5_qpn_wqe_fields w;
+			mlx5_qpn_wqe_parse_ctrl(wqe, &w);
+			uint32_t nbb = mlx5_qpn_wqe_bbs(w.ds);
+			for (uint32_t i = 1; i < nbb && i < MLX5_QPN_WQE_MAX_BBS; i++)
+				memcpy(wqe + i * 64, &d->sq[size_t((d->sq_ci + i) % nbb_ring) * 64],
+				       64);
+			int synd = mlx5_qpn_wqe_parse_dc_send(wqe, sizeof(wqe), &w);
+			mlx5_qpn_cqe_fields f{};
+			f.qpn = qpn;
+			f.wqe_counter = w.wqe_index;
+			f.wqe_opcode = MLX5_QPN_OPCODE_SEND;
+			f.opcode = MLX5_QPN_PRM_CQE_REQ;
+			auto t = g_dcts.find(w.dqp_dct & 0xffffff);
+			if (synd == 0 && t == g_dcts.end())
+				synd = MLX5_QPN_SYND_TRANSPORT_RETRY_EXC_ERR;
+			else if (synd == 0 && t->second->key != w.dc_key)
+				synd = MLX5_QPN_SYND_REMOTE_ACCESS_ERR;
+			if (synd == 0 &&
+			    !deliver(t->second, qpn, w.data, w.inl_hdr & ~MLX5_QPN_INLINE_SEG))
+				break; /* RNR: retried on the next call */
+			if (synd != 0) {
+				f.opcode = MLX5_QPN_PRM_CQE_REQ_ERR;
+				f.syndrome = uint8_t(synd);
+			}
+			cq_write(d->cq, f, 0, nullptr, 0);
+			d->sq_ci += nbb;
+			done++;
+			fake().executed++;
+		}
+	}
+	return done;
+}
+
+int
+srq_posted(uint32_t dctn)
+{
+	auto t = g_dcts.find(dctn);
+	if (t == g_dcts.end() || t->second->srq == nullptr)
+		return -1;
+	return int(be32toh(t->second->srq->dbrec[0]));
+}
+
+} // namespace hwfake
