@@ -99,6 +99,7 @@ tel_dev_info(const char *, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_string(d, "backend", in.backend);
 	rte_tel_data_add_dict_u64(d, "emulated", (in.flags & MLX5_QPN_DEV_F_EMULATED) != 0);
 	rte_tel_data_add_dict_string(d, "node_guid", guid);
+	rte_tel_data_add_dict_u64(d, "port", in.port);
 	rte_tel_data_add_dict_string(d, "source", src[in.source]);
 	rte_tel_data_add_dict_u64(d, "reserved_qpn_cap", in.reserved_qpn_cap);
 	rte_tel_data_add_dict_u64(d, "log_reserved_qpn_granularity",
