@@ -22,6 +22,7 @@ main(int argc, char **argv)
 	int ret, n;
 
 	run_meta_save_argv(argc, argv);
+	perf_save_argv(argc, argv);
 	n = rte_eal_init(argc, argv);
 	if (n < 0) {
 		fprintf(stderr, "qpn-perf: EAL init failed: %s\n", rte_strerror(rte_errno));
