@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Peer "floor": a per-lcore array used as a stack of QPNs. Nothing shared, nothing checked: the
- * least any allocator can cost, the yardstick for "ours within 3x of the floor" (BRIEF §5).
+ * least any allocator can cost, the yardstick for "ours within 3x of the floor" (benchmark guide).
  *
  * Honesty: pop and push are noinline functions, so each operation is a real call (as a call
  * into our shared library is) and the compiler cannot cancel a pop against the following push

@@ -59,9 +59,11 @@ perf_print_scaling(const struct perf_opts *o, std::vector<perf_state> &st)
 		if (!s.ok || s.scaling.empty())
 			continue;
 		auto cell = [](const perf_point *p) {
-			return p == nullptr || p->mops.empty() ?
-				       std::string("n/a") :
-				       std::to_string(perf_median(p->mops));
+			char b[32] = "n/a";
+
+			if (p != nullptr && !p->mops.empty())
+				snprintf(b, sizeof(b), "%.2f", perf_median(p->mops));
+			return std::string(b);
 		};
 
 		printf("  %-10s %10.10s %10.10s %10.10s\n", s.peer->name, cell(&s.cross).c_str(),

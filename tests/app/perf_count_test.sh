@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 #
-#   tests/app/perf_count_test.sh BUILD_DIR
+#   tests/app/perf_count_test.sh BUILD_DIR [SANITIZER]
 #
 # qpn-perf --count=instructions: instructions per pair for ours and rte_mempool, counted under
-# callgrind, land in the table and the JSON. Skipped (77) without valgrind.
+# callgrind, land in the table and the JSON. Skipped (77) without valgrind, and in sanitizer
+# builds (an ASan or TSan binary does not run under valgrind).
 set -uo pipefail
 build=$1
+san=${2:-none}
 command -v valgrind >/dev/null || { echo "valgrind not installed: skipped"; exit 77; }
+[ "$san" = none ] || { echo "sanitizer build ($san): skipped"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
