@@ -1,168 +1,152 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * json_writer over libjansson: the tree is built as the caller nests, written once when the
+ * outermost value closes. jansson does the escaping, number formatting and member order.
+ */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
 
 #include "json_writer.h"
 
-void
-json_writer::newline()
+json_writer::~json_writer()
 {
-	fputc('\n', f_);
-	for (int i = 0; i < depth_; i++)
-		fputs("  ", f_);
+	/* An unbalanced writer still owns its tree: the bottom of the stack holds all of it. */
+	if (depth_ > 0)
+		json_decref(stack_[0]);
+	free(key_);
 }
 
-/* Separator and indentation owed before any value or key at the current level. */
+/*
+ * Attach v (a new reference, or NULL after an allocation failure) where the caller is: as the
+ * pending member of the innermost object, appended to the innermost array, or as the root.
+ * A container is also pushed, so later values go into it.
+ */
 void
-json_writer::before_value()
+json_writer::add(json_t *v, bool container)
 {
-	if (after_key_) {
-		after_key_ = false;
+	if (v == nullptr) {
+		ok_ = false;
 		return;
 	}
-	if (depth_ == 0)
+	if (depth_ > 0) {
+		json_t *top = stack_[depth_ - 1];
+		int rc;
+
+		if (json_is_object(top)) {
+			rc = key_ != nullptr ? json_object_set_new(top, key_, v) : -1;
+			free(key_);
+			key_ = nullptr;
+		} else {
+			rc = json_array_append_new(top, v);
+		}
+		if (rc != 0) {
+			/* jansson released v on failure (the _new variants steal the reference). */
+			ok_ = false;
+			return;
+		}
+	} else if (!container) {
+		/* A bare scalar as the whole document. */
+		if (json_dumpf(v, f_, JSON_ENCODE_ANY) != 0)
+			ok_ = false;
+		json_decref(v);
 		return;
-	if (!first_[depth_])
-		fputc(',', f_);
-	first_[depth_] = false;
-	newline();
+	}
+	if (!container)
+		return;
+	if (depth_ >= max_depth) {
+		ok_ = false;
+		return;
+	}
+	stack_[depth_++] = v;
+}
+
+void
+json_writer::close(bool object)
+{
+	if (depth_ == 0 || json_is_object(stack_[depth_ - 1]) != object) {
+		ok_ = false;
+		return;
+	}
+	depth_--;
+	if (depth_ > 0)
+		return;
+	/* The outermost value: write it, with the trailing newline of a text file. */
+	if (json_dumpf(stack_[0], f_, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) != 0 ||
+	    fputc('\n', f_) == EOF)
+		ok_ = false;
+	json_decref(stack_[0]);
+	stack_[0] = nullptr;
 }
 
 void
 json_writer::key(const char *k)
 {
-	before_value();
-	write_str(k != nullptr ? k : "");
-	fputs(": ", f_);
-	after_key_ = true;
+	free(key_);
+	key_ = strdup(k != nullptr ? k : "");
+	if (key_ == nullptr)
+		ok_ = false;
 }
 
 void
 json_writer::obj()
 {
-	before_value();
-	fputc('{', f_);
-	if (depth_ + 1 >= max_depth) {
-		ok_ = false;
-		return;
-	}
-	first_[++depth_] = true;
+	add(json_object(), true);
 }
 
 void
 json_writer::arr()
 {
-	before_value();
-	fputc('[', f_);
-	if (depth_ + 1 >= max_depth) {
-		ok_ = false;
-		return;
-	}
-	first_[++depth_] = true;
+	add(json_array(), true);
 }
 
 void
 json_writer::end_obj()
 {
-	bool empty;
-
-	if (depth_ == 0) {
-		ok_ = false;
-		return;
-	}
-	empty = first_[depth_];
-	depth_--;
-	if (!empty)
-		newline();
-	fputc('}', f_);
-	if (depth_ == 0)
-		fputc('\n', f_);
+	close(true);
 }
 
 void
 json_writer::end_arr()
 {
-	bool empty;
-
-	if (depth_ == 0) {
-		ok_ = false;
-		return;
-	}
-	empty = first_[depth_];
-	depth_--;
-	if (!empty)
-		newline();
-	fputc(']', f_);
+	close(false);
 }
 
 void
 json_writer::str(const char *s)
 {
-	if (s == nullptr) {
-		null();
-		return;
-	}
-	before_value();
-	write_str(s);
-}
-
-void
-json_writer::write_str(const char *s)
-{
-	fputc('"', f_);
-	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-		switch (*p) {
-		case '"':
-			fputs("\\\"", f_);
-			break;
-		case '\\':
-			fputs("\\\\", f_);
-			break;
-		case '\n':
-			fputs("\\n", f_);
-			break;
-		case '\t':
-			fputs("\\t", f_);
-			break;
-		case '\r':
-			fputs("\\r", f_);
-			break;
-		default:
-			if (*p < 0x20)
-				fprintf(f_, "\\u%04x", *p);
-			else
-				fputc(*p, f_);
-		}
-	}
-	fputc('"', f_);
+	if (s == nullptr)
+		add(json_null(), false);
+	else
+		add(json_string(s), false);
 }
 
 void
 json_writer::num(uint64_t v)
 {
-	before_value();
-	fprintf(f_, "%llu", (unsigned long long)v);
+	/* json_int_t is signed 64-bit: beyond it, the nearest double keeps the magnitude. */
+	if (v > (uint64_t)INT64_MAX)
+		add(json_real((double)v), false);
+	else
+		add(json_integer((json_int_t)v), false);
 }
 
 void
 json_writer::num(double v)
 {
-	before_value();
-	if (!isfinite(v))
-		fputs("null", f_);
-	else
-		fprintf(f_, "%.6g", v);
+	add(isfinite(v) ? json_real(v) : json_null(), false);
 }
 
 void
 json_writer::boolean(bool v)
 {
-	before_value();
-	fputs(v ? "true" : "false", f_);
+	add(json_boolean(v), false);
 }
 
 void
 json_writer::null()
 {
-	before_value();
-	fputs("null", f_);
+	add(json_null(), false);
 }

@@ -4,18 +4,27 @@
 
 /**
  * @file
- * A minimal streaming JSON writer for the apps (no JSON library is installed, and the apps need
- * only objects, arrays, strings, integers, doubles and booleans).
+ * The apps' JSON output, built with libjansson (installed with DPDK's development files) behind
+ * the streaming interface the apps were written against.
  *
- * Commas and indentation are handled by the writer; the caller only nests begin/end calls.
- * Non-finite doubles are written as null, since JSON has no NaN or infinity.
+ * The caller nests begin/end calls and members as if it streamed; the writer builds a jansson
+ * tree and writes it (indented, members in the order they were added) when the outermost value
+ * is closed. Non-finite doubles become null, since JSON has no NaN or infinity.
+ *
+ * Not thread-safe: one writer per thread. Allocation failures inside jansson are not thrown;
+ * they make ok() false.
  */
 
 #include <stdint.h>
 #include <stdio.h>
 
+typedef struct json_t json_t;
+
 struct json_writer {
 	explicit json_writer(FILE *f) : f_(f) {}
+	~json_writer();
+	json_writer(const json_writer &) = delete;
+	json_writer &operator=(const json_writer &) = delete;
 
 	/* Values: inside an array, or after key(). */
 	void obj();
@@ -51,19 +60,21 @@ struct json_writer {
 		boolean(v);
 	}
 
-	/** True if nothing went wrong so far (unbalanced calls or a failed write). */
+	/**
+	 * True if nothing went wrong so far: balanced calls, every value accepted by jansson and,
+	 * once the outermost value is closed, the file written.
+	 */
 	bool ok() const { return ok_ && ferror(f_) == 0; }
 
 private:
-	void before_value();
-	void write_str(const char *s);
-	void newline();
+	void add(json_t *v, bool container);
+	void close(bool object);
 
 	static constexpr int max_depth = 32;
 	FILE *f_;
+	json_t *stack_[max_depth] = {};
 	int depth_ = 0;
-	bool first_[max_depth] = {true};
-	bool after_key_ = false;
+	char *key_ = nullptr; /* pending member name, owned (strdup) */
 	bool ok_ = true;
 };
 

@@ -3,13 +3,15 @@
  * qpn-perf: the cost of handing out a QPN, ours next to its peers, in one run.
  *
  *   qpn-perf [EAL options] -- [--iterations=N] [--repeat=N] [--cache=N] [--range=N]
- *            [--quarantine-us=N] [--burst=N] [--lcores=on|off] [--json=FILE] [--only=LIST]
- *            [--block-log=G] [--budget-ms=N] [--quick]
+ *            [--range-q=N] [--quarantine-us=N] [--burst=N] [--hold=K] [--storm=S]
+ *            [--idle-us=N] [--lcores=on|off] [--json=FILE] [--only=LIST] [--block-log=G]
+ *            [--budget-ms=N] [--count=instructions] [--quick]
  *
  * Every peer (perf.h) is set up once, checked once (unique in-range QPNs, double free refused
  * where the peer claims to check), then measured repetition after repetition with the peers
  * interleaved, so slow drifts of the machine hit all of them alike; figures are medians over
- * the repetitions. BRIEF §5 judges ratios against peers of the same run, never absolute times.
+ * the repetitions. The aims (doc/guides/benchmark.md) are ratios against peers of the same run,
+ * never absolute times.
  */
 #include "perf_app.h"
 
@@ -22,6 +24,7 @@ main(int argc, char **argv)
 	int ret, n;
 
 	run_meta_save_argv(argc, argv);
+	perf_save_argv(argc, argv);
 	n = rte_eal_init(argc, argv);
 	if (n < 0) {
 		fprintf(stderr, "qpn-perf: EAL init failed: %s\n", rte_strerror(rte_errno));

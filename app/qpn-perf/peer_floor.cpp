@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Peer "floor": a per-lcore array used as a stack of QPNs. Nothing shared, nothing checked: the
- * least any allocator can cost, the yardstick for "ours within 3x of the floor" (BRIEF §5).
+ * least any allocator can cost, the yardstick for "ours within 3x of the floor" (benchmark guide).
  *
  * Honesty: pop and push are noinline functions, so each operation is a real call (as a call
  * into our shared library is) and the compiler cannot cancel a pop against the following push
  * of the same value; the loop's perf_sink() makes the QPN a live value.
+ *
+ * Peer "floor-inl": the same array with pop and push inlined into the loop, the floor for an
+ * allocator whose fast path is inline in its header (as rte_mempool's is). The slot index and
+ * the array go through memory (volatile top), so the pop and the push cannot fold into nothing.
  */
 
 #include <errno.h>
@@ -108,6 +112,56 @@ struct floor_ops {
 	static uint32_t qpn(token t) { return t; }
 };
 
+/* Inline floor: the lcore's stack touched in place; `top` re-read and written every time. */
+struct floor_inl_ops {
+	using ctx = floor_ctx;
+	using token = uint32_t;
+
+	static inline int alloc(ctx *c, token *t)
+	{
+		struct floor_lcore *l = floor_me(c);
+		volatile uint32_t *top = l != nullptr ? &l->top : nullptr;
+
+		if (unlikely(top == nullptr || *top == 0))
+			return -ENOSPC;
+		*top = *top - 1;
+		*t = l->slots[*top];
+		return 0;
+	}
+	static inline int free(ctx *c, token t)
+	{
+		struct floor_lcore *l = floor_me(c);
+		volatile uint32_t *top = l != nullptr ? &l->top : nullptr;
+
+		if (unlikely(top == nullptr || *top == l->cap))
+			return -ENOSPC;
+		l->slots[*top] = t;
+		*top = *top + 1;
+		return 0;
+	}
+	static inline int alloc_bulk(ctx *c, token *t, unsigned int n)
+	{
+		struct floor_lcore *l = floor_me(c);
+
+		if (unlikely(l == nullptr || l->top < n))
+			return -ENOSPC;
+		l->top -= n;
+		memcpy(t, &l->slots[l->top], n * sizeof(*t));
+		return 0;
+	}
+	static inline int free_bulk(ctx *c, const token *t, unsigned int n)
+	{
+		struct floor_lcore *l = floor_me(c);
+
+		if (unlikely(l == nullptr || l->cap - l->top < n))
+			return -ENOSPC;
+		memcpy(&l->slots[l->top], t, n * sizeof(*t));
+		l->top += n;
+		return 0;
+	}
+	static uint32_t qpn(token t) { return t; }
+};
+
 void
 floor_teardown(void *p)
 {
@@ -168,10 +222,22 @@ floor_footprint(void *p)
 
 const struct perf_peer perf_peer_floor = {
 	.name = "floor",
-	.desc = "per-lcore array push/pop through noinline calls: the bare minimum",
-	.flags = PERF_F_SCALING,
+	.desc = "floor, out-of-line: per-lcore array push/pop through noinline calls",
+	.flags = PERF_F_SCALING | PERF_F_LOCAL | PERF_F_EAL_ONLY,
 	.setup = floor_setup,
 	PERF_PEER_LOOPS(floor_ops),
+	.lcore_fini = nullptr,
+	.footprint = floor_footprint,
+	.stats_json = nullptr,
+	.teardown = floor_teardown,
+};
+
+const struct perf_peer perf_peer_floor_inl = {
+	.name = "floor-inl",
+	.desc = "floor, inline: per-lcore array push/pop inlined into the loop",
+	.flags = PERF_F_SCALING | PERF_F_LOCAL | PERF_F_EAL_ONLY,
+	.setup = floor_setup,
+	PERF_PEER_LOOPS(floor_inl_ops),
 	.lcore_fini = nullptr,
 	.footprint = floor_footprint,
 	.stats_json = nullptr,

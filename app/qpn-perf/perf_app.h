@@ -11,6 +11,8 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,12 +50,18 @@ struct perf_opts {
 	unsigned int repeat = 5;
 	uint32_t cache = 256;
 	uint32_t range = 65536;
-	uint64_t quarantine_us = 50;
+	uint32_t range_q = 1u << 20;   /* range of qpnpool-q: large enough for its quarantine */
+	uint64_t quarantine_us = 1000; /* issue 11's aim holds for 1 ms..1 s */
 	unsigned int burst = 32;
+	unsigned int hold = 1024;    /* QPNs held live by the hold workload */
+	unsigned int storm = 256;    /* connections per reconnect storm */
+	unsigned int idle_us = 1000; /* idle before each storm */
 	bool lcores = true;
 	unsigned int block_log = 8;
 	uint64_t budget_ms = 200; /* target length of one timed run */
 	bool quick = false;
+	bool count_instructions = false;
+	std::string count_child; /* internal: run under callgrind, dumps named for DIR */
 	std::string json;
 	std::string only;
 };
@@ -64,13 +72,20 @@ constexpr uint32_t perf_first_qpn = 0x1000; /* clear of QP0/QP1 and of low speci
 int perf_parse_args(int argc, char **argv, struct perf_opts *o);
 
 const struct perf_peer *const perf_all_peers[] = {
-	&perf_peer_floor,   &perf_peer_mempool,   &perf_peer_ring,
-	&perf_peer_stack,   &perf_peer_rdmacore,  &perf_peer_rdmavt,
+	&perf_peer_floor,   &perf_peer_floor_inl, &perf_peer_mempool,  &perf_peer_mempool_packed,
+	&perf_peer_ring,    &perf_peer_stack,     &perf_peer_rdmacore, &perf_peer_rdmavt,
 	&perf_peer_qpnpool, &perf_peer_qpnpool_q, &perf_peer_qpndev,
 };
 
-enum perf_phase { PH_PAIR, PH_BURST, PH_NB };
-const char *const perf_phase_name[PH_NB] = {"pair", "burst"};
+/* Single-lcore workloads, each timed as a whole. */
+enum perf_phase { PH_PAIR, PH_BURST, PH_HOLD, PH_STORM, PH_NB };
+const char *const perf_phase_name[PH_NB] = {"pair", "burst", "hold", "storm"};
+const char *const perf_phase_desc[PH_NB] = {
+	"alloc+free pair on one lcore",
+	"bulk alloc+free on one lcore",
+	"hold-and-release: K live, each step takes one and frees the oldest",
+	"reconnect storm: S allocs then S frees after an idle sleep (storms timed only)",
+};
 
 struct perf_series {
 	std::vector<double> ns;     /* ns per op, one per repetition */
@@ -80,11 +95,11 @@ struct perf_series {
 	uint64_t n = 0; /* calibrated ops per timed run */
 };
 
-struct perf_scaling {
-	std::vector<double> mops;        /* 2-lcore throughput, Mops/s, one per repetition */
-	std::vector<double> lcore_ns[2]; /* ns per op seen by each lcore */
+/* Several runners at once: lcores, non-EAL threads or a producer/consumer pair. */
+struct perf_point {
+	std::vector<double> mops;                 /* total throughput, one per repetition */
+	std::vector<std::vector<double>> slot_ns; /* [slot][rep]: ns per op seen by each runner */
 	uint64_t failures = 0;
-	uint64_t n = 0; /* ops per lcore per timed run */
 };
 
 struct perf_mem {
@@ -98,24 +113,39 @@ struct perf_mem {
 struct perf_state {
 	const struct perf_peer *peer;
 	void *ctx = nullptr;
+	uint32_t range = 0; /* QPNs of this peer's range */
 	bool ok = false;
 	std::string error;
 	bool self_check = false;
 	bool refuses_double_free = false;
 	perf_series ph[PH_NB];
-	perf_scaling scaling;
+	uint64_t multi_n = 0;            /* ops per runner per multi-lcore run */
+	uint64_t cross_n = 0;            /* QPNs moved per cross-lcore run */
+	uint64_t thr_n = 0;              /* ops per thread per non-EAL run */
+	std::vector<perf_point> scaling; /* [k-1]: k EAL lcores at once */
+	std::vector<perf_point> solo;    /* [i]: lcore i alone */
+	perf_point cross;                /* alloc on lcore 0, free on lcore 1 */
+	std::vector<perf_point> threads; /* [0]: 1 non-EAL thread, [1]: as many as lcores */
+	perf_hist lat_alloc = {}, lat_free = {};
+	double instr[PH_NB] = {}; /* instructions per op from callgrind, 0 = not measured */
+	double hw_instr = 0;      /* instructions per pair from perf_event_open, 0 = not measured */
 	perf_mem mem;
 };
 
+/* The lcores of the run: [0] is the main lcore, then the workers in -l order. */
+extern std::vector<unsigned int> perf_lcores;
 extern unsigned int perf_seq;
 extern double perf_load_at_start;
+extern std::string perf_hw_error; /* why hardware counters are not available, or "" */
+extern bool perf_instr_measured;
+extern std::string perf_instr_error;
 
 struct perf_timed {
 	uint64_t cycles;
 	perf_loop_res res;
 };
 
-/* perf_measure.cpp: memory, self-check, timed runs, the two-lcore run, hooks on every lcore. */
+/* perf_measure.cpp: memory, self-check, timed runs, calibration, hooks on every lcore. */
 uint64_t perf_heap_allocated(void);
 
 struct perf_cfg perf_make_cfg(const struct perf_opts *o, uint32_t range);
@@ -124,27 +154,65 @@ void perf_measure_memory(const struct perf_opts *o, perf_state *s, uint64_t full
 
 bool perf_self_check(const struct perf_opts *o, perf_state *s);
 
-void perf_run_once(perf_state *s, perf_phase ph, uint64_t n, unsigned int burst,
+void perf_run_once(const struct perf_opts *o, perf_state *s, perf_phase ph, uint64_t n,
 		   perf_loop_res *res);
 
-perf_timed perf_time_once(perf_state *s, perf_phase ph, uint64_t n, unsigned int burst);
+perf_timed perf_time_once(const struct perf_opts *o, perf_state *s, perf_phase ph, uint64_t n);
 
 double perf_cycles_to_ns(double cycles);
 
 uint64_t perf_calibrate_n(const struct perf_opts *o, double ns_per_op);
 
-double perf_run_two(perf_state *s, unsigned int worker, uint64_t n, double lcore_ns[2],
-		    uint64_t *failures);
-
 void perf_on_all_lcores(void (*fn)(void *), void *ctx);
 
-/* perf_report.cpp: statistics over the repetitions, the printed tables, the JSON file. */
-void perf_print_tables(const struct perf_opts *o, std::vector<perf_state> &st, bool scaling);
+/* perf_multi.cpp: several runners at once. */
+enum perf_multi_mode {
+	PM_LCORES,  /* pairs on the given EAL lcores */
+	PM_THREADS, /* pairs on k non-EAL threads */
+	PM_CROSS,   /* alloc on the first lcore, free on the second */
+};
+
+/* Longest a multi run may take (ms): runners stop early on an oversubscribed machine. */
+extern uint64_t perf_multi_limit_ms;
+
+/* One multi run: adds a repetition to pt; returns Mops/s, or < 0 if a runner did not start. */
+double perf_run_multi(perf_state *s, perf_multi_mode mode, const std::vector<unsigned int> &lc,
+		      uint64_t n, perf_point *pt);
+
+/* perf_stats.cpp: statistics and aims shared by the tables and the JSON. */
+double perf_median(std::vector<double> v);
+double perf_min(const std::vector<double> &v);
+double perf_max(const std::vector<double> &v);
+double perf_ratio(double a, double b);
+perf_state *perf_find(std::vector<perf_state> &st, const char *name);
+double perf_hist_pct(const perf_hist &h, double p); /* cycles at percentile p (0..100) */
+
+struct perf_aim {
+	std::string key;
+	std::string what;
+	double value; /* NaN when not measured */
+	std::string aim;
+	bool lower_is_better;
+	double bound;
+	std::string figures; /* the figures the ratio comes from, readable */
+};
+
+std::vector<perf_aim> perf_aims(std::vector<perf_state> &st);
+bool perf_meets(const perf_aim &a);
+double perf_point_mops(const perf_state &s, unsigned int k); /* median Mops/s on k lcores */
+
+/* perf_report.cpp: the printed tables; perf_json.cpp: the JSON file. */
+void perf_print_tables(const struct perf_opts *o, std::vector<perf_state> &st);
 
 double perf_loadavg(void);
 
-int perf_write_json(const struct perf_opts *o, std::vector<perf_state> &st, bool scaling,
-		    double elapsed_s);
+int perf_write_json(const struct perf_opts *o, std::vector<perf_state> &st, double elapsed_s);
+
+/* perf_count.cpp: instructions per op (callgrind in a child) and hardware counters. */
+int perf_count_child(const struct perf_opts *o, std::vector<perf_state> &st);
+int perf_count_instructions(const struct perf_opts *o, std::vector<perf_state> &st);
+void perf_count_hw(const struct perf_opts *o, std::vector<perf_state> &st);
+void perf_save_argv(int argc, char **argv);
 
 /* perf_options.cpp: every name of --only must be a peer. */
 bool perf_check_only(const std::string &only);

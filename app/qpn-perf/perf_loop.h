@@ -19,9 +19,15 @@
  */
 
 #include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <type_traits>
 
 #include <rte_branch_prediction.h>
+#include <rte_cycles.h>
+#include <rte_pause.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
 
 #include "perf.h"
 
@@ -101,6 +107,173 @@ template <class Ops> struct perf_loops {
 		res->failures = fails;
 	}
 
+	/*
+	 * Hold-and-release: k QPNs stay live (connections that last), each step takes a new one
+	 * and frees the oldest, so a QPN comes back k steps after it left, not at once.
+	 */
+	static void hold(void *c, uint64_t n, unsigned int k, struct perf_loop_res *res)
+	{
+		ctx_t *ctx = static_cast<ctx_t *>(c);
+		tok_t *live = static_cast<tok_t *>(calloc(k ? k : 1, sizeof(tok_t)));
+		uint64_t fails = 0, i;
+		unsigned int have = 0, head = 0;
+
+		if (live == nullptr || k == 0) {
+			::free(live);
+			*res = {0, n, 0};
+			return;
+		}
+		for (; have < k; have++)
+			if (Ops::alloc(ctx, &live[have]) != 0)
+				break;
+		for (i = 0; i < n && have > 0; i++) {
+			tok_t t;
+
+			if (unlikely(Ops::alloc(ctx, &t) != 0)) {
+				fails++;
+				continue;
+			}
+			perf_sink(Ops::qpn(t));
+			if (unlikely(Ops::free(ctx, live[head]) != 0))
+				fails++;
+			live[head] = t;
+			head = head + 1 == have ? 0 : head + 1;
+		}
+		for (unsigned int j = 0; j < have; j++)
+			Ops::free(ctx, live[j]);
+		::free(live);
+		res->ops = i - fails;
+		res->failures = fails + (n - i);
+		res->cycles = 0;
+	}
+
+	/*
+	 * Reconnect storm: the lcore sleeps idle_us (its caches go cold, other work runs), then
+	 * s connections come at once (s allocs) and go (s frees). Only the storms are timed.
+	 */
+	static void storm(void *c, uint64_t n, unsigned int s, unsigned int idle_us,
+			  struct perf_loop_res *res)
+	{
+		ctx_t *ctx = static_cast<ctx_t *>(c);
+		tok_t *t = static_cast<tok_t *>(calloc(s ? s : 1, sizeof(tok_t)));
+		uint64_t fails = 0, done = 0, cycles = 0;
+
+		if (t == nullptr || s == 0) {
+			::free(t);
+			*res = {0, n, 0};
+			return;
+		}
+		for (; done < n; done += s) {
+			unsigned int got = 0;
+
+			if (idle_us > 0)
+				usleep(idle_us);
+			uint64_t t0 = rte_rdtsc_precise();
+
+			for (unsigned int j = 0; j < s; j++)
+				if (likely(Ops::alloc(ctx, &t[got]) == 0))
+					got++;
+			for (unsigned int j = 0; j < got; j++)
+				if (unlikely(Ops::free(ctx, t[j]) != 0))
+					fails++;
+			cycles += rte_rdtsc_precise() - t0;
+			fails += s - got;
+		}
+		::free(t);
+		res->ops = done - fails;
+		res->failures = fails;
+		res->cycles = cycles;
+	}
+
+	/* Each operation timed alone: the distribution, not the mean (rdtsc's cost included). */
+	static void lat(void *c, uint64_t n, struct perf_hist *ha, struct perf_hist *hf,
+			struct perf_loop_res *res)
+	{
+		ctx_t *ctx = static_cast<ctx_t *>(c);
+		uint64_t fails = 0;
+
+		for (uint64_t i = 0; i < n; i++) {
+			tok_t t;
+			uint64_t t0 = rte_rdtsc();
+			int rc = Ops::alloc(ctx, &t);
+			uint64_t t1 = rte_rdtsc();
+
+			if (unlikely(rc != 0)) {
+				fails++;
+				continue;
+			}
+			perf_sink(Ops::qpn(t));
+			perf_hist_add(ha, t1 - t0);
+			t0 = rte_rdtsc();
+			rc = Ops::free(ctx, t);
+			t1 = rte_rdtsc();
+			perf_hist_add(hf, t1 - t0);
+			if (unlikely(rc != 0))
+				fails++;
+		}
+		res->ops = n - fails;
+		res->failures = fails;
+		res->cycles = 0;
+	}
+
+	/*
+	 * Cross-lcore producer: tokens go to the consumer through an SPSC ring of 8-byte slots.
+	 * A producer that cannot allocate for long (the consumer's cache holds the range) gives
+	 * up and sends perf_stop so that the consumer does not wait for the rest.
+	 */
+	static constexpr uint64_t perf_stop = UINT64_MAX;
+
+	static void produce(void *c, uint64_t n, struct rte_ring *r, struct perf_loop_res *res)
+	{
+		ctx_t *ctx = static_cast<ctx_t *>(c);
+		uint64_t fails = 0, i;
+
+		for (i = 0; i < n; i++) {
+			tok_t t;
+			uint64_t v;
+
+			while (unlikely(Ops::alloc(ctx, &t) != 0) && fails < 10000000) {
+				fails++;
+				rte_pause();
+			}
+			if (fails >= 10000000)
+				break;
+			v = to_u64(t);
+			while (rte_ring_sp_enqueue_elem(r, &v, sizeof(v)) != 0)
+				rte_pause();
+		}
+		if (i < n) {
+			uint64_t v = perf_stop;
+
+			while (rte_ring_sp_enqueue_elem(r, &v, sizeof(v)) != 0)
+				rte_pause();
+		}
+		res->ops = i;
+		res->failures = fails;
+		res->cycles = 0;
+	}
+
+	static void consume(void *c, uint64_t n, struct rte_ring *r, struct perf_loop_res *res)
+	{
+		ctx_t *ctx = static_cast<ctx_t *>(c);
+		uint64_t fails = 0, i;
+
+		for (i = 0; i < n; i++) {
+			uint64_t v;
+
+			while (rte_ring_sc_dequeue_elem(r, &v, sizeof(v)) != 0)
+				rte_pause();
+			if (unlikely(v == perf_stop))
+				break;
+			if (unlikely(Ops::free(ctx, from_u64(v)) != 0))
+				fails++;
+		}
+		/* What the producer did not send is its own count, not a failure here. */
+		res->ops = i - fails;
+		res->failures = fails;
+		res->cycles = 0;
+	}
+
 	static int alloc(void *c, uint32_t *qpn, uint64_t *token)
 	{
 		tok_t t;
@@ -122,6 +295,9 @@ template <class Ops> struct perf_loops {
 /** Fill the generic and timed hooks of a struct perf_peer initialiser from Ops. */
 #define PERF_PEER_LOOPS(Ops)                                                                       \
 	.alloc = perf_loops<Ops>::alloc, .free = perf_loops<Ops>::free,                            \
-	.run_pairs = perf_loops<Ops>::pairs, .run_burst = perf_loops<Ops>::burst
+	.run_pairs = perf_loops<Ops>::pairs, .run_burst = perf_loops<Ops>::burst,                  \
+	.run_hold = perf_loops<Ops>::hold, .run_storm = perf_loops<Ops>::storm,                    \
+	.run_lat = perf_loops<Ops>::lat, .run_produce = perf_loops<Ops>::produce,                  \
+	.run_consume = perf_loops<Ops>::consume
 
 #endif /* QPN_PERF_LOOP_H */

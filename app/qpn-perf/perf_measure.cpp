@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * qpn-perf's measurements: the heap bytes per QPN, the self-check of every peer, one timed run,
- * calibration, the two-lcore run and running a peer hook on every lcore.
+ * calibration and running a peer hook on every lcore.
  */
 #include "perf_app.h"
 
@@ -46,7 +46,7 @@ void
 perf_measure_memory(const struct perf_opts *o, perf_state *s, uint64_t full_delta)
 {
 	if (s->peer->flags & PERF_F_HEAP_MEM) {
-		struct perf_cfg half = perf_make_cfg(o, o->range / 2);
+		struct perf_cfg half = perf_make_cfg(o, s->range / 2);
 		uint64_t before = perf_heap_allocated();
 		void *ctx = nullptr;
 
@@ -60,8 +60,8 @@ perf_measure_memory(const struct perf_opts *o, perf_state *s, uint64_t full_delt
 		s->mem.method = "dpdk-heap-delta";
 		s->mem.total_bytes = full_delta;
 		s->mem.bytes_per_qpn = ((double)full_delta - (double)half_delta) /
-				       (double)(o->range - o->range / 2);
-		s->mem.fixed_bytes = (double)full_delta - s->mem.bytes_per_qpn * o->range;
+				       (double)(s->range - s->range / 2);
+		s->mem.fixed_bytes = (double)full_delta - s->mem.bytes_per_qpn * s->range;
 	} else if (s->peer->footprint != nullptr) {
 		/*
 		 * Self-accounted, called after the timed runs: the most the peer held (its memory
@@ -70,7 +70,7 @@ perf_measure_memory(const struct perf_opts *o, perf_state *s, uint64_t full_delt
 		s->mem.valid = true;
 		s->mem.method = "self-accounted";
 		s->mem.total_bytes = s->peer->footprint(s->ctx);
-		s->mem.bytes_per_qpn = (double)s->mem.total_bytes / o->range;
+		s->mem.bytes_per_qpn = (double)s->mem.total_bytes / s->range;
 		s->mem.fixed_bytes = 0;
 	}
 }
@@ -80,11 +80,11 @@ perf_measure_memory(const struct perf_opts *o, perf_state *s, uint64_t full_delt
  * range, every free must succeed, and a peer that claims to check must refuse a double free.
  */
 bool
-perf_self_check(const struct perf_opts *o, perf_state *s)
+perf_self_check(const struct perf_opts *, perf_state *s)
 {
-	unsigned int k = std::min<uint32_t>(1024, o->range / (2 * rte_lcore_count()));
+	unsigned int k = std::min<uint32_t>(1024, s->range / (2 * rte_lcore_count()));
 	std::vector<uint64_t> tokens(k);
-	std::vector<uint8_t> seen(o->range);
+	std::vector<uint8_t> seen(s->range);
 	std::set<uint32_t> own;
 	uint32_t qpn;
 	uint64_t tok;
@@ -106,7 +106,7 @@ perf_self_check(const struct perf_opts *o, perf_state *s)
 			}
 			continue;
 		}
-		if (qpn < perf_first_qpn || qpn - perf_first_qpn >= o->range ||
+		if (qpn < perf_first_qpn || qpn - perf_first_qpn >= s->range ||
 		    seen[qpn - perf_first_qpn]) {
 			s->error = "self-check: QPN " + std::to_string(qpn) +
 				   " out of range or handed out twice";
@@ -139,22 +139,37 @@ perf_self_check(const struct perf_opts *o, perf_state *s)
 }
 
 void
-perf_run_once(perf_state *s, perf_phase ph, uint64_t n, unsigned int burst, perf_loop_res *res)
+perf_run_once(const struct perf_opts *o, perf_state *s, perf_phase ph, uint64_t n,
+	      perf_loop_res *res)
 {
-	if (ph == PH_PAIR)
+	*res = {};
+	switch (ph) {
+	case PH_PAIR:
 		s->peer->run_pairs(s->ctx, n, res);
-	else
-		s->peer->run_burst(s->ctx, n, burst, res);
+		break;
+	case PH_BURST:
+		s->peer->run_burst(s->ctx, n, o->burst, res);
+		break;
+	case PH_HOLD:
+		s->peer->run_hold(s->ctx, n, std::min<uint32_t>(o->hold, s->range / 4), res);
+		break;
+	default:
+		s->peer->run_storm(s->ctx, n, o->storm, o->idle_us, res);
+		break;
+	}
 }
 
+/* Wall time of the loop in TSC cycles, or the loop's own figure when it times itself. */
 perf_timed
-perf_time_once(perf_state *s, perf_phase ph, uint64_t n, unsigned int burst)
+perf_time_once(const struct perf_opts *o, perf_state *s, perf_phase ph, uint64_t n)
 {
 	perf_timed t = {};
 	uint64_t t0 = rte_rdtsc_precise();
 
-	perf_run_once(s, ph, n, burst, &t.res);
+	perf_run_once(o, s, ph, n, &t.res);
 	t.cycles = rte_rdtsc_precise() - t0;
+	if (t.res.cycles != 0)
+		t.cycles = t.res.cycles;
 	return t;
 }
 
@@ -172,91 +187,6 @@ perf_calibrate_n(const struct perf_opts *o, double ns_per_op)
 	uint64_t k = (uint64_t)std::min(n, (double)o->iterations);
 
 	return std::max<uint64_t>(k, 1000);
-}
-
-/* Two-lcore run: both lcores warm up, meet at a start line, run n ops, report by atomics. */
-struct perf_mc_job {
-	perf_state *s;
-	uint64_t n, warm;
-	std::atomic<unsigned int> ready{0};
-	std::atomic<bool> go{false};
-	std::atomic<uint64_t> t0[2], t1[2], ops[2], fails[2];
-};
-
-static void
-perf_mc_body(perf_mc_job *j, unsigned int idx)
-{
-	perf_loop_res warm = {}, res = {};
-
-	j->s->peer->run_pairs(j->s->ctx, j->warm, &warm);
-	j->ready.fetch_add(1, std::memory_order_acq_rel);
-	while (!j->go.load(std::memory_order_acquire))
-		rte_pause();
-	uint64_t t0 = rte_rdtsc_precise();
-	j->s->peer->run_pairs(j->s->ctx, j->n, &res);
-	uint64_t t1 = rte_rdtsc_precise();
-
-	j->t0[idx].store(t0, std::memory_order_relaxed);
-	j->t1[idx].store(t1, std::memory_order_relaxed);
-	j->ops[idx].store(res.ops, std::memory_order_relaxed);
-	j->fails[idx].store(res.failures + warm.failures, std::memory_order_release);
-}
-
-static int
-perf_mc_worker(void *arg)
-{
-	perf_mc_body(static_cast<perf_mc_job *>(arg), 1);
-	return 0;
-}
-
-/* Returns Mops/s over both lcores, or a negative value if the worker could not be launched. */
-double
-perf_run_two(perf_state *s, unsigned int worker, uint64_t n, double lcore_ns[2], uint64_t *failures)
-{
-	perf_mc_job j;
-
-	j.s = s;
-	j.n = n;
-	j.warm = std::max<uint64_t>(n / 8, 1000);
-	for (int i = 0; i < 2; i++) {
-		j.t0[i] = j.t1[i] = j.ops[i] = j.fails[i] = 0;
-	}
-	if (rte_eal_remote_launch(perf_mc_worker, &j, worker) != 0)
-		return -1;
-	{
-		perf_loop_res warm = {};
-
-		s->peer->run_pairs(s->ctx, j.warm, &warm);
-		j.ready.fetch_add(1, std::memory_order_acq_rel);
-		while (j.ready.load(std::memory_order_acquire) < 2)
-			rte_pause();
-		j.go.store(true, std::memory_order_release);
-		uint64_t t0 = rte_rdtsc_precise();
-		perf_loop_res res = {};
-
-		s->peer->run_pairs(s->ctx, n, &res);
-		uint64_t t1 = rte_rdtsc_precise();
-
-		j.t0[0] = t0;
-		j.t1[0] = t1;
-		j.ops[0] = res.ops;
-		j.fails[0] = res.failures + warm.failures;
-	}
-	rte_eal_wait_lcore(worker);
-
-	uint64_t start = std::min(j.t0[0].load(), j.t0[1].load(std::memory_order_acquire));
-	uint64_t end = std::max(j.t1[0].load(), j.t1[1].load(std::memory_order_acquire));
-	uint64_t ops = j.ops[0].load() + j.ops[1].load(std::memory_order_acquire);
-
-	*failures = j.fails[0].load() + j.fails[1].load(std::memory_order_acquire);
-	for (int i = 0; i < 2; i++) {
-		uint64_t o = j.ops[i].load(std::memory_order_acquire);
-
-		lcore_ns[i] = o != 0 ? perf_cycles_to_ns((double)(j.t1[i] - j.t0[i]) / o) : 0;
-	}
-	if (end <= start)
-		return 0;
-	return (double)ops * (double)rte_get_tsc_hz() / (double)(end - start) / 1e6;
 }
 
 /* Run a peer hook on every lcore (main included), one after the other. */

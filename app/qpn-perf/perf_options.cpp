@@ -20,6 +20,12 @@ enum {
 	OPT_QUICK,
 	OPT_BLOCK_LOG,
 	OPT_BUDGET,
+	OPT_RANGE_Q,
+	OPT_HOLD,
+	OPT_STORM,
+	OPT_IDLE,
+	OPT_COUNT,
+	OPT_COUNT_CHILD,
 	OPT_HELP,
 };
 
@@ -36,6 +42,12 @@ const struct option perf_long_opts[] = {
 	{"quick", no_argument, nullptr, OPT_QUICK},
 	{"block-log", required_argument, nullptr, OPT_BLOCK_LOG},
 	{"budget-ms", required_argument, nullptr, OPT_BUDGET},
+	{"range-q", required_argument, nullptr, OPT_RANGE_Q},
+	{"hold", required_argument, nullptr, OPT_HOLD},
+	{"storm", required_argument, nullptr, OPT_STORM},
+	{"idle-us", required_argument, nullptr, OPT_IDLE},
+	{"count", required_argument, nullptr, OPT_COUNT},
+	{"count-child", required_argument, nullptr, OPT_COUNT_CHILD},
 	{"help", no_argument, nullptr, OPT_HELP},
 	{nullptr, 0, nullptr, 0},
 };
@@ -48,14 +60,22 @@ perf_usage(const char *prog)
 	       "  --repeat=N         repetitions; figures are medians (default 5)\n"
 	       "  --cache=N          per-lcore cache of ours and of rte_mempool (default 256)\n"
 	       "  --range=N          QPNs in the range every peer hands out (default 65536)\n"
-	       "  --quarantine-us=N  quarantine of the qpnpool-q peer (default 50)\n"
+	       "  --range-q=N        range of qpnpool-q, room for its quarantine (default 1048576)\n"
+	       "  --quarantine-us=N  quarantine of the qpnpool-q peer (default 1000)\n"
 	       "  --burst=N          bulk size of the burst loop, 0 = no burst loop (default 32)\n"
-	       "  --lcores=on|off    also run on 2 lcores at once (default on)\n"
-	       "  --json=FILE        write every figure as JSON\n"
-	       "  --only=LIST        comma-separated peers: floor,mempool,ring,stack,rdmacore,\n"
-	       "                     rdmavt,qpnpool,qpnpool-q\n"
+	       "  --hold=K           QPNs held live by the hold-and-release loop (default 1024)\n"
+	       "  --storm=S          connections per reconnect storm (default 256)\n"
+	       "  --idle-us=N        idle sleep before each storm (default 1000)\n"
+	       "  --lcores=on|off    also run on 1..N lcores at once, cross-lcore and non-EAL\n"
+	       "                     threads (default on; N = the lcores of -l)\n"
+	       "  --json=FILE        write every figure as JSON (qpn-perf-report draws it)\n"
+	       "  --only=LIST        comma-separated peers: floor,floor-inl,mempool,mempool-pk,\n"
+	       "                     ring,stack,rdmacore,rdmavt,qpnpool,qpnpool-q,qpndev\n"
 	       "  --block-log=G      rdma-core model: 2^G QPNs per block (default 8)\n"
 	       "  --budget-ms=N      target length of one timed run (default 200)\n"
+	       "  --count=instructions  also count instructions per op on one lcore under\n"
+	       "                     valgrind's callgrind (and hardware counters where the\n"
+	       "                     kernel allows perf_event_open)\n"
 	       "  --quick            short run: 200000 pairs, 3 repetitions, 10 ms budget\n",
 	       prog);
 }
@@ -165,6 +185,35 @@ perf_parse_args(int argc, char **argv, struct perf_opts *o)
 				return -EINVAL;
 			o->budget_ms = v;
 			set_budget = true;
+			break;
+		case OPT_RANGE_Q:
+			if (!perf_parse_u64(name, optarg, 1024, MLX5_QPN_MAX - perf_first_qpn, &v))
+				return -EINVAL;
+			o->range_q = (uint32_t)v;
+			break;
+		case OPT_HOLD:
+			if (!perf_parse_u64(name, optarg, 1, 1u << 20, &v))
+				return -EINVAL;
+			o->hold = (unsigned int)v;
+			break;
+		case OPT_STORM:
+			if (!perf_parse_u64(name, optarg, 1, 1u << 16, &v))
+				return -EINVAL;
+			o->storm = (unsigned int)v;
+			break;
+		case OPT_IDLE:
+			if (!perf_parse_u64(name, optarg, 1, 10000000, &v))
+				return -EINVAL;
+			o->idle_us = (unsigned int)v;
+			break;
+		case OPT_COUNT:
+			if (optarg == nullptr || strcmp(optarg, "instructions") != 0)
+				return perf_bad(name, optarg, "expected instructions");
+			o->count_instructions = true;
+			break;
+		case OPT_COUNT_CHILD:
+			/* Internal: set by --count=instructions for its run under callgrind. */
+			o->count_child = optarg != nullptr ? optarg : "";
 			break;
 		case OPT_HELP:
 			perf_usage(argv[0]);

@@ -33,45 +33,33 @@ perf_now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-int
-perf_main(const struct perf_opts *o)
+std::vector<unsigned int> perf_lcores;
+
+/* The range a peer hands out: qpnpool-q needs room for what its quarantine holds. */
+static uint32_t
+perf_peer_range(const struct perf_opts *o, const struct perf_peer *p)
 {
-	std::vector<perf_state> st;
-	unsigned int worker = rte_get_next_lcore(-1, 1, 0);
-	bool scaling = o->lcores;
-	double t_start = perf_now_s();
+	return p == &perf_peer_qpnpool_q ? std::max(o->range, o->range_q) : o->range;
+}
+
+/* Set up and check every selected peer; a peer that fails is reported and left out. */
+static int
+perf_setup_all(const struct perf_opts *o, std::vector<perf_state> &st, bool quiet)
+{
 	int rc = 0;
 
-	if (scaling && worker >= RTE_MAX_LCORE) {
-		PERF_LOG(WARNING, "one EAL lcore only: no 2-lcore scaling (run with -l 0-1)");
-		scaling = false;
-	}
-	if (rte_lcore_id() != rte_get_main_lcore()) {
-		PERF_LOG(ERR, "must run on the main lcore");
-		return -EINVAL;
-	}
-	perf_load_at_start = perf_loadavg();
-	if (perf_load_at_start > 0.5 * sysconf(_SC_NPROCESSORS_ONLN))
-		PERF_LOG(WARNING,
-			 "load average %.2f on %ld CPUs: other work will skew the figures, "
-			 "above all the 2-lcore ones",
-			 perf_load_at_start, sysconf(_SC_NPROCESSORS_ONLN));
-	printf("qpn-perf: range %u QPNs, cache %u, quarantine %" PRIu64 " us, burst %u, "
-	       "%u repetitions, TSC %" PRIu64 " Hz, %s\n",
-	       o->range, o->cache, o->quarantine_us, o->burst, o->repeat, rte_get_tsc_hz(),
-	       rte_version());
-
-	/* Set up and check every selected peer. */
 	for (const auto *p : perf_all_peers) {
 		if (!perf_selected(o->only, p->name))
 			continue;
 		st.emplace_back();
 		perf_state &s = st.back();
-		struct perf_cfg cfg = perf_make_cfg(o, o->range);
+		s.range = perf_peer_range(o, p);
+		struct perf_cfg cfg = perf_make_cfg(o, s.range);
 		uint64_t before = perf_heap_allocated();
 		int ret;
 
 		s.peer = p;
+		s.lat_alloc.min = s.lat_free.min = UINT64_MAX;
 		ret = p->setup(&cfg, &s.ctx);
 		if (ret != 0) {
 			s.error = std::string("setup failed: ") + strerror(-ret);
@@ -90,34 +78,165 @@ perf_main(const struct perf_opts *o)
 			continue;
 		}
 		s.ok = true;
-		if (s.peer->flags & PERF_F_HEAP_MEM)
+		if (!quiet && (s.peer->flags & PERF_F_HEAP_MEM))
 			perf_measure_memory(o, &s, delta);
-		printf("  setup %-10s ok%s\n", p->name,
-		       s.refuses_double_free ? " (refuses double free)" : "");
+		if (!quiet)
+			printf("  setup %-10s ok%s\n", p->name,
+			       s.refuses_double_free ? " (refuses double free)" : "");
 	}
+	return rc;
+}
 
-	/* Calibrate the length of each timed run from a short run (which also warms up). */
-	printf("calibrating...\n");
+static void
+perf_teardown_all(std::vector<perf_state> &st)
+{
 	for (auto &s : st) {
-		if (!s.ok)
+		if (s.ctx == nullptr)
 			continue;
-		for (int ph = 0; ph < PH_NB; ph++) {
-			if (ph == PH_BURST && o->burst == 0)
-				continue;
-			uint64_t n = std::min<uint64_t>(o->iterations, 20000);
-			perf_timed t = perf_time_once(&s, (perf_phase)ph, n, o->burst);
-
-			s.ph[ph].n = perf_calibrate_n(o, perf_cycles_to_ns((double)t.cycles / n));
-		}
-		if (scaling && (s.peer->flags & PERF_F_SCALING)) {
-			double lns[2];
-			uint64_t fails, n = std::min<uint64_t>(o->iterations, 20000);
-			double mops = perf_run_two(&s, worker, n, lns, &fails);
-
-			/* Each lcore runs n ops: budget on the per-lcore time. */
-			s.scaling.n = perf_calibrate_n(o, mops > 0 ? 2e3 / mops : 1e3);
-		}
+		if (s.peer->lcore_fini != nullptr)
+			perf_on_all_lcores(s.peer->lcore_fini, s.ctx);
+		s.peer->teardown(s.ctx);
+		s.ctx = nullptr;
 	}
+}
+
+/* Ops per runner so that the slowest runner of a trial takes about the budget. */
+static uint64_t
+perf_calibrate_multi(const struct perf_opts *o, perf_state &s, perf_multi_mode mode,
+		     const std::vector<unsigned int> &lc, uint64_t trial)
+{
+	perf_point pt;
+	double worst = 0;
+
+	if (perf_run_multi(&s, mode, lc, trial, &pt) >= 0)
+		for (const auto &v : pt.slot_ns)
+			worst = std::max(worst, v.empty() ? 0 : v[0]);
+	return perf_calibrate_n(o, worst > 0 ? worst : 1e3);
+}
+
+/* Ops per run of each workload, from a short run (which also warms up). */
+static void
+perf_calibrate(const struct perf_opts *o, perf_state &s, bool scaling)
+{
+	uint64_t trial = std::min<uint64_t>(o->iterations, 20000);
+
+	for (int ph = 0; ph < PH_NB; ph++) {
+		if (ph == PH_BURST && o->burst == 0)
+			continue;
+		if (ph == PH_STORM) {
+			/* Storms are bounded by their idle time, not by their cost. */
+			uint64_t rounds =
+				std::max<uint64_t>(4, o->budget_ms * 1000 / (2 * o->idle_us));
+
+			s.ph[ph].n = rounds * o->storm;
+			continue;
+		}
+		perf_timed t = perf_time_once(o, &s, (perf_phase)ph, trial);
+
+		s.ph[ph].n = perf_calibrate_n(o, perf_cycles_to_ns((double)t.cycles / trial));
+	}
+	if (!scaling)
+		return;
+	/* Every runner runs n ops: budget on the slowest runner of a trial on all lcores. */
+	s.multi_n = perf_calibrate_multi(o, s, PM_LCORES, perf_lcores, trial);
+	s.cross_n = s.peer->flags & PERF_F_LOCAL ?
+			    0 :
+			    perf_calibrate_multi(o, s, PM_CROSS, {perf_lcores[0], perf_lcores[1]},
+						 trial);
+	s.thr_n = s.peer->flags & PERF_F_EAL_ONLY ?
+			  0 :
+			  perf_calibrate_multi(o, s, PM_THREADS,
+					       std::vector<unsigned int>(perf_lcores.size(), 0),
+					       trial);
+}
+
+/* One repetition of every multi-runner run of one peer. */
+static bool
+perf_rep_multi(const struct perf_opts *o, perf_state &s, unsigned int rep)
+{
+	unsigned int nb = (unsigned int)perf_lcores.size();
+
+	s.scaling.resize(nb);
+	s.solo.resize(nb);
+	/* Each lcore alone (the VM's vCPUs differ), the first of them also the 1-lcore point. */
+	for (unsigned int i = 0; i < nb; i++)
+		if (perf_run_multi(&s, PM_LCORES, {perf_lcores[i]}, s.multi_n, &s.solo[i]) < 0)
+			return false;
+	s.scaling[0] = s.solo[0];
+	for (unsigned int k = 2; k <= nb; k++) {
+		std::vector<unsigned int> lc(perf_lcores.begin(), perf_lcores.begin() + k);
+
+		if (perf_run_multi(&s, PM_LCORES, lc, s.multi_n, &s.scaling[k - 1]) < 0)
+			return false;
+	}
+	if (!(s.peer->flags & PERF_F_LOCAL))
+		perf_run_multi(&s, PM_CROSS, {perf_lcores[0], perf_lcores[1]}, s.cross_n, &s.cross);
+	if (!(s.peer->flags & PERF_F_EAL_ONLY)) {
+		s.threads.resize(2);
+		perf_run_multi(&s, PM_THREADS, {0}, s.thr_n, &s.threads[0]);
+		perf_run_multi(&s, PM_THREADS, std::vector<unsigned int>(nb, 0), s.thr_n,
+			       &s.threads[1]);
+	}
+	printf("  [%u/%u] multi %-10s", rep + 1, o->repeat, s.peer->name);
+	auto last = [](const perf_point &p) { return p.mops.empty() ? 0.0 : p.mops.back(); };
+
+	for (unsigned int k = 1; k <= nb; k++)
+		printf(" %u:%.1f", k, last(s.scaling[k - 1]));
+	if (!s.cross.mops.empty())
+		printf(" cross:%.1f", last(s.cross));
+	if (!s.threads.empty())
+		printf(" thr1:%.1f thr%u:%.1f", last(s.threads[0]), nb, last(s.threads[1]));
+	printf(" Mops/s\n");
+	return true;
+}
+
+int
+perf_main(const struct perf_opts *o)
+{
+	std::vector<perf_state> st;
+	unsigned int lcore;
+	double t_start = perf_now_s();
+	int rc;
+
+	perf_lcores.assign(1, rte_get_main_lcore());
+	RTE_LCORE_FOREACH_WORKER(lcore)
+	perf_lcores.push_back(lcore);
+	bool scaling = o->lcores && perf_lcores.size() >= 2;
+
+	if (rte_lcore_id() != rte_get_main_lcore()) {
+		PERF_LOG(ERR, "must run on the main lcore");
+		return -EINVAL;
+	}
+	if (!o->count_child.empty()) {
+		/* Under callgrind, for the parent: instructions only, nothing printed. */
+		rc = perf_setup_all(o, st, true);
+		int ret = perf_count_child(o, st);
+
+		perf_teardown_all(st);
+		return ret != 0 ? ret : rc;
+	}
+	if (o->lcores && !scaling)
+		PERF_LOG(WARNING, "one EAL lcore only: no scaling (run with -l 0-1 or more)");
+	perf_load_at_start = perf_loadavg();
+	if (perf_load_at_start > 0.5 * sysconf(_SC_NPROCESSORS_ONLN))
+		PERF_LOG(WARNING,
+			 "load average %.2f on %ld CPUs: other work will skew the figures, "
+			 "above all the multi-lcore ones",
+			 perf_load_at_start, sysconf(_SC_NPROCESSORS_ONLN));
+	printf("qpn-perf: range %u QPNs (qpnpool-q %u), cache %u, quarantine %" PRIu64
+	       " us, burst %u, hold %u, storm %u after %u us, %u repetitions, %zu lcores, "
+	       "TSC %" PRIu64 " Hz, %s\n",
+	       o->range, std::max(o->range, o->range_q), o->cache, o->quarantine_us, o->burst,
+	       o->hold, o->storm, o->idle_us, o->repeat, perf_lcores.size(), rte_get_tsc_hz(),
+	       rte_version());
+
+	/* Twenty budgets, at least 250 ms: a bound for stalls, not a target. */
+	perf_multi_limit_ms = std::max<uint64_t>(250, 20 * o->budget_ms);
+	rc = perf_setup_all(o, st, false);
+	printf("calibrating...\n");
+	for (auto &s : st)
+		if (s.ok)
+			perf_calibrate(o, s, scaling);
 
 	for (unsigned int rep = 0; rep < o->repeat; rep++) {
 		for (int ph = 0; ph < PH_NB; ph++) {
@@ -130,9 +249,10 @@ perf_main(const struct perf_opts *o)
 				perf_loop_res warm = {};
 
 				/* Warm-up: caches filled, quarantine in steady state. */
-				perf_run_once(&s, (perf_phase)ph, std::max<uint64_t>(r.n / 8, 1000),
-					      o->burst, &warm);
-				perf_timed t = perf_time_once(&s, (perf_phase)ph, r.n, o->burst);
+				if (ph != PH_STORM)
+					perf_run_once(o, &s, (perf_phase)ph,
+						      std::max<uint64_t>(r.n / 8, 1000), &warm);
+				perf_timed t = perf_time_once(o, &s, (perf_phase)ph, r.n);
 				uint64_t ops = std::max<uint64_t>(t.res.ops, 1);
 
 				r.cycles.push_back((double)t.cycles / ops);
@@ -145,37 +265,45 @@ perf_main(const struct perf_opts *o)
 				       t.res.failures ? "  (failures)" : "");
 			}
 		}
+		/* Latency: every operation timed alone; the histograms add up over repetitions. */
+		for (auto &s : st) {
+			perf_loop_res res = {};
+
+			if (s.ok)
+				s.peer->run_lat(s.ctx, std::min<uint64_t>(s.ph[PH_PAIR].n, 1000000),
+						&s.lat_alloc, &s.lat_free, &res);
+		}
 		if (!scaling)
 			continue;
 		for (auto &s : st) {
 			if (!s.ok || !(s.peer->flags & PERF_F_SCALING))
 				continue;
-			double lns[2];
-			uint64_t fails = 0;
-			double mops = perf_run_two(&s, worker, s.scaling.n, lns, &fails);
-
-			if (mops < 0) {
-				PERF_LOG(ERR, "cannot launch lcore %u", worker);
+			if (!perf_rep_multi(o, s, rep)) {
+				PERF_LOG(ERR, "cannot launch the lcores: no scaling figures");
 				scaling = false;
 				break;
 			}
-			s.scaling.mops.push_back(mops);
-			s.scaling.lcore_ns[0].push_back(lns[0]);
-			s.scaling.lcore_ns[1].push_back(lns[1]);
-			s.scaling.failures += fails;
-			printf("  [%u/%u] 2lc   %-10s %9.2f Mops/s%s\n", rep + 1, o->repeat,
-			       s.peer->name, mops, fails ? "  (failures)" : "");
 		}
 	}
 	fflush(stdout);
 
+	if (o->count_instructions) {
+		perf_count_hw(o, st);
+		if (perf_count_instructions(o, st) != 0)
+			PERF_LOG(WARNING, "instructions not counted: %s", perf_instr_error.c_str());
+	}
 	for (auto &s : st)
 		if (s.ok && !(s.peer->flags & PERF_F_HEAP_MEM))
 			perf_measure_memory(o, &s, 0);
-	perf_print_tables(o, st, scaling);
+	perf_print_tables(o, st);
 	for (auto &s : st) {
-		if (s.ok &&
-		    (s.ph[PH_PAIR].failures || s.ph[PH_BURST].failures || s.scaling.failures))
+		bool failed = false;
+
+		for (const auto &r : s.ph)
+			failed = failed || r.failures != 0;
+		for (const auto &p : s.scaling)
+			failed = failed || p.failures != 0;
+		if (s.ok && failed)
 			PERF_LOG(WARNING,
 				 "%s: some allocations failed (see failures); for "
 				 "qpnpool-q the range may be too small for the quarantine",
@@ -184,20 +312,13 @@ perf_main(const struct perf_opts *o)
 
 	/* Figures of the peers' own counters are read before teardown. */
 	if (!o->json.empty()) {
-		int ret = perf_write_json(o, st, scaling, perf_now_s() - t_start);
+		int ret = perf_write_json(o, st, perf_now_s() - t_start);
 
 		if (ret != 0)
 			rc = ret;
 		else
 			printf("\nJSON written to %s\n", o->json.c_str());
 	}
-	for (auto &s : st) {
-		if (s.ctx == nullptr)
-			continue;
-		if (s.peer->lcore_fini != nullptr)
-			perf_on_all_lcores(s.peer->lcore_fini, s.ctx);
-		s.peer->teardown(s.ctx);
-		s.ctx = nullptr;
-	}
+	perf_teardown_all(st);
 	return rc;
 }

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * qpn-perf's statistics: medians over repetitions, percentiles of the latency histograms, and
+ * the aims of issue 11 (the benchmark guide's "Aims"), each with the figures it comes from.
+ */
+#include "perf_app.h"
+
+double
+perf_median(std::vector<double> v)
+{
+	size_t m;
+
+	if (v.empty())
+		return 0;
+	std::sort(v.begin(), v.end());
+	m = v.size() / 2;
+	return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+double
+perf_min(const std::vector<double> &v)
+{
+	return v.empty() ? 0 : *std::min_element(v.begin(), v.end());
+}
+
+double
+perf_max(const std::vector<double> &v)
+{
+	return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+}
+
+perf_state *
+perf_find(std::vector<perf_state> &st, const char *name)
+{
+	for (auto &s : st)
+		if (s.ok && strcmp(s.peer->name, name) == 0)
+			return &s;
+	return nullptr;
+}
+
+/* A ratio of two figures, or NaN (JSON null) when one of them is missing. */
+double
+perf_ratio(double a, double b)
+{
+	return a > 0 && b > 0 ? a / b : __builtin_nan("");
+}
+
+/* The smallest bucket bound with p % of the samples at or below it, never above the maximum. */
+double
+perf_hist_pct(const perf_hist &h, double p)
+{
+	uint64_t want, cum = 0;
+
+	if (h.n == 0)
+		return 0;
+	want = (uint64_t)ceil(p / 100.0 * (double)h.n);
+	want = std::max<uint64_t>(want, 1);
+	for (unsigned int i = 0; i < PERF_HIST_BUCKETS; i++) {
+		cum += h.count[i];
+		if (cum >= want)
+			return (double)std::min<uint64_t>(perf_hist_upper(i) - 1, h.max);
+	}
+	return (double)h.max;
+}
+
+double
+perf_point_mops(const perf_state &s, unsigned int k)
+{
+	return k >= 1 && k <= s.scaling.size() ? perf_median(s.scaling[k - 1].mops) : 0;
+}
+
+static std::string perf_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static std::string
+perf_fmt(const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return buf;
+}
+
+/* Issue 11's aims, from this run's figures only; NaN where a figure was not measured. */
+std::vector<perf_aim>
+perf_aims(std::vector<perf_state> &st)
+{
+	std::vector<perf_aim> a;
+	perf_state *ours = perf_find(st, "qpnpool");
+	perf_state *q = perf_find(st, "qpnpool-q");
+	perf_state *mp = perf_find(st, "mempool");
+	perf_state *fl = perf_find(st, "floor");
+	perf_state *rc = perf_find(st, "rdmacore");
+	double oc = ours ? perf_median(ours->ph[PH_PAIR].cycles) : 0;
+	double mc = mp ? perf_median(mp->ph[PH_PAIR].cycles) : 0;
+	double oi = ours ? ours->instr[PH_PAIR] : 0, mi = mp ? mp->instr[PH_PAIR] : 0;
+	double qc = q ? perf_median(q->ph[PH_PAIR].cycles) : 0;
+	double fc = fl ? perf_median(fl->ph[PH_PAIR].cycles) : 0;
+
+	a.push_back({"pair_cycles_vs_mempool", "ours / rte_mempool, cycles per pair, 1 lcore",
+		     perf_ratio(oc, mc), "<= 0.5", true, 0.5,
+		     perf_fmt("ours %.1f, rte_mempool %.1f cycles", oc, mc)});
+	a.push_back({"pair_instructions_vs_mempool",
+		     "ours / rte_mempool, instructions per pair, 1 lcore", perf_ratio(oi, mi),
+		     "<= 1.5", true, 1.5,
+		     oi > 0 ? perf_fmt("ours %.1f, rte_mempool %.1f instructions", oi, mi) :
+			      "not measured (run with --count=instructions)"});
+	a.push_back({"quarantine_vs_none", "ours with / without quarantine, cycles per pair",
+		     perf_ratio(qc, oc), "<= 1.3", true, 1.3,
+		     perf_fmt("with %.1f, without %.1f cycles", qc, oc)});
+	a.push_back({"pair_vs_floor", "ours / out-of-line floor, cycles per pair",
+		     perf_ratio(oc, fc), "<= 3", true, 3,
+		     perf_fmt("ours %.1f, floor %.1f cycles", oc, fc)});
+	unsigned int nb = ours ? (unsigned int)ours->scaling.size() : 0;
+
+	for (unsigned int k = 1; k <= nb; k++) {
+		double o = perf_point_mops(*ours, k), m = mp ? perf_point_mops(*mp, k) : 0;
+
+		a.push_back({perf_fmt("throughput_vs_mempool_at_%u", k),
+			     perf_fmt("ours@%u / rte_mempool@%u, pairs/s", k, k), perf_ratio(o, m),
+			     ">= 1", false, 1,
+			     perf_fmt("ours %.2f, rte_mempool %.2f Mops/s", o, m)});
+	}
+	if (nb >= 2) {
+		double o = perf_point_mops(*ours, 2), r = rc ? perf_point_mops(*rc, 2) : 0;
+
+		a.push_back({"throughput_vs_rdmacore_at_2", "ours@2 / rdma-core model@2, pairs/s",
+			     perf_ratio(o, r), ">= 20", false, 20,
+			     perf_fmt("ours %.2f, rdma-core model %.3f Mops/s", o, r)});
+	}
+	return a;
+}
+
+bool
+perf_meets(const perf_aim &a)
+{
+	if (!(a.value > 0))
+		return false;
+	return a.lower_is_better ? a.value <= a.bound : a.value >= a.bound;
+}

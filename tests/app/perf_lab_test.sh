@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+#   tests/app/perf_lab_test.sh SOURCE_DIR BUILD_DIR [SANITIZER]
+#
+# qpn-perf as a lab tool, end to end: a --quick run on -l 0-1 with a small budget writes a JSON
+# with a scaling point for 1 and 2 lcores for every peer that scales and ordered latency
+# percentiles; qpn-perf-report turns it into index.html and the plots, naming every section.
+# Under TSan the lcores are off (DPDK's launch is not instrumented, so TSan cannot see its
+# ordering); the single-lcore figures are still checked.
+set -uo pipefail
+src=$1
+build=$2
+san=${3:-none}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+py=/usr/bin/python3
+
+args=(--quick --budget-ms=2 --repeat=1 --json="$tmp/perf.json")
+lcores=on
+case "$san" in
+*thread*) args+=(--lcores=off); lcores=off ;;
+*address*) args+=(--only=floor,floor-inl,mempool,mempool-pk,rdmacore,qpnpool,qpnpool-q) ;;
+esac
+if ! "$build/app/qpn-perf/qpn-perf" --no-huge --no-pci -m 512 -l 0-1 \
+	--file-prefix=qpnperflab$$ --log-level=lib.eal:warning -- "${args[@]}" >"$tmp/out" 2>&1; then
+	echo "qpn-perf failed:"
+	cat "$tmp/out"
+	exit 1
+fi
+
+"$py" - "$tmp/perf.json" "$lcores" <<'PY' || exit 1
+import json, sys
+d = json.load(open(sys.argv[1]))
+lcores = sys.argv[2] == "on"
+bad = []
+for key in ("tool", "version", "git_revision", "eal_args", "machine", "dpdk_version"):
+    if key not in d["meta"]:
+        bad.append("meta has no " + key)
+peers = [n for n, p in d["peers"].items() if p["ok"]]
+if not peers or len(peers) != len(d["peers"]):
+    bad.append("peers not all ok: %s" % d["peers"])
+for ph in ("pair", "burst", "hold", "storm"):
+    for n in peers:
+        if not d["results"][ph].get(n, {}).get("ns_per_op_median"):
+            bad.append("%s: no %s figure" % (n, ph))
+if lcores:
+    for n in peers:
+        pts = d["results"]["scaling"].get(n, {}).get("points", [])
+        ks = [p["lcores"] for p in pts if p["mops_median"] and p["mops_median"] > 0]
+        if ks[:2] != [1, 2]:
+            bad.append("%s: scaling points %s, want 1 and 2 lcores" % (n, ks))
+        if len(d["results"]["scaling"][n].get("solo", [])) != 2:
+            bad.append("%s: no solo figure for each lcore" % n)
+keys = ["min_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns"]
+for n in peers:
+    for op in ("alloc", "free"):
+        h = d["latency"][n][op]
+        v = [h[k] for k in keys]
+        if v != sorted(v) or h["count"] != sum(c for _, c in h["hist"]):
+            bad.append("%s %s: percentiles not ordered or histogram short: %s" % (n, op, v))
+for k, a in d["aims"].items():
+    if "met" not in a or "figures" not in a:
+        bad.append("aim %s without met/figures" % k)
+print("\n".join(bad) if bad else "json ok: %d peers" % len(peers))
+sys.exit(1 if bad else 0)
+PY
+
+if ! "$src/app/qpn-perf/qpn-perf-report" "$tmp/perf.json" "$tmp/report" >"$tmp/rep" 2>&1; then
+	echo "qpn-perf-report failed:"
+	cat "$tmp/rep"
+	exit 1
+fi
+fail=0
+imgs=(cost.png latency.png)
+[ "$lcores" = on ] && imgs+=(scaling.png)
+for f in index.html "${imgs[@]}"; do
+	if [ ! -s "$tmp/report/$f" ]; then
+		echo "report: $f missing"
+		fail=1
+	fi
+done
+for s in "Aims" "Cost per operation" "Scaling" "Latency" "Instructions per operation" \
+	"Memory" "Run"; do
+	if ! grep -q "<h2 id=[^>]*>$s</h2>" "$tmp/report/index.html"; then
+		echo "report: no section $s"
+		fail=1
+	fi
+done
+
+# The qpn-testpmd side: the steps/timeline contract, and today's JSON without them.
+cat >"$tmp/tp.json" <<'JS'
+{"meta": {"tool": "qpn-testpmd", "version": "x"}, "engine": "dci-reconnect",
+ "conn_per_sec": 1000.0,
+ "steps": {"connect": {"count": 3, "min_ns": 1, "mean_ns": 2, "p50_ns": 2, "p90_ns": 3,
+   "p99_ns": 3, "p999_ns": 3, "max_ns": 3, "hist": [[2, 1], [4, 2]]}},
+ "timeline": [{"t_s": 1, "connections": 10, "conn_per_sec": 10.0},
+   {"t_s": 2, "connections": 30, "conn_per_sec": 20.0}]}
+JS
+echo '{"meta": {"tool": "qpn-testpmd"}, "engine": "alloc", "connections": 5}' >"$tmp/tp0.json"
+for j in tp tp0; do
+	if ! "$src/app/qpn-perf/qpn-perf-report" "$tmp/$j.json" "$tmp/$j" >"$tmp/rep" 2>&1 ||
+		! grep -q "Connections per second over time" "$tmp/$j/index.html" ||
+		! grep -q "Per-step latency" "$tmp/$j/index.html"; then
+		echo "report of a qpn-testpmd JSON ($j) failed:"
+		cat "$tmp/rep"
+		fail=1
+	fi
+done
+for f in timeline.png steps.png; do
+	[ -s "$tmp/tp/$f" ] || { echo "testpmd report: $f missing"; fail=1; }
+done
+[ $fail -eq 0 ] && echo "report ok"
+exit $fail
