@@ -17,7 +17,7 @@ esac
 
 # Debian 12 packages the project builds and tests with.
 pkgs=(meson ninja-build pkg-config g++ libdpdk-dev libibverbs-dev librdmacm-dev libhwloc-dev
-      libgtest-dev libgmock-dev clang-format-14)
+      libgtest-dev libgmock-dev clang-format-14 libjansson-dev python3-matplotlib valgrind)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
