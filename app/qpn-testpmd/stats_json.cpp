@@ -8,8 +8,8 @@
  * increasing order, each with its upper bound; and "timeline" (monitor.cpp) is
  *   [{"t_s", "connections", "conn_per_sec"}, ...], one point a second.
  *
- * The writer is app/common's json_writer, shared with qpn-perf (whether it gives way to jansson,
- * which comes with DPDK, is decided there, issue 10); this file only says what is written.
+ * The writer is app/common's json_writer (libjansson behind a streaming interface), shared with
+ * qpn-perf; this file only says what is written.
  */
 #include <cerrno>
 #include <cinttypes>
