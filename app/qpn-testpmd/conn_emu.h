@@ -7,19 +7,18 @@
 #ifndef QPN_TESTPMD_CONN_EMU_H
 #define QPN_TESTPMD_CONN_EMU_H
 
-#include <unordered_map>
 #include <vector>
-
-#include <rte_pause.h>
 
 #include "mlx5_qpn_dc.h"
 #include "testpmd.h"
 
 constexpr uint64_t kServiceId = 0x0106'0000'0000'4450ull; /* RDMA_PS_TCP-like service id */
 constexpr uint64_t kDcKey = 0x5150'4e44'434b'4559ull;
-constexpr uint32_t kAgentConns = 16384; /* CM slots per agent (timewait entries included) */
-constexpr unsigned kShmSlots = 4096;    /* frames pending per node on a shared-memory fabric */
-constexpr double kDirWaitS = 5.0;       /* how long a client waits for a server to publish */
+/* CM slots per agent, timewait entries included: the most an agent can have (16-bit slot part of
+ * the comm id), so a 1 s timewait holds ~65k connections/s per agent. */
+constexpr uint32_t kAgentConns = MLX5_QPN_CM_MAX_CONNS;
+constexpr unsigned kShmSlots = 4096; /* frames pending per node on a shared-memory fabric */
+constexpr double kDirWaitS = 5.0;    /* how long a client waits for a server to publish */
 
 /* A small event copy: what the active side needs of struct mlx5_qpn_cm_event. */
 struct mini_ev {
@@ -28,26 +27,11 @@ struct mini_ev {
 	uint16_t reason;
 };
 
-struct spin {
-	std::atomic_flag f = ATOMIC_FLAG_INIT;
-	void lock()
-	{
-		while (f.test_and_set(std::memory_order_acquire))
-			rte_pause();
-	}
-	void unlock() { f.clear(std::memory_order_release); }
-};
-
-/* The active node of one device, shared by its client lcores. */
+/* The active node of one client lcore: its own CM agent, used by that lcore only (no lock). */
 struct client_node {
 	mlx5_qpn_cm *cm = nullptr;
 	mlx5_qpn_cm_transport tp{};
 	uint64_t guid = 0;
-	spin lock;
-	/* conn id -> owning lcore; under lock. */
-	std::unordered_map<uint32_t, unsigned> owner;
-	/* Events waiting for their lcore; under lock. */
-	std::vector<mini_ev> pending[RTE_MAX_LCORE];
 };
 
 /* One passive node (a peer, --peers). */
@@ -88,7 +72,7 @@ struct emu_state {
 	std::vector<uint64_t> peer_guid;
 	std::vector<uint32_t> peer_dctn;
 	std::vector<uint64_t> peer_key;
-	std::vector<client_node *> clients; /* per device */
+	std::vector<client_node *> clients; /* per client lcore, in client_idx order */
 	std::vector<server_node *> servers; /* per peer */
 	std::vector<dc_dev> dcdev;          /* per device */
 	dc_lcore dcl[RTE_MAX_LCORE];

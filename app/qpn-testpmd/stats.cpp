@@ -7,8 +7,9 @@
  * for alloc). `rej` and `stale_rejects` are the REJs the *clients* received (reason 10 =
  * STALE_CONN), whatever the engine. `steps` merge the histograms of the measured side, except
  * `rtu`, which only the passive side can time (REP sent -> RTU received). `pool_share` is the
- * time spent in reserved-QPN alloc + release over the whole connection cycle, on the measured
- * side.
+ * TSC spent in reserved-QPN alloc + release calls over the measured side's busy TSC (a client
+ * lcore's loop, its co-polled server calls included; the passive rounds for dct-accept): the
+ * pool's share of the worker's time, not of the overlapping connection cycles.
  */
 #include <cerrno>
 #include <cinttypes>
@@ -309,7 +310,9 @@ stats_summary(FILE *f, run_ctx *ctx, const qpn_engine *e)
 		fprintf(f, "%-10s %10" PRIu64 " %8.0fns %8.0fns %10.0fns\n", step_names[i], h.n,
 			ns(h.percentile(50), hz), ns(h.percentile(99), hz), ns(h.max, hz));
 	}
-	fprintf(f, "pool share of the connection cycle: %.2f%% ((alloc + release) / cycle)\n",
+	fprintf(f,
+		"pool share of the connection cycle: %.2f%% of the worker's time ((alloc + "
+		"release) / busy TSC)\n",
 		100.0 * pool_share(t));
 	if (e->uses_cm) {
 		qpn_conn_totals a = conn_totals(ctx);

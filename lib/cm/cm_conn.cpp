@@ -31,7 +31,6 @@ alloc_conn(mlx5_qpn_cm *cm)
 	/* Generation in the high bits: a late frame for a reused slot does not match. */
 	c->gen = gen == 0 ? 1 : gen;
 	c->comm_id = (uint32_t(c->gen) << kSlotBits) | (slot + 1);
-	cm->high_water = std::max(cm->high_water, slot + 1);
 	cm->stats.conns++;
 	return c;
 }
@@ -72,7 +71,7 @@ free_conn(mlx5_qpn_cm *cm, Conn *c)
 		cm->stats.timewait_entries--;
 	c->comm_id = 0;
 	c->state = MLX5_QPN_CM_STATE_IDLE;
-	c->timer_ns = 0;
+	set_timer(cm, c, 0);
 	cm->free_slots[cm->nb_free++] = slot_of(cm, c);
 	cm->stats.conns--;
 }

@@ -6,6 +6,7 @@
 #define MLX5_QPN_CM_INTERNAL_H
 
 #include "mlx5_qpn_cm.h"
+#include "cm_timer_wheel.h"
 
 #include <rte_log.h>
 
@@ -120,9 +121,9 @@ struct mlx5_qpn_cm {
 	cm_impl::Conn *conns;
 	uint32_t *free_slots; /* stack of free slot indices */
 	uint32_t nb_free;
-	uint32_t high_water;   /* slots [0, high_water) have ever been used: tick scans those */
-	cm_impl::KeyMap pairs; /* (remote GUID, remote QPN) -> slot: stale detection */
-	cm_impl::KeyMap rids;  /* (remote GUID, remote comm id) -> slot: duplicate REQs */
+	cm_impl::TimerWheel timers; /* one timer per connection slot, by deadline */
+	cm_impl::KeyMap pairs;      /* (remote GUID, remote QPN) -> slot: stale detection */
+	cm_impl::KeyMap rids;       /* (remote GUID, remote comm id) -> slot: duplicate REQs */
 	static constexpr uint32_t kMaxServices = 64;
 	uint64_t services[kMaxServices];
 	uint32_t nb_services;
@@ -203,7 +204,17 @@ Conn *conn_arg(mlx5_qpn_cm *cm, uint32_t conn_id, int *rc);
 bool pd_ok(const void *pd, uint8_t len, uint8_t type);
 
 /* cm_timer.cpp: response timer and timewait. */
-void arm(Conn *c, uint64_t now_ns);
+/* The connection's one timer: fire at @p deadline_ns, or none with 0. */
+inline void
+set_timer(mlx5_qpn_cm *cm, Conn *c, uint64_t deadline_ns)
+{
+	c->timer_ns = deadline_ns;
+	if (deadline_ns == 0)
+		cm->timers.cancel(slot_of(cm, c));
+	else
+		cm->timers.arm(slot_of(cm, c), deadline_ns);
+}
+void arm(mlx5_qpn_cm *cm, Conn *c, uint64_t now_ns);
 void enter_timewait(mlx5_qpn_cm *cm, Conn *c, uint64_t now_ns);
 
 /* cm_passive.cpp, cm_active.cpp, cm_disconnect.cpp: received messages. */

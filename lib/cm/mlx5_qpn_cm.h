@@ -329,7 +329,9 @@ int mlx5_qpn_cm_input(struct mlx5_qpn_cm *cm, const void *frame, size_t len, uin
  * REP: REJ TIMEOUT and timewait; DREQ: timewait), expire a REQ the consumer left unanswered
  * until the requester surely gave up (response timeout * (retries + 2), plus the MRA's service
  * timeout: event REJECTED with TIMEOUT, slot freed), end timewaits (timewait entries expire
- * when now_ns >= start + timewait).
+ * when now_ns >= start + timewait). A timer fires on the first tick whose now_ns is >= its
+ * deadline, never earlier. Cost: the timers due plus the ~1 ms wheel slots walked since the last
+ * tick, not the connections held (timers are ordered by deadline in a timing wheel).
  * @return the number of timers fired (>= 0), or -EINVAL.
  */
 int mlx5_qpn_cm_tick(struct mlx5_qpn_cm *cm, uint64_t now_ns);
