@@ -58,6 +58,8 @@ agent_create(run_ctx *ctx, const char *name, uint64_t guid, mlx5_qpn_cm_transpor
 	p.node_guid = guid;
 	p.policy = ctx->cfg->policy;
 	p.max_conns = kAgentConns;
+	/* Events are taken every poll round; the default (2 x max_conns) would be a ~70 MB ring. */
+	p.event_queue_size = kAgentEvents;
 	p.packet_life_time = ctx->cfg->plt;
 	p.ack_delay = ctx->cfg->ack_delay;
 	p.cm_response_timeout = 20; /* ~4 s: no retransmission while an lcore is merely busy */

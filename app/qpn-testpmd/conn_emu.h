@@ -14,9 +14,12 @@
 
 constexpr uint64_t kServiceId = 0x0106'0000'0000'4450ull; /* RDMA_PS_TCP-like service id */
 constexpr uint64_t kDcKey = 0x5150'4e44'434b'4559ull;
-/* CM slots per agent, timewait entries included: the most an agent can have (16-bit slot part of
- * the comm id), so a 1 s timewait holds ~65k connections/s per agent. */
-constexpr uint32_t kAgentConns = MLX5_QPN_CM_MAX_CONNS;
+/* CM slots per agent, timewait entries included: a connection holds its slot for its timewait, so
+ * at a 1 s timewait an agent keeps ~connections/s slots (~40 MB at this size). */
+constexpr uint32_t kAgentConns = 131072;
+/* Events queued per agent between two poll rounds (~18 MB): at 100k connections/s (four events
+ * each on the passive side) a round may come ~150 ms late before events are dropped (counted). */
+constexpr uint32_t kAgentEvents = 65536;
 constexpr unsigned kShmSlots = 4096; /* frames pending per node on a shared-memory fabric */
 constexpr double kDirWaitS = 5.0;    /* how long a client waits for a server to publish */
 

@@ -26,7 +26,7 @@ alloc_conn(mlx5_qpn_cm *cm)
 		return nullptr;
 	uint32_t slot = cm->free_slots[--cm->nb_free];
 	Conn *c = &cm->conns[slot];
-	uint16_t gen = uint16_t(c->gen + 1);
+	uint16_t gen = uint16_t((c->gen + 1u) & kGenMask);
 	std::memset(static_cast<void *>(c), 0, offsetof(Conn, last));
 	/* Generation in the high bits: a late frame for a reused slot does not match. */
 	c->gen = gen == 0 ? 1 : gen;

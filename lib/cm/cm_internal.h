@@ -14,6 +14,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 extern int mlx5_qpn_cm_logtype;
 
@@ -27,6 +29,22 @@ namespace cm_impl {
  * a position whose claim is not marked after shm_stall_grace_ns (default 1 s). */
 extern void (*shm_send_test_hook)(int stage);
 extern uint64_t shm_stall_grace_ns;
+
+/*
+ * Zeroed memory whose every page is already touched: an agent's tables are allocated once at
+ * create, and a first-touch page fault on the data path (a table walked to its end only under
+ * load, an event ring going round) costs microseconds in a VM. nullptr on overflow or no memory.
+ */
+inline void *
+zalloc_touched(size_t n, size_t size)
+{
+	if (size != 0 && n > SIZE_MAX / size)
+		return nullptr;
+	void *p = std::malloc(n * size);
+	if (p != nullptr)
+		std::memset(p, 0, n * size);
+	return p;
+}
 
 /* IBA time exponent -> ns: 4.096 us * 2^t (t <= 31 keeps this well inside 64 bits). */
 constexpr uint64_t
@@ -87,7 +105,7 @@ struct OutFrame {
 
 struct Conn {
 	uint32_t comm_id; /* 0: slot free */
-	uint16_t gen;     /* bumped at each reuse so comm ids differ */
+	uint16_t gen;     /* bumped at each reuse so comm ids differ (12 bits, never 0) */
 	uint8_t state;    /* enum mlx5_qpn_cm_state */
 	bool active;
 	bool pair_in_table;
@@ -156,8 +174,9 @@ struct mlx5_qpn_cm {
  */
 namespace cm_impl {
 
-constexpr uint32_t kSlotBits = 16;
+constexpr uint32_t kSlotBits = 20; /* comm id = generation (12 bits) << 20 | slot + 1 */
 constexpr uint32_t kSlotMask = (1u << kSlotBits) - 1;
+constexpr uint32_t kGenMask = (1u << (32 - kSlotBits)) - 1;
 
 inline unsigned
 type_index(uint8_t type)

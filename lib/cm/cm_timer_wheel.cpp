@@ -16,13 +16,17 @@ TimerWheel::init(uint32_t capacity, uint64_t now_ns)
 	next_ = static_cast<uint32_t *>(std::malloc(capacity * sizeof(uint32_t)));
 	prev_ = static_cast<uint32_t *>(std::malloc(capacity * sizeof(uint32_t)));
 	where_ = static_cast<uint32_t *>(std::malloc(capacity * sizeof(uint32_t)));
-	deadline_ = static_cast<uint64_t *>(std::calloc(capacity, sizeof(uint64_t)));
+	deadline_ = static_cast<uint64_t *>(std::malloc(capacity * sizeof(uint64_t)));
 	if (!head_ || !next_ || !prev_ || !where_ || !deadline_) {
 		fini();
 		return false;
 	}
 	std::fill(head_, head_ + kSlots + 1, kNil);
+	std::fill(deadline_, deadline_ + capacity, uint64_t(0));
 	std::fill(where_, where_ + capacity, kNil);
+	/* Touch every page now, not on the data path (see zalloc_touched in cm_internal.h). */
+	std::fill(next_, next_ + capacity, kNil);
+	std::fill(prev_, prev_ + capacity, kNil);
 	cap_ = capacity;
 	count_ = 0;
 	due_tail_ = kNil;

@@ -48,8 +48,12 @@ extern "C" {
 #define MLX5_QPN_CM_NAMESIZE 32
 /** Largest QPN: QPNs are 24 bits. */
 #define MLX5_QPN_CM_QPN_MAX 0xFFFFFFu
-/** Most connections one agent can hold (comm ids keep the slot in their low 16 bits). */
-#define MLX5_QPN_CM_MAX_CONNS 65535u
+/**
+ * Most connections one agent can hold, timewait entries included (comm ids keep the slot in their
+ * low 20 bits, a 12-bit reuse generation above): at a 1 s timewait an agent holds about its
+ * connections/s in timewait alone.
+ */
+#define MLX5_QPN_CM_MAX_CONNS 1048575u
 
 /** CM message types (values are the IBA CM attribute ids). */
 enum mlx5_qpn_cm_msg_type {
