@@ -4,11 +4,12 @@
  * whose now is >= its deadline, never earlier, in deadline order across slots; cancel and
  * re-arm; many timers; deadlines more than one turn ahead; a clock that jumps turns ahead.
  * And through the agent: a connection in timewait stays there until its exact deadline with
- * thousands of others held (the tick no longer scans the table).
+ * thousands of others held (the tick no longer scans the table); more slots than 16 bits hold.
  */
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -266,6 +267,37 @@ TEST(CmTimerAgent, ManyTimewaitsEndExactlyAtTheirDeadline)
 	EXPECT_EQ(exited, kN);
 	EXPECT_EQ(stats(server).timewait_entries, 0u);
 	EXPECT_EQ(stats(server).conns, 0u);
+}
+
+/* More slots than 16 bits hold: comm ids stay distinct and look up to their own connection. */
+TEST(CmTimerAgent, SlotsBeyond16BitsKeepDistinctCommIds)
+{
+	using namespace cmtest;
+	constexpr uint32_t kN = 70000;
+	mlx5_qpn_cm_params p = params(0xC1, MLX5_QPN_CM_POLICY_STRICT);
+	p.max_conns = kN;
+	p.outbox_size = 16;
+	AgentPtr a(p);
+	ASSERT_NE(a.cm, nullptr);
+	std::vector<uint32_t> ids(kN);
+	uint8_t buf[MLX5_QPN_CM_FRAME_MAX];
+	uint64_t dst;
+	for (uint32_t i = 0; i < kN; i++) {
+		ASSERT_EQ(mlx5_qpn_cm_connect(a, 0x5E, 0x4791, 0x100 + i, nullptr, 0, kMs, &ids[i]),
+			  0)
+			<< i;
+		ASSERT_GT(mlx5_qpn_cm_output(a, &dst, buf, sizeof(buf)), 0);
+	}
+	uint32_t extra;
+	EXPECT_EQ(mlx5_qpn_cm_connect(a, 0x5E, 0x4791, 1, nullptr, 0, kMs, &extra), -ENOSPC);
+	std::vector<uint32_t> sorted = ids;
+	std::sort(sorted.begin(), sorted.end());
+	EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end());
+	for (uint32_t i = 0; i < kN; i += 997) {
+		mlx5_qpn_cm_conn_info ci;
+		ASSERT_EQ(mlx5_qpn_cm_conn_get(a, ids[i], &ci), 0) << i;
+		EXPECT_EQ(ci.local_qpn, 0x100 + i);
+	}
 }
 
 } // namespace
