@@ -44,7 +44,8 @@ emu_state g_emu;
 namespace {
 
 mlx5_qpn_cm *
-agent_create(run_ctx *ctx, const char *name, uint64_t guid, mlx5_qpn_cm_transport *tp)
+agent_create(run_ctx *ctx, const char *name, uint64_t guid, mlx5_qpn_cm_transport *tp,
+	     uint32_t slots)
 {
 	int rc = g_emu.shm != nullptr ? mlx5_qpn_cm_shm_attach(g_emu.shm, guid, tp) :
 					mlx5_qpn_cm_fabric_attach(g_emu.fabric, guid, tp);
@@ -57,9 +58,9 @@ agent_create(run_ctx *ctx, const char *name, uint64_t guid, mlx5_qpn_cm_transpor
 	p.name = name;
 	p.node_guid = guid;
 	p.policy = ctx->cfg->policy;
-	p.max_conns = kAgentConns;
+	p.max_conns = slots;
 	/* Events are taken every poll round; the default (2 x max_conns) would be a ~70 MB ring. */
-	p.event_queue_size = kAgentEvents;
+	p.event_queue_size = std::min(kAgentEvents, 2 * slots);
 	p.packet_life_time = ctx->cfg->plt;
 	p.ack_delay = ctx->cfg->ack_delay;
 	p.cm_response_timeout = 20; /* ~4 s: no retransmission while an lcore is merely busy */
@@ -215,7 +216,7 @@ emu_setup(run_ctx *ctx)
 		const uint64_t rank = r.client_idx / ctx->devs.size();
 		c->guid = info.node_guid ^ (rank << 40);
 		snprintf(name, sizeof(name), "client%u-%.24s", r.client_idx, info.name);
-		c->cm = agent_create(ctx, name, c->guid, &c->tp);
+		c->cm = agent_create(ctx, name, c->guid, &c->tp, kAgentConns);
 		if (c->cm == nullptr)
 			rc = -ENOMEM;
 	}
@@ -227,7 +228,9 @@ emu_setup(run_ctx *ctx)
 		/* A GUID of its own, as a remote node: the device GUID with the top byte flipped. */
 		s->guid = (info0.node_guid ^ (0xA5ull << 56)) + p + 1;
 		snprintf(name, sizeof(name), "server-%u", p);
-		s->cm = agent_create(ctx, name, s->guid, &s->tp);
+		/* The clients spread their connections over the peers: each needs its share. */
+		s->cm = agent_create(ctx, name, s->guid, &s->tp,
+				     std::max(kAgentConnsMin, kAgentConns / cfg.peers));
 		if (s->cm == nullptr)
 			rc = -ENOMEM;
 		else if ((rc = mlx5_qpn_cm_listen(s->cm, kServiceId)) != 0)
