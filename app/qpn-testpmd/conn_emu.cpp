@@ -4,10 +4,14 @@
  * path (conn_emu_dc.cpp).
  *
  * Nodes. Every node is a CM agent attached to one in-process ring fabric:
- * - one *client* agent per device, whose GUID is the device's node GUID: all client lcores on a
- *   device share it, as all processes on one HCA share the node GUID and the kernel's CM. The
- *   agent is used by one thread at a time, so client lcores take a spinlock around it; whoever
- *   holds the lock polls it and hands each event to the lcore that owns the connection;
+ * - one *client* agent per client lcore, polled by that lcore alone: no lock, no hand-over of
+ *   events between lcores, and each lcore's timers and timewait entries in its own agent, so
+ *   client lcores scale. (One agent per device behind a spinlock, as all processes on one HCA
+ *   share the kernel's CM, serialised every client lcore on it.) The first client lcore of a
+ *   device has the device's node GUID; the others the GUID with their rank in bits 40..47: the
+ *   fabric routes by GUID. Stale detection loses nothing by it: it keys on (GUID, QPN) and the
+ *   lcores' QPNs come from one pool, so two lcores never present one QPN (the negative control,
+ *   --force-shared-qpn, shares a QPN between two connections of one lcore);
  * - one *server* agent per peer (--peers), each with a GUID of its own, as if it were a remote
  *   node: the passive side's (GUID, QPN) table of each peer is where STALE_CONN comes from. The
  *   server agents, the DCTs and the device's doorbell service are polled by one lcore only.
@@ -40,7 +44,8 @@ emu_state g_emu;
 namespace {
 
 mlx5_qpn_cm *
-agent_create(run_ctx *ctx, const char *name, uint64_t guid, mlx5_qpn_cm_transport *tp)
+agent_create(run_ctx *ctx, const char *name, uint64_t guid, mlx5_qpn_cm_transport *tp,
+	     uint32_t slots)
 {
 	int rc = g_emu.shm != nullptr ? mlx5_qpn_cm_shm_attach(g_emu.shm, guid, tp) :
 					mlx5_qpn_cm_fabric_attach(g_emu.fabric, guid, tp);
@@ -53,7 +58,9 @@ agent_create(run_ctx *ctx, const char *name, uint64_t guid, mlx5_qpn_cm_transpor
 	p.name = name;
 	p.node_guid = guid;
 	p.policy = ctx->cfg->policy;
-	p.max_conns = kAgentConns;
+	p.max_conns = slots;
+	/* Events are taken every poll round; the default (2 x max_conns) would be a ~70 MB ring. */
+	p.event_queue_size = std::min(kAgentEvents, 2 * slots);
 	p.packet_life_time = ctx->cfg->plt;
 	p.ack_delay = ctx->cfg->ack_delay;
 	p.cm_response_timeout = 20; /* ~4 s: no retransmission while an lcore is merely busy */
@@ -117,7 +124,8 @@ emu_totals(run_ctx *)
 		t.established += s.established;
 	};
 	for (auto *c : g->clients)
-		add(c->cm);
+		if (c != nullptr)
+			add(c->cm);
 	for (auto *s : g->servers)
 		add(s->cm);
 	t.fabric_drops = g->shm != nullptr ? mlx5_qpn_cm_shm_drops(g->shm) :
@@ -141,6 +149,8 @@ emu_teardown(run_ctx *ctx)
 		g->last = emu_totals(ctx); /* keep the counters for the summary */
 	emu_dc_fini(ctx);
 	for (auto *c : g->clients) {
+		if (c == nullptr)
+			continue;
 		mlx5_qpn_cm_destroy(c->cm);
 		delete c;
 	}
@@ -182,7 +192,7 @@ emu_setup(run_ctx *ctx)
 	} else {
 		snprintf(name, 16, "tp%u_%u", static_cast<unsigned>(getpid() % 100000),
 			 g->fabric_seq++);
-		unsigned nodes = static_cast<unsigned>(ctx->devs.size()) + cfg.peers;
+		unsigned nodes = ctx->nb_clients + cfg.peers;
 		g->fabric = mlx5_qpn_cm_fabric_create(name, nodes, 4096);
 		if (g->fabric == nullptr) {
 			fprintf(stderr, "qpn-testpmd: cannot create the CM fabric: %s\n",
@@ -193,14 +203,20 @@ emu_setup(run_ctx *ctx)
 	int rc = 0;
 	if (!ctx->side_passive)
 		rc = peers_from_directory(ctx);
-	for (size_t d = 0; d < ctx->devs.size() && rc == 0 && ctx->side_active; d++) {
+	if (ctx->side_active)
+		g->clients.assign(ctx->nb_clients, nullptr);
+	for (unsigned lc = 0; lc < RTE_MAX_LCORE && rc == 0 && ctx->side_active; lc++) {
+		const lcore_role &r = ctx->role[lc];
+		if (!r.client)
+			continue;
 		mlx5_qpn_dev_info info;
-		mlx5_qpn_dev_info_get(ctx->devs[d], &info);
+		mlx5_qpn_dev_info_get(ctx->devs[r.dev], &info);
 		auto *c = new client_node();
-		g->clients.push_back(c);
-		c->guid = info.node_guid;
-		snprintf(name, sizeof(name), "client-%.24s", info.name);
-		c->cm = agent_create(ctx, name, c->guid, &c->tp);
+		g->clients[r.client_idx] = c;
+		const uint64_t rank = r.client_idx / ctx->devs.size();
+		c->guid = info.node_guid ^ (rank << 40);
+		snprintf(name, sizeof(name), "client%u-%.24s", r.client_idx, info.name);
+		c->cm = agent_create(ctx, name, c->guid, &c->tp, kAgentConns);
 		if (c->cm == nullptr)
 			rc = -ENOMEM;
 	}
@@ -212,7 +228,9 @@ emu_setup(run_ctx *ctx)
 		/* A GUID of its own, as a remote node: the device GUID with the top byte flipped. */
 		s->guid = (info0.node_guid ^ (0xA5ull << 56)) + p + 1;
 		snprintf(name, sizeof(name), "server-%u", p);
-		s->cm = agent_create(ctx, name, s->guid, &s->tp);
+		/* The clients spread their connections over the peers: each needs its share. */
+		s->cm = agent_create(ctx, name, s->guid, &s->tp,
+				     std::max(kAgentConnsMin, kAgentConns / cfg.peers));
 		if (s->cm == nullptr)
 			rc = -ENOMEM;
 		else if ((rc = mlx5_qpn_cm_listen(s->cm, kServiceId)) != 0)
@@ -248,35 +266,25 @@ emu_setup(run_ctx *ctx)
 	return 0;
 }
 
-/* ---- active side: the device's agent, shared by its client lcores under its lock ---- */
+/* ---- active side: each client lcore's own agent ---- */
 
 client_node *
 node_of(run_ctx *ctx, unsigned lcore)
 {
-	return g_emu.clients[ctx->role[lcore].dev];
+	return g_emu.clients[ctx->role[lcore].client_idx];
 }
 
 int
 emu_start(run_ctx *ctx, unsigned lcore, unsigned peer, uint32_t qpn, uint32_t *conn)
 {
-	client_node *node = node_of(ctx, lcore);
-	node->lock.lock();
-	int rc = mlx5_qpn_cm_connect(node->cm, g_emu.peer_guid[peer], kServiceId, qpn, nullptr, 0,
-				     mlx5_qpn_clock_ns(), conn);
-	if (rc == 0)
-		node->owner[*conn] = lcore;
-	node->lock.unlock();
-	return rc;
+	return mlx5_qpn_cm_connect(node_of(ctx, lcore)->cm, g_emu.peer_guid[peer], kServiceId, qpn,
+				   nullptr, 0, mlx5_qpn_clock_ns(), conn);
 }
 
 int
 emu_disconnect(run_ctx *ctx, unsigned lcore, uint32_t conn)
 {
-	client_node *node = node_of(ctx, lcore);
-	node->lock.lock();
-	int rc = mlx5_qpn_cm_disconnect(node->cm, conn, mlx5_qpn_clock_ns());
-	node->lock.unlock();
-	return rc;
+	return mlx5_qpn_cm_disconnect(node_of(ctx, lcore)->cm, conn, mlx5_qpn_clock_ns());
 }
 
 /* The CM keeps its own timewait; nothing is held for a connection the engine let go. */
@@ -285,31 +293,17 @@ emu_active_release(run_ctx *, unsigned, uint32_t)
 {
 }
 
-/* Poll the shared agent and take this lcore's events. */
+/* Poll the lcore's agent (its timers, then its frames) and take its events. */
 void
-take_events(client_node *node, unsigned lcore, std::vector<mini_ev> &evs)
+take_events(client_node *node, std::vector<mini_ev> &evs)
 {
-	node->lock.lock();
 	uint64_t now = mlx5_qpn_clock_ns();
 	mlx5_qpn_cm_tick(node->cm, now);
 	mlx5_qpn_cm_poll(node->cm, now);
 	mlx5_qpn_cm_event ev;
-	while (mlx5_qpn_cm_poll_event(node->cm, &ev) == 0) {
-		auto it = node->owner.find(ev.conn_id);
-		if (it == node->owner.end())
-			continue;
-		unsigned owner = it->second;
-		if (ev.type == MLX5_QPN_CM_EVENT_REJECTED ||
-		    ev.type == MLX5_QPN_CM_EVENT_DISCONNECTED ||
-		    ev.type == MLX5_QPN_CM_EVENT_TIMEWAIT_EXIT)
-			node->owner.erase(it); /* nothing more for the lcore after these */
-		if (ev.type == MLX5_QPN_CM_EVENT_TIMEWAIT_EXIT)
-			continue;
-		node->pending[owner].push_back(mini_ev{ev.type, ev.conn_id, ev.reason});
-	}
-	evs.swap(node->pending[lcore]);
-	node->pending[lcore].clear();
-	node->lock.unlock();
+	while (mlx5_qpn_cm_poll_event(node->cm, &ev) == 0)
+		if (ev.type != MLX5_QPN_CM_EVENT_TIMEWAIT_EXIT) /* the engine is done with it */
+			evs.push_back(mini_ev{ev.type, ev.conn_id, ev.reason});
 }
 
 qpn_conn_event_type
@@ -342,7 +336,7 @@ emu_active_poll(run_ctx *ctx, unsigned lcore, qpn_conn_event *ev, unsigned max)
 	ev_queue<mini_ev> &q = g_emu.mine[lcore];
 	if (q.empty()) {
 		q.clear();
-		take_events(node_of(ctx, lcore), lcore, q.evs);
+		take_events(node_of(ctx, lcore), q.evs);
 	}
 	unsigned n = 0;
 	for (; n < max && !q.empty(); q.at++) {

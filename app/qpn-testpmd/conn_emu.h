@@ -7,19 +7,23 @@
 #ifndef QPN_TESTPMD_CONN_EMU_H
 #define QPN_TESTPMD_CONN_EMU_H
 
-#include <unordered_map>
 #include <vector>
-
-#include <rte_pause.h>
 
 #include "mlx5_qpn_dc.h"
 #include "testpmd.h"
 
 constexpr uint64_t kServiceId = 0x0106'0000'0000'4450ull; /* RDMA_PS_TCP-like service id */
 constexpr uint64_t kDcKey = 0x5150'4e44'434b'4559ull;
-constexpr uint32_t kAgentConns = 16384; /* CM slots per agent (timewait entries included) */
-constexpr unsigned kShmSlots = 4096;    /* frames pending per node on a shared-memory fabric */
-constexpr double kDirWaitS = 5.0;       /* how long a client waits for a server to publish */
+/* CM slots of a client lcore's agent (and of all server agents together, --peers sharing them,
+ * each at least kAgentConnsMin), timewait entries included: a connection holds its slot for its
+ * timewait, so at a 1 s timewait an agent keeps ~connections/s slots (~40 MB at 131072). */
+constexpr uint32_t kAgentConns = 131072;
+constexpr uint32_t kAgentConnsMin = 16384;
+/* Events queued per agent between two poll rounds (~18 MB): at 100k connections/s (four events
+ * each on the passive side) a round may come ~150 ms late before events are dropped (counted). */
+constexpr uint32_t kAgentEvents = 65536;
+constexpr unsigned kShmSlots = 4096; /* frames pending per node on a shared-memory fabric */
+constexpr double kDirWaitS = 5.0;    /* how long a client waits for a server to publish */
 
 /* A small event copy: what the active side needs of struct mlx5_qpn_cm_event. */
 struct mini_ev {
@@ -28,26 +32,11 @@ struct mini_ev {
 	uint16_t reason;
 };
 
-struct spin {
-	std::atomic_flag f = ATOMIC_FLAG_INIT;
-	void lock()
-	{
-		while (f.test_and_set(std::memory_order_acquire))
-			rte_pause();
-	}
-	void unlock() { f.clear(std::memory_order_release); }
-};
-
-/* The active node of one device, shared by its client lcores. */
+/* The active node of one client lcore: its own CM agent, used by that lcore only (no lock). */
 struct client_node {
 	mlx5_qpn_cm *cm = nullptr;
 	mlx5_qpn_cm_transport tp{};
 	uint64_t guid = 0;
-	spin lock;
-	/* conn id -> owning lcore; under lock. */
-	std::unordered_map<uint32_t, unsigned> owner;
-	/* Events waiting for their lcore; under lock. */
-	std::vector<mini_ev> pending[RTE_MAX_LCORE];
 };
 
 /* One passive node (a peer, --peers). */
@@ -88,7 +77,7 @@ struct emu_state {
 	std::vector<uint64_t> peer_guid;
 	std::vector<uint32_t> peer_dctn;
 	std::vector<uint64_t> peer_key;
-	std::vector<client_node *> clients; /* per device */
+	std::vector<client_node *> clients; /* per client lcore, in client_idx order */
 	std::vector<server_node *> servers; /* per peer */
 	std::vector<dc_dev> dcdev;          /* per device */
 	dc_lcore dcl[RTE_MAX_LCORE];

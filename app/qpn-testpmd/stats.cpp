@@ -8,8 +8,10 @@
  * for alloc). `rej` and `stale_rejects` are the REJs the *clients* received (reason 10 =
  * STALE_CONN), whatever the engine. `steps` merge the histograms of the measured side, except
  * `rtu`, which only the passive side can time (REP sent -> RTU received). `pool_share` is the
- * time spent in reserved-QPN alloc + release over the whole connection cycle, on the measured
- * side. The CM's and the device's counters are shown since the last `clear stats`.
+ * TSC spent in reserved-QPN alloc + release calls over the measured side's busy TSC (a client
+ * lcore's loop, its co-polled server calls included; the passive rounds for dct-accept): the
+ * pool's share of the worker's time, not of the overlapping connection cycles. The CM's and the
+ * device's counters are shown since the last `clear stats`.
  */
 #include <cerrno>
 #include <cinttypes>
@@ -509,7 +511,7 @@ stats_summary(FILE *f, run_ctx *ctx, const qpn_engine *e)
 	telemetry_keep_steps(t.hist, ctx->tsc_hz);
 	if (e->uses_cm) {
 		fprintf(f,
-			"pool share of the connection cycle: %.2f%% ((alloc + release) / cycle)\n",
+			"pool share of the worker's time: %.2f%% ((alloc + release) / busy TSC)\n",
 			100.0 * pool_share(t));
 		cm_lines(f, ctx, t);
 	}

@@ -56,7 +56,7 @@ on_rep(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns)
 	mlx5_qpn_cm_msg rtu = base_msg(cm, MLX5_QPN_CM_MSG_RTU, c);
 	send_msg(cm, rtu, c->remote_guid, nullptr);
 	c->state = MLX5_QPN_CM_STATE_ESTABLISHED;
-	c->timer_ns = 0;
+	set_timer(cm, c, 0);
 	cm->stats.established++;
 	push_event(cm, MLX5_QPN_CM_EVENT_ESTABLISHED, c, 0, &m);
 }
@@ -84,7 +84,7 @@ on_mra(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns)
 		c->remote_comm_id = m.local_comm_id;
 	/* The peer needs service_timeout more; the response still has to travel back. */
 	c->retries = 0;
-	c->timer_ns = now_ns + iba_time_ns(m.service_timeout) + c->wait_ns;
+	set_timer(cm, c, now_ns + iba_time_ns(m.service_timeout) + c->wait_ns);
 }
 
 } // namespace cm_impl
@@ -127,7 +127,7 @@ mlx5_qpn_cm_connect(struct mlx5_qpn_cm *cm, uint64_t remote_guid, uint64_t servi
 		return rc;
 	}
 	c->state = MLX5_QPN_CM_STATE_REQ_SENT;
-	arm(c, now_ns);
+	arm(cm, c, now_ns);
 	*conn_id = c->comm_id;
 	return 0;
 }

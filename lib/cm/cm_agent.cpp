@@ -52,10 +52,12 @@ mlx5_qpn_cm_create(const struct mlx5_qpn_cm_params *p)
 	cm->max_conns = p->max_conns;
 	uint32_t dflt = std::max(64u, 2 * p->max_conns);
 	bool ok = true;
-	cm->conns = static_cast<Conn *>(std::calloc(p->max_conns, sizeof(Conn)));
-	cm->free_slots = static_cast<uint32_t *>(std::calloc(p->max_conns, sizeof(uint32_t)));
+	cm->conns = static_cast<Conn *>(zalloc_touched(p->max_conns, sizeof(Conn)));
+	cm->free_slots = static_cast<uint32_t *>(zalloc_touched(p->max_conns, sizeof(uint32_t)));
 	ok = cm->conns && cm->free_slots;
 	ok = ok && cm->pairs.init(p->max_conns) && cm->rids.init(p->max_conns);
+	/* The cursor starts at 0: the first tick walks the wheel once to the caller's clock. */
+	ok = ok && cm->timers.init(p->max_conns, 0);
 	ok = ok && cm->events.init(p->event_queue_size ? p->event_queue_size : dflt);
 	ok = ok && (cm->has_tp || cm->outbox.init(p->outbox_size ? p->outbox_size : dflt));
 	if (!ok) {
@@ -64,7 +66,7 @@ mlx5_qpn_cm_create(const struct mlx5_qpn_cm_params *p)
 		rte_errno = ENOMEM;
 		return nullptr;
 	}
-	/* Pop order = slot order, which keeps high_water (the tick scan) low. */
+	/* Pop order = slot order: the lowest slots are reused first (compact tables). */
 	for (uint32_t i = 0; i < p->max_conns; i++)
 		cm->free_slots[i] = p->max_conns - 1 - i;
 	cm->nb_free = p->max_conns;
@@ -79,6 +81,7 @@ mlx5_qpn_cm_destroy(struct mlx5_qpn_cm *cm)
 	end_malformed_burst(cm);
 	cm->pairs.fini();
 	cm->rids.fini();
+	cm->timers.fini();
 	cm->events.fini();
 	cm->outbox.fini();
 	std::free(cm->conns);

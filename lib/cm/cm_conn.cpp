@@ -26,12 +26,11 @@ alloc_conn(mlx5_qpn_cm *cm)
 		return nullptr;
 	uint32_t slot = cm->free_slots[--cm->nb_free];
 	Conn *c = &cm->conns[slot];
-	uint16_t gen = uint16_t(c->gen + 1);
+	uint16_t gen = uint16_t((c->gen + 1u) & kGenMask);
 	std::memset(static_cast<void *>(c), 0, offsetof(Conn, last));
 	/* Generation in the high bits: a late frame for a reused slot does not match. */
 	c->gen = gen == 0 ? 1 : gen;
 	c->comm_id = (uint32_t(c->gen) << kSlotBits) | (slot + 1);
-	cm->high_water = std::max(cm->high_water, slot + 1);
 	cm->stats.conns++;
 	return c;
 }
@@ -72,7 +71,7 @@ free_conn(mlx5_qpn_cm *cm, Conn *c)
 		cm->stats.timewait_entries--;
 	c->comm_id = 0;
 	c->state = MLX5_QPN_CM_STATE_IDLE;
-	c->timer_ns = 0;
+	set_timer(cm, c, 0);
 	cm->free_slots[cm->nb_free++] = slot_of(cm, c);
 	cm->stats.conns--;
 }

@@ -25,7 +25,7 @@ send_dreq(mlx5_qpn_cm *cm, Conn *c, uint64_t now_ns)
 	int rc = send_msg(cm, m, c->remote_guid, c);
 	/* A lost DREQ is retransmitted by the timer like any other, so the state moves anyway. */
 	c->state = MLX5_QPN_CM_STATE_DREQ_SENT;
-	arm(c, now_ns);
+	arm(cm, c, now_ns);
 	return rc;
 }
 

@@ -6,6 +6,7 @@
 #define MLX5_QPN_CM_INTERNAL_H
 
 #include "mlx5_qpn_cm.h"
+#include "cm_timer_wheel.h"
 
 #include <rte_log.h>
 
@@ -13,6 +14,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 extern int mlx5_qpn_cm_logtype;
 
@@ -26,6 +29,22 @@ namespace cm_impl {
  * a position whose claim is not marked after shm_stall_grace_ns (default 1 s). */
 extern void (*shm_send_test_hook)(int stage);
 extern uint64_t shm_stall_grace_ns;
+
+/*
+ * Zeroed memory whose every page is already touched: an agent's tables are allocated once at
+ * create, and a first-touch page fault on the data path (a table walked to its end only under
+ * load, an event ring going round) costs microseconds in a VM. nullptr on overflow or no memory.
+ */
+inline void *
+zalloc_touched(size_t n, size_t size)
+{
+	if (size != 0 && n > SIZE_MAX / size)
+		return nullptr;
+	void *p = std::malloc(n * size);
+	if (p != nullptr)
+		std::memset(p, 0, n * size);
+	return p;
+}
 
 /* IBA time exponent -> ns: 4.096 us * 2^t (t <= 31 keeps this well inside 64 bits). */
 constexpr uint64_t
@@ -86,7 +105,7 @@ struct OutFrame {
 
 struct Conn {
 	uint32_t comm_id; /* 0: slot free */
-	uint16_t gen;     /* bumped at each reuse so comm ids differ */
+	uint16_t gen;     /* bumped at each reuse so comm ids differ (12 bits, never 0) */
 	uint8_t state;    /* enum mlx5_qpn_cm_state */
 	bool active;
 	bool pair_in_table;
@@ -120,9 +139,9 @@ struct mlx5_qpn_cm {
 	cm_impl::Conn *conns;
 	uint32_t *free_slots; /* stack of free slot indices */
 	uint32_t nb_free;
-	uint32_t high_water;   /* slots [0, high_water) have ever been used: tick scans those */
-	cm_impl::KeyMap pairs; /* (remote GUID, remote QPN) -> slot: stale detection */
-	cm_impl::KeyMap rids;  /* (remote GUID, remote comm id) -> slot: duplicate REQs */
+	cm_impl::TimerWheel timers; /* one timer per connection slot, by deadline */
+	cm_impl::KeyMap pairs;      /* (remote GUID, remote QPN) -> slot: stale detection */
+	cm_impl::KeyMap rids;       /* (remote GUID, remote comm id) -> slot: duplicate REQs */
 	static constexpr uint32_t kMaxServices = 64;
 	uint64_t services[kMaxServices];
 	uint32_t nb_services;
@@ -155,8 +174,9 @@ struct mlx5_qpn_cm {
  */
 namespace cm_impl {
 
-constexpr uint32_t kSlotBits = 16;
+constexpr uint32_t kSlotBits = 20; /* comm id = generation (12 bits) << 20 | slot + 1 */
 constexpr uint32_t kSlotMask = (1u << kSlotBits) - 1;
+constexpr uint32_t kGenMask = (1u << (32 - kSlotBits)) - 1;
 
 inline unsigned
 type_index(uint8_t type)
@@ -203,7 +223,17 @@ Conn *conn_arg(mlx5_qpn_cm *cm, uint32_t conn_id, int *rc);
 bool pd_ok(const void *pd, uint8_t len, uint8_t type);
 
 /* cm_timer.cpp: response timer and timewait. */
-void arm(Conn *c, uint64_t now_ns);
+/* The connection's one timer: fire at @p deadline_ns, or none with 0. */
+inline void
+set_timer(mlx5_qpn_cm *cm, Conn *c, uint64_t deadline_ns)
+{
+	c->timer_ns = deadline_ns;
+	if (deadline_ns == 0)
+		cm->timers.cancel(slot_of(cm, c));
+	else
+		cm->timers.arm(slot_of(cm, c), deadline_ns);
+}
+void arm(mlx5_qpn_cm *cm, Conn *c, uint64_t now_ns);
 void enter_timewait(mlx5_qpn_cm *cm, Conn *c, uint64_t now_ns);
 
 /* cm_passive.cpp, cm_active.cpp, cm_disconnect.cpp: received messages. */

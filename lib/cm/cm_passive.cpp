@@ -59,7 +59,7 @@ on_req(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns)
 	c->wait_ns = iba_time_ns(m.cm_response_timeout);
 	/* A consumer that never answers must not hold the slot and the pair for ever: once the
 	 * requester has surely given up (all its attempts plus one), the REQ expires. */
-	c->timer_ns = now_ns + c->wait_ns * (c->max_retries + 2u);
+	set_timer(cm, c, now_ns + c->wait_ns * (c->max_retries + 2u));
 	pair_insert(cm, c);
 	cm->rids.insert(c->remote_guid, c->remote_comm_id, slot_of(cm, c));
 	c->rid_in_table = true;
@@ -75,7 +75,7 @@ on_rtu(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m)
 		return;
 	}
 	c->state = MLX5_QPN_CM_STATE_ESTABLISHED;
-	c->timer_ns = 0;
+	set_timer(cm, c, 0);
 	cm->stats.established++;
 	push_event(cm, MLX5_QPN_CM_EVENT_ESTABLISHED, c, 0, &m);
 }
@@ -107,7 +107,7 @@ mlx5_qpn_cm_accept(struct mlx5_qpn_cm *cm, uint32_t conn_id, uint32_t local_qpn,
 		return rc;
 	c->local_qpn = local_qpn;
 	c->state = MLX5_QPN_CM_STATE_REP_SENT;
-	arm(c, now_ns);
+	arm(cm, c, now_ns);
 	return 0;
 }
 
@@ -152,8 +152,9 @@ mlx5_qpn_cm_mra(struct mlx5_qpn_cm *cm, uint32_t conn_id, uint8_t service_timeou
 	rc = send_msg(cm, m, c->remote_guid, c);
 	if (rc == 0) {
 		c->mra_sent = true;
-		c->timer_ns = now_ns + iba_time_ns(service_timeout) +
-			      c->wait_ns * (c->max_retries + 2u);
+		set_timer(cm, c,
+			  now_ns + iba_time_ns(service_timeout) +
+				  c->wait_ns * (c->max_retries + 2u));
 	}
 	return rc;
 }

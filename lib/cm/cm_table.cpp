@@ -16,7 +16,7 @@ KeyMap::init(uint32_t max_entries)
 	uint32_t cap = 16;
 	while (cap < 2u * max_entries)
 		cap <<= 1;
-	ents_ = static_cast<Ent *>(std::calloc(cap, sizeof(Ent)));
+	ents_ = static_cast<Ent *>(zalloc_touched(cap, sizeof(Ent)));
 	if (ents_ == nullptr)
 		return false;
 	mask_ = cap - 1;
@@ -97,7 +97,7 @@ template <typename T>
 bool
 Fifo<T>::init(uint32_t cap)
 {
-	items_ = static_cast<T *>(std::calloc(cap, sizeof(T)));
+	items_ = static_cast<T *>(zalloc_touched(cap, sizeof(T)));
 	if (items_ == nullptr)
 		return false;
 	cap_ = cap;

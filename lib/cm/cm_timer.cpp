@@ -3,6 +3,11 @@
  * Time in the CM agent: the response timer (arm), timewait (enter_timewait, whose length is
  * mlx5_qpn_cm_timewait_ms() of the connection's packet life time and the peer's ACK delay) and
  * the tick that retransmits, times out and ends timewait.
+ *
+ * Every connection has at most one timer (Conn::timer_ns, mirrored in the agent's TimerWheel,
+ * cm_timer_wheel.h). The tick takes only the timers that are due from the wheel, so its cost
+ * follows the timers that fire, not the connections held: with a 1 s timewait an agent holds
+ * ~connections/s x 1 s slots in timewait, which a scan of the table visited on every poll.
  */
 #include "cm_internal.h"
 
@@ -19,10 +24,10 @@
 namespace cm_impl {
 
 void
-arm(Conn *c, uint64_t now_ns)
+arm(mlx5_qpn_cm *cm, Conn *c, uint64_t now_ns)
 {
 	c->retries = 0;
-	c->timer_ns = now_ns + c->wait_ns;
+	set_timer(cm, c, now_ns + c->wait_ns);
 }
 
 void
@@ -34,9 +39,8 @@ enter_timewait(mlx5_qpn_cm *cm, Conn *c, uint64_t now_ns)
 		pair_remove(cm, c);
 	c->state = MLX5_QPN_CM_STATE_TIMEWAIT;
 	c->timewait_ms = mlx5_qpn_cm_timewait_ms(c->packet_life_time, c->peer_ack_delay);
-	c->timer_ns = now_ns + uint64_t(c->timewait_ms) * 1000000u;
-	if (c->timer_ns == 0)
-		c->timer_ns = 1; /* 0 means "no timer" */
+	uint64_t end = now_ns + uint64_t(c->timewait_ms) * 1000000u;
+	set_timer(cm, c, end == 0 ? 1 : end); /* 0 means "no timer" */
 	cm->stats.timewait_entered++;
 	cm->stats.timewait_entries++;
 }
@@ -53,10 +57,10 @@ mlx5_qpn_cm_tick(struct mlx5_qpn_cm *cm, uint64_t now_ns)
 	if (cm == nullptr)
 		return -EINVAL;
 	int fired = 0;
-	for (uint32_t i = 0; i < cm->high_water; i++) {
-		Conn *c = &cm->conns[i];
-		if (c->comm_id == 0 || c->timer_ns == 0 || now_ns < c->timer_ns)
-			continue;
+	uint32_t slot;
+	while ((slot = cm->timers.take_due(now_ns)) != TimerWheel::kNil) {
+		Conn *c = &cm->conns[slot];
+		c->timer_ns = 0; /* taken: disarmed; the cases below arm it again if they must */
 		fired++;
 		if (c->state == MLX5_QPN_CM_STATE_TIMEWAIT) {
 			cm->stats.timewait_exited++;
@@ -76,7 +80,7 @@ mlx5_qpn_cm_tick(struct mlx5_qpn_cm *cm, uint64_t now_ns)
 			c->retries++;
 			cm->stats.retransmits++;
 			transmit(cm, c->remote_guid, c->last, c->last_len);
-			c->timer_ns = now_ns + c->wait_ns;
+			set_timer(cm, c, now_ns + c->wait_ns);
 			continue;
 		}
 		cm->stats.timeouts++;
@@ -100,13 +104,9 @@ mlx5_qpn_cm_tick(struct mlx5_qpn_cm *cm, uint64_t now_ns)
 			push_event(cm, MLX5_QPN_CM_EVENT_DISCONNECTED, c, 0, nullptr);
 			break;
 		default:
-			c->timer_ns = 0;
 			break;
 		}
 	}
-	/* Shrink the scan range past freed slots at its end. */
-	while (cm->high_water > 0 && cm->conns[cm->high_water - 1].comm_id == 0)
-		cm->high_water--;
 	return fired;
 }
 

@@ -48,8 +48,12 @@ extern "C" {
 #define MLX5_QPN_CM_NAMESIZE 32
 /** Largest QPN: QPNs are 24 bits. */
 #define MLX5_QPN_CM_QPN_MAX 0xFFFFFFu
-/** Most connections one agent can hold (comm ids keep the slot in their low 16 bits). */
-#define MLX5_QPN_CM_MAX_CONNS 65535u
+/**
+ * Most connections one agent can hold, timewait entries included (comm ids keep the slot in their
+ * low 20 bits, a 12-bit reuse generation above): at a 1 s timewait an agent holds about its
+ * connections/s in timewait alone.
+ */
+#define MLX5_QPN_CM_MAX_CONNS 1048575u
 
 /** CM message types (values are the IBA CM attribute ids). */
 enum mlx5_qpn_cm_msg_type {
@@ -329,7 +333,9 @@ int mlx5_qpn_cm_input(struct mlx5_qpn_cm *cm, const void *frame, size_t len, uin
  * REP: REJ TIMEOUT and timewait; DREQ: timewait), expire a REQ the consumer left unanswered
  * until the requester surely gave up (response timeout * (retries + 2), plus the MRA's service
  * timeout: event REJECTED with TIMEOUT, slot freed), end timewaits (timewait entries expire
- * when now_ns >= start + timewait).
+ * when now_ns >= start + timewait). A timer fires on the first tick whose now_ns is >= its
+ * deadline, never earlier. Cost: the timers due plus the ~1 ms wheel slots walked since the last
+ * tick, not the connections held (timers are ordered by deadline in a timing wheel).
  * @return the number of timers fired (>= 0), or -EINVAL.
  */
 int mlx5_qpn_cm_tick(struct mlx5_qpn_cm *cm, uint64_t now_ns);

@@ -207,7 +207,7 @@ TEST_F(AppTest, AppDciReconnectDefaultHasNoStaleRejects)
 	} else {
 		EXPECT_NE(r.output.find("skipped (no data path"), std::string::npos) << r.output;
 	}
-	EXPECT_NE(r.output.find("pool share of the connection cycle"), std::string::npos);
+	EXPECT_NE(r.output.find("pool share of the worker's time"), std::string::npos);
 	EXPECT_NE(r.output.find("] "), std::string::npos) << "no progress line";
 }
 

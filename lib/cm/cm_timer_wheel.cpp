@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The hashed timing wheel of the CM agent (cm_timer_wheel.h: why a wheel, and its contract).
+ */
+#include "cm_timer_wheel.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace cm_impl {
+
+bool
+TimerWheel::init(uint32_t capacity, uint64_t now_ns)
+{
+	head_ = static_cast<uint32_t *>(std::malloc((kSlots + 1) * sizeof(uint32_t)));
+	next_ = static_cast<uint32_t *>(std::malloc(capacity * sizeof(uint32_t)));
+	prev_ = static_cast<uint32_t *>(std::malloc(capacity * sizeof(uint32_t)));
+	where_ = static_cast<uint32_t *>(std::malloc(capacity * sizeof(uint32_t)));
+	deadline_ = static_cast<uint64_t *>(std::malloc(capacity * sizeof(uint64_t)));
+	if (!head_ || !next_ || !prev_ || !where_ || !deadline_) {
+		fini();
+		return false;
+	}
+	std::fill(head_, head_ + kSlots + 1, kNil);
+	std::fill(deadline_, deadline_ + capacity, uint64_t(0));
+	std::fill(where_, where_ + capacity, kNil);
+	/* Touch every page now, not on the data path (see zalloc_touched in cm_internal.h). */
+	std::fill(next_, next_ + capacity, kNil);
+	std::fill(prev_, prev_ + capacity, kNil);
+	cap_ = capacity;
+	count_ = 0;
+	due_tail_ = kNil;
+	cursor_ = now_ns >> kShift;
+	slot_min_ = UINT64_MAX;
+	return true;
+}
+
+void
+TimerWheel::fini()
+{
+	std::free(head_);
+	std::free(next_);
+	std::free(prev_);
+	std::free(where_);
+	std::free(deadline_);
+	head_ = next_ = prev_ = where_ = nullptr;
+	deadline_ = nullptr;
+	cap_ = count_ = 0;
+}
+
+void
+TimerWheel::link(uint32_t list, uint32_t id)
+{
+	uint32_t h = head_[list];
+	next_[id] = h;
+	prev_[id] = kNil;
+	if (h != kNil)
+		prev_[h] = id;
+	head_[list] = id;
+	where_[id] = list;
+	count_++;
+}
+
+void
+TimerWheel::append_due(uint32_t id)
+{
+	next_[id] = kNil;
+	prev_[id] = due_tail_;
+	if (due_tail_ != kNil)
+		next_[due_tail_] = id;
+	else
+		head_[kDue] = id;
+	due_tail_ = id;
+	where_[id] = kDue;
+	count_++;
+}
+
+void
+TimerWheel::unlink(uint32_t id)
+{
+	uint32_t n = next_[id], p = prev_[id];
+	if (where_[id] == kDue && n == kNil)
+		due_tail_ = p;
+	if (p != kNil)
+		next_[p] = n;
+	else
+		head_[where_[id]] = n;
+	if (n != kNil)
+		prev_[n] = p;
+	where_[id] = kNil;
+	count_--;
+}
+
+void
+TimerWheel::arm(uint32_t id, uint64_t deadline_ns)
+{
+	if (where_[id] != kNil)
+		unlink(id);
+	deadline_[id] = deadline_ns;
+	/* Behind the cursor: the cursor's slot, which the next take_due looks at first. */
+	uint64_t tick = std::max(deadline_ns >> kShift, cursor_);
+	uint32_t s = uint32_t(tick % kSlots);
+	link(s, id);
+	if (s == uint32_t(cursor_ % kSlots))
+		slot_min_ = std::min(slot_min_, deadline_ns);
+}
+
+void
+TimerWheel::cancel(uint32_t id)
+{
+	/* slot_min_ stays a lower bound: at worst one needless scan of the cursor's slot. */
+	if (where_[id] != kNil)
+		unlink(id);
+}
+
+uint64_t
+TimerWheel::collect(uint32_t s, uint64_t now_ns)
+{
+	uint64_t rest_min = UINT64_MAX;
+	for (uint32_t id = head_[s]; id != kNil;) {
+		uint32_t n = next_[id];
+		if (deadline_[id] <= now_ns) {
+			unlink(id);
+			append_due(id);
+		} else {
+			rest_min = std::min(rest_min, deadline_[id]);
+		}
+		id = n;
+	}
+	return rest_min;
+}
+
+uint32_t
+TimerWheel::take_due(uint64_t now_ns)
+{
+	if (head_[kDue] == kNil) {
+		uint64_t target = now_ns >> kShift;
+		if (target >= cursor_ + kSlots) {
+			/* A turn or more since the last call: one pass over every slot finds every due
+			 * timer; what stays has deadline > now, so tick >= target, in its own slot. */
+			for (uint32_t s = 0; s < kSlots; s++)
+				collect(s, now_ns);
+			cursor_ = target;
+			slot_min_ = collect(uint32_t(cursor_ % kSlots), now_ns);
+		} else if (target > cursor_ || now_ns >= slot_min_) {
+			/* Walk the ticks up to now's; earlier ticks' slots keep only later turns. */
+			for (; cursor_ < target; cursor_++)
+				if (head_[cursor_ % kSlots] != kNil)
+					collect(uint32_t(cursor_ % kSlots), now_ns);
+			slot_min_ = collect(uint32_t(cursor_ % kSlots), now_ns);
+		}
+	}
+	uint32_t id = head_[kDue];
+	if (id != kNil)
+		unlink(id);
+	return id;
+}
+
+} // namespace cm_impl
