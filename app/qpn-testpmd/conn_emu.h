@@ -16,8 +16,8 @@ constexpr uint64_t kServiceId = 0x0106'0000'0000'4450ull; /* RDMA_PS_TCP-like se
 constexpr uint64_t kDcKey = 0x5150'4e44'434b'4559ull;
 /* CM slots of a client lcore's agent (and of all server agents together, --peers sharing them,
  * each at least kAgentConnsMin), timewait entries included: a connection holds its slot for its
- * timewait, so at a 1 s timewait an agent keeps ~connections/s slots (~80 MB at 262144). */
-constexpr uint32_t kAgentConns = 262144;
+ * timewait, so at a 1 s timewait an agent keeps ~connections/s slots (~40 MB at 131072). */
+constexpr uint32_t kAgentConns = 131072;
 constexpr uint32_t kAgentConnsMin = 16384;
 /* Events queued per agent between two poll rounds (~18 MB): at 100k connections/s (four events
  * each on the passive side) a round may come ~150 ms late before events are dropped (counted). */
