@@ -226,7 +226,7 @@ struct alignas(64) Cache {
 
 	alignas(64) std::atomic<uint64_t> allocs;
 	std::atomic<uint64_t> frees;
-	std::atomic<uint64_t> hits;
+	std::atomic<uint64_t> unused_; /* was hits: derived by the stats now (one bump less) */
 	std::atomic<uint64_t> misses;
 	std::atomic<uint64_t> refills;
 	std::atomic<uint64_t> flushes;

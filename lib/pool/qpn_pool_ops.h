@@ -231,16 +231,13 @@ Pool::slot_to_qpn(uint32_t s, std::atomic<uint32_t> *hint) const
 QPN_HOT int
 Pool::alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen, uint32_t flags)
 {
+	/* Hits are not counted here: stats derive them (allocs - misses + failures). */
 	if (c->ready.count.load(rlx) == 0) {
 		if (c->spare.count.load(rlx) == 0)
 			bump(c->misses);
-		else
-			bump(c->hits);
 		int rc = refill(*c);
 		if (rc != 0)
 			return rc;
-	} else {
-		bump(c->hits);
 	}
 	uint32_t s = c->ready.head.load(rlx);
 	uint32_t left = c->ready.count.load(rlx) - 1;

@@ -28,7 +28,11 @@ sum_events(const mlx5_qpn_pool *p, uint64_t *allocs, uint64_t *frees, uint64_t *
 		a += c.allocs.load(rlx);
 		f += c.frees.load(rlx);
 		q += c.quarantined.load(rlx);
-		e.hits += c.hits.load(rlx);
+		/* An alloc served by the cache is one that was not a miss; a miss that failed
+		 * (enospc, eagain) is no alloc. Derived here so that alloc bumps one counter less. */
+		uint64_t tried = c.allocs.load(rlx) + c.enospc.load(rlx) + c.eagain.load(rlx);
+		uint64_t missed = c.misses.load(rlx);
+		e.hits += tried > missed ? tried - missed : 0; /* a rolled-back bulk: no alloc */
 		e.misses += c.misses.load(rlx);
 		e.refills += c.refills.load(rlx);
 		e.flushes += c.flushes.load(rlx);
