@@ -236,6 +236,13 @@ Pool::rotate_full(Cache &c, uint32_t s)
 QPN_COLD int
 Pool::refill(Cache &c)
 {
+	/* Queued frees whose `remote` flag was never set (their freer died between its entry and
+	 * the flag): looked at here too, every cache_size allocs, so none waits for ever. */
+	if (!remote_empty(c)) {
+		drain_remote(c);
+		if (c.ready.count.load(rlx) != 0)
+			return 0; /* they refilled us (no quarantine) */
+	}
 	if (c.spare.count.load(rlx) != 0) {
 		c.ready.head.store(c.spare.head.load(rlx), rlx);
 		c.ready.tail.store(c.spare.tail.load(rlx), rlx);
