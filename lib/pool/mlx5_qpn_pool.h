@@ -165,8 +165,10 @@ int mlx5_qpn_pool_alloc_bulk(struct mlx5_qpn_pool *pool, uint32_t *qpns, unsigne
  * A QPN freed by the thread that allocated it (more precisely: the thread that holds the cache
  * it came from) is released at once, with no atomic read-modify-write. A QPN freed by another
  * thread or process is checked, then queued for the allocating cache, whose holder releases it
- * on its next pool call (or whoever empties that cache: an idle or exited thread's QPNs are not
- * stranded); until then it counts as in use and its quarantine has not started.
+ * on its next pool call; until then mlx5_qpn_pool_qpn_state() reports it allocated and its
+ * quarantine has not started. Nothing is stranded: an exited thread's queue is applied at once
+ * by the freer, and an idle thread's when another thread's allocation finds the pool dry and
+ * empties idle caches (its quarantine then starts at that moment: late, never early).
  *
  * Double frees are refused with -EINVAL, also when two threads race, with one exception: when
  * two frees of one QPN race and at least one comes from a thread other than the allocating
