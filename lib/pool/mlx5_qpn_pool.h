@@ -77,6 +77,10 @@ struct mlx5_qpn_pool_stats {
 	uint32_t nb_caches;      /**< Caches currently claimed by threads. */
 	uint64_t dead_processes; /**< Dead processes whose QPNs were reclaimed (not reset). */
 	uint64_t reclaimed;      /**< QPNs recovered from dead processes and interrupted calls. */
+	/** Frees that had returned 0 but were refused when the QPN's cache applied them: a free
+	 *  from a thread other than the allocating one that raced with another free of the same
+	 *  QPN (see mlx5_qpn_pool_free()). Not counted in refused_frees. */
+	uint64_t refused_async;
 };
 
 /**
@@ -157,6 +161,20 @@ int mlx5_qpn_pool_alloc_bulk(struct mlx5_qpn_pool *pool, uint32_t *qpns, unsigne
 
 /**
  * Release a QPN into quarantine (or straight back to the pool if the quarantine time is 0).
+ *
+ * A QPN freed by the thread that allocated it (more precisely: the thread that holds the cache
+ * it came from) is released at once, with no atomic read-modify-write. A QPN freed by another
+ * thread or process is checked, then queued for the allocating cache, whose holder releases it
+ * on its next pool call; until then mlx5_qpn_pool_qpn_state() reports it allocated and its
+ * quarantine has not started. Nothing is stranded: an exited thread's queue is applied at once
+ * by the freer, and an idle thread's when another thread's allocation finds the pool dry and
+ * empties idle caches (its quarantine then starts at that moment: late, never early).
+ *
+ * Double frees are refused with -EINVAL, also when two threads race, with one exception: when
+ * two frees of one QPN race and at least one comes from a thread other than the allocating
+ * one, both may return 0; the QPN is then released once and the other free is refused when
+ * the queue is applied, counted in mlx5_qpn_pool_stats.refused_async. The pool stays
+ * consistent either way (the QPN is never released twice).
  *
  * @return 0; -EINVAL if the QPN is not allocated (never was, already freed, outside every range);
  *         the pool is then unchanged and the refusal is counted.

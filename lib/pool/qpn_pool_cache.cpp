@@ -121,13 +121,16 @@ Pool::steal(Cache *self)
 		uint64_t owner = v.owner.load(acq);
 		if (owner == 0)
 			continue;
-		if (v.ready.count.load(rlx) + v.spare.count.load(rlx) + v.open.count.load(rlx) == 0)
+		if (v.ready.count.load(rlx) + v.spare.count.load(rlx) + v.open.count.load(rlx) ==
+			    0 &&
+		    v.remote.load(rlx) == 0)
 			continue;
 		uint32_t expect = 0;
 		if (!v.steal.compare_exchange_strong(expect, thief, acq_rel, rlx))
 			continue; /* another thief is at it */
 		bool other = owner_pid(owner) != mypid;
 		if (heavy_barrier(other) && v.busy.load(acq) == 0) {
+			drain_remote(v); /* frees queued for it: only its holder may apply them */
 			flush_cache(v);
 			n++;
 		}
@@ -147,7 +150,9 @@ Pool::anything_held(const Cache *self) const
 		if (&v == self)
 			continue;
 		if (v.moving.load(acq) != 0 ||
-		    v.ready.count.load(acq) + v.spare.count.load(acq) + v.open.count.load(acq) != 0)
+		    v.ready.count.load(acq) + v.spare.count.load(acq) + v.open.count.load(acq) !=
+			    0 ||
+		    !remote_empty(v))
 			return true;
 	}
 	return false;
@@ -200,6 +205,30 @@ Pool::wait_collector(Cache *self)
 }
 
 /*
+ * A free found `ready` full (cache_size QPNs; no quarantine). The full chain becomes the spare and
+ * the freed slot `s` (already linked to nothing) starts a new `ready`; only when the spare is full
+ * too does it go back to the free stack, as one batch of exactly cache_size. A cache thus holds
+ * between 0 and 2 * cache_size free QPNs: a pop from the free stack leaves cache_size, a flush
+ * leaves cache_size + 1, so between two exchanges with the free stack come at least cache_size
+ * net allocations or frees. (Before, a cache flushed at cache_size + 1 down to cache_size and a
+ * cache that took that batch back refilled and flushed on every alloc/free pair.)
+ */
+QPN_COLD void
+Pool::rotate_full(Cache &c, uint32_t s)
+{
+	if (c.spare.count.load(rlx) != 0) {
+		give_back(c.spare);
+		bump(c.flushes);
+	}
+	c.spare.head.store(c.ready.head.load(rlx), rlx);
+	c.spare.tail.store(c.ready.tail.load(rlx), rlx);
+	c.spare.count.store(c.ready.count.load(rlx), rlx);
+	c.ready.head.store(s, rlx);
+	c.ready.tail.store(s, rlx);
+	c.ready.count.store(1, rlx);
+}
+
+/*
  * The cache ran dry: take the spare batch, else a batch from the free stack, else drain expired
  * quarantine buckets, else steal idle caches. Fails with -ENOSPC when no QPN is anywhere, and
  * with -EAGAIN when some exist but are in quarantine (or in a cache whose owner is mid-call).
@@ -207,6 +236,13 @@ Pool::wait_collector(Cache *self)
 QPN_COLD int
 Pool::refill(Cache &c)
 {
+	/* Queued frees whose `remote` flag was never set (their freer died between its entry and
+	 * the flag): looked at here too, every cache_size allocs, so none waits for ever. */
+	if (!remote_empty(c)) {
+		drain_remote(c);
+		if (c.ready.count.load(rlx) != 0)
+			return 0; /* they refilled us (no quarantine) */
+	}
 	if (c.spare.count.load(rlx) != 0) {
 		c.ready.head.store(c.spare.head.load(rlx), rlx);
 		c.ready.tail.store(c.spare.tail.load(rlx), rlx);
@@ -309,8 +345,10 @@ release_cache(mlx5_qpn_pool *p, uint32_t idx)
 	/* We are the owner and inside no call: flush, then give the cache up. */
 	c.busy.store(1, rlx);
 	std::atomic_signal_fence(std::memory_order_seq_cst);
-	if (c.steal.load(acq) == 0)
+	if (c.steal.load(acq) == 0) {
+		pool.drain_remote(c);
 		pool.flush_cache(c);
+	}
 	c.busy.store(0, rel);
 	/*
 	 * Wait out a thief that is still inside (it saw busy == 0 before we set it). A thief that
@@ -336,7 +374,11 @@ release_cache(mlx5_qpn_pool *p, uint32_t idx)
 		}
 		rte_pause();
 	}
-	c.owner.store(0, rel);
+	/* Sequentially consistent with a remote freer's queue CAS and its load of `owner`: either
+	 * it sees the cache unclaimed and applies its entry itself, or we see the entry here. */
+	c.owner.store(0, sc);
+	if (!pool.remote_empty(c))
+		pool.rescue(c);
 }
 
 static void
@@ -393,7 +435,11 @@ bind_cache(mlx5_qpn_pool *p)
 		uint32_t i = (start + k) % p->nb_caches;
 		uint64_t expect = 0;
 		if (p->caches[i].owner.load(rlx) == 0 &&
-		    p->caches[i].owner.compare_exchange_strong(expect, me, acq_rel, rlx)) {
+		    p->caches[i].owner.compare_exchange_strong(expect, me, sc, rlx)) {
+			/* Read after the claim, sequentially consistent: a remote freer that holds the
+			 * cache because it saw it unclaimed (Pool::try_hold) is seen here or in enter(),
+			 * which then bypasses it until it lets go. */
+			(void)p->caches[i].steal.load(sc);
 			tc.b[tc.n++] = tc.b[0];
 			tc.b[0] = {p, p->uid, i};
 			pthread_once(&g_exit_once, make_exit_key);

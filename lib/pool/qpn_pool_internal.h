@@ -13,9 +13,11 @@
  * names its tail and whose tail's aux field holds its length. Batches move between three homes:
  * a thread's cache (owner-only), the shared free stack (a Treiber stack of batches, ABA-tagged),
  * and the shared quarantine (a ring of time buckets, each a stack of sealed batches tagged with
- * the epoch of its newest member). The only atomic read-modify-write on the per-QPN fast path
- * is the compare-and-swap of free() that takes a slot out of "in use": it is what makes a
- * double free refused even when two threads race to free one QPN.
+ * the epoch of its newest member). An in-use slot names the cache that handed it out; only the
+ * thread that holds that cache (its owner inside a call, or a thief that holds it) writes the
+ * slot, so the owner's free is a plain load and store, with no atomic read-modify-write. Others
+ * queue the free in that cache's remote queue (`rq`), which its holder validates and applies;
+ * slots handed out without a cache are freed by compare-and-swap, by anyone.
  *
  * Crash recovery: a table of the processes that use the pool (pid + start time); a cache's owner
  * word and an in-use slot's aux name the process; a reclaim stops the world (holds every cache
@@ -40,7 +42,7 @@ constexpr uint32_t kMaxSlots = 0xFFFFFF; /* slot indices are 24 bits and kNil is
 
 enum SlotState : uint64_t {
 	kFree = 0,       /* in a cache or the free stack: may be handed out */
-	kInUse = 1,      /* handed out; only free() leaves this state, by CAS */
+	kInUse = 1,      /* handed out; only free() leaves this state (by its cache's holder) */
 	kQuarantine = 2, /* released; not before its batch's epoch has expired */
 	kRetired = 3,    /* its range was removed from the pool: in no list, never handed out */
 };
@@ -52,6 +54,8 @@ enum SlotState : uint64_t {
  * +------------+------+----------------+----------------+
  * next: the following slot of the chain. aux: in a batch head, the batch's tail; in a batch
  * tail (when head != tail), the batch's length. The generation is bumped at every hand-out.
+ * In an in-use slot, next is the index of the cache that handed it out (kNil: none, the
+ * cacheless path): only whoever holds that cache may write the slot (design_pool.md §4).
  */
 constexpr unsigned kGenBits = 14;
 
@@ -181,6 +185,27 @@ owner_holder(uint64_t o)
 	return static_cast<uint32_t>((o >> 44) - 1) & kHolderMask;
 }
 
+/*
+ * A remote free: slot index and the generation the freer saw. The holder of the cache frees the
+ * slot only if it is still in use, named by this cache, with this generation.
+ */
+constexpr unsigned kRemoteEntries = 8;
+constexpr uint64_t
+rq_make(uint32_t slot, uint32_t gen)
+{
+	return 1 + (static_cast<uint64_t>(slot) | (static_cast<uint64_t>(gen) << 24));
+}
+constexpr uint32_t
+rq_slot(uint64_t e)
+{
+	return static_cast<uint32_t>((e - 1) & 0xFFFFFF);
+}
+constexpr uint32_t
+rq_gen(uint64_t e)
+{
+	return static_cast<uint32_t>((e - 1) >> 24);
+}
+
 struct alignas(64) Cache {
 	std::atomic<uint64_t> owner; /* 0: unclaimed; else owner_make() */
 	std::atomic<uint32_t> busy;  /* owner is inside a pool call */
@@ -189,14 +214,19 @@ struct alignas(64) Cache {
 				      * the owner bypasses it */
 	std::atomic<uint32_t> range_hint;
 	std::atomic<uint32_t> refill_seq; /* refills so far: paces the quarantine drain */
-	std::atomic<uint32_t> moving;     /* a refill is taking a batch off the free stack */
+	std::atomic<uint16_t> moving;     /* a refill is taking a batch off the free stack */
+	std::atomic<uint16_t> remote;     /* `rq` may hold entries: the holder drains it */
 	Chain ready;                      /* free QPNs, LIFO: alloc pops here */
 	Chain spare; /* a second full batch: hysteresis between refill and flush */
 	Chain open;  /* released QPNs not yet time-stamped (quarantine only) */
 
+	/* Frees of this cache's in-use QPNs by threads that do not hold it (rq_make() entries, 0:
+	 * empty). Written by those threads (CAS from 0), drained by whoever holds the cache. */
+	alignas(64) std::atomic<uint64_t> rq[kRemoteEntries];
+
 	alignas(64) std::atomic<uint64_t> allocs;
 	std::atomic<uint64_t> frees;
-	std::atomic<uint64_t> hits;
+	std::atomic<uint64_t> unused_; /* was hits: derived by the stats now (one bump less) */
 	std::atomic<uint64_t> misses;
 	std::atomic<uint64_t> refills;
 	std::atomic<uint64_t> flushes;
@@ -205,7 +235,9 @@ struct alignas(64) Cache {
 	std::atomic<uint64_t> enospc;
 	std::atomic<uint64_t> eagain;
 	std::atomic<uint64_t> quarantined;
+	std::atomic<uint64_t> refused_async; /* rq entries refused when drained */
 };
+static_assert(sizeof(Cache) == 256, "a power of two: alloc derives a cache's index by a shift");
 
 /* ---- process table (crash recovery) ---------------------------------------------------------- */
 
@@ -228,13 +260,14 @@ constexpr uint64_t kRegionGraceNs = 1000000000ull;     /* 1 s, or the quarantine
 constexpr uint64_t kPoolMagic = 0x4d4c5835514e5031ull; /* "MLX5QNP1" */
 
 struct EventCounters {
-	uint64_t hits, misses, refills, flushes, steals, refused, enospc, eagain;
+	uint64_t hits, misses, refills, flushes, steals, refused, enospc, eagain, refused_async;
 };
 
 /* The stats_reset() baseline: atomics, as a reset may race with readers (a reader may see a
  * baseline that is half old, half new: fine for counters). */
 struct EventBase {
-	std::atomic<uint64_t> hits, misses, refills, flushes, steals, refused, enospc, eagain;
+	std::atomic<uint64_t> hits, misses, refills, flushes, steals, refused, enospc, eagain,
+		refused_async;
 };
 
 } /* namespace qpn */

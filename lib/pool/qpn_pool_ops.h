@@ -170,7 +170,19 @@ public:
 	int alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen, uint32_t flags = 0);
 	QPN_COLD int alloc_bypass(uint32_t *qpn, uint32_t *gen, uint32_t flags = 0);
 	int free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen);
+	template <bool kCas>
+	int link_freed(Cache &c, uint32_t s, uint64_t w, bool check_gen, uint32_t gen);
+	QPN_COLD int free_shared(Cache *c, uint32_t s, uint64_t w, bool check_gen, uint32_t gen);
+
+	/* Remote frees (qpn_pool_remote.cpp). */
+	uint32_t cache_index(const Cache *c) const { return static_cast<uint32_t>(c - p_->caches); }
+	QPN_COLD int free_remote(Cache *self, uint32_t s, uint64_t w);
+	QPN_COLD void drain_remote(Cache &c);
+	bool try_hold(Cache &v);
+	void rescue(Cache &v);
+	bool remote_empty(const Cache &v) const;
 	QPN_COLD int refill(Cache &c);
+	QPN_COLD void rotate_full(Cache &c, uint32_t s);
 	QPN_COLD bool wait_collector(Cache *self);
 
 	/* Crash recovery. */
@@ -219,16 +231,13 @@ Pool::slot_to_qpn(uint32_t s, std::atomic<uint32_t> *hint) const
 QPN_HOT int
 Pool::alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen, uint32_t flags)
 {
+	/* Hits are not counted here: stats derive them (allocs - misses + failures). */
 	if (c->ready.count.load(rlx) == 0) {
 		if (c->spare.count.load(rlx) == 0)
 			bump(c->misses);
-		else
-			bump(c->hits);
 		int rc = refill(*c);
 		if (rc != 0)
 			return rc;
-	} else {
-		bump(c->hits);
 	}
 	uint32_t s = c->ready.head.load(rlx);
 	uint32_t left = c->ready.count.load(rlx) - 1;
@@ -239,11 +248,14 @@ Pool::alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen, uint32_t flags)
 		c->ready.head.store(nx, rlx);
 		rte_prefetch0(&slot(nx));
 	}
-	/* The slot is ours alone (it sat in our cache): a plain store suffices. It records the
-	 * holder's process (from the owner word, on the cache line already loaded), so that a
-	 * reclaim can recover it if the process dies. */
+	/* The slot is ours alone (it sat in our cache): a plain store suffices. It names our cache
+	 * (only its holder may write the slot until it is freed) and records the holder's process
+	 * (from the owner word, on the cache line already loaded), so that a reclaim can recover it
+	 * if the process dies. */
 	uint32_t g = (slot_gen(w) + 1) & kGenMask;
-	slot(s).store(slot_make(kNil, owner_holder(c->owner.load(rlx)) | flags, kInUse, g), rlx);
+	slot(s).store(slot_make(cache_index(c), owner_holder(c->owner.load(rlx)) | flags, kInUse,
+				g),
+		      rlx);
 	*qpn = slot_to_qpn(s, &c->range_hint);
 	if (gen != nullptr)
 		*gen = g;
@@ -259,8 +271,56 @@ freeable(uint64_t w, bool check_gen, uint32_t gen)
 }
 
 /*
- * Release. The CAS out of kInUse is the linearisation point: of two racing frees of one QPN
- * exactly one wins, and the loser is refused like any other double free.
+ * Release slot `s` (word `w`: freeable) into cache c's chains. The caller holds c. kCas: the slot
+ * was handed out without a cache, so any thread may free it and a CAS out of kInUse decides
+ * between racing frees (the loser is refused). Otherwise the slot is named by c and nobody but
+ * c's holder writes it: a plain store.
+ */
+template <bool kCas>
+QPN_HOT int
+Pool::link_freed(Cache &c, uint32_t s, uint64_t w, bool check_gen, uint32_t gen)
+{
+	const bool quar = p_->quarantine_ns != 0;
+	Chain &into = quar ? c.open : c.ready;
+	uint32_t n = into.count.load(rlx);
+	/* Without quarantine a full `ready` starts a new chain with this QPN (below): link to none. */
+	const bool full = !quar && n >= p_->batch;
+	uint32_t head = n != 0 && !full ? into.head.load(rlx) : kNil;
+	auto &sw = slot(s);
+	if (kCas) {
+		for (;;) {
+			uint64_t nw = slot_make(head, kNil, quar ? kQuarantine : kFree,
+						slot_gen(w));
+			if (sw.compare_exchange_weak(w, nw, acq_rel, rlx))
+				break;
+			if (!freeable(w, check_gen, gen) || slot_next(w) != kNil)
+				return -EINVAL;
+		}
+	} else {
+		sw.store(slot_make(head, kNil, quar ? kQuarantine : kFree, slot_gen(w)), rlx);
+	}
+	bump(c.frees);
+	if (unlikely(full)) {
+		rotate_full(c, s);
+		return 0;
+	}
+	into.head.store(s, rlx);
+	if (n == 0)
+		into.tail.store(s, rlx);
+	into.count.store(n + 1, rlx);
+	if (quar) {
+		bump(c.quarantined);
+		if (n + 1 >= p_->batch)
+			seal(c.open, now_ns());
+	}
+	return 0;
+}
+
+/*
+ * Release. A slot handed out by the caller's own cache (the common case) is freed with a plain
+ * load and store: only the holder of the cache that handed it out writes an in-use slot. A slot
+ * of another cache goes to that cache's remote queue (free_remote); a slot handed out without a
+ * cache is freed by CAS (free_shared). c: the caller's cache, held; nullptr if it has none.
  */
 QPN_HOT int
 Pool::free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen)
@@ -268,55 +328,15 @@ Pool::free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen)
 	uint32_t s;
 	if (qpn > MLX5_QPN_MAX || !qpn_to_slot(qpn, &s, c != nullptr ? &c->range_hint : nullptr))
 		return -EINVAL;
-	const bool quar = p_->quarantine_ns != 0;
-	auto &sw = slot(s);
-	uint64_t w = sw.load(rlx);
-	if (c == nullptr) {
-		for (;;) {
-			if (!freeable(w, check_gen, gen))
-				return -EINVAL;
-			uint64_t nw = slot_make(kNil, s, quar ? kQuarantine : kFree, slot_gen(w));
-			if (sw.compare_exchange_weak(w, nw, acq_rel, rlx))
-				break;
-		}
-		if (quar) {
-			push_quarantine(s, s, now_ns());
-			p_->bypass_quarantined.fetch_add(1, rlx);
-		} else {
-			push_free(s, s);
-		}
-		p_->bypass_frees.fetch_add(1, rlx);
-		return 0;
-	}
-	Chain &into = quar ? c->open : c->ready;
-	uint32_t n = into.count.load(rlx);
-	uint32_t head = n != 0 ? into.head.load(rlx) : kNil;
-	for (;;) {
-		if (!freeable(w, check_gen, gen))
-			return -EINVAL;
-		uint64_t nw = slot_make(head, kNil, quar ? kQuarantine : kFree, slot_gen(w));
-		if (sw.compare_exchange_weak(w, nw, acq_rel, rlx))
-			break;
-	}
-	into.head.store(s, rlx);
-	if (n == 0)
-		into.tail.store(s, rlx);
-	into.count.store(n + 1, rlx);
-	bump(c->frees);
-	if (quar) {
-		bump(c->quarantined);
-		if (n + 1 >= p_->batch)
-			seal(c->open, now_ns());
-	} else if (n + 1 > p_->batch) {
-		/* Cache full: keep this batch as the spare, giving the old spare back. */
-		give_back(c->spare);
-		bump(c->flushes);
-		c->spare.head.store(c->ready.head.load(rlx), rlx);
-		c->spare.tail.store(c->ready.tail.load(rlx), rlx);
-		c->spare.count.store(c->ready.count.load(rlx), rlx);
-		c->ready.count.store(0, rlx);
-	}
-	return 0;
+	uint64_t w = slot(s).load(rlx);
+	if (!freeable(w, check_gen, gen))
+		return -EINVAL;
+	const uint32_t by = slot_next(w);
+	if (likely(c != nullptr && by == cache_index(c)))
+		return link_freed<false>(*c, s, w, check_gen, gen);
+	if (by != kNil)
+		return free_remote(c, s, w);
+	return free_shared(c, s, w, check_gen, gen);
 }
 
 /* ---- crash recovery (qpn_pool_recover.cpp) --------------------------------------------------- */
@@ -394,6 +414,10 @@ enter(mlx5_qpn_pool *p)
 		c->busy.store(0, rel);
 		return nullptr;
 	}
+	/* Frees of our QPNs by other threads wait here (on the line loaded anyway) until we apply
+	 * them: only we may write our in-use slots. */
+	if (unlikely(c->remote.load(rlx) != 0))
+		Pool(p).drain_remote(*c);
 	return c;
 }
 

@@ -367,6 +367,10 @@ Pool::reclaim_locked(Cache *self)
 		Cache &v = p_->caches[i];
 		if (rc == 0 && cdead[i]) {
 			drop_chains(v);
+			/* Its queued frees name slots the sweep collected (their holder is dead). */
+			for (auto &q : v.rq)
+				q.store(0, rlx);
+			v.remote.store(0, rlx);
 			v.busy.store(0, rlx);
 			v.owner.store(0, rel);
 		} else if (rc == 0 && tainted[i]) {

@@ -28,7 +28,11 @@ sum_events(const mlx5_qpn_pool *p, uint64_t *allocs, uint64_t *frees, uint64_t *
 		a += c.allocs.load(rlx);
 		f += c.frees.load(rlx);
 		q += c.quarantined.load(rlx);
-		e.hits += c.hits.load(rlx);
+		/* An alloc served by the cache is one that was not a miss; a miss that failed
+		 * (enospc, eagain) is no alloc. Derived here so that alloc bumps one counter less. */
+		uint64_t tried = c.allocs.load(rlx) + c.enospc.load(rlx) + c.eagain.load(rlx);
+		uint64_t missed = c.misses.load(rlx);
+		e.hits += tried > missed ? tried - missed : 0; /* a rolled-back bulk: no alloc */
 		e.misses += c.misses.load(rlx);
 		e.refills += c.refills.load(rlx);
 		e.flushes += c.flushes.load(rlx);
@@ -36,6 +40,11 @@ sum_events(const mlx5_qpn_pool *p, uint64_t *allocs, uint64_t *frees, uint64_t *
 		e.refused += c.refused.load(rlx);
 		e.enospc += c.enospc.load(rlx);
 		e.eagain += c.eagain.load(rlx);
+		e.refused_async += c.refused_async.load(rlx);
+		/* Frees queued for this cache's holder have returned 0: count them as frees now
+		 * (the rare one refused when applied comes back into in_use then). */
+		for (const auto &q : c.rq)
+			f += q.load(rlx) != 0;
 		cl += c.owner.load(rlx) != 0;
 	}
 	*allocs = a;
@@ -54,9 +63,11 @@ mlx5_qpn_pool_stats_get(struct mlx5_qpn_pool *p, struct mlx5_qpn_pool_stats *st)
 	uint32_t cl;
 	EventCounters e = sum_events(p, &a, &f, &q, &cl);
 	const EventBase &bb = p->stats_base;
-	const EventCounters b = {bb.hits.load(rlx),    bb.misses.load(rlx), bb.refills.load(rlx),
-				 bb.flushes.load(rlx), bb.steals.load(rlx), bb.refused.load(rlx),
-				 bb.enospc.load(rlx),  bb.eagain.load(rlx)};
+	const EventCounters b = {bb.hits.load(rlx),         bb.misses.load(rlx),
+				 bb.refills.load(rlx),      bb.flushes.load(rlx),
+				 bb.steals.load(rlx),       bb.refused.load(rlx),
+				 bb.enospc.load(rlx),       bb.eagain.load(rlx),
+				 bb.refused_async.load(rlx)};
 	memset(st, 0, sizeof(*st));
 	st->capacity = p->live_slots.load(acq);
 	/* A process killed between a slot update and its counter bump skews these by one call:
@@ -76,6 +87,7 @@ mlx5_qpn_pool_stats_get(struct mlx5_qpn_pool *p, struct mlx5_qpn_pool_stats *st)
 	st->refused_frees = e.refused - b.refused;
 	st->enospc = e.enospc - b.enospc;
 	st->eagain = e.eagain - b.eagain;
+	st->refused_async = e.refused_async - b.refused_async;
 	st->nb_ranges = p->nb_ranges.load(acq);
 	st->nb_caches = cl;
 	st->dead_processes = p->dead_processes.load(rlx);
@@ -100,6 +112,7 @@ mlx5_qpn_pool_stats_reset(struct mlx5_qpn_pool *p)
 	b.refused.store(e.refused, rlx);
 	b.enospc.store(e.enospc, rlx);
 	b.eagain.store(e.eagain, rlx);
+	b.refused_async.store(e.refused_async, rlx);
 }
 
 void
@@ -140,8 +153,10 @@ mlx5_qpn_pool_dump(FILE *f, struct mlx5_qpn_pool *p)
 		" refills %" PRIu64 " flushes %" PRIu64 " steals %" PRIu64 "\n",
 		st.allocs, st.frees, st.cache_hits, st.cache_misses, st.refills, st.flushes,
 		st.steals);
-	fprintf(f, "  refused_frees %" PRIu64 " enospc %" PRIu64 " eagain %" PRIu64 " caches %u\n",
-		st.refused_frees, st.enospc, st.eagain, st.nb_caches);
+	fprintf(f,
+		"  refused_frees %" PRIu64 " (after return %" PRIu64 ") enospc %" PRIu64
+		" eagain %" PRIu64 " caches %u\n",
+		st.refused_frees, st.refused_async, st.enospc, st.eagain, st.nb_caches);
 }
 
 } /* extern "C" */

@@ -93,6 +93,16 @@ PoolChecker::on_release(uint32_t qpn)
 }
 
 void
+PoolChecker::on_handover(uint32_t qpn)
+{
+	/* The QPN must be held (by the thread that passed it on): the caller becomes its holder. A
+	 * QPN outside every range is never held, so it is reported as such too. */
+	auto it = index_.find(qpn);
+	if (it == index_.end() || entries_[it->second].owner.exchange(thread_token()) == 0)
+		violation("handover of QPN " + std::to_string(qpn) + " that nobody holds");
+}
+
+void
 PoolChecker::on_drain_complete(uint64_t got)
 {
 	if (got != capacity_)

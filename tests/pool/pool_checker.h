@@ -31,6 +31,8 @@ public:
 
 	void on_acquire(uint32_t qpn);
 	void on_release(uint32_t qpn);
+	/* A held QPN passed to the calling thread (which may then release it). */
+	void on_handover(uint32_t qpn);
 	/* Invariant 4: after everything was released and the quarantine passed, `got` QPNs could be
 	 * allocated (each reported through on_acquire). */
 	void on_drain_complete(uint64_t got);

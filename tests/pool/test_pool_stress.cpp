@@ -31,6 +31,10 @@ struct StressCtx {
 	std::atomic<uint64_t> errors{0};
 	std::atomic<uint64_t> done{0};
 	std::atomic<uint64_t> allocated{0};
+	/* Cross-thread frees: a thread leaves a QPN here (q + 1; 0: empty) and frees the one it
+	 * takes out, which another thread allocated (a remote free, design_pool.md §4). */
+	bool exchange = false;
+	std::atomic<uint32_t> xchg[16] = {};
 };
 
 std::atomic<StressCtx *> g_ctx{nullptr};
@@ -64,6 +68,13 @@ stress_body(StressCtx *ctx, uint32_t seed)
 				uint32_t q = held[j];
 				held[j] = held.back();
 				held.pop_back();
+				if (ctx->exchange && rng() % 3 == 0) {
+					uint32_t o = ctx->xchg[rng() % 16].exchange(q + 1);
+					if (o == 0)
+						continue;
+					q = o - 1; /* someone else's: free it here */
+					ctx->checker->on_handover(q);
+				}
 				ctx->checker->on_release(q);
 				if (mlx5_qpn_pool_free(ctx->pool, q) != 0)
 					ctx->errors.fetch_add(1);
@@ -92,7 +103,8 @@ lcore_stress(void *)
 }
 
 void
-run_stress(uint32_t capacity, uint32_t cache, uint64_t quarantine_ns, uint64_t ops)
+run_stress(uint32_t capacity, uint32_t cache, uint64_t quarantine_ns, uint64_t ops,
+	   bool exchange = false)
 {
 	const std::vector<std::pair<uint32_t, uint32_t>> ranges =
 		{{0x000002, capacity / 4},
@@ -107,6 +119,7 @@ run_stress(uint32_t capacity, uint32_t cache, uint64_t quarantine_ns, uint64_t o
 	ctx.pool = tp.get();
 	ctx.checker = &checker;
 	ctx.ops = ops;
+	ctx.exchange = exchange;
 	g_ctx.store(&ctx, std::memory_order_release);
 
 	unsigned workers = 1; /* main lcore + non-EAL thread */
@@ -130,6 +143,14 @@ run_stress(uint32_t capacity, uint32_t cache, uint64_t quarantine_ns, uint64_t o
 		rte_eal_wait_lcore(launched);
 	EXPECT_GE(workers, 3u) << "needs an EAL worker lcore (-l 0-1)";
 	EXPECT_EQ(ctx.errors.load(), 0u);
+	for (auto &x : ctx.xchg) {
+		uint32_t o = x.exchange(0);
+		if (o == 0)
+			continue;
+		checker.on_handover(o - 1);
+		checker.on_release(o - 1);
+		EXPECT_EQ(mlx5_qpn_pool_free(tp.get(), o - 1), 0);
+	}
 
 	/* Invariant 4: once all is released and the quarantine passed, everything is free. */
 	uint64_t until = mlx5_qpn_clock_ns() + quarantine_ns + quarantine_ns / 4 + 1000000;
@@ -138,9 +159,19 @@ run_stress(uint32_t capacity, uint32_t cache, uint64_t quarantine_ns, uint64_t o
 	std::vector<uint32_t> all;
 	uint32_t q;
 	int rc;
-	while ((rc = mlx5_qpn_pool_alloc(tp.get(), &q)) == 0) {
-		checker.on_acquire(q);
-		all.push_back(q);
+	for (int round = 0;; round++) {
+		while ((rc = mlx5_qpn_pool_alloc(tp.get(), &q)) == 0) {
+			checker.on_acquire(q);
+			all.push_back(q);
+		}
+		/* A QPN freed by another thread after its allocating thread's last call (here: after
+		 * the EAL worker's cache_flush) waits in that cache's remote queue until this alloc
+		 * empties the idle cache; its quarantine starts only then (late, never early). */
+		if (rc != -EAGAIN || !exchange || round == 2)
+			break;
+		until = mlx5_qpn_clock_ns() + quarantine_ns + quarantine_ns / 4 + 1000000;
+		while (mlx5_qpn_clock_ns() < until)
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
 	}
 	EXPECT_EQ(rc, -ENOSPC);
 	checker.on_drain_complete(all.size());
@@ -163,6 +194,10 @@ run_stress(uint32_t capacity, uint32_t cache, uint64_t quarantine_ns, uint64_t o
 TEST(PoolStress, ThreeThreadsNoQuarantine) { run_stress(1024, 16, 0, 300000); }
 TEST(PoolStress, ThreeThreadsWithQuarantine) { run_stress(4096, 32, 200 * 1000, 300000); }
 TEST(PoolStress, ThreeThreadsTinyPoolContention) { run_stress(64, 4, 50 * 1000, 200000); }
+/* A third of the frees are of QPNs another thread allocated: the remote queues under stress. */
+TEST(PoolStress, CrossThreadFreesNoQuarantine) { run_stress(1024, 16, 0, 300000, true); }
+TEST(PoolStress, CrossThreadFreesWithQuarantine) { run_stress(4096, 32, 200 * 1000, 300000, true); }
+TEST(PoolStress, CrossThreadFreesTinyPool) { run_stress(64, 4, 50 * 1000, 200000, true); }
 
 /* ---- the checker catches what it must ------------------------------------------------------ */
 

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Frees that do not go through the caller's own cache (design_pool.md §4).
+ *
+ * An in-use slot names the cache that handed it out, and only the thread that holds that cache
+ * writes it: its owner inside a call, or a thief that holds it. That is what lets the owner free
+ * with a plain load and store. Any other thread that frees such a QPN checks it (not allocated:
+ * -EINVAL at once) and queues (slot, generation) in the naming cache's remote queue `rq`; the
+ * cache's holder applies the queued frees when it next enters the pool, after checking them
+ * again. Two racing frees of one QPN both pass the first check only when one of them is remote;
+ * the holder then applies one and refuses the other, which has already returned 0: that refusal
+ * is counted (`refused_async`), not returned. A slot handed out without a cache names none and
+ * is freed by CAS, by anyone.
+ */
+
+#include <cerrno>
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <rte_pause.h>
+
+#include "qpn_pool_ops.h"
+
+namespace qpn::detail {
+
+/* Cacheless hand-out: any thread may free it, and the CAS out of kInUse decides a race. */
+QPN_COLD int
+Pool::free_shared(Cache *c, uint32_t s, uint64_t w, bool check_gen, uint32_t gen)
+{
+	if (c != nullptr)
+		return link_freed<true>(*c, s, w, check_gen, gen);
+	const bool quar = p_->quarantine_ns != 0;
+	auto &sw = slot(s);
+	for (;;) {
+		uint64_t nw = slot_make(kNil, s, quar ? kQuarantine : kFree, slot_gen(w));
+		if (sw.compare_exchange_weak(w, nw, acq_rel, rlx))
+			break;
+		if (!freeable(w, check_gen, gen) || slot_next(w) != kNil)
+			return -EINVAL;
+	}
+	if (quar) {
+		push_quarantine(s, s, now_ns());
+		p_->bypass_quarantined.fetch_add(1, rlx);
+	} else {
+		push_free(s, s);
+	}
+	p_->bypass_frees.fetch_add(1, rlx);
+	return 0;
+}
+
+bool
+Pool::remote_empty(const Cache &v) const
+{
+	for (const auto &q : v.rq)
+		if (q.load(acq) != 0)
+			return false;
+	return true;
+}
+
+/*
+ * Apply the queued frees of cache c; the caller holds c. Each entry is checked again: the slot
+ * must still be in use, named by c, with the generation the remote freer saw (a free that lost a
+ * race, or a QPN handed out again since, is refused and counted).
+ */
+QPN_COLD void
+Pool::drain_remote(Cache &c)
+{
+	/* Cleared before the scan: an entry queued after the scan passed it sets the flag again. */
+	c.remote.exchange(0, acq_rel);
+	const uint32_t me = cache_index(&c), ns = p_->nb_slots.load(acq);
+	for (auto &q : c.rq) {
+		if (q.load(rlx) == 0)
+			continue;
+		uint64_t e = q.exchange(0, acq);
+		uint32_t s = rq_slot(e);
+		uint64_t w = s < ns ? slot(s).load(rlx) : 0;
+		if (s < ns && freeable(w, true, rq_gen(e)) && slot_next(w) == me)
+			link_freed<false>(c, s, w, false, 0);
+		else
+			bump(c.refused_async);
+	}
+}
+
+/*
+ * Hold cache v as a thief: its owner (if any) is outside the pool and stays out until we store
+ * steal = 0. An unclaimed cache needs no barrier: a thread that claims it afterwards reads
+ * `steal` (sequentially consistent, in bind_cache) and bypasses it while we hold it.
+ */
+bool
+Pool::try_hold(Cache &v)
+{
+	int32_t me = my_proc(p_);
+	const uint32_t thief = me >= 0 ? static_cast<uint32_t>(me) + 1 : kAnyThief;
+	uint32_t expect = 0;
+	if (!v.steal.compare_exchange_strong(expect, thief, sc, rlx))
+		return false;
+	uint64_t owner = v.owner.load(sc);
+	if (owner == 0)
+		return true;
+	bool other = owner_pid(owner) != (static_cast<uint32_t>(getpid()) & 0x3FFFFF);
+	if (heavy_barrier(other) && v.busy.load(acq) == 0)
+		return true;
+	v.steal.store(0, rel);
+	return false;
+}
+
+/* Nobody owns v but its remote queue has entries: apply them and give the QPNs back, so that
+ * none is stranded in an unclaimed cache. */
+void
+Pool::rescue(Cache &v)
+{
+	for (unsigned spins = 0; v.owner.load(sc) == 0 && !remote_empty(v); spins++) {
+		if (try_hold(v)) {
+			drain_remote(v);
+			if (v.owner.load(rlx) == 0)
+				flush_cache(v);
+			v.steal.store(0, rel);
+			continue; /* look again: an entry may have come in after the drain */
+		}
+		if (spins > 64)
+			sched_yield();
+		else
+			rte_pause();
+	}
+}
+
+/*
+ * Free slot s (word w: freeable, named by another cache). Queue it for that cache's holder. When
+ * the queue is full, hold the cache as a thief (its owner outside the pool) and apply its queue
+ * and this free ourselves; meanwhile apply our own queue, since its owner may be waiting for
+ * room in it just as we wait for room in its.
+ */
+QPN_COLD int
+Pool::free_remote(Cache *self, uint32_t s, uint64_t w)
+{
+	if (slot_next(w) >= p_->nb_caches)
+		return -EINVAL; /* not a cache index: not a slot we handed out */
+	Cache &x = p_->caches[slot_next(w)];
+	const uint64_t e = rq_make(s, slot_gen(w));
+	for (unsigned spins = 0;; spins++) {
+		for (auto &q : x.rq) {
+			uint64_t z = 0;
+			if (q.load(rlx) != 0 || !q.compare_exchange_strong(z, e, sc, rlx))
+				continue;
+			x.remote.store(1, rel);
+			/* Its owner released it meanwhile (sequentially consistent with the release
+			 * in release_cache(), which looks at the queue after it): nobody drains it. */
+			if (x.owner.load(sc) == 0)
+				rescue(x);
+			return 0;
+		}
+		if ((spins & 15) == 15 && try_hold(x)) {
+			drain_remote(x);
+			uint64_t now = slot(s).load(rlx);
+			int rc = -EINVAL;
+			if (freeable(now, true, slot_gen(w)) && slot_next(now) == slot_next(w))
+				rc = link_freed<false>(x, s, now, false, 0);
+			if (x.owner.load(rlx) == 0)
+				flush_cache(x);
+			x.steal.store(0, rel);
+			return rc;
+		}
+		if (self != nullptr)
+			drain_remote(*self);
+		if (spins > 64)
+			sched_yield();
+		else
+			rte_pause();
+	}
+}
+
+} /* namespace qpn::detail */
