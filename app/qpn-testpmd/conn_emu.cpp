@@ -39,6 +39,16 @@
 
 #include "conn_emu.h"
 
+uint32_t
+agent_conns(const run_config &cfg)
+{
+	uint64_t want = std::max<uint64_t>(kAgentConns, uint64_t(cm_timewait_ms(cfg)) * 384);
+	uint32_t n = kAgentConns;
+	while (n < want && n < kAgentConnsMax)
+		n <<= 1;
+	return n;
+}
+
 emu_state g_emu;
 
 namespace {
@@ -216,7 +226,7 @@ emu_setup(run_ctx *ctx)
 		const uint64_t rank = r.client_idx / ctx->devs.size();
 		c->guid = info.node_guid ^ (rank << 40);
 		snprintf(name, sizeof(name), "client%u-%.24s", r.client_idx, info.name);
-		c->cm = agent_create(ctx, name, c->guid, &c->tp, kAgentConns);
+		c->cm = agent_create(ctx, name, c->guid, &c->tp, agent_conns(cfg));
 		if (c->cm == nullptr)
 			rc = -ENOMEM;
 	}
@@ -230,7 +240,7 @@ emu_setup(run_ctx *ctx)
 		snprintf(name, sizeof(name), "server-%u", p);
 		/* The clients spread their connections over the peers: each needs its share. */
 		s->cm = agent_create(ctx, name, s->guid, &s->tp,
-				     std::max(kAgentConnsMin, kAgentConns / cfg.peers));
+				     std::max(kAgentConnsMin, agent_conns(cfg) / cfg.peers));
 		if (s->cm == nullptr)
 			rc = -ENOMEM;
 		else if ((rc = mlx5_qpn_cm_listen(s->cm, kServiceId)) != 0)

@@ -19,6 +19,10 @@ constexpr uint64_t kDcKey = 0x5150'4e44'434b'4559ull;
  * timewait, so at a 1 s timewait an agent keeps ~connections/s slots (~40 MB at 131072). */
 constexpr uint32_t kAgentConns = 131072;
 constexpr uint32_t kAgentConnsMin = 16384;
+/* A longer timewait needs more: agent_conns() gives ~384 slots per ms of timewait (room for
+ * ~300k connections/s per agent), from kAgentConns up to kAgentConnsMax (~160 MB an agent). */
+constexpr uint32_t kAgentConnsMax = 1u << 19;
+uint32_t agent_conns(const run_config &cfg);
 /* Events queued per agent between two poll rounds (~18 MB): at 100k connections/s (four events
  * each on the passive side) a round may come ~150 ms late before events are dropped (counted). */
 constexpr uint32_t kAgentEvents = 65536;

@@ -95,6 +95,11 @@ struct mlx5_qpn_dev {
 	uint64_t fail_streak = 0;  /* failed reservations in a row (grow_mutex) */
 	uint64_t fail_logged = 0;  /* fail_streak at the last warning (grow_mutex) */
 	uint64_t warn_next_ns = 0; /* no warning before this (grow_mutex) */
+	/* Shrinking (shrink_locked()): the last time the pool asked for more (no range goes back
+	 * within a settle time of it) and the next range to try (one walk of the free list per
+	 * attempt, so at most one per attempt). grow_mutex. */
+	uint64_t last_demand_ns = 0;
+	size_t shrink_next = SIZE_MAX;
 
 	std::atomic<bool> stop{false};
 	pthread_t ctrl{};

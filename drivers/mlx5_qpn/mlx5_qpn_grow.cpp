@@ -305,6 +305,7 @@ grow_ranges(mlx5_qpn_dev *d)
 int
 grow_locked(mlx5_qpn_dev *d)
 {
+	d->last_demand_ns = mlx5_qpn_clock_ns();
 	if (promote_locked(d) > 0) {
 		d->grown.fetch_add(1, std::memory_order_release);
 		return 0;
@@ -357,10 +358,15 @@ grow(mlx5_qpn_dev *d, uint64_t seen)
 namespace {
 
 /*
- * Give the newest range back to the device when the pool holds much more than it needs: at least
- * two ranges above the low-water mark (the hysteresis keeps it from fighting the growth below).
- * Only whole RESERVED_QPN objects, and only when all their QPNs are free (the pool refuses
- * otherwise, -EBUSY: try an older one next time). Caller holds grow_mutex.
+ * Give a range back to the device when the pool holds much more than it needs: at least two
+ * ranges above the low-water mark (the hysteresis keeps it from fighting the growth below), and
+ * not within a settle time of the last time the pool asked for more — the larger of 1 s and two
+ * quarantines: under a long CM timewait most QPNs sit in quarantine and come back in bursts, so
+ * the free count swings far above the mark between two growths, and a range given back would be
+ * reserved again moments later. Only whole RESERVED_QPN objects, and only when all their QPNs are
+ * free (the pool refuses otherwise, -EBUSY). Each removal attempt walks the pool's free list while
+ * allocations that find the shared pool empty wait for it, so one attempt per call: newest range
+ * first, and after a refusal the next older one on the next call. Caller holds grow_mutex.
  */
 int
 shrink_locked(mlx5_qpn_dev *d, uint64_t free_now)
@@ -370,19 +376,29 @@ shrink_locked(mlx5_qpn_dev *d, uint64_t free_now)
 	uint64_t rsize = 1ull << d->log_range;
 	if (free_now < d->da.low_water + 2 * rsize)
 		return -ENOENT;
-	for (size_t k = d->objs.size(); k-- > 1;) { /* newest first; the first range stays */
-		mlx5_qpn_range_obj o = d->objs[k];
-		if ((1ull << o.log_size) + d->da.low_water > free_now)
-			continue;
-		if (mlx5_qpn_pool_range_remove(d->pool, o.first_qpn) != 0)
-			continue;
-		/* Wholly free and out of quarantine: it may go at once. */
-		d->lease.drop(o.first_qpn, o.log_size);
-		release_obj(d, o); /* held, ranges_released */
-		d->objs.erase(d->objs.begin() + k);
-		return 0;
+	const uint64_t settle = std::max<uint64_t>(1000000000ull, 2 * d->da.quarantine_us * 1000);
+	if (mlx5_qpn_clock_ns() - d->last_demand_ns < settle)
+		return -EAGAIN;
+	size_t n = d->objs.size();
+	size_t k = d->shrink_next < n && d->shrink_next > 0 ? d->shrink_next : n - 1;
+	for (; k > 0; k--) /* the first range stays */
+		if ((1ull << d->objs[k].log_size) + d->da.low_water <= free_now)
+			break;
+	if (k == 0) {
+		d->shrink_next = SIZE_MAX;
+		return -ENOENT;
 	}
-	return -EBUSY;
+	mlx5_qpn_range_obj o = d->objs[k];
+	if (mlx5_qpn_pool_range_remove(d->pool, o.first_qpn) != 0) {
+		d->shrink_next = k - 1; /* 0: start again from the newest */
+		return -EBUSY;
+	}
+	/* Wholly free and out of quarantine: it may go at once. */
+	d->lease.drop(o.first_qpn, o.log_size);
+	release_obj(d, o); /* held, ranges_released */
+	d->objs.erase(d->objs.begin() + k);
+	d->shrink_next = SIZE_MAX;
+	return 0;
 }
 
 } /* namespace */
