@@ -579,7 +579,7 @@ TEST_F(AppTest, AppPerfHostileOptionsRefused)
 
 /* Two processes on one emulated device: a server (passive side, --role=server) in the
  * background and a client (--role=client) that finds it through the shared-memory CM fabric's
- * service directory. The server outlives the client by far (8 s against the client's start-up,
+ * service directory. The server outlives the client by far (12 s against the client's start-up,
  * up to 5 s of waiting for the server and 1.5 s of run): under ThreadSanitizer on a loaded
  * 2-core machine a 3 s server ended while the client still had connections open. Each is its own DPDK primary (own --file-prefix); the client's worker is on
  * the other core (--main-lcore=1) so the two busy loops do not share one. */
@@ -597,7 +597,7 @@ TEST_F(AppTest, AppTwoProcessClientServer)
 			       dev,
 			       "s --log-level=lib.eal:error -- --role=server "
 			       "--fabric=",
-			       fab, " --qpn-dev=", dev, " --duration=8 --json=", sjson,
+			       fab, " --qpn-dev=", dev, " --duration=12 --json=", sjson,
 			       " < /dev/null > ", sout, " 2>&1");
 	FILE *srv = popen(scmd.c_str(), "r");
 	ASSERT_NE(srv, nullptr);
