@@ -4,7 +4,8 @@
 #   devtools/check-library.sh SOURCE_DIR BUILD_DIR
 #
 # The library face, checked from outside as an application sees it (run by the test command):
-#  1. libmlx5_qpn.so exports exactly the functions of the installed headers (node MLX5_QPN_0)
+#  1. libmlx5_qpn.so exports exactly the functions (and the variables the inline fast path reads)
+#     of the installed headers (node MLX5_QPN_0)
 #     plus the INTERNAL node of config/mlx5_qpn.map if there is one (today: none), and nothing
 #     else;
 #  2. it carries a versioned SONAME;
@@ -14,7 +15,7 @@ set -euo pipefail
 src=$1
 build=$2
 fail=0
-headers=(lib/pool/mlx5_qpn_pool.h lib/cm/mlx5_qpn_cm.h drivers/mlx5_qpn/mlx5_qpn.h
+headers=(lib/pool/mlx5_qpn_pool.h lib/pool/mlx5_qpn_pool_core.h lib/cm/mlx5_qpn_cm.h drivers/mlx5_qpn/mlx5_qpn.h
 	 drivers/mlx5_qpn/mlx5_qpn_dc.h)
 so=$(ls "$build"/libmlx5_qpn.so.*.*.* | head -1)
 tmp=$(mktemp -d)
@@ -22,7 +23,11 @@ trap 'rm -rf "$tmp"' EXIT
 
 # Functions declared in the installed headers: declarations start at column 0.
 (cd "$src" && grep -hoE '^[A-Za-z_][A-Za-z0-9_ ]*[ *]mlx5_qpn_[a-z0-9_]+\(' "${headers[@]}") |
-	grep -oE 'mlx5_qpn_[a-z0-9_]+\($' | tr -d '(' | sort -u > "$tmp/public"
+	grep -oE 'mlx5_qpn_[a-z0-9_]+\($' | tr -d '(' > "$tmp/public"
+# Variables the inline functions read (declared `extern ...` at column 0, e.g. the thread's binding).
+(cd "$src" && grep -hoE '^extern [A-Za-z0-9_ ]*[ *]mlx5_qpn_[a-z0-9_]+' "${headers[@]}") |
+	grep -oE 'mlx5_qpn_[a-z0-9_]+$' >> "$tmp/public"
+sort -u -o "$tmp/public" "$tmp/public"
 awk '/^MLX5_QPN_0/,/^}/' "$src/config/mlx5_qpn.map" | grep -oE '^\s+mlx5_qpn_[a-z0-9_]+;' |
 	tr -d ' \t;' | sort -u > "$tmp/map_public"
 { awk '/^INTERNAL/,/^}/' "$src/config/mlx5_qpn.map" | grep -oE '^\s+mlx5_qpn_[a-z0-9_]+;' || true; } |

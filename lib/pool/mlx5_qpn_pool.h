@@ -31,8 +31,11 @@
  * that shares the pool, except mlx5_qpn_pool_destroy(), which must be the last call.
  */
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "mlx5_qpn_pool_core.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -135,6 +138,12 @@ int mlx5_qpn_pool_range_remove(struct mlx5_qpn_pool *pool, uint32_t first);
 /**
  * Allocate one QPN.
  *
+ * Inline (as rte_mempool_get()): a hit in the calling thread's cache touches the thread's
+ * binding, one cache line of its cache and the QPN's slot, with no atomic read-modify-write and
+ * no call; everything else (the first call of a thread, an empty cache, a thief holding the
+ * cache, queued remote frees, a QPN of another range than the last one) is the out-of-line
+ * mlx5_qpn_pool_alloc_slow(). The layout this inlines is in mlx5_qpn_pool_core.h: ABI.
+ *
  * @param pool            the pool.
  * @param[out] qpn        the QPN.
  * @param[out] generation if not NULL, the QPN's generation: it changes at every hand-out, so a
@@ -142,10 +151,56 @@ int mlx5_qpn_pool_range_remove(struct mlx5_qpn_pool *pool, uint32_t first);
  * @return 0; -ENOSPC if no QPN is free anywhere; -EAGAIN if every free QPN is in quarantine
  *         (mlx5_qpn_pool_next_release() tells when one comes back); -EINVAL on NULL arguments.
  */
-int mlx5_qpn_pool_alloc_gen(struct mlx5_qpn_pool *pool, uint32_t *qpn, uint32_t *generation);
+static inline __attribute__((always_inline)) int
+mlx5_qpn_pool_alloc_gen(struct mlx5_qpn_pool *pool, uint32_t *qpn, uint32_t *generation)
+{
+	struct mlx5_qpn_pool_binding *b = &mlx5_qpn_pool_tls;
+	struct mlx5_qpn_pool_cache_line *c = b->cache;
+	const struct mlx5_qpn_pool_range_entry *r = b->range;
+	uint32_t n, s, off, g;
+	uint64_t w;
+
+	/* Our binding, still ours (an unbound thread's dummy cache never matches). */
+	if (__builtin_expect(b->pool != pool || qpn == NULL ||
+				     __atomic_load_n(&c->owner, __ATOMIC_RELAXED) != b->owner,
+			     0))
+		return mlx5_qpn_pool_alloc_slow(pool, qpn, generation);
+	__atomic_store_n(&c->busy, 1, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* membarrier(2) on the thief's side */
+	n = __atomic_load_n(&c->ready.count, __ATOMIC_RELAXED);
+	if (__builtin_expect((__atomic_load_n(&c->gate, __ATOMIC_ACQUIRE) != 0) | (n == 0), 0))
+		goto slow;
+	s = __atomic_load_n(&c->ready.head, __ATOMIC_RELAXED);
+	off = s - __atomic_load_n(&r->base, __ATOMIC_RELAXED);
+	if (__builtin_expect(off >= __atomic_load_n(&r->count, __ATOMIC_RELAXED), 0))
+		goto slow; /* another range: the slow path looks it up and keeps it */
+	w = __atomic_load_n(&b->slots[s], __ATOMIC_RELAXED);
+	__atomic_store_n(&c->ready.count, n - 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->ready.head, (uint32_t)(w & MLX5_QPN_POOL_SLOT_NIL), __ATOMIC_RELAXED);
+	/* The next one's slot: a cold line when QPNs come back from a long quarantine. */
+	__builtin_prefetch(&b->slots[w & MLX5_QPN_POOL_SLOT_NIL]);
+	g = ((uint32_t)(w >> MLX5_QPN_POOL_SLOT_GEN_SHIFT) + 1) & MLX5_QPN_POOL_SLOT_GEN_MASK;
+	/* In use, naming our cache: only we write it until it is freed. */
+	__atomic_store_n(&b->slots[s], b->owned | ((uint64_t)g << MLX5_QPN_POOL_SLOT_GEN_SHIFT),
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&c->allocs, __atomic_load_n(&c->allocs, __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELAXED);
+	*qpn = __atomic_load_n(&r->first, __ATOMIC_RELAXED) + off;
+	__atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
+	if (generation != NULL)
+		*generation = g;
+	return 0;
+slow:
+	__atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
+	return mlx5_qpn_pool_alloc_slow(pool, qpn, generation);
+}
 
 /** Allocate one QPN; mlx5_qpn_pool_alloc_gen() without the generation. */
-int mlx5_qpn_pool_alloc(struct mlx5_qpn_pool *pool, uint32_t *qpn);
+static inline __attribute__((always_inline)) int
+mlx5_qpn_pool_alloc(struct mlx5_qpn_pool *pool, uint32_t *qpn)
+{
+	return mlx5_qpn_pool_alloc_gen(pool, qpn, NULL);
+}
 
 /**
  * Allocate n QPNs, all or none.
@@ -159,11 +214,65 @@ int mlx5_qpn_pool_alloc(struct mlx5_qpn_pool *pool, uint32_t *qpn);
  */
 int mlx5_qpn_pool_alloc_bulk(struct mlx5_qpn_pool *pool, uint32_t *qpns, unsigned int n);
 
+/** @internal The inline release of mlx5_qpn_pool_free() and mlx5_qpn_pool_free_gen(). */
+static inline __attribute__((always_inline)) int
+mlx5_qpn_pool_free_inline(struct mlx5_qpn_pool *pool, uint32_t qpn, int check_gen,
+			  uint32_t generation)
+{
+	struct mlx5_qpn_pool_binding *b = &mlx5_qpn_pool_tls;
+	struct mlx5_qpn_pool_cache_line *c = b->cache;
+	const struct mlx5_qpn_pool_range_entry *r = b->range;
+	struct mlx5_qpn_pool_chain *into = b->into;
+	uint32_t n, s, off;
+	uint64_t w;
+
+	if (__builtin_expect(b->pool != pool ||
+				     __atomic_load_n(&c->owner, __ATOMIC_RELAXED) != b->owner,
+			     0))
+		return mlx5_qpn_pool_free_slow(pool, qpn, check_gen, generation);
+	/* One compare: in the range of the last hit (a QPN above 0xFFFFFE never is). */
+	off = qpn - __atomic_load_n(&r->first, __ATOMIC_RELAXED);
+	if (__builtin_expect(off >= __atomic_load_n(&r->count, __ATOMIC_RELAXED), 0))
+		return mlx5_qpn_pool_free_slow(pool, qpn, check_gen, generation);
+	s = __atomic_load_n(&r->base, __ATOMIC_RELAXED) + off;
+	__atomic_store_n(&c->busy, 1, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	w = __atomic_load_n(&b->slots[s], __ATOMIC_RELAXED);
+	n = __atomic_load_n(&into->count, __ATOMIC_RELAXED);
+	/* Handed out by our cache (in use, published, naming it), of the generation asked for; and
+	 * no flush (full `ready`) or seal (`open` reaching a batch) due. Anything else, refusals
+	 * included, is decided by the slow path. */
+	if (__builtin_expect(__atomic_load_n(&c->gate, __ATOMIC_ACQUIRE) != 0 || n >= b->into_max ||
+				     ((w ^ b->owned) << (64 - MLX5_QPN_POOL_SLOT_GEN_SHIFT)) != 0 ||
+				     (check_gen &&
+				      (uint32_t)(w >> MLX5_QPN_POOL_SLOT_GEN_SHIFT) !=
+					      (generation & MLX5_QPN_POOL_SLOT_GEN_MASK)),
+			     0)) {
+		__atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
+		return mlx5_qpn_pool_free_slow(pool, qpn, check_gen, generation);
+	}
+	/* Linked to the chain's head (none if empty): next ^ flip ^ w = next | freed | generation. */
+	__atomic_store_n(&b->slots[s],
+			 (n != 0 ? __atomic_load_n(&into->head, __ATOMIC_RELAXED) :
+				   MLX5_QPN_POOL_SLOT_NIL) ^
+				 b->flip ^ w,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&into->head, s, __ATOMIC_RELAXED);
+	if (n == 0)
+		__atomic_store_n(&into->tail, s, __ATOMIC_RELAXED);
+	__atomic_store_n(&into->count, n + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->frees, __atomic_load_n(&c->frees, __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
 /**
  * Release a QPN into quarantine (or straight back to the pool if the quarantine time is 0).
  *
  * A QPN freed by the thread that allocated it (more precisely: the thread that holds the cache
- * it came from) is released at once, with no atomic read-modify-write. A QPN freed by another
+ * it came from) is released at once, with no atomic read-modify-write, inline (as
+ * rte_mempool_put(); the out-of-line part is mlx5_qpn_pool_free_slow()). A QPN freed by another
  * thread or process is checked, then queued for the allocating cache, whose holder releases it
  * on its next pool call; until then mlx5_qpn_pool_qpn_state() reports it allocated and its
  * quarantine has not started. Nothing is stranded: an exited thread's queue is applied at once
@@ -179,7 +288,12 @@ int mlx5_qpn_pool_alloc_bulk(struct mlx5_qpn_pool *pool, uint32_t *qpns, unsigne
  * @return 0; -EINVAL if the QPN is not allocated (never was, already freed, outside every range);
  *         the pool is then unchanged and the refusal is counted.
  */
-int mlx5_qpn_pool_free(struct mlx5_qpn_pool *pool, uint32_t qpn);
+static inline __attribute__((always_inline)) int
+mlx5_qpn_pool_free(struct mlx5_qpn_pool *pool, uint32_t qpn)
+{
+	return mlx5_qpn_pool_free_inline(pool, qpn, 0, 0);
+}
+
 
 /**
  * Release a QPN only if it still has the given generation (guards against a late double free
@@ -187,7 +301,11 @@ int mlx5_qpn_pool_free(struct mlx5_qpn_pool *pool, uint32_t qpn);
  *
  * @return 0; -EINVAL as mlx5_qpn_pool_free(), or if the generation does not match.
  */
-int mlx5_qpn_pool_free_gen(struct mlx5_qpn_pool *pool, uint32_t qpn, uint32_t generation);
+static inline __attribute__((always_inline)) int
+mlx5_qpn_pool_free_gen(struct mlx5_qpn_pool *pool, uint32_t qpn, uint32_t generation)
+{
+	return mlx5_qpn_pool_free_inline(pool, qpn, 1, generation);
+}
 
 /**
  * Release n QPNs. Each is checked on its own: the valid ones are released even when others

@@ -64,6 +64,7 @@ void
 on_fork_child()
 {
 	t_caches.n = 0;
+	fast_unbind();
 	proc_forget_self();
 	for (auto &e : g_registry)
 		e.proc = -1;
@@ -150,6 +151,8 @@ qpn_pool_fini_at(struct mlx5_qpn_pool *p)
 			t_caches.b[i] = t_caches.b[--t_caches.n];
 			break;
 		}
+	if (mlx5_qpn_pool_tls.pool == p)
+		fast_unbind();
 	p->magic = 0;
 	pthread_mutex_destroy(&p->range_lock);
 	p->~mlx5_qpn_pool();
@@ -250,8 +253,10 @@ mlx5_qpn_pool_destroy(struct mlx5_qpn_pool *p)
 
 extern "C" {
 
+/* The out-of-line part of the inline mlx5_qpn_pool_alloc_gen() (mlx5_qpn_pool.h): the whole
+ * call, which also (re)binds the thread's fast path to its cache and its current range. */
 int
-mlx5_qpn_pool_alloc_gen(struct mlx5_qpn_pool *p, uint32_t *qpn, uint32_t *generation)
+mlx5_qpn_pool_alloc_slow(struct mlx5_qpn_pool *p, uint32_t *qpn, uint32_t *generation)
 {
 	if (unlikely(!valid_pool(p) || qpn == nullptr))
 		return -EINVAL;
@@ -264,14 +269,9 @@ mlx5_qpn_pool_alloc_gen(struct mlx5_qpn_pool *p, uint32_t *qpn, uint32_t *genera
 	int rc = pool.alloc_one(c, qpn, generation);
 	if (likely(rc == 0))
 		bump(c->allocs);
+	fast_bind(p, c);
 	leave(c);
 	return rc;
-}
-
-int
-mlx5_qpn_pool_alloc(struct mlx5_qpn_pool *p, uint32_t *qpn)
-{
-	return mlx5_qpn_pool_alloc_gen(p, qpn, nullptr);
 }
 
 int
@@ -380,6 +380,7 @@ free_checked(mlx5_qpn_pool *p, uint32_t qpn, bool check_gen, uint32_t generation
 	int rc = pool.free_one(c, qpn, check_gen, generation);
 	if (unlikely(rc != 0))
 		count_refused(p, c);
+	fast_bind(p, c);
 	leave(c);
 	return rc;
 }
@@ -388,16 +389,11 @@ free_checked(mlx5_qpn_pool *p, uint32_t qpn, bool check_gen, uint32_t generation
 
 extern "C" {
 
+/* The out-of-line part of the inline mlx5_qpn_pool_free() and mlx5_qpn_pool_free_gen(). */
 int
-mlx5_qpn_pool_free(struct mlx5_qpn_pool *p, uint32_t qpn)
+mlx5_qpn_pool_free_slow(struct mlx5_qpn_pool *p, uint32_t qpn, int check_gen, uint32_t generation)
 {
-	return free_checked(p, qpn, false, 0);
-}
-
-int
-mlx5_qpn_pool_free_gen(struct mlx5_qpn_pool *p, uint32_t qpn, uint32_t generation)
-{
-	return free_checked(p, qpn, true, generation);
+	return free_checked(p, qpn, check_gen != 0, generation);
 }
 
 int

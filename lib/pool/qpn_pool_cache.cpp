@@ -24,9 +24,9 @@ namespace qpn::detail {
 /*
  * A thief must know that a cache's owner is outside the pool before it touches the cache, and
  * the owner must not pay for a full fence on every call. membarrier(2) moves the cost to the
- * thief: the owner only stores `busy` and loads `steal` (both relaxed), the thief stores `steal`,
+ * thief: the owner only stores `busy` and loads `gate` (both relaxed), the thief stores `gate`,
  * runs membarrier (a full barrier on every CPU running a thread of ours), then loads `busy`.
- * Either the owner's load sees `steal`, or the thief's load sees `busy` (Dekker with the two
+ * Either the owner's load sees `gate`, or the thief's load sees `busy` (Dekker with the two
  * fences split unevenly). For caches owned by another process the global command is used.
  */
 std::atomic<int> g_barrier{static_cast<int>(Barrier::kUnknown)};
@@ -123,10 +123,9 @@ Pool::steal(Cache *self)
 			continue;
 		if (v.ready.count.load(rlx) + v.spare.count.load(rlx) + v.open.count.load(rlx) ==
 			    0 &&
-		    v.remote.load(rlx) == 0)
+		    (v.gate.load(rlx) & kGateRemote) == 0)
 			continue;
-		uint32_t expect = 0;
-		if (!v.steal.compare_exchange_strong(expect, thief, acq_rel, rlx))
+		if (!hold_gate(v, thief, acq_rel))
 			continue; /* another thief is at it */
 		bool other = owner_pid(owner) != mypid;
 		if (heavy_barrier(other) && v.busy.load(acq) == 0) {
@@ -134,7 +133,7 @@ Pool::steal(Cache *self)
 			flush_cache(v);
 			n++;
 		}
-		v.steal.store(0, rel);
+		release_gate(v);
 	}
 	if (self != nullptr && n != 0)
 		bump(self->steals, n);
@@ -334,6 +333,40 @@ Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen, uint32_t flags)
 
 /* t_caches and the binding structs: qpn_pool_ops.h (enter() reads them inline). */
 constinit __attribute__((tls_model("initial-exec"))) thread_local ThreadCaches t_caches{};
+
+/* What an unbound thread's fast path looks at: its owner word never equals a binding's (0), so
+ * the inline calls take the slow path, which binds; nothing ever writes it. */
+static mlx5_qpn_pool_cache_line g_closed_cache = {~0ull, 0, 0, {}, {}, 0, 0};
+
+void
+fast_bind(mlx5_qpn_pool *p, const Cache *c)
+{
+	Pool pool(p);
+	mlx5_qpn_pool_binding &b = mlx5_qpn_pool_tls;
+	const uint64_t owner = c->owner.load(rlx);
+	const uint32_t hint = c->range_hint.load(rlx);
+	b.pool = p;
+	/* The same memory as line 0 of *c (layout asserted in qpn_pool_internal.h). */
+	b.cache = reinterpret_cast<mlx5_qpn_pool_cache_line *>(const_cast<Cache *>(c));
+	b.slots = reinterpret_cast<uint64_t *>(&pool.slot(0));
+	b.range = reinterpret_cast<const mlx5_qpn_pool_range_entry *>(
+		&p->ranges[hint < MLX5_QPN_MAX_RANGES ? hint : 0]);
+	const bool quar = p->quarantine_ns != 0;
+	b.into = quar ? &b.cache->open : &b.cache->ready;
+	b.owner = owner;
+	b.owned = slot_make(pool.cache_index(c), owner_holder(owner), kInUse, 0);
+	b.flip = b.owned ^ slot_make(0, kNil, quar ? kQuarantine : kFree, 0);
+	/* Pool::link_freed(): a full `ready` rotates (a free at batch), an `open` reaching batch
+	 * is sealed (a free at batch - 1). */
+	b.into_max = quar ? p->batch - 1 : p->batch;
+	b.pad_ = 0;
+}
+
+void
+fast_unbind()
+{
+	mlx5_qpn_pool_tls = {nullptr, &g_closed_cache, nullptr, nullptr, nullptr, 0, 0, 0, 0, 0};
+}
 static pthread_key_t g_exit_key;
 static pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
 
@@ -345,7 +378,7 @@ release_cache(mlx5_qpn_pool *p, uint32_t idx)
 	/* We are the owner and inside no call: flush, then give the cache up. */
 	c.busy.store(1, rlx);
 	std::atomic_signal_fence(std::memory_order_seq_cst);
-	if (c.steal.load(acq) == 0) {
+	if ((c.gate.load(acq) & kGateThief) == 0) {
 		pool.drain_remote(c);
 		pool.flush_cache(c);
 	}
@@ -358,14 +391,15 @@ release_cache(mlx5_qpn_pool *p, uint32_t idx)
 	 * the caller holds g_reg_mutex, which a reclaim takes.
 	 */
 	for (uint32_t spins = 1;; spins++) {
-		uint32_t e = c.steal.load(acq);
+		uint32_t g = c.gate.load(acq), e = g & kGateThief;
 		if (e == 0)
 			break;
 		if ((spins & 0x3FF) == 0 && e != kAnyThief && pool.holder_dead(e) &&
-		    c.steal.compare_exchange_strong(e, kAnyThief, acq_rel, acq)) {
+		    c.gate.compare_exchange_strong(g, (g & kGateRemote) | kAnyThief, acq_rel,
+						   acq)) {
 			drop_chains(c);
 			p->need_audit.store(1, rel);
-			c.steal.store(0, rel);
+			release_gate(c);
 			POOL_LOG(
 				NOTICE,
 				"pool %s: cache %u: its thief died inside it; the next reclaim sweeps its QPNs back",
@@ -391,6 +425,7 @@ on_thread_exit(void *arg)
 			if (e.pool == tc->b[i].pool && e.uid == tc->b[i].uid)
 				release_cache(tc->b[i].pool, tc->b[i].cache);
 	tc->n = 0;
+	fast_unbind();
 }
 
 static void
@@ -439,7 +474,7 @@ bind_cache(mlx5_qpn_pool *p)
 			/* Read after the claim, sequentially consistent: a remote freer that holds the
 			 * cache because it saw it unclaimed (Pool::try_hold) is seen here or in enter(),
 			 * which then bypasses it until it lets go. */
-			(void)p->caches[i].steal.load(sc);
+			(void)p->caches[i].gate.load(sc);
 			tc.b[tc.n++] = tc.b[0];
 			tc.b[0] = {p, p->uid, i};
 			pthread_once(&g_exit_once, make_exit_key);
@@ -451,3 +486,7 @@ bind_cache(mlx5_qpn_pool *p)
 }
 
 } /* namespace qpn::detail */
+
+/* The inline fast path's binding (mlx5_qpn_pool_core.h); starts unbound. */
+__thread mlx5_qpn_pool_binding mlx5_qpn_pool_tls __attribute__((tls_model("initial-exec"))) =
+	{nullptr, &qpn::detail::g_closed_cache, nullptr, nullptr, nullptr, 0, 0, 0, 0, 0};

@@ -97,6 +97,16 @@ slot_make(uint32_t next, uint32_t aux, uint64_t state, uint32_t gen)
 	       (static_cast<uint64_t>(aux & 0xFFFFFF) << 24) | (state << 48) |
 	       (static_cast<uint64_t>(gen & kGenMask) << 50);
 }
+/* The inline fast path (mlx5_qpn_pool_core.h) builds and reads slot words with these. */
+static_assert(kNil == MLX5_QPN_POOL_SLOT_NIL && kGenMask == MLX5_QPN_POOL_SLOT_GEN_MASK);
+static_assert(slot_make(0, 0, kInUse, kGenMask) >> MLX5_QPN_POOL_SLOT_GEN_SHIFT == kGenMask &&
+	      slot_make(0, 0, kQuarantine, 0) == MLX5_QPN_POOL_SLOT_QUARANTINE
+							 << MLX5_QPN_POOL_SLOT_STATE_SHIFT &&
+	      slot_make(0, 0, kInUse, 0) == MLX5_QPN_POOL_SLOT_IN_USE
+						    << MLX5_QPN_POOL_SLOT_STATE_SHIFT &&
+	      slot_make(kNil, kNil, kQuarantine, 0) ==
+		      (slot_make(kNil, kNil, kQuarantine, 0) & MLX5_QPN_POOL_SLOT_OWNED_MASK));
+
 constexpr uint64_t
 slot_with_next(uint64_t w, uint32_t next)
 {
@@ -143,6 +153,11 @@ struct Range {
 	std::atomic<uint32_t> size;       /* QPNs (and slots) of the entry */
 	std::atomic<uint64_t> removed_ns; /* when it was removed; 0 while live */
 };
+/* The inline fast path reads entries as struct mlx5_qpn_pool_range_entry (mlx5_qpn_pool_core.h). */
+static_assert(sizeof(Range) == sizeof(mlx5_qpn_pool_range_entry) &&
+	      offsetof(Range, first) == offsetof(mlx5_qpn_pool_range_entry, first) &&
+	      offsetof(Range, count) == offsetof(mlx5_qpn_pool_range_entry, count) &&
+	      offsetof(Range, base) == offsetof(mlx5_qpn_pool_range_entry, base));
 
 /* ---- per-thread cache ----------------------------------------------------------------------- */
 
@@ -207,26 +222,24 @@ rq_gen(uint64_t e)
 }
 
 struct alignas(64) Cache {
+	/* Line 0 is struct mlx5_qpn_pool_cache_line of mlx5_qpn_pool_core.h, which the inline fast
+	 * path of the public header reads and writes (layout asserted below): ABI. */
 	std::atomic<uint64_t> owner; /* 0: unclaimed; else owner_make() */
 	std::atomic<uint32_t> busy;  /* owner is inside a pool call */
-	std::atomic<uint32_t>
-		steal; /* a thief holds the cache (its process index + 1, or kAnyThief):
-				      * the owner bypasses it */
+	/* A thief holds the cache (low 31 bits: its process index + 1, or kAnyThief; the owner
+	 * bypasses it) and/or kGateRemote (`rq` may hold entries: the holder drains it). One word,
+	 * so that the fast path looks at one field to know it may go on. */
+	std::atomic<uint32_t> gate;
+	Chain ready; /* free QPNs, LIFO: alloc pops here */
+	Chain open;  /* released QPNs not yet time-stamped (quarantine only) */
+	std::atomic<uint64_t> allocs;
+	std::atomic<uint64_t> frees;
+
+	/* Line 1 on: the slow paths'. */
+	alignas(64) Chain spare; /* a second full batch: hysteresis between refill and flush */
 	std::atomic<uint32_t> range_hint;
 	std::atomic<uint32_t> refill_seq; /* refills so far: paces the quarantine drain */
 	std::atomic<uint16_t> moving;     /* a refill is taking a batch off the free stack */
-	std::atomic<uint16_t> remote;     /* `rq` may hold entries: the holder drains it */
-	Chain ready;                      /* free QPNs, LIFO: alloc pops here */
-	Chain spare; /* a second full batch: hysteresis between refill and flush */
-	Chain open;  /* released QPNs not yet time-stamped (quarantine only) */
-
-	/* Frees of this cache's in-use QPNs by threads that do not hold it (rq_make() entries, 0:
-	 * empty). Written by those threads (CAS from 0), drained by whoever holds the cache. */
-	alignas(64) std::atomic<uint64_t> rq[kRemoteEntries];
-
-	alignas(64) std::atomic<uint64_t> allocs;
-	std::atomic<uint64_t> frees;
-	std::atomic<uint64_t> unused_; /* was hits: derived by the stats now (one bump less) */
 	std::atomic<uint64_t> misses;
 	std::atomic<uint64_t> refills;
 	std::atomic<uint64_t> flushes;
@@ -234,15 +247,34 @@ struct alignas(64) Cache {
 	std::atomic<uint64_t> refused;
 	std::atomic<uint64_t> enospc;
 	std::atomic<uint64_t> eagain;
-	std::atomic<uint64_t> quarantined;
 	std::atomic<uint64_t> refused_async; /* rq entries refused when drained */
+
+	/* Frees of this cache's in-use QPNs by threads that do not hold it (rq_make() entries, 0:
+	 * empty). Written by those threads (CAS from 0), drained by whoever holds the cache. */
+	alignas(64) std::atomic<uint64_t> rq[kRemoteEntries];
 };
 static_assert(sizeof(Cache) == 256, "a power of two: alloc derives a cache's index by a shift");
+/* The inline fast path's view of line 0 (mlx5_qpn_pool_core.h) is this one. */
+#define QPN_SAME_OFFSET(a, b)                                                                      \
+	static_assert(offsetof(Cache, a) == offsetof(mlx5_qpn_pool_cache_line, b))
+QPN_SAME_OFFSET(owner, owner);
+QPN_SAME_OFFSET(busy, busy);
+QPN_SAME_OFFSET(gate, gate);
+QPN_SAME_OFFSET(ready, ready);
+QPN_SAME_OFFSET(open, open);
+QPN_SAME_OFFSET(allocs, allocs);
+QPN_SAME_OFFSET(frees, frees);
+#undef QPN_SAME_OFFSET
+static_assert(offsetof(Cache, spare) == 64, "line 0 is the fast path's alone");
+static_assert(sizeof(Chain) == sizeof(mlx5_qpn_pool_chain) &&
+	      offsetof(Chain, count) == offsetof(mlx5_qpn_pool_chain, count));
 
 /* ---- process table (crash recovery) ---------------------------------------------------------- */
 
 constexpr uint32_t kMaxProcs = 64;
-constexpr uint32_t kAnyThief = 0xFFFFFFFF; /* a thief whose process has no table entry */
+constexpr uint32_t kAnyThief = 0x7FFFFFFF; /* a thief whose process has no table entry */
+constexpr uint32_t kGateRemote = MLX5_QPN_POOL_GATE_REMOTE;
+constexpr uint32_t kGateThief = ~kGateRemote;
 
 /* One process that uses the pool. `ident` (qpn_pool_proc.h: pid + start time) is claimed by CAS
  * from 0; it is cleared only by a reclaim, after every QPN the process held was recovered. */

@@ -61,6 +61,26 @@ bump(std::atomic<uint64_t> &c, uint64_t n = 1)
 	c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
+/* Hold cache v's gate as thief `thief` (a process index + 1, or kAnyThief); false if another
+ * thief holds it. The remote bit may come and go meanwhile: it is kept. */
+inline bool
+hold_gate(qpn::Cache &v, uint32_t thief, std::memory_order mo)
+{
+	uint32_t g = v.gate.load(std::memory_order_relaxed);
+	do {
+		if ((g & qpn::kGateThief) != 0)
+			return false;
+	} while (!v.gate.compare_exchange_weak(g, g | thief, mo, std::memory_order_relaxed));
+	return true;
+}
+
+/* Let go of a cache held with hold_gate(), keeping its remote bit. */
+inline void
+release_gate(qpn::Cache &v)
+{
+	v.gate.fetch_and(qpn::kGateRemote, std::memory_order_release);
+}
+
 /* Forget a cache's chains without giving them back: for a cache whose chains cannot be trusted
  * (its owner or a thief died inside it); a reclaim's sweep finds their QPNs unreachable. */
 inline void
@@ -308,11 +328,9 @@ Pool::link_freed(Cache &c, uint32_t s, uint64_t w, bool check_gen, uint32_t gen)
 	if (n == 0)
 		into.tail.store(s, rlx);
 	into.count.store(n + 1, rlx);
-	if (quar) {
-		bump(c.quarantined);
-		if (n + 1 >= p_->batch)
-			seal(c.open, now_ns());
-	}
+	/* Counted in `frees` only: a pool with a quarantine quarantines every free (stats). */
+	if (quar && n + 1 >= p_->batch)
+		seal(c.open, now_ns());
 	return 0;
 }
 
@@ -396,6 +414,11 @@ extern constinit __attribute__((tls_model("initial-exec"))) thread_local ThreadC
 
 __attribute__((noinline)) Cache *bind_cache(mlx5_qpn_pool *p);
 
+/* Point the calling thread's inline fast path (mlx5_qpn_pool_tls) at cache c of pool p, which
+ * it holds; fast_unbind(): at nothing (its next call takes the slow path). */
+void fast_bind(mlx5_qpn_pool *p, const Cache *c);
+void fast_unbind();
+
 /* Enter the pool with our cache, or nullptr if we must bypass it. */
 inline Cache *
 enter(mlx5_qpn_pool *p)
@@ -410,13 +433,14 @@ enter(mlx5_qpn_pool *p)
 		return nullptr;
 	c->busy.store(1, rlx);
 	std::atomic_signal_fence(std::memory_order_seq_cst);
-	if (unlikely(c->steal.load(acq) != 0)) {
+	const uint32_t g = c->gate.load(acq);
+	if (unlikely((g & kGateThief) != 0)) {
 		c->busy.store(0, rel);
 		return nullptr;
 	}
 	/* Frees of our QPNs by other threads wait here (on the line loaded anyway) until we apply
 	 * them: only we may write our in-use slots. */
-	if (unlikely(c->remote.load(rlx) != 0))
+	if (unlikely(g != 0))
 		Pool(p).drain_remote(*c);
 	return c;
 }

@@ -196,12 +196,13 @@ Pool::reclaim_locked(Cache *self)
 			cdead[i] = kill(static_cast<pid_t>(owner_pid(owner)), 0) != 0 &&
 				   errno == ESRCH;
 		for (;;) {
-			uint32_t e = 0;
-			if (v.steal.compare_exchange_strong(e, thief, acq_rel, acq))
+			if (hold_gate(v, thief, acq_rel))
 				break;
 			/* A thief that died holding it hands it over; a live one finishes soon. */
+			uint32_t g = v.gate.load(acq), e = g & kGateThief;
 			if (e != kAnyThief && e != 0 && now_dead(e - 1) &&
-			    v.steal.compare_exchange_strong(e, thief, acq_rel, acq)) {
+			    v.gate.compare_exchange_strong(g, (g & kGateRemote) | thief, acq_rel,
+							   acq)) {
 				tainted[i] = true;
 				break;
 			}
@@ -370,14 +371,14 @@ Pool::reclaim_locked(Cache *self)
 			/* Its queued frees name slots the sweep collected (their holder is dead). */
 			for (auto &q : v.rq)
 				q.store(0, rlx);
-			v.remote.store(0, rlx);
+			v.gate.fetch_and(kGateThief, rlx); /* nothing queued any more */
 			v.busy.store(0, rlx);
 			v.owner.store(0, rel);
 		} else if (rc == 0 && tainted[i]) {
 			drop_chains(
 				v); /* swept above like a dead cache's; the live owner finds it empty */
 		}
-		v.steal.store(0, rel);
+		release_gate(v);
 	}
 	if (rc == 0) {
 		for (uint32_t i = 0; i < kMaxProcs; i++)

@@ -67,7 +67,7 @@ QPN_COLD void
 Pool::drain_remote(Cache &c)
 {
 	/* Cleared before the scan: an entry queued after the scan passed it sets the flag again. */
-	c.remote.exchange(0, acq_rel);
+	c.gate.fetch_and(~kGateRemote, acq_rel);
 	const uint32_t me = cache_index(&c), ns = p_->nb_slots.load(acq);
 	for (auto &q : c.rq) {
 		if (q.load(rlx) == 0)
@@ -84,16 +84,15 @@ Pool::drain_remote(Cache &c)
 
 /*
  * Hold cache v as a thief: its owner (if any) is outside the pool and stays out until we store
- * steal = 0. An unclaimed cache needs no barrier: a thread that claims it afterwards reads
- * `steal` (sequentially consistent, in bind_cache) and bypasses it while we hold it.
+ * go (release_gate). An unclaimed cache needs no barrier: a thread that claims it afterwards
+ * reads `gate` (sequentially consistent, in bind_cache) and bypasses it while we hold it.
  */
 bool
 Pool::try_hold(Cache &v)
 {
 	int32_t me = my_proc(p_);
 	const uint32_t thief = me >= 0 ? static_cast<uint32_t>(me) + 1 : kAnyThief;
-	uint32_t expect = 0;
-	if (!v.steal.compare_exchange_strong(expect, thief, sc, rlx))
+	if (!hold_gate(v, thief, sc))
 		return false;
 	uint64_t owner = v.owner.load(sc);
 	if (owner == 0)
@@ -101,7 +100,7 @@ Pool::try_hold(Cache &v)
 	bool other = owner_pid(owner) != (static_cast<uint32_t>(getpid()) & 0x3FFFFF);
 	if (heavy_barrier(other) && v.busy.load(acq) == 0)
 		return true;
-	v.steal.store(0, rel);
+	release_gate(v);
 	return false;
 }
 
@@ -115,7 +114,7 @@ Pool::rescue(Cache &v)
 			drain_remote(v);
 			if (v.owner.load(rlx) == 0)
 				flush_cache(v);
-			v.steal.store(0, rel);
+			release_gate(v);
 			continue; /* look again: an entry may have come in after the drain */
 		}
 		if (spins > 64)
@@ -143,7 +142,7 @@ Pool::free_remote(Cache *self, uint32_t s, uint64_t w)
 			uint64_t z = 0;
 			if (q.load(rlx) != 0 || !q.compare_exchange_strong(z, e, sc, rlx))
 				continue;
-			x.remote.store(1, rel);
+			x.gate.fetch_or(kGateRemote, rel);
 			/* Its owner released it meanwhile (sequentially consistent with the release
 			 * in release_cache(), which looks at the queue after it): nobody drains it. */
 			if (x.owner.load(sc) == 0)
@@ -158,7 +157,7 @@ Pool::free_remote(Cache *self, uint32_t s, uint64_t w)
 				rc = link_freed<false>(x, s, now, false, 0);
 			if (x.owner.load(rlx) == 0)
 				flush_cache(x);
-			x.steal.store(0, rel);
+			release_gate(x);
 			return rc;
 		}
 		if (self != nullptr)

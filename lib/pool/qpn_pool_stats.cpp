@@ -27,7 +27,9 @@ sum_events(const mlx5_qpn_pool *p, uint64_t *allocs, uint64_t *frees, uint64_t *
 		const Cache &c = p->caches[i];
 		a += c.allocs.load(rlx);
 		f += c.frees.load(rlx);
-		q += c.quarantined.load(rlx);
+		/* With a quarantine every free of a cache is quarantined (not counted twice). */
+		if (p->quarantine_ns != 0)
+			q += c.frees.load(rlx);
 		/* An alloc served by the cache is one that was not a miss; a miss that failed
 		 * (enospc, eagain) is no alloc. Derived here so that alloc bumps one counter less. */
 		uint64_t tried = c.allocs.load(rlx) + c.enospc.load(rlx) + c.eagain.load(rlx);

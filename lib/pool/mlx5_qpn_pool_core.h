@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef MLX5_QPN_POOL_CORE_H
+#define MLX5_QPN_POOL_CORE_H
+
+/**
+ * @file
+ * The part of a pool's layout that the inline fast path of mlx5_qpn_pool.h reads and writes.
+ *
+ * Do not include this file directly and do not use these names: they are the ABI of the inline
+ * functions, not an interface. As with rte_mempool.h's cache, an application compiled against
+ * this header has the layout below built into its code: a change of any structure or constant
+ * here is an ABI break (new SONAME, applications rebuilt). Everything else of a pool stays
+ * private to the library.
+ *
+ * What the fast path touches: the calling thread's binding (mlx5_qpn_pool_tls, thread-local),
+ * the first cache line of its cache (mlx5_qpn_pool_cache_line), the QPN's slot word, and the
+ * range entry of its last hit. Everything in shared memory is read and written with relaxed
+ * atomics (plain loads and stores on x86): only the cache's holder writes these fields, and a
+ * thread that empties an idle cache (a *thief*) first makes sure that its owner is outside the
+ * pool (the `busy`/`gate` pair below).
+ */
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @internal A slot word (one per QPN, 8 bytes):
+ *  bits 0-23 next (in use: the index of the cache that handed it out), 24-47 aux (in use: the
+ *  holder's process index and the unpublished flag), 48-49 state, 50-63 generation. */
+#define MLX5_QPN_POOL_SLOT_NIL         0xFFFFFFu
+#define MLX5_QPN_POOL_SLOT_STATE_SHIFT 48
+#define MLX5_QPN_POOL_SLOT_FREE        0ull
+#define MLX5_QPN_POOL_SLOT_IN_USE      1ull
+#define MLX5_QPN_POOL_SLOT_QUARANTINE  2ull
+#define MLX5_QPN_POOL_SLOT_GEN_SHIFT   50
+#define MLX5_QPN_POOL_SLOT_GEN_MASK    0x3FFFu
+/** @internal Everything of a slot word but its generation. */
+#define MLX5_QPN_POOL_SLOT_OWNED_MASK ((1ull << MLX5_QPN_POOL_SLOT_GEN_SHIFT) - 1)
+
+/** @internal `gate` bit: other threads queued frees of this cache's QPNs for its holder. */
+#define MLX5_QPN_POOL_GATE_REMOTE 0x80000000u
+
+/** @internal A chain of slots held by a cache: [head .. tail], `count` long (0: empty). */
+struct mlx5_qpn_pool_chain {
+	uint32_t head;
+	uint32_t tail;
+	uint32_t count;
+};
+
+/** @internal The first cache line of a thread cache, in shared memory. */
+struct mlx5_qpn_pool_cache_line {
+	uint64_t owner; /**< who claimed the cache (0: nobody); the binding's `owner` if ours */
+	/** The owner is inside a pool call. Stored before `gate` is loaded; a thief stores `gate`,
+	 *  runs membarrier(2) (a full barrier on the owner's CPU), then loads `busy`: either the
+	 *  owner sees the thief or the thief sees the owner. */
+	uint32_t busy;
+	/** Non-zero: take the slow path. Low 31 bits: a thief holds the cache (its process index + 1);
+	 *  MLX5_QPN_POOL_GATE_REMOTE: frees queued by other threads wait to be applied. */
+	uint32_t gate;
+	struct mlx5_qpn_pool_chain ready; /**< free QPNs, LIFO: alloc pops here */
+	struct mlx5_qpn_pool_chain open;  /**< released QPNs not yet time-stamped (quarantine) */
+	uint64_t allocs;                  /**< counters: one writer, the cache's holder */
+	uint64_t frees;
+};
+
+/** @internal A range entry: QPNs [first, first + count) have slots [base, base + count).
+ *  `count` is 0 once the range was removed; an entry is reused only after a grace period. */
+struct mlx5_qpn_pool_range_entry {
+	uint32_t first;
+	uint32_t count;
+	uint32_t base;
+	uint32_t size;
+	uint64_t removed_ns;
+};
+
+/** @internal A thread's binding to the pool it used last (thread-local, process-local). */
+struct mlx5_qpn_pool_binding {
+	struct mlx5_qpn_pool *pool;             /**< NULL: no binding */
+	struct mlx5_qpn_pool_cache_line *cache; /**< never NULL (a closed dummy if unbound) */
+	uint64_t *slots;                        /**< the pool's slot words */
+	const struct mlx5_qpn_pool_range_entry *range; /**< the range of the last hit */
+	/** Where a free links the QPN: `ready`, or `open` with a quarantine. */
+	struct mlx5_qpn_pool_chain *into;
+	uint64_t owner; /**< cache->owner while the binding is valid */
+	uint64_t owned; /**< slot word of a QPN this cache handed out, generation 0 */
+	/** owned ^ (slot word of a QPN released into a chain, next and generation 0): a free turns
+	 *  one into the other with one xor, keeping the generation. */
+	uint64_t flip;
+	/** `into` may hold one more without a flush (batch; no quarantine) or a seal (batch - 1). */
+	uint32_t into_max;
+	uint32_t pad_;
+};
+
+/** @internal The calling thread's binding (initial-exec TLS, as DPDK's per-lcore variables). */
+extern __thread struct mlx5_qpn_pool_binding mlx5_qpn_pool_tls
+	__attribute__((tls_model("initial-exec")));
+
+/** @internal The out-of-line paths of mlx5_qpn_pool_alloc_gen(), mlx5_qpn_pool_free() and
+ *  mlx5_qpn_pool_free_gen(): the full calls (every check, binding, refill, flush, quarantine
+ *  seal, remote frees, stealing). Same contract as those functions. */
+int mlx5_qpn_pool_alloc_slow(struct mlx5_qpn_pool *pool, uint32_t *qpn, uint32_t *generation);
+/** @internal see mlx5_qpn_pool_alloc_slow(); check_gen: compare the generation too. */
+int mlx5_qpn_pool_free_slow(struct mlx5_qpn_pool *pool, uint32_t qpn, int check_gen,
+			    uint32_t generation);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MLX5_QPN_POOL_CORE_H */
