@@ -285,9 +285,10 @@ struct active_loop {
 	{
 		if (!ctx->role[lcore].server)
 			return;
-		const uint64_t srv_pool = ctx->srv.pool_cycles; /* written by this lcore only now */
+		/* A co-polling lcore serves the only server (0), written by this lcore alone now. */
+		const uint64_t srv_pool = ctx->srv[0].pool_cycles;
 		run_serve(ctx, lcore);
-		st.pool_cycles += ctx->srv.pool_cycles - srv_pool;
+		st.pool_cycles += ctx->srv[0].pool_cycles - srv_pool;
 	}
 
 	void run()

@@ -39,6 +39,8 @@ usage(const char *prog)
 	printf("\n  --duration=SEC        run time (default 3)\n"
 	       "  --connections=N       stop after N connections in total (alloc: per lcore)\n"
 	       "  --peers=N             DC targets, each a CM node of its own (default 1, max 32)\n"
+	       "  --server-lcores=N     lcores the peers are split among on the passive side\n"
+	       "                        (default 1, max 16; at most --peers, one client lcore left)\n"
 	       "  --msgs-per-conn=N     SENDs per connection (default 4; 0: none)\n"
 	       "  --inflight=N          connections open at once per client lcore (default 4)\n"
 	       "  --quarantine-us=N     quarantine of released QPNs (default: the CM timewait)\n"
@@ -144,6 +146,7 @@ enum {
 	O_ROLE,
 	O_FABRIC,
 	O_STATS,
+	O_SERVERS,
 };
 
 /* The run parameters that a number sets, by their option's name: the command line and the
@@ -171,13 +174,15 @@ const num_param num_params[] = {
 	{"cm-plt", 0, 31, nullptr, nullptr, &run_config::plt, nullptr},
 	{"cm-ack-delay", 0, 31, nullptr, nullptr, &run_config::ack_delay, nullptr},
 	{"stats-period", 0, 0, nullptr, nullptr, nullptr, &run_config::stats_period_s},
+	{"server-lcores", 1, kMaxServerLcores, &run_config::server_lcores, nullptr, nullptr,
+	 nullptr},
 };
 
 } /* namespace */
 
 const char config_names[] =
 	"duration#connections#inflight#peers#burst#hold#msgs-per-conn#seed#cm-plt#cm-ack-delay#"
-	"stats-period";
+	"stats-period#server-lcores";
 
 int
 config_set(run_config *cfg, const char *name, const char *value, std::string *why)
@@ -248,7 +253,7 @@ opt_param(run_config *cfg, int code, const char *v)
 		{O_DURATION, "duration"}, {O_CONNS, "connections"},  {O_BURST, "burst"},
 		{O_HOLD, "hold"},         {O_PEERS, "peers"},        {O_MSGS, "msgs-per-conn"},
 		{O_INFLIGHT, "inflight"}, {O_PLT, "cm-plt"},         {O_ACK, "cm-ack-delay"},
-		{O_SEED, "seed"},         {O_STATS, "stats-period"},
+		{O_SEED, "seed"},         {O_STATS, "stats-period"}, {O_SERVERS, "server-lcores"},
 	};
 	for (auto &n : names) {
 		if (n.first != code)
@@ -293,6 +298,7 @@ parse_args(int argc, char **argv, run_config *cfg)
 		{"role", required_argument, nullptr, O_ROLE},
 		{"fabric", required_argument, nullptr, O_FABRIC},
 		{"stats-period", required_argument, nullptr, O_STATS},
+		{"server-lcores", required_argument, nullptr, O_SERVERS},
 		{"interactive", no_argument, nullptr, 'i'},
 		{"help", no_argument, nullptr, 'h'},
 		{nullptr, 0, nullptr, 0},
@@ -341,6 +347,7 @@ parse_args(int argc, char **argv, run_config *cfg)
 		case O_BURST:
 		case O_HOLD:
 		case O_STATS:
+		case O_SERVERS:
 			if (!opt_param(cfg, c, optarg))
 				return -EINVAL;
 			break;
