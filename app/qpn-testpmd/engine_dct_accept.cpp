@@ -158,18 +158,20 @@ on_event(run_ctx *ctx, unsigned server, const qpn_conn_event &ev)
 /* One round of server SERVER's peers. Its TSC is the server's busy time: pool_share is the
  * pool calls' cycles over it (per-connection cycles overlap, and dividing by their sum
  * understated the pool's share of the lcore's time several times). */
-void
+unsigned
 dcta_poll(run_ctx *ctx, unsigned server)
 {
 	const uint64_t t_begin = rte_rdtsc();
 	qpn_conn_event ev[kPollBurst];
-	unsigned n;
+	unsigned n, total = 0;
 	do { /* a full burst: more may be waiting, and a round takes them all */
 		n = ctx->conn->passive.poll(ctx, server, ev, kPollBurst);
 		for (unsigned i = 0; i < n; i++)
 			on_event(ctx, server, ev[i]);
+		total += n;
 	} while (n == kPollBurst);
 	ctx->srv[server].cycle_cycles += rte_rdtsc() - t_begin;
+	return total;
 }
 
 int

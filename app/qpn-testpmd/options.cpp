@@ -41,6 +41,8 @@ usage(const char *prog)
 	       "  --peers=N             DC targets, each a CM node of its own (default 1, max 32)\n"
 	       "  --server-lcores=N     lcores the peers are split among on the passive side\n"
 	       "                        (default 1, max 16; at most --peers, one client lcore left)\n"
+	       "  --idle-yield          server lcores yield the CPU after an idle round (more\n"
+	       "                        lcores than CPUs; default: spin)\n"
 	       "  --msgs-per-conn=N     SENDs per connection (default 4; 0: none)\n"
 	       "  --inflight=N          connections open at once per client lcore (default 4)\n"
 	       "  --quarantine-us=N     quarantine of released QPNs (default: the CM timewait)\n"
@@ -147,6 +149,7 @@ enum {
 	O_FABRIC,
 	O_STATS,
 	O_SERVERS,
+	O_YIELD,
 };
 
 /* The run parameters that a number sets, by their option's name: the command line and the
@@ -241,6 +244,7 @@ config_show(FILE *f, const run_config &cfg)
 		cfg.policy == MLX5_QPN_CM_POLICY_STRICT ? "strict" : "live", cm_timewait_ms(cfg));
 	fprintf(f, "  %-14s %s\n", "json", cfg.json.empty() ? "(none)" : cfg.json.c_str());
 	fprintf(f, "  %-14s %s\n", "force-shared-qpn", cfg.force_shared_qpn ? "on" : "off");
+	fprintf(f, "  %-14s %s\n", "idle-yield", cfg.idle_yield ? "on" : "off");
 }
 
 namespace {
@@ -299,6 +303,7 @@ parse_args(int argc, char **argv, run_config *cfg)
 		{"fabric", required_argument, nullptr, O_FABRIC},
 		{"stats-period", required_argument, nullptr, O_STATS},
 		{"server-lcores", required_argument, nullptr, O_SERVERS},
+		{"idle-yield", no_argument, nullptr, O_YIELD},
 		{"interactive", no_argument, nullptr, 'i'},
 		{"help", no_argument, nullptr, 'h'},
 		{nullptr, 0, nullptr, 0},
@@ -385,6 +390,9 @@ parse_args(int argc, char **argv, run_config *cfg)
 			break;
 		case O_SHARED:
 			cfg->force_shared_qpn = true;
+			break;
+		case O_YIELD:
+			cfg->idle_yield = true;
 			break;
 		case O_SEED:
 			if (!opt_param(cfg, c, optarg))

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
+#include <sched.h>
 #include <thread>
 #include <unistd.h>
 
@@ -175,7 +176,10 @@ lcore_body(run_ctx *ctx, unsigned lc)
 		const bool alone = !ctx->side_active;
 		while (ctx->clients_running.load(std::memory_order_acquire) != 0 ||
 		       (alone && !ctx->stop.load(std::memory_order_acquire)))
-			g_passive->passive_poll(ctx, r.server_idx);
+			if (g_passive->passive_poll(ctx, r.server_idx) == 0 && ctx->cfg->idle_yield)
+				/* More lcores than CPUs: an idle server gives its CPU to the lcore
+				 * it waits for rather than spinning out its time slice. */
+				sched_yield();
 		/* The last frames (DREPs already sent) need no answer; done. */
 		g_passive->passive_poll(ctx, r.server_idx);
 	}

@@ -71,6 +71,7 @@ struct run_config {
 	std::string fabric;         /* --fabric: shared-memory CM fabric ("": in-process) */
 	double stats_period_s = 1;  /* --stats-period: progress line period (0: none) */
 	unsigned server_lcores = 1; /* --server-lcores: lcores the peers are split among */
+	bool idle_yield = false;    /* --idle-yield: server lcores yield the CPU when idle */
 	bool role_client() const { return role != "server"; }
 	bool role_server() const { return role != "client"; }
 };
@@ -179,8 +180,8 @@ struct qpn_engine {
 	 * run_serve() once per round. */
 	int (*lcore_run)(run_ctx *ctx, unsigned lcore);
 	/* Passive side: one round over the passive nodes of server SERVER (REQs, RTUs, DREQs,
-	 * receives); called by that server's lcore only. */
-	void (*passive_poll)(run_ctx *ctx, unsigned server);
+	 * receives); called by that server's lcore only. Returns the events handled. */
+	unsigned (*passive_poll)(run_ctx *ctx, unsigned server);
 	/* The engine whose body plays the other side in one process. */
 	const qpn_engine *peer;
 };
