@@ -111,6 +111,7 @@ roles_assign(run_ctx *ctx, const qpn_engine *e)
 		/* Server process: the first workers serve the passive nodes (the main lcore alone
 		 * without workers); the other workers stay idle. */
 		if (nw == 0) {
+			servers_count(ctx, e, 1); /* one (the main lcore): says so if asked more */
 			ctx->role[rte_get_main_lcore()].server = true;
 		} else {
 			ctx->nb_servers = servers_count(ctx, e, nw);
@@ -125,12 +126,12 @@ roles_assign(run_ctx *ctx, const qpn_engine *e)
 			clients[nc++] = rte_get_main_lcore();
 		for (unsigned i = 0; i < nw; i++)
 			clients[nc++] = workers[i];
-	} else if (nw == 0) {
-		clients[nc++] = rte_get_main_lcore();
-		ctx->role[rte_get_main_lcore()].server = true;
-	} else if (nw == 1) {
-		clients[nc++] = workers[0];
-		ctx->role[workers[0]].server = true;
+	} else if (nw <= 1) {
+		/* One lcore runs a client and co-polls the only server. */
+		servers_count(ctx, e, 1);
+		const unsigned one = nw == 0 ? rte_get_main_lcore() : workers[0];
+		clients[nc++] = one;
+		ctx->role[one].server = true;
 	} else {
 		/* The last workers serve, one client lcore at least stays. */
 		ctx->nb_servers = servers_count(ctx, e, nw - 1);
