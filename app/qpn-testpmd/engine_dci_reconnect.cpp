@@ -285,10 +285,11 @@ struct active_loop {
 	{
 		if (!ctx->role[lcore].server)
 			return;
-		/* A co-polling lcore serves the only server (0), written by this lcore alone now. */
-		const uint64_t srv_pool = ctx->srv[0].pool_cycles;
+		/* Its server's counters are written by this lcore alone. */
+		const uint64_t &srv_pool = ctx->srv[ctx->role[lcore].server_idx].pool_cycles;
+		const uint64_t before = srv_pool;
 		run_serve(ctx, lcore);
-		st.pool_cycles += ctx->srv[0].pool_cycles - srv_pool;
+		st.pool_cycles += srv_pool - before;
 	}
 
 	void run()

@@ -43,6 +43,8 @@ usage(const char *prog)
 	       "                        (default 1, max 16; at most --peers, one client lcore left)\n"
 	       "  --idle-yield          server lcores yield the CPU after an idle round (more\n"
 	       "                        lcores than CPUs; default: spin)\n"
+	       "  --co-poll             no server lcore: the first --server-lcores client lcores\n"
+	       "                        each poll one server in their own loop\n"
 	       "  --msgs-per-conn=N     SENDs per connection (default 4; 0: none)\n"
 	       "  --inflight=N          connections open at once per client lcore (default 4)\n"
 	       "  --quarantine-us=N     quarantine of released QPNs (default: the CM timewait)\n"
@@ -150,6 +152,7 @@ enum {
 	O_STATS,
 	O_SERVERS,
 	O_YIELD,
+	O_COPOLL,
 };
 
 /* The run parameters that a number sets, by their option's name: the command line and the
@@ -245,6 +248,7 @@ config_show(FILE *f, const run_config &cfg)
 	fprintf(f, "  %-14s %s\n", "json", cfg.json.empty() ? "(none)" : cfg.json.c_str());
 	fprintf(f, "  %-14s %s\n", "force-shared-qpn", cfg.force_shared_qpn ? "on" : "off");
 	fprintf(f, "  %-14s %s\n", "idle-yield", cfg.idle_yield ? "on" : "off");
+	fprintf(f, "  %-14s %s\n", "co-poll", cfg.co_poll ? "on" : "off");
 }
 
 namespace {
@@ -304,6 +308,7 @@ parse_args(int argc, char **argv, run_config *cfg)
 		{"stats-period", required_argument, nullptr, O_STATS},
 		{"server-lcores", required_argument, nullptr, O_SERVERS},
 		{"idle-yield", no_argument, nullptr, O_YIELD},
+		{"co-poll", no_argument, nullptr, O_COPOLL},
 		{"interactive", no_argument, nullptr, 'i'},
 		{"help", no_argument, nullptr, 'h'},
 		{nullptr, 0, nullptr, 0},
@@ -393,6 +398,9 @@ parse_args(int argc, char **argv, run_config *cfg)
 			break;
 		case O_YIELD:
 			cfg->idle_yield = true;
+			break;
+		case O_COPOLL:
+			cfg->co_poll = true;
 			break;
 		case O_SEED:
 			if (!opt_param(cfg, c, optarg))

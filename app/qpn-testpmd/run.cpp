@@ -132,6 +132,15 @@ roles_assign(run_ctx *ctx, const qpn_engine *e)
 		const unsigned one = nw == 0 ? rte_get_main_lcore() : workers[0];
 		clients[nc++] = one;
 		ctx->role[one].server = true;
+	} else if (ctx->cfg->co_poll) {
+		/* Every worker is a client; the first ones also poll a server each. */
+		ctx->nb_servers = servers_count(ctx, e, nw);
+		for (unsigned k = 0; k < ctx->nb_servers; k++) {
+			ctx->role[workers[k]] = lcore_role{.server = true, .server_idx = k};
+			ctx->server_lcore[k] = static_cast<int>(workers[k]);
+		}
+		for (unsigned i = 0; i < nw; i++)
+			clients[nc++] = workers[i];
 	} else {
 		/* The last workers serve, one client lcore at least stays. */
 		ctx->nb_servers = servers_count(ctx, e, nw - 1);

@@ -17,7 +17,9 @@
  * *server* lcores (the passive side) and the others are *client* lcores (the active side). The
  * peers (passive CM nodes and their DCTs) are partitioned among the server lcores: peer p is
  * served by server lcore p % nb_servers alone (its agent, its DCTs' CQ), so no lock is taken on
- * the passive side; server lcore 0 also runs the device's doorbell service. With a single worker
+ * the passive side; server lcore 0 also runs the device's doorbell service. With --co-poll the
+ * first --server-lcores client lcores each poll one server in their own loop instead (no
+ * dedicated server lcore: as many busy lcores as workers). With a single worker
  * that worker runs the client and polls the server side in the same loop; with no worker the
  * main lcore does both (batch mode only); both cases have one server (index 0).
  *
@@ -72,6 +74,7 @@ struct run_config {
 	double stats_period_s = 1;  /* --stats-period: progress line period (0: none) */
 	unsigned server_lcores = 1; /* --server-lcores: lcores the peers are split among */
 	bool idle_yield = false;    /* --idle-yield: server lcores yield the CPU when idle */
+	bool co_poll = false;       /* --co-poll: client lcores poll the servers themselves */
 	bool role_client() const { return role != "server"; }
 	bool role_server() const { return role != "client"; }
 };

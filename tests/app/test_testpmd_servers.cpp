@@ -162,6 +162,24 @@ TEST_F(TestpmdServerLcores, SplitThePeers)
 	EXPECT_NE(out.find("server side 1"), std::string::npos) << out;
 }
 
+/* --co-poll: no dedicated server lcore; each of the two workers is a client and polls one
+ * server in its own loop (peers 0 and 2 on lcore 1, peers 1 and 3 on lcore 2). */
+TEST_F(TestpmdServerLcores, CoPolledByTheClients)
+{
+	std::string out;
+	int st = run(cmd("--lcores='(0-2)@(0-1)'", name_,
+			 "--peers=4 --server-lcores=2 --co-poll --duration=1.5 --destroy-sim "
+			 "--json=" +
+				 json_,
+			 60),
+		     &out);
+	EXPECT_EQ(st, 0) << out;
+	const std::string js = slurp(json_);
+	expect_servers_served(js, 2, 1, out);
+	EXPECT_GT(num_after(js, "connections", 0), 0) << js;
+	EXPECT_NE(out.find("client+server"), std::string::npos) << out;
+}
+
 /* Asked for more server lcores than there are peers: one line says so, each peer its server. */
 TEST_F(TestpmdServerLcores, CappedByPeers)
 {
@@ -199,6 +217,7 @@ TEST_F(TestpmdServerLcores, AtThePrompt)
 		<< out;
 	EXPECT_NE(out.find("  server-lcores  3\n"), std::string::npos) << out;
 	EXPECT_NE(out.find("  idle-yield     off\n"), std::string::npos) << out;
+	EXPECT_NE(out.find("  co-poll        off\n"), std::string::npos) << out;
 }
 
 /* --role=server in a process of its own, its two server lcores serving the client process's
