@@ -27,8 +27,8 @@
  * dci-reconnect and churn are the active side with dct-accept's passive body as the peer;
  * dct-accept is the passive side with dci-reconnect's active body as the peer. Two processes
  * (--role=server / --role=client, see doc/guides/app.md) run one side each over a shared-memory
- * CM fabric (--fabric): the server process has no client lcore (its first worker serves until
- * the run ends) and publishes its nodes and DCTs in the fabric's service directory; the client
+ * CM fabric (--fabric): the server process has no client lcore (its first --server-lcores
+ * workers serve until the run ends) and publishes its nodes and DCTs in the fabric's service directory; the client
  * process has no server lcore, reads the directory and runs the device's doorbell service
  * itself. On hardware (librdmacm) the peer is another host, so a run has the engine's side only.
  */
