@@ -116,7 +116,8 @@ cmd_help_parsed(void *, struct cmdline *, void *)
 	       "  set cm-policy live|strict   CM timewait policy of the next start\n"
 	       "  set PARAM VALUE             duration | connections | inflight | peers | burst |\n"
 	       "                              hold | msgs-per-conn | seed | cm-plt | cm-ack-delay |\n"
-	       "                              stats-period, as the option --PARAM=VALUE\n"
+	       "                              stats-period | server-lcores, as the option\n"
+	       "                              --PARAM=VALUE\n"
 	       "  clear stats                 zero connections, steps, rejects, CM, pool and\n"
 	       "                              device counters and the timeline (stopped)\n"
 	       "  help                        this text\n"
@@ -360,8 +361,9 @@ cli_inst cmd_set_quarantine = {
 cli_inst cmd_set_param = {
 	.f = cmd_set_param_parsed,
 	.data = nullptr,
-	.help_str = "set duration|connections|inflight|peers|burst|hold|msgs-per-conn|seed|cm-plt|"
-		    "cm-ack-delay|stats-period <value>: a run parameter, as its option",
+	.help_str =
+		"set duration|connections|inflight|peers|burst|hold|msgs-per-conn|seed|cm-plt|"
+		"cm-ack-delay|stats-period|server-lcores <value>: a run parameter, as its option",
 	.tokens = {&tok_set_n, &tok_param, &tok_param_v, nullptr},
 };
 

@@ -12,8 +12,10 @@
  * are written once against this table.
  *
  * Sides and threads. The *active* side runs on the client lcores: each calls the active ops with
- * its own lcore id, never another's. The *passive* side (one node per peer, --peers) is driven
- * by one lcore at a time: the server lcore, or a client lcore that co-polls it. Connection ids
+ * its own lcore id, never another's. The *passive* side (one node per peer, --peers) is split
+ * among ctx->nb_servers servers: node p belongs to server p % nb_servers, and each server is
+ * driven by one lcore at a time (its server lcore, or a client lcore that co-polls it), which
+ * calls the passive ops only for its own nodes (no lock between servers). Connection ids
  * belong to the implementation; they are unique per active lcore, resp. per passive node,
  * among the connections not yet released.
  *
@@ -83,7 +85,7 @@ struct qpn_conn_active_ops {
 	unsigned (*poll)(run_ctx *ctx, unsigned lcore, qpn_conn_event *ev, unsigned max);
 };
 
-/* The passive side, called by the one lcore that drives it. */
+/* The passive side, called for a node by the one lcore that drives the node's server. */
 struct qpn_conn_passive_ops {
 	/* Answer a REQUEST with a REP presenting QPN. */
 	int (*accept)(run_ctx *ctx, unsigned node, uint32_t conn, uint32_t qpn);
@@ -91,8 +93,8 @@ struct qpn_conn_passive_ops {
 	void (*reject)(run_ctx *ctx, unsigned node, uint32_t conn, uint16_t reason);
 	/* The engine is done with CONN (its QPN given back). */
 	void (*release)(run_ctx *ctx, unsigned node, uint32_t conn);
-	/* Up to MAX events of every node (and the DCTs' receives). */
-	unsigned (*poll)(run_ctx *ctx, qpn_conn_event *ev, unsigned max);
+	/* Up to MAX events of the nodes of server SERVER (and their DCTs' receives). */
+	unsigned (*poll)(run_ctx *ctx, unsigned server, qpn_conn_event *ev, unsigned max);
 };
 
 struct qpn_conn_ops {
@@ -100,6 +102,8 @@ struct qpn_conn_ops {
 	/* Whether the other side can run in this process. If not (librdmacm: the peer is another
 	 * host), a run has one side only: the engine's. */
 	bool peer_in_process;
+	/* Whether the passive nodes may be split among several server lcores (else one serves). */
+	bool passive_split;
 	/* Build what a run needs (on the main lcore, roles assigned). Sets ctx->nb_peers,
 	 * ctx->data_path and ctx->data_path_note. 0 or negative errno (one line printed). */
 	int (*setup)(run_ctx *ctx);

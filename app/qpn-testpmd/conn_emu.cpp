@@ -14,7 +14,11 @@
  *   --force-shared-qpn, shares a QPN between two connections of one lcore);
  * - one *server* agent per peer (--peers), each with a GUID of its own, as if it were a remote
  *   node: the passive side's (GUID, QPN) table of each peer is where STALE_CONN comes from. The
- *   server agents, the DCTs and the device's doorbell service are polled by one lcore only.
+ *   peers are split among the server lcores (--server-lcores; peer p is server p % nb_servers's):
+ *   each server lcore polls only its own peers' agents and DCTs (a CQ of its own per device), so
+ *   no agent is shared and none needs a lock. Splitting loses nothing of the CM's checks: each
+ *   (GUID, QPN) table, timewait and stale-REQ check is a peer's, and a peer stays on one lcore.
+ *   The device's doorbell service runs on server 0 only (conn_emu_dc.cpp says why).
  *
  * Both sides take a reserved QPN per connection (the engines do): the client for its REQ, the
  * server for its REP (as rdma-core's DC-over-CM test does): with one QPN per DCT for every
@@ -173,7 +177,8 @@ emu_teardown(run_ctx *ctx)
 	/* Events of this run that nobody took must not reach the next one. */
 	for (auto &q : g->mine)
 		q.clear();
-	g->passive.clear();
+	for (auto &q : g->passive)
+		q.clear();
 	mlx5_qpn_cm_fabric_destroy(g->fabric);
 	g->fabric = nullptr;
 	/* Detaches this process's nodes and withdraws its directory entries; the segment stays
@@ -361,7 +366,7 @@ emu_active_poll(run_ctx *ctx, unsigned lcore, qpn_conn_event *ev, unsigned max)
 	return n;
 }
 
-/* ---- passive side: one agent per peer, driven by one lcore ---- */
+/* ---- passive side: one agent per peer, each peer's driven by its server's lcore ---- */
 
 int
 emu_accept(run_ctx *, unsigned node, uint32_t conn, uint32_t qpn)
@@ -381,12 +386,12 @@ emu_passive_release(run_ctx *, unsigned, uint32_t)
 {
 }
 
-/* Every node's events in one round, then the DCTs' receives. */
+/* The events of every node of server SERVER in one round, then its DCTs' receives. */
 void
-passive_round(run_ctx *ctx, std::vector<qpn_conn_event> &out)
+passive_round(run_ctx *ctx, unsigned server, std::vector<qpn_conn_event> &out)
 {
 	uint64_t now = mlx5_qpn_clock_ns();
-	for (unsigned i = 0; i < g_emu.servers.size(); i++) {
+	for (unsigned i = server; i < g_emu.servers.size(); i += ctx->nb_servers) {
 		mlx5_qpn_cm *cm = g_emu.servers[i]->cm;
 		/* Tick first: a timewait that ended is gone before the next REQ is looked at. */
 		mlx5_qpn_cm_tick(cm, now);
@@ -412,16 +417,16 @@ passive_round(run_ctx *ctx, std::vector<qpn_conn_event> &out)
 		}
 	}
 	if (ctx->data_path)
-		emu_dc_receives(ctx, out);
+		emu_dc_receives(ctx, server, out);
 }
 
 unsigned
-emu_passive_poll(run_ctx *ctx, qpn_conn_event *ev, unsigned max)
+emu_passive_poll(run_ctx *ctx, unsigned server, qpn_conn_event *ev, unsigned max)
 {
-	ev_queue<qpn_conn_event> &q = g_emu.passive;
+	ev_queue<qpn_conn_event> &q = g_emu.passive[server];
 	if (q.empty()) {
 		q.clear();
-		passive_round(ctx, q.evs);
+		passive_round(ctx, server, q.evs);
 	}
 	unsigned n = 0;
 	for (; n < max && !q.empty(); q.at++)
@@ -434,6 +439,7 @@ emu_passive_poll(run_ctx *ctx, qpn_conn_event *ev, unsigned max)
 const qpn_conn_ops conn_emu_ops = {
 	.name = "emulated CM fabric",
 	.peer_in_process = true,
+	.passive_split = true,
 	.setup = emu_setup,
 	.teardown = emu_teardown,
 	.totals = emu_totals,

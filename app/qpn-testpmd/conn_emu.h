@@ -50,9 +50,10 @@ struct server_node {
 	uint64_t guid = 0;
 };
 
-/* DC resources: per device one DCT per peer on one CQ; per client lcore one DCI on one CQ. */
+/* DC resources: per device one DCT per peer, on one CQ per server (peer p's DCTs on CQ
+ * p % nb_servers, a CQ being one thread's); per client lcore one DCI on one CQ. */
 struct dc_dev {
-	mlx5_qpn_cq *cq = nullptr;
+	std::vector<mlx5_qpn_cq *> cq; /* per server */
 	std::vector<mlx5_qpn_dct *> dct;
 	std::vector<uint32_t> dctn;
 };
@@ -85,9 +86,9 @@ struct emu_state {
 	std::vector<server_node *> servers; /* per peer */
 	std::vector<dc_dev> dcdev;          /* per device */
 	dc_lcore dcl[RTE_MAX_LCORE];
-	ev_queue<mini_ev> mine[RTE_MAX_LCORE]; /* per client lcore */
-	ev_queue<qpn_conn_event> passive;      /* the passive side's */
-	qpn_conn_totals last;                  /* of the previous runs (kept after teardown) */
+	ev_queue<mini_ev> mine[RTE_MAX_LCORE];              /* per client lcore */
+	ev_queue<qpn_conn_event> passive[kMaxServerLcores]; /* per server */
+	qpn_conn_totals last; /* of the previous runs (kept after teardown) */
 };
 
 /* One per process: one run at a time. */
@@ -100,7 +101,8 @@ int emu_dc_send(run_ctx *ctx, unsigned lcore, unsigned peer, uint64_t wr_id);
 void emu_dc_flush(run_ctx *ctx, unsigned lcore);
 /* Up to MAX completions of the lcore's DCI as events. */
 unsigned emu_dc_send_completions(run_ctx *ctx, unsigned lcore, qpn_conn_event *ev, unsigned max);
-/* The DCTs' receives (and the device's doorbell service first), as events on the queue. */
-void emu_dc_receives(run_ctx *ctx, std::vector<qpn_conn_event> &out);
+/* The receives of server SERVER's DCTs (server 0 runs the device's doorbell service first), as
+ * events on the queue. */
+void emu_dc_receives(run_ctx *ctx, unsigned server, std::vector<qpn_conn_event> &out);
 
 #endif /* QPN_TESTPMD_CONN_EMU_H */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The emulated connections' data path: one DCT per peer on one CQ per device, one DCI on one CQ
- * per client lcore (mlx5_qpn_dc.h). The active side's SENDs go from its lcore's DCI through the
- * mapped UAR to the peer's DCT; the passive side polls the DCTs' CQ and runs the device's
- * doorbell service. Every send carries an address handle, as on hardware (the emulated device
+ * per client lcore (mlx5_qpn_dc.h), the DCTs of each server lcore's peers on a CQ of its own.
+ * The active side's SENDs go from its lcore's DCI through the mapped UAR to the peer's DCT; each
+ * server lcore polls its DCTs' CQ, and server 0 runs the device's doorbell service. Every send carries an address handle, as on hardware (the emulated device
  * refuses a send without one): the emulated fabric is one subnet, so the AH of an lcore names
  * its device's port and no further route.
  */
@@ -46,7 +46,8 @@ emu_dc_fini(run_ctx *)
 	for (auto &d : g->dcdev) {
 		for (auto *t : d.dct)
 			mlx5_qpn_dct_destroy(t);
-		mlx5_qpn_cq_destroy(d.cq);
+		for (auto *cq : d.cq)
+			mlx5_qpn_cq_destroy(cq);
 	}
 	g->dcdev.clear();
 }
@@ -66,17 +67,22 @@ emu_dc_init(run_ctx *ctx)
 	const char *what = "";
 	int rc = 0;
 	g->dcdev.resize(ctx->devs.size());
+	/* The passive side's DCTs: a CQ per server, each polled by that server's lcore alone. */
+	const unsigned nb_cq = ctx->side_passive ? ctx->nb_servers : 0;
 	for (size_t d = 0; d < ctx->devs.size() && rc == 0; d++) {
+		dc_dev &dd = g->dcdev[d];
 		what = "mlx5_qpn_cq_create";
-		rc = mlx5_qpn_cq_create(ctx->devs[d], 12, &g->dcdev[d].cq);
+		dd.cq.assign(nb_cq, nullptr);
+		for (unsigned k = 0; k < nb_cq && rc == 0; k++)
+			rc = mlx5_qpn_cq_create(ctx->devs[d], 12, &dd.cq[k]);
 		unsigned nb_dct = ctx->side_passive ? ctx->cfg->peers : 0;
 		for (unsigned p = 0; p < nb_dct && rc == 0; p++) {
 			mlx5_qpn_dct *t = nullptr;
 			what = "mlx5_qpn_dct_create";
-			rc = mlx5_qpn_dct_create(ctx->devs[d], g->dcdev[d].cq, kDcKey, &t);
+			rc = mlx5_qpn_dct_create(ctx->devs[d], dd.cq[p % nb_cq], kDcKey, &t);
 			if (rc == 0) {
-				g->dcdev[d].dct.push_back(t);
-				g->dcdev[d].dctn.push_back(mlx5_qpn_dct_number(t));
+				dd.dct.push_back(t);
+				dd.dctn.push_back(mlx5_qpn_dct_number(t));
 			}
 		}
 	}
@@ -151,13 +157,23 @@ emu_dc_send_completions(run_ctx *, unsigned lcore, qpn_conn_event *ev, unsigned 
 }
 
 void
-emu_dc_receives(run_ctx *ctx, std::vector<qpn_conn_event> &out)
+emu_dc_receives(run_ctx *ctx, unsigned server, std::vector<qpn_conn_event> &out)
 {
-	for (mlx5_qpn_dev *d : ctx->devs)
-		mlx5_qpn_dev_service_run(d);
+	/* The doorbell service stays on one lcore (server 0) when the peers are split. Any thread
+	 * may call it (mlx5_qpn_dc.h), but the emulated device executes every rung DCI's WQEs under
+	 * its device mutex (sim_dc_cmd.cpp: the HCA doing one thing at a time), whoever's DCTs they
+	 * target: a second caller would only wait on that mutex (or find nothing to do) and cannot
+	 * take a share of the work. Splitting the receives is what is safe and useful: each server
+	 * polls only its own CQ, and the device writes CQEs into it from whichever thread runs the
+	 * service, as it would from the HCA. */
+	if (server == 0)
+		for (mlx5_qpn_dev *d : ctx->devs)
+			mlx5_qpn_dev_service_run(d);
 	mlx5_qpn_wc wc[32];
 	for (auto &dd : g_emu.dcdev) {
-		int n = mlx5_qpn_cq_poll(dd.cq, wc, 32);
+		if (server >= dd.cq.size())
+			continue;
+		int n = mlx5_qpn_cq_poll(dd.cq[server], wc, 32);
 		for (int i = 0; i < n; i++)
 			out.push_back(qpn_conn_event{.type = QPN_CONN_EV_COMPLETION,
 						     .error = wc[i].syndrome != 0});

@@ -536,7 +536,7 @@ passive_add(rdma_cm_id *id)
 }
 
 unsigned
-rc_passive_poll(run_ctx *, qpn_conn_event *ev, unsigned max)
+rc_passive_poll(run_ctx *, unsigned, qpn_conn_event *ev, unsigned max)
 {
 	unsigned n = rcdc_passive_receives(ev, max);
 	return n + drain(g_rc.pch, ev + n, max - n, [](const cm_input &in, qpn_conn_event *out) {
@@ -581,6 +581,8 @@ hw_bind_valid(const std::string &s, std::string *why)
 const qpn_conn_ops conn_rdmacm_ops = {
 	.name = "librdmacm",
 	.peer_in_process = false,
+	/* One listener and one event channel carry every passive connection: one lcore. */
+	.passive_split = false,
 	.setup = rc_setup,
 	.teardown = rc_teardown,
 	.totals = rc_totals,

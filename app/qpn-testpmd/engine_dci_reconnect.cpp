@@ -285,9 +285,11 @@ struct active_loop {
 	{
 		if (!ctx->role[lcore].server)
 			return;
-		const uint64_t srv_pool = ctx->srv.pool_cycles; /* written by this lcore only now */
+		/* Its server's counters are written by this lcore alone. */
+		const uint64_t &srv_pool = ctx->srv[ctx->role[lcore].server_idx].pool_cycles;
+		const uint64_t before = srv_pool;
 		run_serve(ctx, lcore);
-		st.pool_cycles += ctx->srv.pool_cycles - srv_pool;
+		st.pool_cycles += srv_pool - before;
 	}
 
 	void run()

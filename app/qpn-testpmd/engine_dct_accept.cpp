@@ -3,8 +3,10 @@
  * The `dct-accept` engine: the passive side. Each peer (--peers) is a DC target behind a CM
  * node of its own; for every REQ it takes a reserved QPN and accepts with it (REP), as
  * rdma-core's DC-over-CM test does, waits for the RTU, receives the SENDs on its DCT, answers
- * the DREQ and gives the QPN back when its timewait ends. The passive side is driven by one lcore
- * (the server lcore, or a client lcore that co-polls it). In one process the active side it
+ * the DREQ and gives the QPN back when its timewait ends. The peers are split among the server
+ * lcores (--server-lcores): each server's connections, counters and histograms are its own, so
+ * its lcore (a server lcore, or a client lcore that co-polls it) takes no lock. In one process
+ * the active side it
  * needs to have something to accept is dci-reconnect's body, run as the peer; the summary reports
  * the server's steps (alloc, REP->RTU, release) and counts its completed connections; its
  * pool_share is every pool call's cycles over the TSC spent in the passive rounds.
@@ -27,9 +29,10 @@ struct server_conn {
 	bool established;
 };
 
-/* The passive side's open connections by (node, connection id). Only the lcore that drives the
- * passive side touches it, and the main lcore before launch and after every lcore returned. */
-std::unordered_map<uint64_t, server_conn> g_conns;
+/* Each server's open connections by (node, connection id). Only the lcore that drives the
+ * server touches its map, and the main lcore before launch and after every lcore returned. */
+using conn_map = std::unordered_map<uint64_t, server_conn>;
+conn_map g_conns[kMaxServerLcores];
 
 uint64_t
 conn_key(unsigned node, uint32_t conn)
@@ -42,9 +45,8 @@ conn_key(unsigned node, uint32_t conn)
  * GUID, server QPN) until then; the pool's quarantine then covers that difference. The cycle is
  * counted from the REQ to CLOSED (plus the release call). */
 void
-server_release(run_ctx *ctx, server_conn &sc, bool completed)
+server_release(run_ctx *ctx, lcore_stats &st, server_conn &sc, bool completed)
 {
-	lcore_stats &st = ctx->srv;
 	uint64_t t0 = rte_rdtsc();
 	int rc = mlx5_qpn_reserved_dealloc(ctx->dev, sc.qpn);
 	uint64_t t1 = rte_rdtsc();
@@ -62,10 +64,10 @@ server_release(run_ctx *ctx, server_conn &sc, bool completed)
 
 /* A REQ: a reserved QPN of our own for the REP, or a REJ when there is none. */
 void
-on_request(run_ctx *ctx, const qpn_conn_event &ev)
+on_request(run_ctx *ctx, unsigned server, const qpn_conn_event &ev)
 {
 	const qpn_conn_passive_ops &cn = ctx->conn->passive;
-	lcore_stats &st = ctx->srv;
+	lcore_stats &st = ctx->srv[server];
 	server_conn sc{};
 	sc.t_alloc0 = rte_rdtsc();
 	int rc = mlx5_qpn_reserved_alloc(ctx->dev, &sc.qpn);
@@ -86,33 +88,33 @@ on_request(run_ctx *ctx, const qpn_conn_event &ev)
 		st.errors.fetch_add(1, std::memory_order_relaxed);
 		cn.reject(ctx, ev.node, ev.conn, MLX5_QPN_CM_REJ_NO_RESOURCES);
 		cn.release(ctx, ev.node, ev.conn);
-		server_release(ctx, sc, false);
+		server_release(ctx, st, sc, false);
 		return;
 	}
-	g_conns[conn_key(ev.node, ev.conn)] = sc;
+	g_conns[server][conn_key(ev.node, ev.conn)] = sc;
 }
 
 /* The connection is over for us: its QPN back to the pool, the connection released. */
 void
-finish(run_ctx *ctx, const qpn_conn_event &ev,
-       std::unordered_map<uint64_t, server_conn>::iterator it)
+finish(run_ctx *ctx, unsigned server, const qpn_conn_event &ev, conn_map::iterator it)
 {
-	server_release(ctx, it->second, it->second.t_end != 0);
+	server_release(ctx, ctx->srv[server], it->second, it->second.t_end != 0);
 	ctx->conn->passive.release(ctx, ev.node, ev.conn);
-	g_conns.erase(it);
+	g_conns[server].erase(it);
 }
 
 void
-on_event(run_ctx *ctx, const qpn_conn_event &ev)
+on_event(run_ctx *ctx, unsigned server, const qpn_conn_event &ev)
 {
-	lcore_stats &st = ctx->srv;
+	lcore_stats &st = ctx->srv[server];
+	conn_map &conns = g_conns[server];
 	switch (ev.type) {
 	case QPN_CONN_EV_REQUEST:
-		on_request(ctx, ev);
+		on_request(ctx, server, ev);
 		break;
 	case QPN_CONN_EV_ESTABLISHED: {
-		auto it = g_conns.find(conn_key(ev.node, ev.conn));
-		if (it != g_conns.end() && !it->second.established) {
+		auto it = conns.find(conn_key(ev.node, ev.conn));
+		if (it != conns.end() && !it->second.established) {
 			it->second.established = true;
 			st.hist[STEP_RTU].record(rte_rdtsc() - it->second.t_acc);
 		}
@@ -122,8 +124,8 @@ on_event(run_ctx *ctx, const qpn_conn_event &ev)
 	case QPN_CONN_EV_CLOSED: {
 		if (ev.type == QPN_CONN_EV_REJECTED)
 			count_rej(st, ev.reason);
-		auto it = g_conns.find(conn_key(ev.node, ev.conn));
-		if (it == g_conns.end())
+		auto it = conns.find(conn_key(ev.node, ev.conn));
+		if (it == conns.end())
 			break;
 		server_conn &sc = it->second;
 		if (ev.type == QPN_CONN_EV_CLOSED && sc.established) {
@@ -131,13 +133,13 @@ on_event(run_ctx *ctx, const qpn_conn_event &ev)
 			st.ops.fetch_add(1, std::memory_order_relaxed);
 		}
 		if (!ev.timewait)
-			finish(ctx, ev, it); /* else released at TIMEWAIT_EXIT */
+			finish(ctx, server, ev, it); /* else released at TIMEWAIT_EXIT */
 		break;
 	}
 	case QPN_CONN_EV_TIMEWAIT_EXIT: {
-		auto it = g_conns.find(conn_key(ev.node, ev.conn));
-		if (it != g_conns.end())
-			finish(ctx, ev, it);
+		auto it = conns.find(conn_key(ev.node, ev.conn));
+		if (it != conns.end())
+			finish(ctx, server, ev, it);
 		break;
 	}
 	case QPN_CONN_EV_COMPLETION:
@@ -153,27 +155,30 @@ on_event(run_ctx *ctx, const qpn_conn_event &ev)
 	}
 }
 
-/* One round of the passive side. Its TSC is the passive side's busy time: pool_share is the
+/* One round of server SERVER's peers. Its TSC is the server's busy time: pool_share is the
  * pool calls' cycles over it (per-connection cycles overlap, and dividing by their sum
  * understated the pool's share of the lcore's time several times). */
-void
-dcta_poll(run_ctx *ctx)
+unsigned
+dcta_poll(run_ctx *ctx, unsigned server)
 {
 	const uint64_t t_begin = rte_rdtsc();
 	qpn_conn_event ev[kPollBurst];
-	unsigned n;
+	unsigned n, total = 0;
 	do { /* a full burst: more may be waiting, and a round takes them all */
-		n = ctx->conn->passive.poll(ctx, ev, kPollBurst);
+		n = ctx->conn->passive.poll(ctx, server, ev, kPollBurst);
 		for (unsigned i = 0; i < n; i++)
-			on_event(ctx, ev[i]);
+			on_event(ctx, server, ev[i]);
+		total += n;
 	} while (n == kPollBurst);
-	ctx->srv.cycle_cycles += rte_rdtsc() - t_begin;
+	ctx->srv[server].cycle_cycles += rte_rdtsc() - t_begin;
+	return total;
 }
 
 int
 dcta_begin(run_ctx *)
 {
-	g_conns.clear();
+	for (auto &m : g_conns)
+		m.clear();
 	return 0;
 }
 
@@ -181,9 +186,11 @@ dcta_begin(run_ctx *)
 void
 dcta_end(run_ctx *ctx)
 {
-	for (auto &kv : g_conns)
-		mlx5_qpn_reserved_dealloc(ctx->dev, kv.second.qpn);
-	g_conns.clear();
+	for (auto &m : g_conns) {
+		for (auto &kv : m)
+			mlx5_qpn_reserved_dealloc(ctx->dev, kv.second.qpn);
+		m.clear();
+	}
 }
 
 } /* namespace */

@@ -39,6 +39,12 @@ usage(const char *prog)
 	printf("\n  --duration=SEC        run time (default 3)\n"
 	       "  --connections=N       stop after N connections in total (alloc: per lcore)\n"
 	       "  --peers=N             DC targets, each a CM node of its own (default 1, max 32)\n"
+	       "  --server-lcores=N     lcores the peers are split among on the passive side\n"
+	       "                        (default 1, max 16; at most --peers, one client lcore left)\n"
+	       "  --idle-yield          server lcores yield the CPU after an idle round (more\n"
+	       "                        lcores than CPUs; default: spin)\n"
+	       "  --co-poll             no server lcore: the first --server-lcores client lcores\n"
+	       "                        each poll one server in their own loop\n"
 	       "  --msgs-per-conn=N     SENDs per connection (default 4; 0: none)\n"
 	       "  --inflight=N          connections open at once per client lcore (default 4)\n"
 	       "  --quarantine-us=N     quarantine of released QPNs (default: the CM timewait)\n"
@@ -144,6 +150,9 @@ enum {
 	O_ROLE,
 	O_FABRIC,
 	O_STATS,
+	O_SERVERS,
+	O_YIELD,
+	O_COPOLL,
 };
 
 /* The run parameters that a number sets, by their option's name: the command line and the
@@ -171,13 +180,15 @@ const num_param num_params[] = {
 	{"cm-plt", 0, 31, nullptr, nullptr, &run_config::plt, nullptr},
 	{"cm-ack-delay", 0, 31, nullptr, nullptr, &run_config::ack_delay, nullptr},
 	{"stats-period", 0, 0, nullptr, nullptr, nullptr, &run_config::stats_period_s},
+	{"server-lcores", 1, kMaxServerLcores, &run_config::server_lcores, nullptr, nullptr,
+	 nullptr},
 };
 
 } /* namespace */
 
 const char config_names[] =
 	"duration#connections#inflight#peers#burst#hold#msgs-per-conn#seed#cm-plt#cm-ack-delay#"
-	"stats-period";
+	"stats-period#server-lcores";
 
 int
 config_set(run_config *cfg, const char *name, const char *value, std::string *why)
@@ -236,6 +247,8 @@ config_show(FILE *f, const run_config &cfg)
 		cfg.policy == MLX5_QPN_CM_POLICY_STRICT ? "strict" : "live", cm_timewait_ms(cfg));
 	fprintf(f, "  %-14s %s\n", "json", cfg.json.empty() ? "(none)" : cfg.json.c_str());
 	fprintf(f, "  %-14s %s\n", "force-shared-qpn", cfg.force_shared_qpn ? "on" : "off");
+	fprintf(f, "  %-14s %s\n", "idle-yield", cfg.idle_yield ? "on" : "off");
+	fprintf(f, "  %-14s %s\n", "co-poll", cfg.co_poll ? "on" : "off");
 }
 
 namespace {
@@ -248,7 +261,7 @@ opt_param(run_config *cfg, int code, const char *v)
 		{O_DURATION, "duration"}, {O_CONNS, "connections"},  {O_BURST, "burst"},
 		{O_HOLD, "hold"},         {O_PEERS, "peers"},        {O_MSGS, "msgs-per-conn"},
 		{O_INFLIGHT, "inflight"}, {O_PLT, "cm-plt"},         {O_ACK, "cm-ack-delay"},
-		{O_SEED, "seed"},         {O_STATS, "stats-period"},
+		{O_SEED, "seed"},         {O_STATS, "stats-period"}, {O_SERVERS, "server-lcores"},
 	};
 	for (auto &n : names) {
 		if (n.first != code)
@@ -293,6 +306,9 @@ parse_args(int argc, char **argv, run_config *cfg)
 		{"role", required_argument, nullptr, O_ROLE},
 		{"fabric", required_argument, nullptr, O_FABRIC},
 		{"stats-period", required_argument, nullptr, O_STATS},
+		{"server-lcores", required_argument, nullptr, O_SERVERS},
+		{"idle-yield", no_argument, nullptr, O_YIELD},
+		{"co-poll", no_argument, nullptr, O_COPOLL},
 		{"interactive", no_argument, nullptr, 'i'},
 		{"help", no_argument, nullptr, 'h'},
 		{nullptr, 0, nullptr, 0},
@@ -341,6 +357,7 @@ parse_args(int argc, char **argv, run_config *cfg)
 		case O_BURST:
 		case O_HOLD:
 		case O_STATS:
+		case O_SERVERS:
 			if (!opt_param(cfg, c, optarg))
 				return -EINVAL;
 			break;
@@ -378,6 +395,12 @@ parse_args(int argc, char **argv, run_config *cfg)
 			break;
 		case O_SHARED:
 			cfg->force_shared_qpn = true;
+			break;
+		case O_YIELD:
+			cfg->idle_yield = true;
+			break;
+		case O_COPOLL:
+			cfg->co_poll = true;
 			break;
 		case O_SEED:
 			if (!opt_param(cfg, c, optarg))

@@ -7,9 +7,11 @@
  * (batch mode) and stops, ends and tears down. The engines hold the work; the runner only decides
  * which body an lcore runs: the engine's own side, or its peer's for the other side.
  */
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstring>
+#include <sched.h>
 #include <thread>
 #include <unistd.h>
 
@@ -73,9 +75,27 @@ sides_assign(run_ctx *ctx, const qpn_engine *e)
 	}
 }
 
+/* How many server lcores this run gets: --server-lcores, within the lcores AVAIL that may
+ * serve, the peers (each server serves at least one) and what the connections allow. */
+unsigned
+servers_count(run_ctx *ctx, const qpn_engine *e, unsigned avail)
+{
+	const run_config &cfg = *ctx->cfg;
+	unsigned n = std::min({cfg.server_lcores, avail, cfg.peers});
+	if (e->uses_cm && !ctx->conn->passive_split)
+		n = 1;
+	n = std::max(n, 1u);
+	if (n != cfg.server_lcores && e->uses_cm && ctx->side_passive)
+		printf("qpn-testpmd: %u server lcore(s), not %u (%s)\n", n, cfg.server_lcores,
+		       !ctx->conn->passive_split     ? "one listener on this device" :
+		       cfg.peers < cfg.server_lcores ? "fewer --peers" :
+						       "not enough worker lcores");
+	return n;
+}
+
 /* Lcore roles (the layout is described in testpmd.h). */
 void
-roles_assign(run_ctx *ctx)
+roles_assign(run_ctx *ctx, const qpn_engine *e)
 {
 	/* Plain arrays: lcore ids only. */
 	unsigned workers[RTE_MAX_LCORE], nw = 0, clients[RTE_MAX_LCORE], nc = 0;
@@ -84,28 +104,52 @@ roles_assign(run_ctx *ctx)
 	workers[nw++] = lc;
 	for (auto &r : ctx->role)
 		r = lcore_role{};
-	ctx->server_lcore = -1;
+	for (auto &s : ctx->server_lcore)
+		s = -1;
+	ctx->nb_servers = 1;
 	if (!ctx->side_active) {
-		/* Server process: one lcore serves every passive node; others stay idle. */
-		unsigned srv = nw == 0 ? rte_get_main_lcore() : workers[0];
-		ctx->role[srv].server = true;
-		ctx->server_lcore = nw == 0 ? -1 : static_cast<int>(srv);
+		/* Server process: the first workers serve the passive nodes (the main lcore alone
+		 * without workers); the other workers stay idle. */
+		if (nw == 0) {
+			servers_count(ctx, e, 1); /* one (the main lcore): says so if asked more */
+			ctx->role[rte_get_main_lcore()].server = true;
+		} else {
+			ctx->nb_servers = servers_count(ctx, e, nw);
+			for (unsigned k = 0; k < ctx->nb_servers; k++) {
+				ctx->role[workers[k]] = lcore_role{.server = true, .server_idx = k};
+				ctx->server_lcore[k] = static_cast<int>(workers[k]);
+			}
+		}
 	} else if (!ctx->side_passive) {
 		/* Client process: every worker (or the main lcore alone) is a client. */
 		if (nw == 0)
 			clients[nc++] = rte_get_main_lcore();
 		for (unsigned i = 0; i < nw; i++)
 			clients[nc++] = workers[i];
-	} else if (nw == 0) {
-		clients[nc++] = rte_get_main_lcore();
-		ctx->role[rte_get_main_lcore()].server = true;
-	} else if (nw == 1) {
-		clients[nc++] = workers[0];
-		ctx->role[workers[0]].server = true;
+	} else if (nw <= 1) {
+		/* One lcore runs a client and co-polls the only server. */
+		servers_count(ctx, e, 1);
+		const unsigned one = nw == 0 ? rte_get_main_lcore() : workers[0];
+		clients[nc++] = one;
+		ctx->role[one].server = true;
+	} else if (ctx->cfg->co_poll) {
+		/* Every worker is a client; the first ones also poll a server each. */
+		ctx->nb_servers = servers_count(ctx, e, nw);
+		for (unsigned k = 0; k < ctx->nb_servers; k++) {
+			ctx->role[workers[k]] = lcore_role{.server = true, .server_idx = k};
+			ctx->server_lcore[k] = static_cast<int>(workers[k]);
+		}
+		for (unsigned i = 0; i < nw; i++)
+			clients[nc++] = workers[i];
 	} else {
-		ctx->server_lcore = static_cast<int>(workers[nw - 1]);
-		ctx->role[workers[nw - 1]].server = true;
-		for (unsigned i = 0; i + 1 < nw; i++)
+		/* The last workers serve, one client lcore at least stays. */
+		ctx->nb_servers = servers_count(ctx, e, nw - 1);
+		const unsigned first = nw - ctx->nb_servers;
+		for (unsigned k = 0; k < ctx->nb_servers; k++) {
+			ctx->role[workers[first + k]] = lcore_role{.server = true, .server_idx = k};
+			ctx->server_lcore[k] = static_cast<int>(workers[first + k]);
+		}
+		for (unsigned i = 0; i < first; i++)
 			clients[nc++] = workers[i];
 	}
 	for (unsigned i = 0; i < nc; i++) {
@@ -132,7 +176,7 @@ lcore_body(run_ctx *ctx, unsigned lc)
 		/* A co-polling client serves the passive side until every client is done. */
 		if (r.server)
 			while (ctx->clients_running.load(std::memory_order_acquire) != 0)
-				g_passive->passive_poll(ctx);
+				g_passive->passive_poll(ctx, r.server_idx);
 		else
 			mlx5_qpn_pool_cache_flush(mlx5_qpn_dev_pool(ctx->devs[r.dev]));
 		return;
@@ -142,9 +186,12 @@ lcore_body(run_ctx *ctx, unsigned lc)
 		const bool alone = !ctx->side_active;
 		while (ctx->clients_running.load(std::memory_order_acquire) != 0 ||
 		       (alone && !ctx->stop.load(std::memory_order_acquire)))
-			g_passive->passive_poll(ctx);
+			if (g_passive->passive_poll(ctx, r.server_idx) == 0 && ctx->cfg->idle_yield)
+				/* More lcores than CPUs: an idle server gives its CPU to the lcore
+				 * it waits for rather than spinning out its time slice. */
+				sched_yield();
 		/* The last frames (DREPs already sent) need no answer; done. */
-		g_passive->passive_poll(ctx);
+		g_passive->passive_poll(ctx, r.server_idx);
 	}
 }
 
@@ -179,7 +226,7 @@ run_setup(run_ctx *ctx, const qpn_engine *e)
 		ctx->conn = conn_select(ctx);
 	}
 	sides_assign(ctx, e);
-	roles_assign(ctx);
+	roles_assign(ctx, e);
 	int rc = e->uses_cm ? ctx->conn->setup(ctx) : 0;
 	if (rc != 0)
 		return rc;
@@ -197,7 +244,7 @@ void
 run_serve(run_ctx *ctx, unsigned lcore)
 {
 	if (ctx->role[lcore].server)
-		g_passive->passive_poll(ctx);
+		g_passive->passive_poll(ctx, ctx->role[lcore].server_idx);
 }
 
 bool
@@ -366,7 +413,8 @@ run_report(run_ctx *ctx, const qpn_engine *e)
 	unsigned lc;
 	RTE_LCORE_FOREACH(lc)
 	errors += ctx->lc[lc].errors.load();
-	errors += ctx->srv.errors.load();
+	for (const lcore_stats &v : ctx->srv)
+		errors += v.errors.load();
 	if (!cfg.json.empty()) {
 		if (stats_json(cfg.json.c_str(), ctx, e) == 0)
 			printf("JSON summary written to %s\n", cfg.json.c_str());

@@ -147,7 +147,8 @@ stats_clear(run_ctx *ctx)
 {
 	for (auto &l : ctx->lc)
 		l.clear();
-	ctx->srv.clear();
+	for (auto &v : ctx->srv)
+		v.clear();
 	ctx->run_secs = 0;
 	g_base.cm = conn_totals_raw(ctx);
 	g_base.dev = {};
@@ -184,6 +185,26 @@ lcore_used(const lcore_stats &s)
 	       s.eagain.load() != 0 || s.enospc.load() != 0;
 }
 
+namespace {
+
+/* The measured side's counts of one lcore (or server) into T (RTU: the other side's step). */
+void
+add_measured(totals &t, const lcore_stats &s)
+{
+	t.conns += s.ops.load();
+	t.allocs += s.allocs.load();
+	t.frees += s.frees.load();
+	t.eagain += s.eagain.load();
+	t.enospc += s.enospc.load();
+	t.pool_cyc += s.pool_cycles;
+	t.cycle_cyc += s.cycle_cycles;
+	for (unsigned i = 0; i < STEP_NB; i++)
+		if (i != STEP_RTU)
+			t.hist[i].merge(s.hist[i]);
+}
+
+} /* namespace */
+
 void
 collect(run_ctx *ctx, const qpn_engine *e, totals &t)
 {
@@ -205,33 +226,19 @@ collect(run_ctx *ctx, const qpn_engine *e, totals &t)
 			continue;
 		if (lcore_used(s))
 			t.measured_lcores++;
-		t.conns += s.ops.load();
-		t.allocs += s.allocs.load();
-		t.frees += s.frees.load();
-		t.eagain += s.eagain.load();
-		t.enospc += s.enospc.load();
-		t.pool_cyc += s.pool_cycles;
-		t.cycle_cyc += s.cycle_cycles;
-		for (unsigned i = 0; i < STEP_NB; i++)
-			if (i != STEP_RTU)
-				t.hist[i].merge(s.hist[i]);
+		add_measured(t, s);
 	}
-	const lcore_stats &v = ctx->srv;
-	t.errors += v.errors.load();
-	t.cqe_err += v.cqe_errors.load();
-	t.hist[STEP_RTU].merge(v.hist[STEP_RTU]);
+	for (unsigned k = 0; k < ctx->nb_servers; k++) {
+		const lcore_stats &v = ctx->srv[k];
+		t.errors += v.errors.load();
+		t.cqe_err += v.cqe_errors.load();
+		t.hist[STEP_RTU].merge(v.hist[STEP_RTU]);
+		if (!e->passive_side)
+			continue;
+		add_measured(t, v);
+	}
 	if (e->passive_side) {
-		t.measured_lcores = 1;
-		t.conns = v.ops.load();
-		t.allocs = v.allocs.load();
-		t.frees = v.frees.load();
-		t.eagain = v.eagain.load();
-		t.enospc = v.enospc.load();
-		t.pool_cyc = v.pool_cycles;
-		t.cycle_cyc = v.cycle_cycles;
-		for (unsigned i = 0; i < STEP_NB; i++)
-			if (i != STEP_RTU)
-				t.hist[i].merge(v.hist[i]);
+		t.measured_lcores = ctx->nb_servers;
 		/* What the client measured of the exchanges the server takes part in. */
 		RTE_LCORE_FOREACH(lc)
 		{
@@ -264,16 +271,25 @@ role_name(const run_ctx *ctx, unsigned lc)
 }
 
 uint64_t
+srv_sum(const run_ctx *ctx, std::atomic<uint64_t> lcore_stats::*m)
+{
+	uint64_t n = 0;
+	for (unsigned k = 0; k < ctx->nb_servers; k++)
+		n += (ctx->srv[k].*m).load(std::memory_order_relaxed);
+	return n;
+}
+
+uint64_t
 stats_conns(run_ctx *ctx, const qpn_engine *e)
 {
 	if (e != nullptr && e->passive_side)
-		return ctx->srv.ops.load(std::memory_order_relaxed);
+		return srv_sum(ctx, &lcore_stats::ops);
 	uint64_t ops = 0;
 	unsigned lc;
 	RTE_LCORE_FOREACH(lc)
 	ops += ctx->lc[lc].ops.load(std::memory_order_relaxed);
 	if (ctx->nb_clients == 0) /* a server process: its connections are the server's */
-		ops += ctx->srv.ops.load(std::memory_order_relaxed);
+		ops += srv_sum(ctx, &lcore_stats::ops);
 	return ops;
 }
 
@@ -378,14 +394,20 @@ stats_lcores(FILE *f, run_ctx *ctx)
 				"-",
 			rej, s.stale_rejects.load(), s.eagain.load());
 	}
-	const lcore_stats &v = ctx->srv;
-	if (lcore_used(v))
+	for (unsigned k = 0; k < ctx->nb_servers; k++) {
+		const lcore_stats &v = ctx->srv[k];
+		if (!lcore_used(v))
+			continue;
+		const int slc = ctx->server_lcore[k];
 		fprintf(f,
 			"%-6s %-14s %12" PRIu64 " %12.0f %10s %10s %8s %8" PRIu64 " %8" PRIu64
 			"   (accepted and closed; %" PRIu64 " SENDs received)\n",
-			ctx->server_lcore >= 0 ? std::to_string(ctx->server_lcore).c_str() : "-",
-			"server side", v.ops.load(), static_cast<double>(v.ops.load()) / secs, "",
-			"", "", v.stale_rejects.load(), v.eagain.load(), v.recvs.load());
+			slc >= 0 ? std::to_string(slc).c_str() : "-",
+			ctx->nb_servers > 1 ? ("server side " + std::to_string(k)).c_str() :
+					      "server side",
+			v.ops.load(), static_cast<double>(v.ops.load()) / secs, "", "", "",
+			v.stale_rejects.load(), v.eagain.load(), v.recvs.load());
+	}
 }
 
 void
@@ -477,7 +499,7 @@ cm_lines(FILE *f, run_ctx *ctx, const totals &t)
 	fprintf(f,
 		"data path: %" PRIu64 " sends, %" PRIu64 " completions, %" PRIu64
 		" error completions, %" PRIu64 " received by DCTs\n",
-		t.sends, t.cqes, t.cqe_err, ctx->srv.recvs.load());
+		t.sends, t.cqes, t.cqe_err, srv_sum(ctx, &lcore_stats::recvs));
 }
 
 } /* namespace */

@@ -26,6 +26,8 @@ void collect(run_ctx *ctx, const qpn_engine *e, totals &t);
 bool lcore_used(const lcore_stats &s);
 const char *role_name(const run_ctx *ctx, unsigned lc);
 double pool_share(const totals &t);
+/* A counter summed over this run's servers (relaxed reads; any thread). */
+uint64_t srv_sum(const run_ctx *ctx, std::atomic<uint64_t> lcore_stats::*m);
 
 /* The CM's and the device's counters since the last `clear stats`: the library keeps them for
  * the process (the CM's) or the device's life, so a clear keeps a baseline and subtracts it. */

@@ -55,6 +55,38 @@ steps_json(json_writer &js, const totals &t, uint64_t hz)
 	js.end_obj();
 }
 
+/* "per_server": [{"server", "lcore" (null: co-polled), "peers": [...], "connections",
+ * "conn_per_sec", "received", "stale_rejects", "errors"}], one per server of the passive side run
+ * here (none in a client process). */
+void
+servers_json(json_writer &js, const run_ctx *ctx, double secs)
+{
+	js.key("per_server");
+	js.arr();
+	for (unsigned k = 0; k < ctx->nb_servers && ctx->side_passive; k++) {
+		const lcore_stats &v = ctx->srv[k];
+		js.obj();
+		js.kv("server", uint64_t(k));
+		js.key("lcore");
+		if (ctx->server_lcore[k] < 0)
+			js.null();
+		else
+			js.num(uint64_t(ctx->server_lcore[k]));
+		js.key("peers");
+		js.arr();
+		for (unsigned p = k; p < ctx->cfg->peers; p += ctx->nb_servers)
+			js.num(uint64_t(p));
+		js.end_arr();
+		js.kv("connections", v.ops.load());
+		js.kv("conn_per_sec", static_cast<double>(v.ops.load()) / secs);
+		js.kv("received", v.recvs.load());
+		js.kv("stale_rejects", v.stale_rejects.load());
+		js.kv("errors", v.errors.load());
+		js.end_obj();
+	}
+	js.end_arr();
+}
+
 } /* namespace */
 
 int
@@ -84,6 +116,7 @@ stats_json(const char *path, run_ctx *ctx, const qpn_engine *e)
 	js.kv("lcores", uint64_t(rte_lcore_count()));
 	js.kv("measured_side", e->uses_cm ? (e->passive_side ? "passive" : "active") : "pool");
 	js.kv("role", cfg.role.c_str());
+	js.kv("server_lcores", uint64_t(ctx->nb_servers));
 	js.kv("fabric", cfg.fabric.c_str());
 	js.kv("cm_policy", cfg.policy == MLX5_QPN_CM_POLICY_STRICT ? "strict" : "live");
 	js.kv("timewait_ms", uint64_t(cm_timewait_ms(cfg)));
@@ -116,7 +149,7 @@ stats_json(const char *path, run_ctx *ctx, const qpn_engine *e)
 	js.kv("sends", t.sends);
 	js.kv("completions", t.cqes);
 	js.kv("error_completions", t.cqe_err);
-	js.kv("received", ctx->srv.recvs.load());
+	js.kv("received", srv_sum(ctx, &lcore_stats::recvs));
 	js.end_obj();
 	js.key("errors");
 	js.obj();
@@ -140,6 +173,7 @@ stats_json(const char *path, run_ctx *ctx, const qpn_engine *e)
 		js.end_obj();
 	}
 	js.end_arr();
+	servers_json(js, ctx, secs);
 	steps_json(js, t, hz);
 	monitor_timeline_json(js);
 	if (!e->uses_cm) {

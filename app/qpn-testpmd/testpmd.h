@@ -13,17 +13,22 @@
  * name, are options.cpp's. The CM engines reach connections only through conn.h.
  *
  * Lcore layout (see doc/guides/app.md): the main lcore monitors or runs the prompt. With two or
- * more workers the last worker is the *server* lcore (the passive side: every passive CM node,
- * the DCTs and the device's doorbell service) and the others are *client* lcores (the active
- * side); with a single worker that worker runs the client and polls the server side in the same
- * loop; with no worker the main lcore does both (batch mode only).
+ * more workers the last --server-lcores workers (at least one client lcore left) are the
+ * *server* lcores (the passive side) and the others are *client* lcores (the active side). The
+ * peers (passive CM nodes and their DCTs) are partitioned among the server lcores: peer p is
+ * served by server lcore p % nb_servers alone (its agent, its DCTs' CQ), so no lock is taken on
+ * the passive side; server lcore 0 also runs the device's doorbell service. With --co-poll the
+ * first --server-lcores client lcores each poll one server in their own loop instead (no
+ * dedicated server lcore: as many busy lcores as workers). With a single worker
+ * that worker runs the client and polls the server side in the same loop; with no worker the
+ * main lcore does both (batch mode only); both cases have one server (index 0).
  *
  * Sides. A CM engine measures one side and, in one process, the other side runs as its peer:
  * dci-reconnect and churn are the active side with dct-accept's passive body as the peer;
  * dct-accept is the passive side with dci-reconnect's active body as the peer. Two processes
  * (--role=server / --role=client, see doc/guides/app.md) run one side each over a shared-memory
- * CM fabric (--fabric): the server process has no client lcore (its first worker serves until
- * the run ends) and publishes its nodes and DCTs in the fabric's service directory; the client
+ * CM fabric (--fabric): the server process has no client lcore (its first --server-lcores
+ * workers serve until the run ends) and publishes its nodes and DCTs in the fabric's service directory; the client
  * process has no server lcore, reads the directory and runs the device's doorbell service
  * itself. On hardware (librdmacm) the peer is another host, so a run has the engine's side only.
  */
@@ -59,14 +64,17 @@ struct run_config {
 	uint8_t ack_delay = 10;                      /* --cm-ack-delay: CA ACK delay exponent */
 	bool force_shared_qpn = false;               /* --force-shared-qpn (negative control) */
 	bool interactive = false;                    /* -i */
-	bool destroy_sim = false;  /* --destroy-sim: remove emulated devices at exit */
-	uint64_t seed = 1;         /* --seed (churn) */
-	std::string hw_peer;       /* --hw-peer=IP:PORT (hardware, active side) */
-	unsigned hw_port = 18515;  /* --hw-port (hardware, passive side) */
-	std::string hw_bind;       /* --hw-bind=IP (hardware: the probed device's address) */
-	std::string role = "both"; /* --role: both | client | server */
-	std::string fabric;        /* --fabric: shared-memory CM fabric ("": in-process) */
-	double stats_period_s = 1; /* --stats-period: progress line period (0: none) */
+	bool destroy_sim = false;   /* --destroy-sim: remove emulated devices at exit */
+	uint64_t seed = 1;          /* --seed (churn) */
+	std::string hw_peer;        /* --hw-peer=IP:PORT (hardware, active side) */
+	unsigned hw_port = 18515;   /* --hw-port (hardware, passive side) */
+	std::string hw_bind;        /* --hw-bind=IP (hardware: the probed device's address) */
+	std::string role = "both";  /* --role: both | client | server */
+	std::string fabric;         /* --fabric: shared-memory CM fabric ("": in-process) */
+	double stats_period_s = 1;  /* --stats-period: progress line period (0: none) */
+	unsigned server_lcores = 1; /* --server-lcores: lcores the peers are split among */
+	bool idle_yield = false;    /* --idle-yield: server lcores yield the CPU when idle */
+	bool co_poll = false;       /* --co-poll: client lcores poll the servers themselves */
 	bool role_client() const { return role != "server"; }
 	bool role_server() const { return role != "client"; }
 };
@@ -113,12 +121,16 @@ struct lcore_stats {
 	void clear();
 };
 
+/* Most server lcores (--server-lcores): each serves at least one of the --peers (max 32). */
+constexpr unsigned kMaxServerLcores = 16;
+
 /* Per-lcore role. */
 struct lcore_role {
 	bool client = false;
 	bool server = false;
 	unsigned dev = 0;        /* client: index of its device */
 	unsigned client_idx = 0; /* client: 0.. */
+	unsigned server_idx = 0; /* server: 0 .. nb_servers - 1 */
 };
 
 struct qpn_engine;
@@ -132,10 +144,12 @@ struct run_ctx {
 	uint64_t tsc_hz = 0;
 	lcore_role role[RTE_MAX_LCORE];
 	lcore_stats lc[RTE_MAX_LCORE];
-	lcore_stats srv; /* the passive side (whoever polls it) */
+	/* The passive side, per server (whoever polls it): each written by its server lcore only. */
+	lcore_stats srv[kMaxServerLcores];
 	unsigned nb_clients = 0;
-	int server_lcore = -1; /* dedicated server lcore, -1 if co-polled */
-	double run_secs = 0;   /* accumulated over start/stop */
+	unsigned nb_servers = 1;                   /* server lcores of this run (>= 1) */
+	int server_lcore[kMaxServerLcores] = {-1}; /* each server's dedicated lcore, -1 co-polled */
+	double run_secs = 0;                       /* accumulated over start/stop */
 	/* The sides this process runs (run_start: --role, or the engine's side alone when the
 	 * connection implementation cannot hold the peer in this process). */
 	bool side_active = true;
@@ -168,8 +182,9 @@ struct qpn_engine {
 	 * quota is done) and its work is drained. A lcore that also serves the passive side calls
 	 * run_serve() once per round. */
 	int (*lcore_run)(run_ctx *ctx, unsigned lcore);
-	/* Passive side: one round over every passive node (REQs, RTUs, DREQs, receives). */
-	void (*passive_poll)(run_ctx *ctx);
+	/* Passive side: one round over the passive nodes of server SERVER (REQs, RTUs, DREQs,
+	 * receives); called by that server's lcore only. Returns the events handled. */
+	unsigned (*passive_poll)(run_ctx *ctx, unsigned server);
 	/* The engine whose body plays the other side in one process. */
 	const qpn_engine *peer;
 };

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * qpn-testpmd with several server lcores (--server-lcores): the peers split among them, each
+ * server lcore polling only its own peers' CM agents and DCTs. The built binary runs as a
+ * subprocess (as in test_app.cpp) on more lcores than this VM has CPUs (--lcores='(0-3)@(0-1)':
+ * four EAL threads on two CPUs), and its JSON says what each server did: connections made, no
+ * stale reject and no error anywhere (the CM's checks are per peer, and a peer stays on one
+ * lcore), and every server lcore served connections. Counts only, no timing: on two shared CPUs
+ * the rate says nothing.
+ */
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mlx5_qpn_cm.h"
+#include "sim/mlx5_qpn_sim.h"
+
+namespace {
+
+std::string
+testpmd_path()
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return "";
+	buf[n] = '\0';
+	std::string dir(buf);
+	dir.resize(dir.rfind('/')); /* <build>/tests */
+	dir.resize(dir.rfind('/')); /* <build> */
+	return dir + "/app/qpn-testpmd/qpn-testpmd";
+}
+
+std::string
+slurp(const std::string &path)
+{
+	std::ifstream f(path);
+	std::stringstream ss;
+	ss << f.rdbuf();
+	return ss.str();
+}
+
+/* The number after "key": at or after FROM in qpn-testpmd's JSON (-1: none); *at: where. */
+double
+num_after(const std::string &js, const std::string &key, size_t from, size_t *at = nullptr)
+{
+	size_t p = js.find("\"" + key + "\":", from);
+	if (p == std::string::npos)
+		return -1;
+	p += key.size() + 3;
+	if (at != nullptr)
+		*at = p;
+	return std::strtod(js.c_str() + p, nullptr);
+}
+
+/* Server K's entry of "per_server" (where it starts, or npos). */
+size_t
+server_entry(const std::string &js, unsigned k)
+{
+	size_t list = js.find("\"per_server\":");
+	if (list == std::string::npos)
+		return list;
+	return js.find("\"server\": " + std::to_string(k) + ",", list);
+}
+
+class TestpmdServerLcores : public ::testing::Test {
+protected:
+	void SetUp() override
+	{
+		app_ = testpmd_path();
+		ASSERT_EQ(access(app_.c_str(), X_OK), 0) << "qpn-testpmd not built at " << app_;
+		static unsigned n;
+		name_ = "sim_sl" + std::to_string(getpid()) + "_" + std::to_string(n++);
+		json_ = ::testing::TempDir() + "qpn_srv_" + name_ + ".json";
+		out_ = ::testing::TempDir() + "qpn_srv_" + name_ + ".out";
+	}
+
+	void TearDown() override
+	{
+		mlx5_qpn_sim_destroy(name_.c_str()); /* -ENOENT when --destroy-sim did it */
+		std::remove(json_.c_str());
+		std::remove(out_.c_str());
+	}
+
+	/* The shell command of one qpn-testpmd run: EAL args EAL, file prefix PREFIX, OPTS. */
+	std::string cmd(const std::string &eal, const std::string &prefix, const std::string &opts,
+			unsigned timeout_s)
+	{
+		return "timeout -k 5 " + std::to_string(timeout_s) + " " + app_ +
+		       " --no-huge --no-pci -m 256 " + eal + " --file-prefix=" + prefix +
+		       " --log-level=lib.eal:error -- --qpn-dev=" + name_ + " " + opts;
+	}
+
+	/* Run to the end; the exit status (-1: killed), the output in *out. */
+	int run(const std::string &c, std::string *out)
+	{
+		FILE *p = popen((c + " < /dev/null 2>&1").c_str(), "r");
+		if (p == nullptr)
+			return -1;
+		char buf[4096];
+		size_t got;
+		while ((got = fread(buf, 1, sizeof(buf), p)) > 0)
+			out->append(buf, got);
+		int st = pclose(p);
+		return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	}
+
+	/* What every run must show: connections, no stale reject, no error, and each of the
+	 * NB server lcores served connections on lcore FIRST_LCORE + k. */
+	void expect_servers_served(const std::string &js, unsigned nb, unsigned first_lcore,
+				   const std::string &out)
+	{
+		ASSERT_FALSE(js.empty()) << out;
+		EXPECT_EQ(num_after(js, "server_lcores", 0), nb) << js;
+		EXPECT_EQ(num_after(js, "stale_rejects", 0), 0) << js;
+		EXPECT_EQ(num_after(js, "stale_rejects_sent", 0), 0) << js;
+		EXPECT_EQ(num_after(js, "stale_dreqs", 0), 0) << js;
+		EXPECT_EQ(num_after(js, "other", js.find("\"errors\": {")), 0) << js;
+		for (unsigned k = 0; k < nb; k++) {
+			size_t at = server_entry(js, k);
+			ASSERT_NE(at, std::string::npos) << "no server " << k << ": " << js;
+			EXPECT_EQ(num_after(js, "lcore", at), first_lcore + k) << js;
+			EXPECT_GT(num_after(js, "connections", at), 0) << "server " << k << js;
+			EXPECT_EQ(num_after(js, "stale_rejects", at), 0) << js;
+			EXPECT_EQ(num_after(js, "errors", at), 0) << js;
+		}
+		EXPECT_EQ(server_entry(js, nb), std::string::npos) << "one server too many: " << js;
+	}
+
+	std::string app_, name_, json_, out_;
+};
+
+} // namespace
+
+/* One process, two server lcores (the last two workers) and one client lcore on two CPUs: the
+ * four peers split two and two, each server's connections accepted and closed by it alone. */
+TEST_F(TestpmdServerLcores, SplitThePeers)
+{
+	std::string out;
+	int st = run(cmd("--lcores='(0-3)@(0-1)'", name_,
+			 "--peers=4 --server-lcores=2 --duration=1.5 --destroy-sim --json=" + json_,
+			 60),
+		     &out);
+	EXPECT_EQ(st, 0) << out;
+	const std::string js = slurp(json_);
+	expect_servers_served(js, 2, 2, out);
+	const double conns = num_after(js, "connections", 0);
+	EXPECT_GT(conns, 0) << js;
+	/* Every connection the client completed was accepted and closed by one of the servers. */
+	double served = 0;
+	for (unsigned k = 0; k < 2; k++)
+		served += num_after(js, "connections", server_entry(js, k));
+	EXPECT_GE(served, conns) << js;
+	EXPECT_NE(out.find("server side 0"), std::string::npos) << out;
+	EXPECT_NE(out.find("server side 1"), std::string::npos) << out;
+}
+
+/* --co-poll: no dedicated server lcore; each of the two workers is a client and polls one
+ * server in its own loop (peers 0 and 2 on lcore 1, peers 1 and 3 on lcore 2). */
+TEST_F(TestpmdServerLcores, CoPolledByTheClients)
+{
+	std::string out;
+	int st = run(cmd("--lcores='(0-2)@(0-1)'", name_,
+			 "--peers=4 --server-lcores=2 --co-poll --duration=1.5 --destroy-sim "
+			 "--json=" +
+				 json_,
+			 60),
+		     &out);
+	EXPECT_EQ(st, 0) << out;
+	const std::string js = slurp(json_);
+	expect_servers_served(js, 2, 1, out);
+	EXPECT_GT(num_after(js, "connections", 0), 0) << js;
+	EXPECT_NE(out.find("client+server"), std::string::npos) << out;
+}
+
+/* Asked for more server lcores than there are peers: one line says so, each peer its server. */
+TEST_F(TestpmdServerLcores, CappedByPeers)
+{
+	std::string out;
+	int st = run(cmd("--lcores='(0-3)@(0-1)'", name_,
+			 "--peers=2 --server-lcores=4 --duration=0.5 --destroy-sim --json=" + json_,
+			 60),
+		     &out);
+	EXPECT_EQ(st, 0) << out;
+	EXPECT_NE(out.find("qpn-testpmd: 2 server lcore(s), not 4 (fewer --peers)"),
+		  std::string::npos)
+		<< out;
+	expect_servers_served(slurp(json_), 2, 2, out);
+}
+
+/* `set server-lcores` and `show config` at the prompt; a bad value refused with one line. */
+TEST_F(TestpmdServerLcores, AtThePrompt)
+{
+	std::string out;
+	std::string in = ::testing::TempDir() + "qpn_srv_" + name_ + ".in";
+	std::ofstream(in) << "set server-lcores 17\nset server-lcores 3\nshow config\nquit\n";
+	FILE *p =
+		popen((cmd("-l 0-1", name_, "-i --destroy-sim", 60) + " < " + in + " 2>&1").c_str(),
+		      "r");
+	ASSERT_NE(p, nullptr);
+	char buf[4096];
+	size_t got;
+	while ((got = fread(buf, 1, sizeof(buf), p)) > 0)
+		out.append(buf, got);
+	EXPECT_EQ(pclose(p), 0) << out;
+	std::remove(in.c_str());
+	EXPECT_NE(out.find("bad value for set server-lcores: \"17\" (out of range; expected an "
+			   "integer in 1..16)"),
+		  std::string::npos)
+		<< out;
+	EXPECT_NE(out.find("  server-lcores  3\n"), std::string::npos) << out;
+	EXPECT_NE(out.find("  idle-yield     off\n"), std::string::npos) << out;
+	EXPECT_NE(out.find("  co-poll        off\n"), std::string::npos) << out;
+}
+
+/* --role=server in a process of its own, its two server lcores serving the client process's
+ * connections (over the shared-memory fabric), the server lcores yielding when idle. */
+TEST_F(TestpmdServerLcores, InAServerProcess)
+{
+	const std::string fab = "fabsl" + std::to_string(getpid());
+	mlx5_qpn_cm_shm_unlink(fab.c_str());
+	const std::string sjson = json_ + ".srv";
+	FILE *srv = popen((cmd("--lcores='(0-2)@(0-1)'", name_ + "s",
+			       "--role=server --fabric=" + fab +
+				       " --peers=2 --server-lcores=2 --idle-yield --duration=10 "
+				       "--json=" +
+				       sjson,
+			       40) +
+			   " < /dev/null > " + out_ + " 2>&1")
+				  .c_str(),
+			  "r");
+	ASSERT_NE(srv, nullptr);
+	std::string cout;
+	int cst = run(cmd("-l 0-1 --main-lcore=1", name_ + "c",
+			  "--role=client --fabric=" + fab +
+				  " --peers=2 --duration=1.5 --json=" + json_,
+			  40),
+		      &cout);
+	int st = pclose(srv);
+	const std::string sout = slurp(out_), sjs = slurp(sjson), cjs = slurp(json_);
+	std::remove(sjson.c_str());
+	mlx5_qpn_cm_shm_unlink(fab.c_str());
+	EXPECT_EQ(cst, 0) << cout;
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << sout;
+	ASSERT_FALSE(cjs.empty()) << cout;
+	EXPECT_GT(num_after(cjs, "connections", 0), 0) << cjs;
+	EXPECT_EQ(num_after(cjs, "stale_rejects", 0), 0) << cjs;
+	EXPECT_EQ(num_after(cjs, "other", cjs.find("\"errors\": {")), 0) << cjs;
+	/* The server process's lcores 1 and 2 are its two servers (its first workers). */
+	expect_servers_served(sjs, 2, 1, sout);
+}
