@@ -106,14 +106,14 @@ sys.exit(bad)
 
 # One dialect for shared state (doc/guides/contributing.md): C++ atomics (std::atomic members,
 # std::atomic_ref on fields of layouts that stay plain structs), never the GCC builtins or DPDK's
-# legacy rte_atomic API; a log line only through the family in lib/log/mlx5_qpn_log.h. One file
-# is exempt from the first rule: the inline fast path of the public pool header is compiled by C
-# applications too, and C has no std::atomic: the GCC builtins (shared by C and C++) are its
-# atomics, on the fields the library reaches through std::atomic (layouts asserted equal).
+# legacy rte_atomic API; a log line only through the family in lib/log/mlx5_qpn_log.h. One
+# header pair is exempt from the first rule: the inline fast path of the public pool headers is
+# compiled by C applications too, and C has no std::atomic: the GCC builtins (shared by C and C++)
+# are its atomics, on the fields the library reaches through std::atomic (layouts asserted equal).
 check_dialect() {
 	local bad=0 hits
 	hits=$(cd "$src" && git ls-files -- 'lib/*.h' 'lib/*.cpp' 'drivers/*.h' 'drivers/*.cpp' \
-		'app/*.h' 'app/*.cpp' | grep -vx 'lib/pool/mlx5_qpn_pool.h' |
+		'app/*.h' 'app/*.cpp' | grep -vxE 'lib/pool/mlx5_qpn_pool(_core)?\.h' |
 		xargs grep -nE '__atomic_[a-z_]+\(|\brte_atomic(16|32|64)_' || true)
 	if [ -n "$hits" ]; then
 		echo "$hits" | sed 's/^/check: atomic builtin (use std::atomic or std::atomic_ref): /'

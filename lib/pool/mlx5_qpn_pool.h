@@ -156,9 +156,8 @@ mlx5_qpn_pool_alloc_gen(struct mlx5_qpn_pool *pool, uint32_t *qpn, uint32_t *gen
 {
 	struct mlx5_qpn_pool_binding *b = &mlx5_qpn_pool_tls;
 	struct mlx5_qpn_pool_cache_line *c = b->cache;
-	const struct mlx5_qpn_pool_range_entry *r = b->range;
-	uint32_t n, s, off, g;
-	uint64_t w;
+	uint32_t n, s, off, g, next;
+	uint64_t w, *slots;
 
 	/* Our binding, still ours (an unbound thread's dummy cache never matches). */
 	if (__builtin_expect(b->pool != pool || qpn == NULL ||
@@ -171,21 +170,22 @@ mlx5_qpn_pool_alloc_gen(struct mlx5_qpn_pool *pool, uint32_t *qpn, uint32_t *gen
 	if (__builtin_expect((__atomic_load_n(&c->gate, __ATOMIC_ACQUIRE) != 0) | (n == 0), 0))
 		goto slow;
 	s = __atomic_load_n(&c->ready.head, __ATOMIC_RELAXED);
-	off = s - __atomic_load_n(&r->base, __ATOMIC_RELAXED);
-	if (__builtin_expect(off >= __atomic_load_n(&r->count, __ATOMIC_RELAXED), 0))
+	off = s - b->base;
+	if (__builtin_expect(off >= b->count, 0))
 		goto slow; /* another range: the slow path looks it up and keeps it */
-	w = __atomic_load_n(&b->slots[s], __ATOMIC_RELAXED);
+	slots = b->slots;  /* read once: every atomic below makes the compiler read again */
+	w = __atomic_load_n(&slots[s], __ATOMIC_RELAXED);
+	next = (uint32_t)(w & MLX5_QPN_POOL_SLOT_NIL);
 	__atomic_store_n(&c->ready.count, n - 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&c->ready.head, (uint32_t)(w & MLX5_QPN_POOL_SLOT_NIL), __ATOMIC_RELAXED);
+	__atomic_store_n(&c->ready.head, next, __ATOMIC_RELAXED);
 	/* The next one's slot: a cold line when QPNs come back from a long quarantine. */
-	__builtin_prefetch(&b->slots[w & MLX5_QPN_POOL_SLOT_NIL]);
+	__builtin_prefetch(&slots[next]);
 	g = ((uint32_t)(w >> MLX5_QPN_POOL_SLOT_GEN_SHIFT) + 1) & MLX5_QPN_POOL_SLOT_GEN_MASK;
 	/* In use, naming our cache: only we write it until it is freed. */
-	__atomic_store_n(&b->slots[s], b->owned | ((uint64_t)g << MLX5_QPN_POOL_SLOT_GEN_SHIFT),
+	__atomic_store_n(&slots[s], b->owned | ((uint64_t)g << MLX5_QPN_POOL_SLOT_GEN_SHIFT),
 			 __ATOMIC_RELAXED);
-	__atomic_store_n(&c->allocs, __atomic_load_n(&c->allocs, __ATOMIC_RELAXED) + 1,
-			 __ATOMIC_RELAXED);
-	*qpn = __atomic_load_n(&r->first, __ATOMIC_RELAXED) + off;
+	mlx5_qpn_pool_count(&c->allocs);
+	*qpn = b->first + off;
 	__atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
 	if (generation != NULL)
 		*generation = g;
@@ -221,23 +221,24 @@ mlx5_qpn_pool_free_inline(struct mlx5_qpn_pool *pool, uint32_t qpn, int check_ge
 {
 	struct mlx5_qpn_pool_binding *b = &mlx5_qpn_pool_tls;
 	struct mlx5_qpn_pool_cache_line *c = b->cache;
-	const struct mlx5_qpn_pool_range_entry *r = b->range;
 	struct mlx5_qpn_pool_chain *into = b->into;
 	uint32_t n, s, off;
-	uint64_t w;
+	uint64_t w, *slot, flip;
 
 	if (__builtin_expect(b->pool != pool ||
 				     __atomic_load_n(&c->owner, __ATOMIC_RELAXED) != b->owner,
 			     0))
 		return mlx5_qpn_pool_free_slow(pool, qpn, check_gen, generation);
 	/* One compare: in the range of the last hit (a QPN above 0xFFFFFE never is). */
-	off = qpn - __atomic_load_n(&r->first, __ATOMIC_RELAXED);
-	if (__builtin_expect(off >= __atomic_load_n(&r->count, __ATOMIC_RELAXED), 0))
+	off = qpn - b->first;
+	if (__builtin_expect(off >= b->count, 0))
 		return mlx5_qpn_pool_free_slow(pool, qpn, check_gen, generation);
-	s = __atomic_load_n(&r->base, __ATOMIC_RELAXED) + off;
+	s = b->base + off;
+	slot = &b->slots[s]; /* read once: every atomic below makes the compiler read again */
+	flip = b->flip;
 	__atomic_store_n(&c->busy, 1, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	w = __atomic_load_n(&b->slots[s], __ATOMIC_RELAXED);
+	w = __atomic_load_n(slot, __ATOMIC_RELAXED);
 	n = __atomic_load_n(&into->count, __ATOMIC_RELAXED);
 	/* Handed out by our cache (in use, published, naming it), of the generation asked for; and
 	 * no flush (full `ready`) or seal (`open` reaching a batch) due. Anything else, refusals
@@ -252,17 +253,16 @@ mlx5_qpn_pool_free_inline(struct mlx5_qpn_pool *pool, uint32_t qpn, int check_ge
 		return mlx5_qpn_pool_free_slow(pool, qpn, check_gen, generation);
 	}
 	/* Linked to the chain's head (none if empty): next ^ flip ^ w = next | freed | generation. */
-	__atomic_store_n(&b->slots[s],
+	__atomic_store_n(slot,
 			 (n != 0 ? __atomic_load_n(&into->head, __ATOMIC_RELAXED) :
 				   MLX5_QPN_POOL_SLOT_NIL) ^
-				 b->flip ^ w,
+				 flip ^ w,
 			 __ATOMIC_RELAXED);
 	__atomic_store_n(&into->head, s, __ATOMIC_RELAXED);
 	if (n == 0)
 		__atomic_store_n(&into->tail, s, __ATOMIC_RELAXED);
 	__atomic_store_n(&into->count, n + 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&c->frees, __atomic_load_n(&c->frees, __ATOMIC_RELAXED) + 1,
-			 __ATOMIC_RELAXED);
+	mlx5_qpn_pool_count(&c->frees);
 	__atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
 	return 0;
 }

@@ -65,22 +65,11 @@ struct mlx5_qpn_pool_cache_line {
 	uint64_t frees;
 };
 
-/** @internal A range entry: QPNs [first, first + count) have slots [base, base + count).
- *  `count` is 0 once the range was removed; an entry is reused only after a grace period. */
-struct mlx5_qpn_pool_range_entry {
-	uint32_t first;
-	uint32_t count;
-	uint32_t base;
-	uint32_t size;
-	uint64_t removed_ns;
-};
-
 /** @internal A thread's binding to the pool it used last (thread-local, process-local). */
 struct mlx5_qpn_pool_binding {
 	struct mlx5_qpn_pool *pool;             /**< NULL: no binding */
 	struct mlx5_qpn_pool_cache_line *cache; /**< never NULL (a closed dummy if unbound) */
 	uint64_t *slots;                        /**< the pool's slot words */
-	const struct mlx5_qpn_pool_range_entry *range; /**< the range of the last hit */
 	/** Where a free links the QPN: `ready`, or `open` with a quarantine. */
 	struct mlx5_qpn_pool_chain *into;
 	uint64_t owner; /**< cache->owner while the binding is valid */
@@ -90,8 +79,28 @@ struct mlx5_qpn_pool_binding {
 	uint64_t flip;
 	/** `into` may hold one more without a flush (batch; no quarantine) or a seal (batch - 1). */
 	uint32_t into_max;
-	uint32_t pad_;
+	/** The range of the last hit, copied when bound: QPNs [first, first + count) have slots
+	 *  [base, base + count). A copy stays right for every slot the cache can hold: slots reach a
+	 *  cache only through the slow path, which copies again, and a removed range's slots are
+	 *  reused only after a grace period, by a range whose entry the next copy reads. */
+	uint32_t first;
+	uint32_t count;
+	uint32_t base;
 };
+
+/** @internal Bump a counter of the caller's cache. It has one writer at a time (the cache's
+ *  holder), so no locked instruction: on x86-64 one `inc` of the aligned word (a reader sees the
+ *  old or the new value), elsewhere (and under ThreadSanitizer, which must see it) a relaxed
+ *  load and store. */
+static inline __attribute__((always_inline)) void
+mlx5_qpn_pool_count(uint64_t *counter)
+{
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+	__asm__ volatile("incq %0" : "+m"(*counter));
+#else
+	__atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+#endif
+}
 
 /** @internal The calling thread's binding (initial-exec TLS, as DPDK's per-lcore variables). */
 extern __thread struct mlx5_qpn_pool_binding mlx5_qpn_pool_tls

@@ -349,8 +349,12 @@ fast_bind(mlx5_qpn_pool *p, const Cache *c)
 	/* The same memory as line 0 of *c (layout asserted in qpn_pool_internal.h). */
 	b.cache = reinterpret_cast<mlx5_qpn_pool_cache_line *>(const_cast<Cache *>(c));
 	b.slots = reinterpret_cast<uint64_t *>(&pool.slot(0));
-	b.range = reinterpret_cast<const mlx5_qpn_pool_range_entry *>(
-		&p->ranges[hint < MLX5_QPN_MAX_RANGES ? hint : 0]);
+	/* The range of the last hit, count first (acquire): a removed range copies as count 0, an
+	 * entry reused after its grace period as its new values. */
+	const Range &r = p->ranges[hint < MLX5_QPN_MAX_RANGES ? hint : 0];
+	b.count = r.count.load(acq);
+	b.first = r.first.load(rlx);
+	b.base = r.base.load(rlx);
 	const bool quar = p->quarantine_ns != 0;
 	b.into = quar ? &b.cache->open : &b.cache->ready;
 	b.owner = owner;
@@ -359,13 +363,12 @@ fast_bind(mlx5_qpn_pool *p, const Cache *c)
 	/* Pool::link_freed(): a full `ready` rotates (a free at batch), an `open` reaching batch
 	 * is sealed (a free at batch - 1). */
 	b.into_max = quar ? p->batch - 1 : p->batch;
-	b.pad_ = 0;
 }
 
 void
 fast_unbind()
 {
-	mlx5_qpn_pool_tls = {nullptr, &g_closed_cache, nullptr, nullptr, nullptr, 0, 0, 0, 0, 0};
+	mlx5_qpn_pool_tls = {nullptr, &g_closed_cache, nullptr, nullptr, 0, 0, 0, 0, 0, 0, 0};
 }
 static pthread_key_t g_exit_key;
 static pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
@@ -489,4 +492,4 @@ bind_cache(mlx5_qpn_pool *p)
 
 /* The inline fast path's binding (mlx5_qpn_pool_core.h); starts unbound. */
 __thread mlx5_qpn_pool_binding mlx5_qpn_pool_tls __attribute__((tls_model("initial-exec"))) =
-	{nullptr, &qpn::detail::g_closed_cache, nullptr, nullptr, nullptr, 0, 0, 0, 0, 0};
+	{nullptr, &qpn::detail::g_closed_cache, nullptr, nullptr, 0, 0, 0, 0, 0, 0, 0};

@@ -153,11 +153,6 @@ struct Range {
 	std::atomic<uint32_t> size;       /* QPNs (and slots) of the entry */
 	std::atomic<uint64_t> removed_ns; /* when it was removed; 0 while live */
 };
-/* The inline fast path reads entries as struct mlx5_qpn_pool_range_entry (mlx5_qpn_pool_core.h). */
-static_assert(sizeof(Range) == sizeof(mlx5_qpn_pool_range_entry) &&
-	      offsetof(Range, first) == offsetof(mlx5_qpn_pool_range_entry, first) &&
-	      offsetof(Range, count) == offsetof(mlx5_qpn_pool_range_entry, count) &&
-	      offsetof(Range, base) == offsetof(mlx5_qpn_pool_range_entry, base));
 
 /* ---- per-thread cache ----------------------------------------------------------------------- */
 
