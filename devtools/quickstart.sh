@@ -74,15 +74,15 @@ fi
 # they only take the CPU the tests leave idle (the tests sleep, poll at low rate, wait on child
 # processes) and the tests see the machine as if alone. The tests of a tree still run one tree at
 # a time and alone, as before.
-asan_opts=(-Db_sanitize=address,undefined -Dbuildtype=debug -Db_lundef=false)
+asan_opts=("-Db_sanitize=address,undefined" -Dbuildtype=debug -Db_lundef=false)
 tsan_opts=(-Db_sanitize=thread -Dbuildtype=debug -Db_lundef=false)
 configure build
 configure build-asan "${asan_opts[@]}"
 configure build-tsan "${tsan_opts[@]}"
-build build
-
-# The sanitizer trees build in the background, one after the other; each leaves its ninja output
-# in DIR/quickstart-build.log and its exit status in DIR/quickstart-build.rc.
+# The sanitizer trees build in the background, one after the other, from the start (the release
+# build, at normal priority, takes the CPU first; the background one fills its gaps, e.g. links).
+# Each leaves its ninja output in DIR/quickstart-build.log and its exit status in
+# DIR/quickstart-build.rc.
 bg_build() { # dirs...
 	local dir rc
 	for dir in "$@"; do
@@ -99,11 +99,14 @@ bg_build build-asan build-tsan &
 bg_pid=$!
 # On an early exit (a failed test) the background build (its ninja too) stops with the script.
 trap 'kill $(pgrep -P "$bg_pid") "$bg_pid" 2>/dev/null || true' EXIT
+build build
+
 # Waits for a background build, showing ninja's progress every 15 s (a silent wait looks hung).
 wait_built() { # dir
 	local dir=$1 n=0
 	while [ ! -f "$dir/quickstart-build.rc" ] && kill -0 "$bg_pid" 2>/dev/null; do
-		[ $((n++ % 15)) -ne 0 ] || echo "quickstart: building $dir: $(tail -n 1 "$dir/quickstart-build.log" 2>/dev/null)"
+		[ $((n++ % 15)) -ne 0 ] ||
+			echo "quickstart: building $dir: $(tail -n 1 "$dir/quickstart-build.log" 2>/dev/null)"
 		sleep 1
 	done
 	if [ "$(cat "$dir/quickstart-build.rc" 2>/dev/null)" != 0 ]; then
