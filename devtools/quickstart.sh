@@ -84,26 +84,30 @@ configure build-tsan "${tsan_opts[@]}"
 # Each leaves its ninja output in DIR/quickstart-build.log and its exit status in
 # DIR/quickstart-build.rc.
 bg_build() { # dirs...
-	local dir rc
+	local dir rc start
 	for dir in "$@"; do
 		rc=0
+		start=$SECONDS
 		nice -n 19 ninja -C "$dir" >"$dir/quickstart-build.log" 2>&1 || rc=$?
+		echo "$((SECONDS - start))" >"$dir/quickstart-build.secs"
 		echo "$rc" >"$dir/quickstart-build.rc"
 		[ "$rc" -eq 0 ] || return
 	done
 }
 passed=0
 failed=0
+t0=$SECONDS
 rm -f build-asan/quickstart-build.rc build-tsan/quickstart-build.rc
 bg_build build-asan build-tsan &
 bg_pid=$!
 # On an early exit (a failed test) the background build (its ninja too) stops with the script.
 trap 'kill $(pgrep -P "$bg_pid") "$bg_pid" 2>/dev/null || true' EXIT
 build build
+echo "quickstart: built build in $((SECONDS - t0)) s"
 
 # Waits for a background build, showing ninja's progress every 15 s (a silent wait looks hung).
 wait_built() { # dir
-	local dir=$1 n=0
+	local dir=$1 n=0 start=$SECONDS
 	while [ ! -f "$dir/quickstart-build.rc" ] && kill -0 "$bg_pid" 2>/dev/null; do
 		[ $((n++ % 15)) -ne 0 ] ||
 			echo "quickstart: building $dir: $(tail -n 1 "$dir/quickstart-build.log" 2>/dev/null)"
@@ -115,16 +119,18 @@ wait_built() { # dir
 		echo "tests: $passed passed, $failed failed"
 		exit 1
 	fi
-	echo "quickstart: built $dir ($(grep -c '^\[' "$dir/quickstart-build.log") steps)"
+	echo "quickstart: built $dir in $(cat "$dir/quickstart-build.secs") s (in the background," \
+		"$(grep -c '^\[' "$dir/quickstart-build.log") steps; waited for it $((SECONDS - start)) s)"
 }
 run_suite() { # build-dir [env...]: runs meson test, adds its Ok/Fail counts, fails on failure
 	local dir=$1; shift
-	local log="$dir/quickstart-test.log" rc=0
+	local log="$dir/quickstart-test.log" rc=0 start=$SECONDS
 	echo "quickstart: testing $dir"
 	env "$@" meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 \
 		--timeout-multiplier "$mult" "${skip[@]}" 2>&1 | tee "$log" || rc=1
 	passed=$((passed + $(awk '/^Ok:/ {print $2}' "$log" | tail -1)))
 	failed=$((failed + $(awk '/^Fail:/ {print $2}' "$log" | tail -1)))
+	echo "quickstart: tests of $dir took $((SECONDS - start)) s"
 	[ $rc -eq 0 ] || { echo "tests: $passed passed, $failed failed"; exit 1; }
 }
 
@@ -142,5 +148,5 @@ wait_built build-tsan
 mult=6
 run_suite build-tsan "TSAN_OPTIONS=halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/config/tsan.supp"
 wait "$bg_pid" || true
-echo "quickstart: all tests passed (release, ASan+UBSan, TSan)"
+echo "quickstart: all tests passed (release, ASan+UBSan, TSan) in $((SECONDS - t0)) s"
 echo "tests: $passed passed, $failed failed"
