@@ -44,10 +44,6 @@ build() { # dir [targets...]
 	echo "quickstart: building ${*:-everything} in $dir"
 	ninja -C "$dir" "$@"
 }
-setup() { # dir [meson options...]: configure and build everything (the test suite included)
-	configure "$@"
-	build "$1"
-}
 
 eal=(--no-huge --no-pci -m 512 -l 0-1 --file-prefix="qs$$" --log-level=lib.eal:error)
 
@@ -71,19 +67,70 @@ if ! mountpoint -q /dev/hugepages 2>/dev/null || [ "$(cat /proc/sys/vm/nr_hugepa
 	echo "quickstart: no hugepages (needs root): the multi-process tests will be skipped"
 fi
 
-setup build
-
-# test: the suite, then the sanitizer builds of it. Each meson test is its own process with its
-# own EAL file prefix; the sanitizer builds run the same suites.
+# test: three trees (release, ASan+UBSan, ThreadSanitizer), each running the same suites (the
+# sanitizer trees skip the source checks and the docs' commands, which the release tree runs).
+# On a small machine (CI: 2 cores) the wall time is compile + tests of each tree; the two overlap
+# here: while a tree's tests run, the next trees compile at the lowest CPU priority (nice 19), so
+# they only take the CPU the tests leave idle (the tests sleep, poll at low rate, wait on child
+# processes) and the tests see the machine as if alone. The tests of a tree still run one tree at
+# a time and alone, as before.
+asan_opts=("-Db_sanitize=address,undefined" -Dbuildtype=debug -Db_lundef=false)
+tsan_opts=(-Db_sanitize=thread -Dbuildtype=debug -Db_lundef=false)
+configure build
+configure build-asan "${asan_opts[@]}"
+configure build-tsan "${tsan_opts[@]}"
+# The sanitizer trees build in the background, one after the other, from the start (the release
+# build, at normal priority, takes the CPU first; the background one fills its gaps, e.g. links).
+# Each leaves its ninja output in DIR/quickstart-build.log and its exit status in
+# DIR/quickstart-build.rc.
+bg_build() { # dirs...
+	local dir rc start
+	for dir in "$@"; do
+		rc=0
+		start=$SECONDS
+		nice -n 19 ninja -C "$dir" >"$dir/quickstart-build.log" 2>&1 || rc=$?
+		echo "$((SECONDS - start))" >"$dir/quickstart-build.secs"
+		echo "$rc" >"$dir/quickstart-build.rc"
+		[ "$rc" -eq 0 ] || return
+	done
+}
 passed=0
 failed=0
+t0=$SECONDS
+rm -f build-asan/quickstart-build.rc build-tsan/quickstart-build.rc
+bg_build build-asan build-tsan &
+bg_pid=$!
+# On an early exit (a failed test) the background build (its ninja too) stops with the script.
+trap 'kill $(pgrep -P "$bg_pid") "$bg_pid" 2>/dev/null || true' EXIT
+build build
+echo "quickstart: built build in $((SECONDS - t0)) s"
+
+# Waits for a background build, showing ninja's progress every 15 s (a silent wait looks hung).
+wait_built() { # dir
+	local dir=$1 n=0 start=$SECONDS
+	while [ ! -f "$dir/quickstart-build.rc" ] && kill -0 "$bg_pid" 2>/dev/null; do
+		[ $((n++ % 15)) -ne 0 ] ||
+			echo "quickstart: building $dir: $(tail -n 1 "$dir/quickstart-build.log" 2>/dev/null)"
+		sleep 1
+	done
+	if [ "$(cat "$dir/quickstart-build.rc" 2>/dev/null)" != 0 ]; then
+		cat "$dir/quickstart-build.log" >&2 || true
+		echo "quickstart: building $dir failed" >&2
+		echo "tests: $passed passed, $failed failed"
+		exit 1
+	fi
+	echo "quickstart: built $dir in $(cat "$dir/quickstart-build.secs") s (in the background," \
+		"$(grep -c '^\[' "$dir/quickstart-build.log") steps; waited for it $((SECONDS - start)) s)"
+}
 run_suite() { # build-dir [env...]: runs meson test, adds its Ok/Fail counts, fails on failure
 	local dir=$1; shift
-	local log="$dir/quickstart-test.log" rc=0
-	env "$@" meson test -C "$dir" --print-errorlogs --num-processes 2 --timeout-multiplier "$mult" \
-		"${skip[@]}" 2>&1 | tee "$log" || rc=1
+	local log="$dir/quickstart-test.log" rc=0 start=$SECONDS
+	echo "quickstart: testing $dir"
+	env "$@" meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 \
+		--timeout-multiplier "$mult" "${skip[@]}" 2>&1 | tee "$log" || rc=1
 	passed=$((passed + $(awk '/^Ok:/ {print $2}' "$log" | tail -1)))
 	failed=$((failed + $(awk '/^Fail:/ {print $2}' "$log" | tail -1)))
+	echo "quickstart: tests of $dir took $((SECONDS - start)) s"
 	[ $rc -eq 0 ] || { echo "tests: $passed passed, $failed failed"; exit 1; }
 }
 
@@ -93,12 +140,13 @@ run_suite build
 # The sanitizer builds run what a sanitizer can find something in: not the source checks
 # (format, layering, exports) nor the docs' commands, which the release build has just run.
 skip=(--no-suite check --no-suite doc)
-setup build-asan -Db_sanitize=address,undefined -Dbuildtype=debug -Db_lundef=false
+wait_built build-asan
 mult=4
 run_suite build-asan ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-setup build-tsan -Db_sanitize=thread -Dbuildtype=debug -Db_lundef=false
+wait_built build-tsan
 mult=6
 run_suite build-tsan "TSAN_OPTIONS=halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/config/tsan.supp"
-echo "quickstart: all tests passed (release, ASan+UBSan, TSan)"
+wait "$bg_pid" || true
+echo "quickstart: all tests passed (release, ASan+UBSan, TSan) in $((SECONDS - t0)) s"
 echo "tests: $passed passed, $failed failed"
