@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Peers "qpnpool" and "qpnpool-q": ours, mlx5_qpn_pool, called through its public API exactly
- * as an application calls it (through the PLT of libmlx5_qpn.so), with its checks on (the pool
- * always checks: double and foreign frees are refused). "qpnpool" has no quarantine;
+ * as an application calls it (the inline fast path of mlx5_qpn_pool.h, its slow paths through
+ * the PLT of libmlx5_qpn.so), with its checks on (the pool always checks: double and foreign
+ * frees are refused). "qpnpool" has no quarantine;
  * "qpnpool-q" keeps every released QPN for --quarantine-us before it can come back.
  */
 

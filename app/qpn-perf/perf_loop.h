@@ -15,7 +15,8 @@
  *   - `static uint32_t qpn(token)`.
  * PERF_PEER_LOOPS(Ops) instantiates the loops in the peer's own translation unit, so the
  * operations are inlined exactly as an application would get them from the peer's header (or
- * called through the PLT for a shared library, as ours is) and every peer pays the same loop.
+ * called through the PLT for a shared library's out-of-line part) and every peer pays the same
+ * loop.
  */
 
 #include <stdint.h>

@@ -422,7 +422,7 @@ static void
 on_thread_exit(void *arg)
 {
 	auto *tc = static_cast<ThreadCaches *>(arg);
-	std::lock_guard<std::mutex> g(g_reg_mutex);
+	std::lock_guard<std::recursive_mutex> g(g_reg_mutex);
 	for (uint32_t i = 0; i < tc->n; i++)
 		for (auto &e : g_registry)
 			if (e.pool == tc->b[i].pool && e.uid == tc->b[i].uid)
@@ -457,7 +457,7 @@ bind_cache(mlx5_qpn_pool *p)
 	if (tc.n == RTE_DIM(tc.b)) {
 		/* Full: drop the bindings of pools freed since (their cache went with the pool). Without
 		 * this, a thread that had used 8 pools never got a cache again. */
-		std::lock_guard<std::mutex> g(g_reg_mutex);
+		std::lock_guard<std::recursive_mutex> g(g_reg_mutex);
 		for (uint32_t i = 0; i < tc.n;)
 			if (!registry_alive(tc.b[i].pool, tc.b[i].uid))
 				tc.b[i] = tc.b[--tc.n];

@@ -129,7 +129,9 @@ bool heavy_barrier(bool other_process);
 
 /* ---- process-local registry: which pools are alive (for thread-exit flushes) ----------------- */
 
-extern std::mutex g_reg_mutex;
+/* Recursive: a thread that exits holds it (on_thread_exit) while release_cache() may rescue a
+ * remote queue, whose try_hold() asks my_proc(), which takes it too. */
+extern std::recursive_mutex g_reg_mutex;
 struct RegEntry {
 	mlx5_qpn_pool *pool;
 	uint64_t uid;

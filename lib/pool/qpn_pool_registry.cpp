@@ -11,7 +11,7 @@ using namespace qpn::detail;
 
 namespace qpn::detail {
 
-std::mutex g_reg_mutex;
+std::recursive_mutex g_reg_mutex;
 RegEntry g_registry[64];
 /* Pools freed by this process, most recent last (a ring): tells a stale thread binding from a
  * live pool that did not fit in the registry. */
@@ -22,7 +22,7 @@ static bool g_reg_overflow; /* some live pool is missing from g_registry */
 void
 registry_add(mlx5_qpn_pool *p)
 {
-	std::lock_guard<std::mutex> g(g_reg_mutex);
+	std::lock_guard<std::recursive_mutex> g(g_reg_mutex);
 	for (auto &e : g_registry)
 		if (e.pool == nullptr || e.pool == p) {
 			e = {p, p->uid, -1};
@@ -35,7 +35,7 @@ registry_add(mlx5_qpn_pool *p)
 void
 registry_del(mlx5_qpn_pool *p)
 {
-	std::lock_guard<std::mutex> g(g_reg_mutex);
+	std::lock_guard<std::recursive_mutex> g(g_reg_mutex);
 	for (auto &e : g_registry)
 		if (e.pool == p)
 			e = {nullptr, 0, -1};
@@ -63,7 +63,7 @@ int32_t
 my_proc(mlx5_qpn_pool *p)
 {
 	{
-		std::lock_guard<std::mutex> g(g_reg_mutex);
+		std::lock_guard<std::recursive_mutex> g(g_reg_mutex);
 		for (auto &e : g_registry)
 			if (e.pool == p && e.uid == p->uid) {
 				if (e.proc < 0)
