@@ -166,8 +166,12 @@ mlx5_qpn_pool_alloc_gen(struct mlx5_qpn_pool *pool, uint32_t *qpn, uint32_t *gen
 		return mlx5_qpn_pool_alloc_slow(pool, qpn, generation);
 	__atomic_store_n(&c->busy, 1, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* membarrier(2) on the thief's side */
+	/* The gate first: the chain is read only after it (acquire). A chain read before could be
+	 * one a thief emptied and let go of between the two reads. */
+	if (__builtin_expect(__atomic_load_n(&c->gate, __ATOMIC_ACQUIRE) != 0, 0))
+		goto slow;
 	n = __atomic_load_n(&c->ready.count, __ATOMIC_RELAXED);
-	if (__builtin_expect((__atomic_load_n(&c->gate, __ATOMIC_ACQUIRE) != 0) | (n == 0), 0))
+	if (__builtin_expect(n == 0, 0))
 		goto slow;
 	s = __atomic_load_n(&c->ready.head, __ATOMIC_RELAXED);
 	off = s - b->base;
@@ -238,12 +242,17 @@ mlx5_qpn_pool_free_inline(struct mlx5_qpn_pool *pool, uint32_t qpn, int check_ge
 	flip = b->flip;
 	__atomic_store_n(&c->busy, 1, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	/* The gate first, then the slot and the chain (see mlx5_qpn_pool_alloc_gen()). */
+	if (__builtin_expect(__atomic_load_n(&c->gate, __ATOMIC_ACQUIRE) != 0, 0)) {
+		__atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
+		return mlx5_qpn_pool_free_slow(pool, qpn, check_gen, generation);
+	}
 	w = __atomic_load_n(slot, __ATOMIC_RELAXED);
 	n = __atomic_load_n(&into->count, __ATOMIC_RELAXED);
 	/* Handed out by our cache (in use, published, naming it), of the generation asked for; and
 	 * no flush (full `ready`) or seal (`open` reaching a batch) due. Anything else, refusals
 	 * included, is decided by the slow path. */
-	if (__builtin_expect(__atomic_load_n(&c->gate, __ATOMIC_ACQUIRE) != 0 || n >= b->into_max ||
+	if (__builtin_expect(n >= b->into_max ||
 				     ((w ^ b->owned) << (64 - MLX5_QPN_POOL_SLOT_GEN_SHIFT)) != 0 ||
 				     (check_gen &&
 				      (uint32_t)(w >> MLX5_QPN_POOL_SLOT_GEN_SHIFT) !=
