@@ -31,7 +31,9 @@
  * nothing of the server but the fabric name and the device.
  *
  * Time: the CM gets mlx5_qpn_clock_ns(), the clock of the pool's quarantine, so "quarantine >=
- * timewait" compares like with like. Step latencies are TSC cycles (rte_rdtsc), the engines'.
+ * timewait" compares like with like; one system-wide clock, so a frame's send time (which the
+ * fabrics carry and the agents handle it at) means the same in both processes of --role. Step
+ * latencies are TSC cycles (rte_rdtsc), the engines'.
  */
 #include <algorithm>
 #include <cerrno>
@@ -308,12 +310,12 @@ emu_active_release(run_ctx *, unsigned, uint32_t)
 {
 }
 
-/* Poll the lcore's agent (its timers, then its frames) and take its events. */
+/* Poll the lcore's agent (its frames at their send times, then its timers: no tick first, see
+ * passive_round()) and take its events. */
 void
 take_events(client_node *node, std::vector<mini_ev> &evs)
 {
 	uint64_t now = mlx5_qpn_clock_ns();
-	mlx5_qpn_cm_tick(node->cm, now);
 	mlx5_qpn_cm_poll(node->cm, now);
 	mlx5_qpn_cm_event ev;
 	while (mlx5_qpn_cm_poll_event(node->cm, &ev) == 0)
@@ -393,8 +395,9 @@ passive_round(run_ctx *ctx, unsigned server, std::vector<qpn_conn_event> &out)
 	uint64_t now = mlx5_qpn_clock_ns();
 	for (unsigned i = server; i < g_emu.servers.size(); i += ctx->nb_servers) {
 		mlx5_qpn_cm *cm = g_emu.servers[i]->cm;
-		/* Tick first: a timewait that ended is gone before the next REQ is looked at. */
-		mlx5_qpn_cm_tick(cm, now);
+		/* No tick first: the poll handles each frame at its send time, after the timers
+		 * due by then, and ticks at now last. A tick at now first would end a timewait
+		 * before a REQ sent inside it was looked at (a stale REQ let through). */
 		if (mlx5_qpn_cm_poll(cm, now) < 0) {
 			out.push_back(
 				qpn_conn_event{.type = QPN_CONN_EV_ERROR, .node = i, .conn = ~0u});

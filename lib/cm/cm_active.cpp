@@ -101,6 +101,7 @@ mlx5_qpn_cm_connect(struct mlx5_qpn_cm *cm, uint64_t remote_guid, uint64_t servi
 	if (cm == nullptr || conn_id == nullptr || remote_guid == 0 ||
 	    local_qpn > MLX5_QPN_CM_QPN_MAX || !pd_ok(pd, pd_len, MLX5_QPN_CM_MSG_REQ))
 		return -EINVAL;
+	cm->now_ns = now_ns;
 	Conn *c = alloc_conn(cm);
 	if (c == nullptr)
 		return -ENOSPC;

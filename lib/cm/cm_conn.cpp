@@ -108,7 +108,7 @@ transmit(mlx5_qpn_cm *cm, uint64_t dst, const uint8_t *frame, uint16_t len)
 {
 	int rc;
 	if (cm->has_tp) {
-		rc = cm->tp.send(cm->tp.ctx, dst, frame, len);
+		rc = cm->tp.send(cm->tp.ctx, dst, frame, len, cm->now_ns);
 		if (rc > 0)
 			rc = 0;
 	} else {

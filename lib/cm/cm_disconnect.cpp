@@ -130,6 +130,7 @@ mlx5_qpn_cm_disconnect(struct mlx5_qpn_cm *cm, uint32_t conn_id, uint64_t now_ns
 		return rc;
 	if (c->state != MLX5_QPN_CM_STATE_ESTABLISHED)
 		return -EPERM;
+	cm->now_ns = now_ns;
 	send_dreq(cm, c, now_ns);
 	return 0;
 }

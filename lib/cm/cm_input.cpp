@@ -64,6 +64,7 @@ mlx5_qpn_cm_input(struct mlx5_qpn_cm *cm, const void *frame, size_t len, uint64_
 {
 	if (cm == nullptr || frame == nullptr)
 		return -EINVAL;
+	cm->now_ns = now_ns; /* the time the answers (REP, RTU, DREP, REJ) are sent at */
 	mlx5_qpn_cm_msg m;
 	int rc = mlx5_qpn_cm_msg_decode(frame, len, &m);
 	if (rc != 0) {
@@ -114,17 +115,21 @@ mlx5_qpn_cm_poll(struct mlx5_qpn_cm *cm, uint64_t now_ns)
 	for (int i = 0; i < n; i++) {
 		const mlx5_qpn_cm_frame &f = cm->rx_burst[i];
 		size_t len = std::min<size_t>(f.len, sizeof(f.data));
+		/* At the time it was sent, after the timers due by then (mlx5_qpn_cm_poll()'s
+		 * contract); a time behind the last tick fires nothing again. */
+		const uint64_t at = f.sent_ns != 0 ? f.sent_ns : now_ns;
+		mlx5_qpn_cm_tick(cm, at);
 		/* The transport knows the real sender: a frame claiming another GUID is dropped. */
 		if (len >= 16 && f.src_guid != 0) {
 			uint64_t claimed = 0;
 			for (int b = 0; b < 8; b++)
 				claimed = (claimed << 8) | f.data[8 + b];
 			if (claimed != f.src_guid) {
-				malformed(cm, -EACCES, len, now_ns);
+				malformed(cm, -EACCES, len, at);
 				continue;
 			}
 		}
-		mlx5_qpn_cm_input(cm, f.data, len, now_ns);
+		mlx5_qpn_cm_input(cm, f.data, len, at);
 	}
 	mlx5_qpn_cm_tick(cm, now_ns);
 	return n;

@@ -153,6 +153,8 @@ struct mlx5_qpn_cm {
 	uint64_t mal_burst_start;
 	uint64_t mal_suppressed;
 	bool ev_drop_logged;
+	/* The time of the call in progress: what the frames it sends are stamped with. */
+	uint64_t now_ns;
 	mlx5_qpn_cm_frame rx_burst[32];
 };
 

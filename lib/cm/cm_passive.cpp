@@ -96,6 +96,7 @@ mlx5_qpn_cm_accept(struct mlx5_qpn_cm *cm, uint32_t conn_id, uint32_t local_qpn,
 	Conn *c = conn_arg(cm, conn_id, &rc);
 	if (c == nullptr)
 		return rc;
+	cm->now_ns = now_ns;
 	if (c->state != MLX5_QPN_CM_STATE_REQ_RCVD)
 		return -EPERM;
 	mlx5_qpn_cm_msg m = base_msg(cm, MLX5_QPN_CM_MSG_REP, c);
@@ -121,6 +122,7 @@ mlx5_qpn_cm_reject(struct mlx5_qpn_cm *cm, uint32_t conn_id, uint16_t reason, co
 	Conn *c = conn_arg(cm, conn_id, &rc);
 	if (c == nullptr)
 		return rc;
+	cm->now_ns = now_ns;
 	if (c->state == MLX5_QPN_CM_STATE_REQ_RCVD) {
 		send_rej(cm, c, reason, MLX5_QPN_CM_REF_REQ, pd, pd_len);
 		free_conn(cm, c);
@@ -144,6 +146,7 @@ mlx5_qpn_cm_mra(struct mlx5_qpn_cm *cm, uint32_t conn_id, uint8_t service_timeou
 	Conn *c = conn_arg(cm, conn_id, &rc);
 	if (c == nullptr)
 		return rc;
+	cm->now_ns = now_ns;
 	if (c->state != MLX5_QPN_CM_STATE_REQ_RCVD)
 		return -EPERM;
 	mlx5_qpn_cm_msg m = base_msg(cm, MLX5_QPN_CM_MSG_MRA, c);

@@ -65,7 +65,7 @@
 namespace cm_impl::shm {
 
 constexpr uint32_t kMagic = 0x4d51434eu; /* "NCQM" in memory order: the fabric is ready */
-constexpr uint32_t kVersion = 2;         /* 2: ProcIds, user table, slot claims */
+constexpr uint32_t kVersion = 3; /* 2: ProcIds, user table, slot claims; 3: frame send times */
 inline constexpr const char *kPrefix = "/mlx5_qpn_cmfab_";
 constexpr unsigned kMaxUsers = 64; /* open handles, all processes */
 
@@ -151,6 +151,7 @@ struct alignas(64) FrameSlot {
 	std::atomic<uint64_t> claim; /* see claim_of() */
 	uint64_t src;
 	uint64_t dst;
+	uint64_t sent_ns; /* the sender's time (mlx5_qpn_cm_frame::sent_ns) */
 	uint16_t len;
 	uint8_t data[MLX5_QPN_CM_FRAME_MAX];
 };
@@ -191,7 +192,7 @@ bool alive_of(const AtomicProc &p);
 /* A new owner of node slot @p idx repairs the ring's tail (cm_shm_ring.cpp). */
 void repair_tail(mlx5_qpn_cm_shm_fabric *fab, unsigned idx);
 /* The transport hooks of an attached node (ctx: its Attachment). */
-int shm_send(void *ctx, uint64_t dst_guid, const void *frame, uint16_t len);
+int shm_send(void *ctx, uint64_t dst_guid, const void *frame, uint16_t len, uint64_t sent_ns);
 int shm_recv_burst(void *ctx, mlx5_qpn_cm_frame *frames, unsigned int n);
 /* Remove this process's directory entries of @p guid (cm_shm_directory.cpp). */
 void dir_withdraw(Header *h, uint64_t guid);

@@ -106,7 +106,7 @@ repair_tail(mlx5_qpn_cm_shm_fabric *fab, unsigned idx)
 }
 
 int
-shm_send(void *ctx, uint64_t dst_guid, const void *frame, uint16_t len)
+shm_send(void *ctx, uint64_t dst_guid, const void *frame, uint16_t len, uint64_t sent_ns)
 {
 	auto *self = static_cast<Attachment *>(ctx);
 	if (self == nullptr || frame == nullptr || len == 0 || len > MLX5_QPN_CM_FRAME_MAX)
@@ -175,6 +175,7 @@ shm_send(void *ctx, uint64_t dst_guid, const void *frame, uint16_t len)
 		cm_impl::shm_send_test_hook(2); /* slot claimed, frame not published */
 	s->src = self->guid;
 	s->dst = dst_guid;
+	s->sent_ns = sent_ns;
 	s->len = len;
 	std::memcpy(s->data, frame, len);
 	s->seq.store((pos & ~mask) + 1, std::memory_order_release);
@@ -218,6 +219,7 @@ shm_recv_burst(void *ctx, mlx5_qpn_cm_frame *frames, unsigned int n)
 			uint16_t len = s.len;
 			if (s.dst == self->guid && len != 0 && len <= MLX5_QPN_CM_FRAME_MAX) {
 				frames[got].src_guid = s.src;
+				frames[got].sent_ns = s.sent_ns;
 				frames[got].len = len;
 				std::memcpy(frames[got].data, s.data, len);
 				got++;

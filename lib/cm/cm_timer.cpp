@@ -56,6 +56,7 @@ mlx5_qpn_cm_tick(struct mlx5_qpn_cm *cm, uint64_t now_ns)
 {
 	if (cm == nullptr)
 		return -EINVAL;
+	cm->now_ns = now_ns; /* the time retransmissions and REJs are sent at */
 	int fired = 0;
 	uint32_t slot;
 	while ((slot = cm->timers.take_due(now_ns)) != TimerWheel::kNil) {

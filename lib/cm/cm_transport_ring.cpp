@@ -34,6 +34,7 @@ struct Slot {
 	 */
 	std::atomic<uint32_t> full;
 	uint64_t src;
+	uint64_t sent_ns;
 	uint16_t len;
 	uint8_t data[MLX5_QPN_CM_FRAME_MAX];
 };
@@ -70,7 +71,7 @@ find_node(mlx5_qpn_cm_fabric *fab, uint64_t guid)
 }
 
 int
-ring_send(void *ctx, uint64_t dst_guid, const void *frame, uint16_t len)
+ring_send(void *ctx, uint64_t dst_guid, const void *frame, uint16_t len, uint64_t sent_ns)
 {
 	auto *self = static_cast<Node *>(ctx);
 	mlx5_qpn_cm_fabric *fab = self->fab;
@@ -90,6 +91,7 @@ ring_send(void *ctx, uint64_t dst_guid, const void *frame, uint16_t len)
 	/* Pairs with the receiver's release below: the slot came back through the mempool. */
 	(void)s->full.load(std::memory_order_acquire);
 	s->src = self->guid;
+	s->sent_ns = sent_ns;
 	s->len = len;
 	std::memcpy(s->data, frame, len);
 	s->full.store(1, std::memory_order_release);
@@ -116,6 +118,7 @@ ring_recv_burst(void *ctx, mlx5_qpn_cm_frame *frames, unsigned int n)
 		while (s->full.load(std::memory_order_acquire) == 0)
 			rte_pause();
 		frames[i].src_guid = s->src;
+		frames[i].sent_ns = s->sent_ns;
 		frames[i].len = s->len;
 		std::memcpy(frames[i].data, s->data, s->len);
 		s->full.store(0, std::memory_order_release);

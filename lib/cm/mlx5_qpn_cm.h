@@ -218,7 +218,13 @@ const char *mlx5_qpn_cm_state_name(int state);
  * mlx5_qpn_cm_poll(). Frames are copied both ways; the hooks keep no pointer into the agent.
  */
 struct mlx5_qpn_cm_frame {
-	uint64_t src_guid;                   /**< Sender's node GUID (filled by the transport). */
+	uint64_t src_guid; /**< Sender's node GUID (filled by the transport). */
+	/**
+	 * When the sender sent it: the now_ns of the sender's call that emitted it (filled by the
+	 * transport from the send hook; 0: not known, the receiver's now_ns is used). The agents
+	 * of one fabric must share one monotonic clock (qpn-testpmd: mlx5_qpn_clock_ns()).
+	 */
+	uint64_t sent_ns;
 	uint16_t len;                        /**< Frame length. */
 	uint8_t data[MLX5_QPN_CM_FRAME_MAX]; /**< Frame bytes. */
 };
@@ -226,8 +232,13 @@ struct mlx5_qpn_cm_frame {
 /** How an agent sends and receives frames: a struct of hooks (ring fabric, shm fabric, ...). */
 struct mlx5_qpn_cm_transport {
 	void *ctx; /**< Passed to the hooks. */
-	/** Send a frame to node @p dst_guid; 0 or a negative errno (the frame is then lost). */
-	int (*send)(void *ctx, uint64_t dst_guid, const void *frame, uint16_t len);
+	/**
+	 * Send a frame to node @p dst_guid; 0 or a negative errno (the frame is then lost).
+	 * @p sent_ns is the now_ns of the agent's call that sends it: the transport hands it to
+	 * the receiver (mlx5_qpn_cm_frame::sent_ns).
+	 */
+	int (*send)(void *ctx, uint64_t dst_guid, const void *frame, uint16_t len,
+		    uint64_t sent_ns);
 	/** Receive up to @p n frames; returns how many (>= 0) or a negative errno. */
 	int (*recv_burst)(void *ctx, struct mlx5_qpn_cm_frame *frames, unsigned int n);
 };
@@ -341,7 +352,16 @@ int mlx5_qpn_cm_input(struct mlx5_qpn_cm *cm, const void *frame, size_t len, uin
 int mlx5_qpn_cm_tick(struct mlx5_qpn_cm *cm, uint64_t now_ns);
 
 /**
- * Receive up to one burst (32 frames) from the transport, process it, then tick.
+ * Receive up to one burst (32 frames) from the transport, process it, then tick at @p now_ns.
+ *
+ * Each frame is handled at the time it was sent (mlx5_qpn_cm_frame::sent_ns; @p now_ns when
+ * the transport does not know it), after the timers due by then: the model of a CM that handles
+ * a frame as it arrives on a fabric without latency, as the kernel's does whatever the
+ * application is doing. Why not at @p now_ns: a caller reads its clock before the poll, so a
+ * frame sent on another lcore after that read would be handled before it was sent (a REQ sent
+ * just after its pair's timewait ended would be refused as STALE_CONN); and a poll that comes
+ * late (its lcore descheduled) would start a timewait late, by as much as the lcore was away,
+ * which no kernel CM does (the peer's QPN then comes back "early" against it).
  * @return frames received (>= 0); -EINVAL; -ENOTSUP (no transport); a transport error.
  */
 int mlx5_qpn_cm_poll(struct mlx5_qpn_cm *cm, uint64_t now_ns);

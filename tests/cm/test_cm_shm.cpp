@@ -114,16 +114,16 @@ TEST(CmShm, RoundTripAndDrops)
 	for (unsigned i = 0; i < sizeof(frame); i++)
 		frame[i] = uint8_t(i * 7);
 	/* Unknown GUID: dropped, counted, not blocking. */
-	EXPECT_EQ(ta.send(ta.ctx, 0x99, frame, 10), -EHOSTUNREACH);
+	EXPECT_EQ(ta.send(ta.ctx, 0x99, frame, 10, 1), -EHOSTUNREACH);
 	EXPECT_EQ(mlx5_qpn_cm_shm_drops(fab), 1u);
-	EXPECT_EQ(ta.send(ta.ctx, kB, frame, 0), -EINVAL);
-	EXPECT_EQ(ta.send(ta.ctx, kB, frame, MLX5_QPN_CM_FRAME_MAX + 1), -EINVAL);
+	EXPECT_EQ(ta.send(ta.ctx, kB, frame, 0, 1), -EINVAL);
+	EXPECT_EQ(ta.send(ta.ctx, kB, frame, MLX5_QPN_CM_FRAME_MAX + 1, 1), -EINVAL);
 	/* A queue of 4 slots holds 4 frames; the fifth is a counted drop. */
 	for (uint16_t i = 0; i < 4; i++) {
 		frame[0] = uint8_t(i);
-		EXPECT_EQ(ta.send(ta.ctx, kB, frame, uint16_t(MLX5_QPN_CM_FRAME_MAX - i)), 0);
+		EXPECT_EQ(ta.send(ta.ctx, kB, frame, uint16_t(MLX5_QPN_CM_FRAME_MAX - i), 1), 0);
 	}
-	EXPECT_EQ(ta.send(ta.ctx, kB, frame, 8), -ENOBUFS);
+	EXPECT_EQ(ta.send(ta.ctx, kB, frame, 8, 1), -ENOBUFS);
 	EXPECT_EQ(mlx5_qpn_cm_shm_drops(fab), 2u);
 	mlx5_qpn_cm_frame got[8];
 	ASSERT_EQ(tb.recv_burst(tb.ctx, got, 3), 3);
@@ -136,7 +136,7 @@ TEST(CmShm, RoundTripAndDrops)
 	/* Wraps around: the ring keeps going after the first lap. */
 	for (unsigned lap = 0; lap < 10; lap++) {
 		frame[0] = uint8_t(100 + lap);
-		ASSERT_EQ(ta.send(ta.ctx, kB, frame, 4), 0);
+		ASSERT_EQ(ta.send(ta.ctx, kB, frame, 4, 1), 0);
 		ASSERT_EQ(tb.recv_burst(tb.ctx, got, 1), 1);
 	}
 	EXPECT_EQ(tb.recv_burst(tb.ctx, got, 8), 1);
@@ -147,12 +147,12 @@ TEST(CmShm, RoundTripAndDrops)
 	mlx5_qpn_cm_transport td;
 	EXPECT_EQ(mlx5_qpn_cm_shm_attach(fab, 0xD4, &td), -ENOSPC);
 	/* Frames left for a detached node are not delivered to the next owner of its slot. */
-	ASSERT_EQ(ta.send(ta.ctx, kC, frame, 4), 0);
+	ASSERT_EQ(ta.send(ta.ctx, kC, frame, 4, 1), 0);
 	ASSERT_EQ(mlx5_qpn_cm_shm_detach(fab, kC), 0);
 	EXPECT_EQ(mlx5_qpn_cm_shm_detach(fab, kC), -ENOENT);
-	EXPECT_EQ(tc.send(tc.ctx, kA, frame, 4), -ENOTCONN);
+	EXPECT_EQ(tc.send(tc.ctx, kA, frame, 4, 1), -ENOTCONN);
 	EXPECT_EQ(tc.recv_burst(tc.ctx, got, 8), -ENOTCONN);
-	EXPECT_EQ(ta.send(ta.ctx, kC, frame, 4), -EHOSTUNREACH);
+	EXPECT_EQ(ta.send(ta.ctx, kC, frame, 4, 1), -EHOSTUNREACH);
 	ASSERT_EQ(mlx5_qpn_cm_shm_attach(fab, 0xD4, &td), 0);
 	uint64_t drops = mlx5_qpn_cm_shm_drops(fab);
 	EXPECT_EQ(td.recv_burst(td.ctx, got, 8), 0);
@@ -191,14 +191,14 @@ TEST(CmShm, OpenArguments)
 	EXPECT_EQ(mlx5_qpn_cm_shm_attach(g, kC, &tc), -ENOSPC) << "creator's 2 nodes win";
 	uint8_t frame[4] = {9, 8, 7, 6};
 	for (int i = 0; i < 8; i++)
-		EXPECT_EQ(tb.send(tb.ctx, kA, frame, 4), 0);
-	EXPECT_EQ(tb.send(tb.ctx, kA, frame, 4), -ENOBUFS) << "creator's 8 slots win";
+		EXPECT_EQ(tb.send(tb.ctx, kA, frame, 4, 1), 0);
+	EXPECT_EQ(tb.send(tb.ctx, kA, frame, 4, 1), -ENOBUFS) << "creator's 8 slots win";
 	mlx5_qpn_cm_frame got[8];
 	EXPECT_EQ(ta.recv_burst(ta.ctx, got, 8), 8);
 	EXPECT_EQ(got[7].src_guid, kB);
 	mlx5_qpn_cm_shm_fabric_close(g);
 	/* Closing g detached kB. */
-	EXPECT_EQ(ta.send(ta.ctx, kB, frame, 4), -EHOSTUNREACH);
+	EXPECT_EQ(ta.send(ta.ctx, kB, frame, 4, 1), -EHOSTUNREACH);
 }
 
 TEST(CmShm, ServiceDirectory)
@@ -261,7 +261,7 @@ TEST(CmShm, ManySenderThreadsOneReceiver)
 				std::memcpy(f, &k, sizeof(k));
 				std::memcpy(f + 4, &i, sizeof(i));
 				/* A full queue is a drop; retry, the receiver drains concurrently. */
-				while (tx[i].send(tx[i].ctx, 0x100, f, sizeof(f)) != 0) {
+				while (tx[i].send(tx[i].ctx, 0x100, f, sizeof(f), 1) != 0) {
 					full.fetch_add(1, std::memory_order_relaxed);
 					std::this_thread::yield();
 				}
@@ -405,7 +405,7 @@ TEST(CmShm, KilledChildNodeReclaimed)
 	EXPECT_EQ(mlx5_qpn_cm_shm_attach(fab, kB, &tb), -EEXIST) << "owner alive";
 	EXPECT_EQ(mlx5_qpn_cm_shm_attach(fab, kC, &tc), -ENOSPC) << "both nodes in use";
 	uint8_t frame[4] = {1, 2, 3, 4};
-	EXPECT_EQ(ta.send(ta.ctx, kB, frame, 4), 0); /* queued for the child, never read */
+	EXPECT_EQ(ta.send(ta.ctx, kB, frame, 4, 1), 0); /* queued for the child, never read */
 	ASSERT_EQ(kill(pid, SIGKILL), 0);
 	int st;
 	ASSERT_EQ(waitpid(pid, &st, 0), pid);
@@ -416,8 +416,8 @@ TEST(CmShm, KilledChildNodeReclaimed)
 	uint64_t drops = mlx5_qpn_cm_shm_drops(fab);
 	EXPECT_EQ(tc.recv_burst(tc.ctx, got, 4), 0);
 	EXPECT_EQ(mlx5_qpn_cm_shm_drops(fab), drops + 1);
-	EXPECT_EQ(ta.send(ta.ctx, kB, frame, 4), -EHOSTUNREACH);
-	ASSERT_EQ(ta.send(ta.ctx, kC, frame, 4), 0);
+	EXPECT_EQ(ta.send(ta.ctx, kB, frame, 4, 1), -EHOSTUNREACH);
+	ASSERT_EQ(ta.send(ta.ctx, kC, frame, 4, 1), 0);
 	ASSERT_EQ(tc.recv_burst(tc.ctx, got, 4), 1);
 	EXPECT_EQ(got[0].src_guid, kA);
 	EXPECT_EQ(got[0].data[3], 4);

@@ -186,7 +186,7 @@ dead_sender(int stage)
 		g_hook_fd = pfd[1];
 		cm_impl::shm_send_test_hook = stop_here;
 		uint8_t frame[8] = {9};
-		tb.send(tb.ctx, kA, frame, 8);
+		tb.send(tb.ctx, kA, frame, 8, 1);
 		_exit(3); /* not reached */
 	}
 	char c = 0;
@@ -196,12 +196,12 @@ dead_sender(int stage)
 	ASSERT_EQ(waitpid(pid, nullptr, 0), pid);
 	uint64_t drops = mlx5_qpn_cm_shm_drops(fab);
 	uint8_t frame[8] = {7};
-	ASSERT_EQ(tc.send(tc.ctx, kA, frame, 8), 0);
+	ASSERT_EQ(tc.send(tc.ctx, kA, frame, 8, 1), 0);
 	EXPECT_TRUE(recv_from(ta, kC)) << "the queue stalled behind the dead sender";
 	EXPECT_EQ(mlx5_qpn_cm_shm_drops(fab), drops + 1);
 	/* And it keeps working: the ring wraps over the skipped slot. */
 	for (int i = 0; i < 10; i++) {
-		ASSERT_EQ(tc.send(tc.ctx, kA, frame, 8), 0);
+		ASSERT_EQ(tc.send(tc.ctx, kA, frame, 8, 1), 0);
 		ASSERT_TRUE(recv_from(ta, kC));
 	}
 	cm_impl::shm_stall_grace_ns = grace;
@@ -283,7 +283,7 @@ TEST(CmShmHostile, CorruptedHeaderAndRingIndices)
 			<< "offset " << c.first << " value " << c.second;
 		/* The live user cached its geometry at open: it keeps working. */
 		uint8_t fr[4] = {1};
-		EXPECT_EQ(ta.send(ta.ctx, kB, fr, 4), 0);
+		EXPECT_EQ(ta.send(ta.ctx, kB, fr, 4, 1), 0);
 		EXPECT_TRUE(recv_from(tb, kA));
 		std::memcpy(raw.p + c.first, &saved, 4);
 	}
@@ -301,7 +301,7 @@ TEST(CmShmHostile, CorruptedHeaderAndRingIndices)
 	for (int i = 0; i < 50; i++)
 		EXPECT_GE(tb.recv_burst(tb.ctx, fr, 8), 0); /* returns: never spins on it */
 	uint8_t f4[4] = {1};
-	int s = ta.send(ta.ctx, kB, f4, 4);
+	int s = ta.send(ta.ctx, kB, f4, 4, 1);
 	EXPECT_TRUE(s == 0 || s == -ENOBUFS || s == -EIO) << s;
 	cm_impl::shm_stall_grace_ns = grace;
 	std::memcpy(raw.p + node + 64, &head, 8);
@@ -331,7 +331,7 @@ TEST(CmShmHostile, RandomBytesNeverHangOrCrash)
 		mlx5_qpn_cm_frame fr[8];
 		EXPECT_GE(ta.recv_burst(ta.ctx, fr, 8), 0);
 		uint8_t f4[4] = {1};
-		ta.send(ta.ctx, kA, f4, 4);
+		ta.send(ta.ctx, kA, f4, 4, 1);
 		mlx5_qpn_cm_shm_service out[4];
 		EXPECT_GE(mlx5_qpn_cm_shm_lookup(fab, 1, out, 4), 0);
 	}
