@@ -8,7 +8,47 @@
 #include <cstring>
 #include <new>
 
+#include <sys/mman.h>
+
 namespace cm_impl {
+
+namespace {
+
+constexpr size_t kMapAbove = 256 * 1024; /* smaller tables: malloc */
+
+} // namespace
+
+void *
+table_alloc(size_t n, size_t size)
+{
+	if (size != 0 && n > SIZE_MAX / size)
+		return nullptr;
+	const size_t bytes = n * size;
+	if (bytes >= kMapAbove) {
+		void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		return p == MAP_FAILED ? nullptr : p; /* anonymous pages are zero */
+	}
+	void *p = std::malloc(bytes);
+	if (p == nullptr)
+		return nullptr;
+	std::memset(p, 0, bytes);
+	volatile unsigned char *v = static_cast<unsigned char *>(p);
+	for (size_t off = 0; off < bytes; off += 4096)
+		v[off] = 0; /* calloc (see the header) may have skipped the pages */
+	return p;
+}
+
+void
+table_free(void *p, size_t n, size_t size)
+{
+	if (p == nullptr)
+		return;
+	if (n * size >= kMapAbove)
+		munmap(p, n * size);
+	else
+		std::free(p);
+}
 
 bool
 KeyMap::init(uint32_t max_entries)
@@ -16,7 +56,7 @@ KeyMap::init(uint32_t max_entries)
 	uint32_t cap = 16;
 	while (cap < 2u * max_entries)
 		cap <<= 1;
-	ents_ = static_cast<Ent *>(zalloc_touched(cap, sizeof(Ent)));
+	ents_ = static_cast<Ent *>(table_alloc(cap, sizeof(Ent)));
 	if (ents_ == nullptr)
 		return false;
 	mask_ = cap - 1;
@@ -27,7 +67,7 @@ KeyMap::init(uint32_t max_entries)
 void
 KeyMap::fini()
 {
-	std::free(ents_);
+	table_free(ents_, size_t(mask_) + 1, sizeof(Ent));
 	ents_ = nullptr;
 	mask_ = 0;
 	count_ = 0;
@@ -97,7 +137,7 @@ template <typename T>
 bool
 Fifo<T>::init(uint32_t cap)
 {
-	items_ = static_cast<T *>(zalloc_touched(cap, sizeof(T)));
+	items_ = static_cast<T *>(table_alloc(cap, sizeof(T)));
 	if (items_ == nullptr)
 		return false;
 	cap_ = cap;
@@ -109,7 +149,7 @@ template <typename T>
 void
 Fifo<T>::fini()
 {
-	std::free(items_);
+	table_free(items_, cap_, sizeof(T));
 	items_ = nullptr;
 	cap_ = head_ = count_ = 0;
 }

@@ -24,7 +24,7 @@ TimerWheel::init(uint32_t capacity, uint64_t now_ns)
 	std::fill(head_, head_ + kSlots + 1, kNil);
 	std::fill(deadline_, deadline_ + capacity, uint64_t(0));
 	std::fill(where_, where_ + capacity, kNil);
-	/* Touch every page now, not on the data path (see zalloc_touched in cm_internal.h). */
+	/* Touch every page now, not on the data path (see table_alloc() in cm_internal.h). */
 	std::fill(next_, next_ + capacity, kNil);
 	std::fill(prev_, prev_ + capacity, kNil);
 	cap_ = capacity;
