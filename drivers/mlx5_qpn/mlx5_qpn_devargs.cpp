@@ -27,43 +27,18 @@
 #include "mlx5_qpn_backend.h"
 #include "mlx5_qpn_dev_log.h"
 #include "mlx5_qpn_devargs.h"
+#include "mlx5_qpn_text.h"
 
 namespace {
 
 using mlx5_qpn_dev_impl::DevargPairs;
+using mlx5_qpn_dev_impl::has_char;
+using mlx5_qpn_dev_impl::has_space_or_control;
+using mlx5_qpn_dev_impl::kShownSize;
+using mlx5_qpn_dev_impl::shown;
+using mlx5_qpn_dev_impl::Span;
+using mlx5_qpn_dev_impl::span;
 using mlx5_qpn_dev_impl::Text;
-
-/* A piece of the devargs text as written (not NUL-terminated). */
-struct Span {
-	const char *p;
-	size_t n;
-};
-
-Span
-span(const char *s)
-{
-	return {s, strlen(s)};
-}
-
-bool
-has_char(Span t, const char *set)
-{
-	for (size_t i = 0; i < t.n; i++)
-		if (strchr(set, t.p[i]) != nullptr)
-			return true;
-	return false;
-}
-
-bool
-has_space_or_control(Span t)
-{
-	for (size_t i = 0; i < t.n; i++) {
-		unsigned char ch = static_cast<unsigned char>(t.p[i]);
-		if (isspace(ch) || !isprint(ch))
-			return true;
-	}
-	return false;
-}
 
 #define U32(f, lo, hi)                                                                             \
 	{                                                                                          \
@@ -272,40 +247,6 @@ bad_name(Span v, bool bare)
 	}
 	return nullptr;
 }
-
-/* The text as the user wrote it, quoted and escaped if it holds anything but visible
- * characters, so that a space, a tab or an empty string can be seen in the log line. */
-const char *
-shown(Span t, Text &&q)
-{
-	bool plain = t.n != 0;
-	for (size_t i = 0; i < t.n; i++)
-		if (!isgraph(static_cast<unsigned char>(t.p[i])) || t.p[i] == '"')
-			plain = false;
-	if (plain)
-		return q.add(t.p, t.n).p;
-	q.add("\"");
-	for (size_t i = 0; i < t.n; i++) {
-		unsigned char ch = static_cast<unsigned char>(t.p[i]);
-		char buf[8];
-		if (ch == '"' || ch == '\\')
-			snprintf(buf, sizeof(buf), "\\%c", ch);
-		else if (isprint(ch))
-			snprintf(buf, sizeof(buf), "%c", ch);
-		else if (ch == '\t')
-			snprintf(buf, sizeof(buf), "\\t");
-		else
-			snprintf(buf, sizeof(buf), "\\x%02x", ch);
-		q.add(buf);
-	}
-	q.add("\"");
-	if (q.cut) /* only a backend's refusal of a text longer than any devargs */
-		memcpy(q.p + q.len - 3, "...", 3);
-	return q.p;
-}
-
-/* Room for the shown form of any piece of devargs: four characters per byte ("\x01"), quotes. */
-constexpr size_t kShownSize = 4 * MLX5_QPN_DEVARGS_MAX + 3;
 
 /* mlx5_qpn_devargs_check() in progress on this thread: the refusal goes to its buffer instead
  * of the log (an application that checks first prints the reason in its own words). */
@@ -594,7 +535,7 @@ mlx5_qpn_devargs_parse(const char *devargs, struct mlx5_qpn_devargs *da)
 		snprintf(why, sizeof(why), "longer than %d characters (MLX5_QPN_DEVARGS_MAX)",
 			 MLX5_QPN_DEVARGS_MAX);
 		emit(head, why);
-		return -E2BIG;
+		return -EINVAL; /* as every bad devargs (the contract of mlx5_qpn_devargs_check()) */
 	}
 	if (s.n == 0)
 		return refuse_text(s, no_device("no device", Text(why, sizeof(why))));

@@ -27,7 +27,8 @@ extern "C" {
 /**
  * The longest devargs string, in characters (the terminating NUL not counted). It is what the
  * multi-process info memzone keeps of the primary's devargs, and it bounds every buffer the
- * parser uses, so that parsing allocates nothing: longer devargs are refused with -E2BIG.
+ * parser uses, so that parsing allocates nothing: longer devargs are refused (-EINVAL, as any
+ * bad devargs: the contract of mlx5_qpn_dev_probe() and mlx5_qpn_devargs_check()).
  */
 #define MLX5_QPN_DEVARGS_MAX 1023
 
@@ -72,8 +73,8 @@ struct mlx5_qpn_devargs {
  *
  * @return 0; -EINVAL for a malformed list (empty pair, bare key, "k==v", empty key or value,
  *         whitespace, a [list]), an unknown or duplicate key, a bad or out-of-range value or a bad
- *         device name: one log line names the offending text as written; -E2BIG for devargs
- *         longer than MLX5_QPN_DEVARGS_MAX characters (one log line).
+ *         device name: one log line names the offending text as written; devargs longer than
+ *         MLX5_QPN_DEVARGS_MAX characters (one log line naming their start).
  */
 int mlx5_qpn_devargs_parse(const char *devargs, struct mlx5_qpn_devargs *da);
 
@@ -81,30 +82,6 @@ int mlx5_qpn_devargs_parse(const char *devargs, struct mlx5_qpn_devargs *da);
 }
 
 namespace mlx5_qpn_dev_impl {
-
-/* Appends what fits into a caller's buffer, always NUL-terminated; `cut` says something did not
- * fit (the caller refuses rather than use a truncated text). */
-struct Text {
-	char *p;
-	size_t size; /* > 0 */
-	size_t len = 0;
-	bool cut = false;
-
-	Text(char *buf, size_t n) : p(buf), size(n) { p[0] = '\0'; }
-	Text &add(const char *s, size_t n)
-	{
-		size_t room = size - 1 - len;
-		if (n > room) {
-			n = room;
-			cut = true;
-		}
-		memcpy(p + len, s, n);
-		len += n;
-		p[len] = '\0';
-		return *this;
-	}
-	Text &add(const char *s) { return add(s, strlen(s)); }
-};
 
 /* A key=value list that passed the grammar check, copied and split in place into "k\0v\0k\0v":
  * the pairs as the parser saw them, without rte_kvargs (which allocates). */

@@ -19,6 +19,7 @@
 #include "mlx5_qpn_backend.h"
 #include "mlx5_qpn_dev_log.h"
 #include "mlx5_qpn_mp.h"
+#include "mlx5_qpn_text.h"
 #include "qpn_shm.h"
 
 namespace {
