@@ -14,7 +14,9 @@
 #  4. layering     the include direction by grep (devtools/check-layering.sh) and as the build
 #                  enforces it, by compile probes (devtools/check-probe.sh; needs BUILD_DIR);
 #  5. dialect      no atomic builtins (C++ atomics only) and no rte_log call outside the one log
-#                  macro family in lib/ and drivers/.
+#                  macro family in lib/ and drivers/;
+#  6. nothrow      no allocation that can throw in lib/ and drivers/: no std::string, std::vector,
+#                  std::map, ... and no plain `new` (new (std::nothrow), malloc, NtVec instead).
 # SOURCE_DIR defaults to this script's tree, BUILD_DIR to SOURCE_DIR/build (parts needing it are
 # skipped when it is not a configured build). --no-format or QPN_CHECK_FORMAT=0 skips part 1,
 # --no-library part 3 (a sanitizer build's library cannot be linked without its runtime).
@@ -27,7 +29,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--no-format) do_format=0 ;;
 	--no-library) do_library=0 ;;
-	-h|--help) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "check: unknown option $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
@@ -129,6 +131,42 @@ check_dialect() {
 	return $bad
 }
 
+# No allocation that can throw in the library (doc/guides/contributing.md §3): it is built with
+# -fno-exceptions, where a failed std::string, std::vector, ... or plain `new` is std::terminate,
+# an abort on a path whose C API promises -ENOMEM. Containers, their helpers and `new T` without
+# (std::nothrow) are refused in lib/ and drivers/; placement new (`new (mem) T`) allocates nothing
+# and passes. Comments and string literals are blanked first (lines kept), so prose may say "new".
+check_nothrow() {
+	local hits
+	hits=$(cd "$src" && git ls-files -- 'lib/*.h' 'lib/*.cpp' 'drivers/*.h' 'drivers/*.cpp' |
+		xargs perl -e '
+my $types = qr/string|wstring|basic_string|vector|map|multimap|set|multiset|unordered_map|
+	unordered_multimap|unordered_set|unordered_multiset|list|forward_list|deque|function|
+	make_unique|make_shared|to_string/x;
+for my $f (@ARGV) {
+	open(my $fh, "<", $f) or next;
+	local $/;
+	my $text = <$fh>;
+	# Blank comments and string and character literals, keeping the line breaks.
+	$text =~ s{//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\x27(?:\\.|[^\x27\\\n])*\x27}
+		{ (my $m = $&) =~ s/[^\n]/ /g; $m }gse;
+	my $n = 0;
+	for my $line (split /\n/, $text) {
+		$n++;
+		if ($line =~ /\bstd::($types)\b/) {
+			print "check: std::$1 can throw (use a fixed buffer, malloc or NtVec): $f:$n\n";
+		} elsif ($line =~ /(?<![\w.>])new\s+(?:[A-Za-z_:])/) {
+			print "check: plain new can throw (use new (std::nothrow) or malloc): $f:$n\n";
+		}
+	}
+}' || true)
+	if [ -n "$hits" ]; then
+		echo "$hits"
+		return 1
+	fi
+	echo "check: nothrow OK (no container or plain new in lib/ and drivers/)"
+}
+
 have_build() { [ -f "$build/meson-info/intro-targets.json" ]; }
 
 if [ "$do_format" = 1 ]; then
@@ -138,6 +176,7 @@ else
 fi
 run_part editorconfig check_editorconfig
 run_part dialect check_dialect
+run_part nothrow check_nothrow
 if [ $do_library -eq 1 ] && have_build; then
 	run_part library "$here/check-library.sh" "$src" "$build"
 else

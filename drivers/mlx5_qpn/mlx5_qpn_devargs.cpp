@@ -1,33 +1,44 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Devargs: "sim0,key=value,..." or "ib=mlx5_0,key=value,...". The grammar is checked on the text
- * as written (check_syntax()), then rte_kvargs splits the list; the allow-list, names, numbers and
- * ranges are checked here so that every refusal names the offending text, as the user wrote it,
- * in one log line (rte_kvargs_parse() with a key list only says no, and its tokenizer rewrites
- * some malformed pairs before we could see them).
+ * as written (check_syntax()), then the list is split in place (DevargPairs: rte_kvargs_parse()
+ * would allocate, with a key list only says no, and its tokenizer rewrites some malformed pairs
+ * before we could see them); the allow-list, names, numbers and ranges are checked here so that
+ * every refusal names the offending text, as the user wrote it, in one log line.
  *
  * The generic layer knows only the keys every backend takes. The device name picks a backend
  * from the registry (mlx5_qpn_backend.h), whose own key table, defaults and cross-key checks
  * fill and judge mlx5_qpn_devargs.be_args; a key that only another backend takes is refused
  * naming that backend.
+ *
+ * Nothing here allocates (the library promises -ENOMEM, never an abort, and a parse has no
+ * reason to fail for memory): the text is at most MLX5_QPN_DEVARGS_MAX characters, and every
+ * buffer is sized from that bound, filled with snprintf() or Text (which says when it cut).
  */
 #include <cerrno>
 #include <cctype>
 #include <cinttypes>
 #include <cstdlib>
 #include <cstring>
-#include <string>
-#include <vector>
 
 #include <rte_common.h>
-#include <rte_kvargs.h>
 #include <rte_log.h>
 
 #include "mlx5_qpn_backend.h"
 #include "mlx5_qpn_dev_log.h"
 #include "mlx5_qpn_devargs.h"
+#include "mlx5_qpn_text.h"
 
 namespace {
+
+using mlx5_qpn_dev_impl::DevargPairs;
+using mlx5_qpn_dev_impl::has_char;
+using mlx5_qpn_dev_impl::has_space_or_control;
+using mlx5_qpn_dev_impl::kShownSize;
+using mlx5_qpn_dev_impl::shown;
+using mlx5_qpn_dev_impl::Span;
+using mlx5_qpn_dev_impl::span;
+using mlx5_qpn_dev_impl::Text;
 
 #define U32(f, lo, hi)                                                                             \
 	{                                                                                          \
@@ -95,21 +106,24 @@ owner_of(const char *k, const mlx5_qpn_backend_desc *prefer)
 	return o;
 }
 
-/* "expected simN or ib=NAME": the ways the registered backends name a device. */
-std::string
-expected_device()
+/* "<what> (expected simN or ib=NAME)": the ways the registered backends name a device. */
+const char *
+no_device(const char *what, Text &&s)
 {
-	std::string s;
+	s.add(what).add(" (");
+	size_t start = s.len;
 	const mlx5_qpn_backend_desc *be;
 	for (int pass = 0; pass < 2; pass++)
 		for (unsigned i = 0; (be = mlx5_qpn_backend_at(i)) != nullptr; i++) {
 			const char *way = pass == 0 ? be->name_prefix : be->name_key;
 			if (way == nullptr)
 				continue;
-			s += s.empty() ? "expected " : " or ";
-			s += std::string(way) + (pass == 0 ? "N" : "=NAME");
+			s.add(s.len == start ? "expected " : " or ");
+			s.add(way).add(pass == 0 ? "N" : "=NAME");
 		}
-	return s.empty() ? "no backend is registered" : s;
+	if (s.len == start)
+		s.add("no backend is registered");
+	return s.add(")").p;
 }
 
 /*
@@ -160,14 +174,15 @@ all_hex(const char *s, size_t len, size_t maxlen)
 bool
 parse_guid(const char *v, uint64_t *out)
 {
-	std::string hex;
+	char buf[17];
+	Text hex(buf, sizeof(buf));
 	const char *s = v;
 	if (strchr(s, ':') == nullptr) {
 		if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
 			s += 2;
 		if (!all_hex(s, strlen(s), 16))
 			return false;
-		hex = s;
+		hex.add(s);
 	} else {
 		size_t group = strlen(s) == 19 ? 4 : 2;
 		size_t groups = group == 4 ? 4 : 8;
@@ -177,10 +192,10 @@ parse_guid(const char *v, uint64_t *out)
 			const char *p = s + g * (group + 1);
 			if (!all_hex(p, group, group) || (g + 1 < groups && p[group] != ':'))
 				return false;
-			hex.append(p, group);
+			hex.add(p, group);
 		}
 	}
-	*out = strtoull(hex.c_str(), nullptr, 16);
+	*out = strtoull(hex.p, nullptr, 16);
 	return true;
 }
 
@@ -218,14 +233,14 @@ valid_cores(const char *v, size_t size)
  * by key (an ibv device name) is letters, digits, '_', '-' and '.'. Both shorter than
  * MLX5_QPN_DEV_NAMESIZE. */
 const char *
-bad_name(const char *v, bool bare)
+bad_name(Span v, bool bare)
 {
-	if (*v == '\0')
+	if (v.n == 0)
 		return "empty device name";
-	if (strlen(v) >= MLX5_QPN_DEV_NAMESIZE)
+	if (v.n >= MLX5_QPN_DEV_NAMESIZE)
 		return "name too long (at most 31 characters)";
-	for (const char *s = v; *s; s++) {
-		unsigned char ch = static_cast<unsigned char>(*s);
+	for (size_t i = 0; i < v.n; i++) {
+		unsigned char ch = static_cast<unsigned char>(v.p[i]);
 		if (!isalnum(ch) && ch != '_' && (bare || (ch != '-' && ch != '.')))
 			return bare ? "name may hold letters, digits and _" :
 				      "name may hold letters, digits, _, - and .";
@@ -233,112 +248,118 @@ bad_name(const char *v, bool bare)
 	return nullptr;
 }
 
-/* The text as the user wrote it, quoted and escaped if it holds anything but visible
- * characters, so that a space, a tab or an empty string can be seen in the log line. */
-std::string
-shown(const std::string &t)
-{
-	bool plain = !t.empty();
-	for (unsigned char ch : t)
-		if (!isgraph(ch) || ch == '"')
-			plain = false;
-	if (plain)
-		return t;
-	std::string q = "\"";
-	for (unsigned char ch : t) {
-		char buf[8];
-		if (ch == '"' || ch == '\\')
-			snprintf(buf, sizeof(buf), "\\%c", ch);
-		else if (isprint(ch))
-			snprintf(buf, sizeof(buf), "%c", ch);
-		else if (ch == '\t')
-			snprintf(buf, sizeof(buf), "\\t");
-		else
-			snprintf(buf, sizeof(buf), "\\x%02x", ch);
-		q += buf;
-	}
-	return q + "\"";
-}
-
 /* mlx5_qpn_devargs_check() in progress on this thread: the refusal goes to its buffer instead
  * of the log (an application that checks first prints the reason in its own words). */
 thread_local char *t_why;
 thread_local size_t t_why_len;
 
-/* One refusal: one log line naming the text as written. */
-int
-refuse_text(const std::string &text, const char *why)
+/* One refusal: one log line naming the text (already shown). */
+void
+emit(const char *text, const char *why)
 {
 	if (t_why != nullptr)
-		snprintf(t_why, t_why_len, "bad devarg %s: %s", shown(text).c_str(), why);
+		snprintf(t_why, t_why_len, "bad devarg %s: %s", text, why);
 	else
-		DEV_LOG(ERR, "bad devarg %s: %s", shown(text).c_str(), why);
+		DEV_LOG(ERR, "bad devarg %s: %s", text, why);
+}
+
+/* One refusal: one log line naming the text as written. */
+int
+refuse_text(Span text, const char *why)
+{
+	char buf[kShownSize];
+	emit(shown(text, Text(buf, sizeof(buf))), why);
 	return -EINVAL;
 }
 
 int
 refuse(const char *key, const char *value, const char *why)
 {
-	return refuse_text(std::string(key) + "=" + (value != nullptr ? value : ""), why);
+	char buf[2 * (MLX5_QPN_DEVARGS_MAX + 1)];
+	Text kv(buf, sizeof(buf));
+	kv.add(key).add("=").add(value != nullptr ? value : "");
+	return refuse_text({kv.p, kv.len}, why);
+}
+
+/* The key of a pair that passed the checks of check_syntax() (holds one '='). */
+Span
+key_of(Span pair)
+{
+	return {pair.p, size_t(static_cast<const char *>(memchr(pair.p, '=', pair.n)) - pair.p)};
+}
+
+/* Was key given by a pair of list[0, end) (pairs already checked)? */
+bool
+key_before(Span list, size_t end, Span key)
+{
+	for (size_t at = 0; at < end;) {
+		const char *comma = static_cast<const char *>(memchr(list.p + at, ',', end - at));
+		size_t stop = comma != nullptr ? size_t(comma - list.p) : end;
+		Span k = key_of({list.p + at, stop - at});
+		if (k.n == key.n && memcmp(k.p, key.p, k.n) == 0)
+			return true;
+		at = stop + 1;
+	}
+	return false;
 }
 
 /*
- * The grammar, checked on the text as the user wrote it before rte_kvargs splits it (the
- * kvargs tokenizer skips empty pairs and leading '=', so "k==v" would reach us as "k" and "=v"
- * and ",=5" as a key "5"): pairs separated by single commas; each pair is KEY=VALUE with exactly
+ * The grammar, checked on the text as the user wrote it before it is split (a tokenizer such as
+ * rte_kvargs' skips empty pairs and leading '=', so "k==v" would reach us as "k" and "=v" and
+ * ",=5" as a key "5"): pairs separated by single commas; each pair is KEY=VALUE with exactly
  * one '=', a non-empty key from the allow-list and a non-empty value; no whitespace or control
  * character anywhere; no DPDK "[a,b]" list; no key twice. Refusals name the pair (or, for an empty
  * pair, the whole string) as written.
  */
 int
-check_syntax(const std::string &all, const std::string &list)
+check_syntax(Span all, Span list)
 {
-	if (list.empty())
+	if (list.n == 0)
 		return 0;
-	if (list.front() == ',')
+	if (list.p[0] == ',')
 		return refuse_text(all, "empty pair (a leading or doubled ',')");
-	if (list.back() == ',')
+	if (list.p[list.n - 1] == ',')
 		return refuse_text(all, "empty pair (a trailing ',')");
-	std::vector<std::string> keys;
 	size_t at = 0;
-	while (at <= list.size()) {
-		size_t comma = list.find(',', at);
-		std::string pair = list.substr(at, comma == std::string::npos ? std::string::npos :
-										comma - at);
-		if (pair.empty())
+	while (at <= list.n) {
+		const char *comma =
+			static_cast<const char *>(memchr(list.p + at, ',', list.n - at));
+		Span pair = {list.p + at,
+			     (comma != nullptr ? size_t(comma - list.p) : list.n) - at};
+		if (pair.n == 0)
 			return refuse_text(all, "empty pair (a doubled ',')");
-		for (unsigned char ch : pair)
-			if (isspace(ch) || !isprint(ch))
-				return refuse_text(pair, "whitespace or control character (devargs "
-							 "take none)");
-		if (pair.find_first_of("[]") != std::string::npos) {
+		if (has_space_or_control(pair))
+			return refuse_text(pair, "whitespace or control character (devargs "
+						 "take none)");
+		if (has_char(pair, "[]")) {
 			/* DPDK's "key=[a,b]" list: name the whole list, not its pieces. */
-			size_t close = list.find(']', at);
+			const char *close =
+				static_cast<const char *>(memchr(list.p + at, ']', list.n - at));
 			return refuse_text(
-				list.substr(at, close == std::string::npos ? std::string::npos :
-									     close + 1 - at),
+				{list.p + at,
+				 (close != nullptr ? size_t(close + 1 - list.p) : list.n) - at},
 				"a [list] value (none of these keys takes one; cores: use "
 				"0-3 or 0:2:4)");
 		}
-		size_t eq = pair.find('=');
-		if (eq == std::string::npos)
+		const char *eq = static_cast<const char *>(memchr(pair.p, '=', pair.n));
+		if (eq == nullptr)
 			return refuse_text(pair, "bare key (expected key=value)");
-		if (eq == 0)
+		if (eq == pair.p)
 			return refuse_text(pair, "empty key");
-		if (pair.find('=', eq + 1) != std::string::npos)
+		if (memchr(eq + 1, '=', size_t(pair.p + pair.n - eq - 1)) != nullptr)
 			return refuse_text(pair, "more than one '=' (expected key=value)");
-		if (eq + 1 == pair.size())
+		if (eq + 1 == pair.p + pair.n)
 			return refuse_text(pair, "empty value");
-		std::string key = pair.substr(0, eq);
-		if (owner_of(key.c_str(), nullptr).what == Owner::kNone)
+		Span key = {pair.p, size_t(eq - pair.p)};
+		char kbuf[MLX5_QPN_DEVARGS_MAX + 1];
+		snprintf(kbuf, sizeof(kbuf), "%.*s", int(key.n), key.p);
+		if (owner_of(kbuf, nullptr).what == Owner::kNone)
 			return refuse_text(pair, "unknown key");
-		for (const auto &k : keys)
-			if (k == key)
-				return refuse_text(pair, "duplicate key");
-		keys.push_back(key);
-		if (comma == std::string::npos)
+		if (key_before(list, at, key))
+			return refuse_text(pair, "duplicate key");
+		if (comma == nullptr)
 			break;
-		at = comma + 1;
+		at = size_t(comma - list.p) + 1;
 	}
 	return 0;
 }
@@ -357,12 +378,12 @@ set_defaults(mlx5_qpn_devargs *da)
 
 /* The backend whose name prefix a bare leading token carries. */
 const mlx5_qpn_backend_desc *
-backend_of_prefix(const std::string &first)
+backend_of_prefix(Span first)
 {
 	const mlx5_qpn_backend_desc *be;
 	for (unsigned i = 0; (be = mlx5_qpn_backend_at(i)) != nullptr; i++)
-		if (be->name_prefix != nullptr &&
-		    first.compare(0, strlen(be->name_prefix), be->name_prefix) == 0)
+		if (be->name_prefix != nullptr && first.n >= strlen(be->name_prefix) &&
+		    memcmp(first.p, be->name_prefix, strlen(be->name_prefix)) == 0)
 			return be;
 	return nullptr;
 }
@@ -379,25 +400,24 @@ choose_backend(mlx5_qpn_devargs *da, const mlx5_qpn_backend_desc *be)
  * da->be_args; another backend's key is read into scratch (a bad value is refused as such)
  * and refused afterwards, naming who takes it. */
 int
-parse_pairs(const std::string &rest, mlx5_qpn_devargs *da, bool have_name)
+parse_pairs(Span rest, mlx5_qpn_devargs *da, bool have_name)
 {
-	/* Syntax checked: kvargs splits it into exactly the pairs check_syntax() saw. */
-	struct rte_kvargs *kv = rte_kvargs_parse(rest.c_str(), nullptr);
-	if (kv == nullptr)
+	/* Syntax checked: split into exactly the pairs check_syntax() saw. */
+	DevargPairs kv;
+	if (!kv.init(rest.p, rest.n))
 		return refuse_text(rest, "not a key=value list");
 	int rc = 0;
+	const char *k, *v;
 	/* A device named by a key (ib=NAME, possibly after other keys): its backend's defaults
 	 * and keys apply to every pair. */
-	for (unsigned i = 0; i < kv->count && da->backend == nullptr; i++) {
-		Owner o = owner_of(kv->pairs[i].key, nullptr);
+	for (size_t at = 0; da->backend == nullptr && (k = kv.next(&at, &v)) != nullptr;) {
+		Owner o = owner_of(k, nullptr);
 		if (o.what == Owner::kName)
 			choose_backend(da, o.be);
 	}
-	for (unsigned i = 0; i < kv->count && rc == 0; i++) {
-		const char *k = kv->pairs[i].key;
-		const char *v = kv->pairs[i].value; /* NULL for a bare key in DPDK 22.11 */
-		if (v == nullptr || *v == '\0') {
-			rc = refuse_text(k, "bare key (expected key=value)");
+	for (size_t at = 0; rc == 0 && (k = kv.next(&at, &v)) != nullptr;) {
+		if (*v == '\0') {
+			rc = refuse_text(span(k), "bare key (expected key=value)");
 			break;
 		}
 		Owner o = owner_of(k, da->backend);
@@ -408,7 +428,7 @@ parse_pairs(const std::string &rest, mlx5_qpn_devargs *da, bool have_name)
 		case Owner::kName:
 			if (have_name || o.be != da->backend) {
 				rc = refuse(k, v, "device named twice");
-			} else if (const char *why = bad_name(v, false)) {
+			} else if (const char *why = bad_name(span(v), false)) {
 				rc = refuse(k, v, why);
 			} else {
 				snprintf(da->name, sizeof(da->name), "%s", v);
@@ -439,14 +459,15 @@ parse_pairs(const std::string &rest, mlx5_qpn_devargs *da, bool have_name)
 		}
 	}
 	/* Keys that only another backend takes (the emulated device's with ib=). */
-	for (unsigned i = 0; i < kv->count && rc == 0 && da->backend != nullptr; i++) {
-		Owner o = owner_of(kv->pairs[i].key, da->backend);
-		if (o.what == Owner::kBackend && o.be != da->backend)
-			rc = refuse(kv->pairs[i].key, kv->pairs[i].value,
-				    (std::string("only ") + o.be->owner + " takes this key")
-					    .c_str());
+	for (size_t at = 0;
+	     rc == 0 && da->backend != nullptr && (k = kv.next(&at, &v)) != nullptr;) {
+		Owner o = owner_of(k, da->backend);
+		if (o.what == Owner::kBackend && o.be != da->backend) {
+			char why[128];
+			snprintf(why, sizeof(why), "only %s takes this key", o.be->owner);
+			rc = refuse(k, v, why);
+		}
 	}
-	rte_kvargs_free(kv);
 	if (rc == 0 && !have_name)
 		rc = 1;
 	return rc;
@@ -506,40 +527,48 @@ mlx5_qpn_devargs_parse(const char *devargs, struct mlx5_qpn_devargs *da)
 	if (devargs == nullptr || da == nullptr)
 		return -EINVAL;
 	set_defaults(da);
-	std::string s(devargs);
-	if (s.empty())
-		return refuse_text(s, ("no device (" + expected_device() + ")").c_str());
+	char why[256];
+	Span s = {devargs, strnlen(devargs, MLX5_QPN_DEVARGS_MAX + 1)};
+	if (s.n > MLX5_QPN_DEVARGS_MAX) {
+		char head[48];
+		snprintf(head, sizeof(head), "%.32s...", devargs);
+		snprintf(why, sizeof(why), "longer than %d characters (MLX5_QPN_DEVARGS_MAX)",
+			 MLX5_QPN_DEVARGS_MAX);
+		emit(head, why);
+		return -EINVAL; /* as every bad devargs (the contract of mlx5_qpn_devargs_check()) */
+	}
+	if (s.n == 0)
+		return refuse_text(s, no_device("no device", Text(why, sizeof(why))));
 	/* The leading token is either a bare device name or a pair (ib=NAME or another key: the
 	 * naming key may come later). */
-	size_t comma = s.find(',');
-	std::string first = s.substr(0, comma);
-	std::string rest = s;
+	const char *comma = static_cast<const char *>(memchr(s.p, ',', s.n));
+	Span first = {s.p, comma != nullptr ? size_t(comma - s.p) : s.n};
+	Span rest = s;
 	bool have_name = false;
-	if (first.find('=') == std::string::npos && !first.empty()) {
-		for (unsigned char ch : first)
-			if (isspace(ch) || !isprint(ch))
-				return refuse_text(
-					first,
-					"whitespace or control character (devargs take none)");
+	if (memchr(first.p, '=', first.n) == nullptr && first.n != 0) {
+		if (has_space_or_control(first))
+			return refuse_text(first,
+					   "whitespace or control character (devargs take none)");
 		const mlx5_qpn_backend_desc *be = backend_of_prefix(first);
 		if (be == nullptr)
 			return refuse_text(first,
-					   ("unknown device (" + expected_device() + ")").c_str());
-		if (const char *why = bad_name(first.c_str(), true))
-			return refuse_text(first, why);
-		snprintf(da->name, sizeof(da->name), "%s", first.c_str());
+					   no_device("unknown device", Text(why, sizeof(why))));
+		if (const char *bad = bad_name(first, true))
+			return refuse_text(first, bad);
+		snprintf(da->name, sizeof(da->name), "%.*s", int(first.n), first.p);
 		have_name = true;
 		choose_backend(da, be);
-		rest = comma == std::string::npos ? "" : s.substr(comma + 1);
-		if (comma != std::string::npos && rest.empty())
+		rest = comma == nullptr ? Span{"", 0} :
+					  Span{comma + 1, size_t(s.p + s.n - comma - 1)};
+		if (comma != nullptr && rest.n == 0)
 			return refuse_text(s, "empty pair (a trailing ',')");
 	}
 	int rc = check_syntax(s, rest);
 	if (rc != 0)
 		return rc;
-	rc = rest.empty() ? (have_name ? 0 : 1) : parse_pairs(rest, da, have_name);
+	rc = rest.n == 0 ? (have_name ? 0 : 1) : parse_pairs(rest, da, have_name);
 	if (rc == 1)
-		return refuse_text(s, ("no device (" + expected_device() + ")").c_str());
+		return refuse_text(s, no_device("no device", Text(why, sizeof(why))));
 	if (rc != 0)
 		return rc;
 	if (da->backend->args_check != nullptr && (rc = da->backend->args_check(da->be_args)) != 0)

@@ -14,13 +14,23 @@
  * checked against the allow-list (the generic keys and the chosen backend's own); see doc/guides/driver.md §3 for the keys and every refusal.
  */
 
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define MLX5_QPN_DEV_NAMESIZE 32
+
+/**
+ * The longest devargs string, in characters (the terminating NUL not counted). It is what the
+ * multi-process info memzone keeps of the primary's devargs, and it bounds every buffer the
+ * parser uses, so that parsing allocates nothing: longer devargs are refused (-EINVAL, as any
+ * bad devargs: the contract of mlx5_qpn_dev_probe() and mlx5_qpn_devargs_check()).
+ */
+#define MLX5_QPN_DEVARGS_MAX 1023
 
 /** Reserved-QPN policy (like UCX's UCX_RC_MLX5_DCI_... try/yes/no knobs). */
 enum mlx5_qpn_rsvd_policy {
@@ -59,14 +69,52 @@ struct mlx5_qpn_devargs {
 /**
  * Parse devargs into *da (all defaults first).
  *
+ * Allocates nothing (bounded buffers of MLX5_QPN_DEVARGS_MAX), so it cannot fail for memory.
+ *
  * @return 0; -EINVAL for a malformed list (empty pair, bare key, "k==v", empty key or value,
  *         whitespace, a [list]), an unknown or duplicate key, a bad or out-of-range value or a bad
- *         device name: one log line names the offending text as written.
+ *         device name: one log line names the offending text as written; devargs longer than
+ *         MLX5_QPN_DEVARGS_MAX characters (one log line naming their start).
  */
 int mlx5_qpn_devargs_parse(const char *devargs, struct mlx5_qpn_devargs *da);
 
 #ifdef __cplusplus
 }
+
+namespace mlx5_qpn_dev_impl {
+
+/* A key=value list that passed the grammar check, copied and split in place into "k\0v\0k\0v":
+ * the pairs as the parser saw them, without rte_kvargs (which allocates). */
+struct DevargPairs {
+	char buf[MLX5_QPN_DEVARGS_MAX + 1];
+	size_t len = 0;
+
+	/* @return false if the list is longer than MLX5_QPN_DEVARGS_MAX. */
+	bool init(const char *list, size_t n)
+	{
+		if (n > MLX5_QPN_DEVARGS_MAX)
+			return false;
+		memcpy(buf, list, n);
+		buf[n] = '\0';
+		len = n;
+		for (size_t i = 0; i < n; i++)
+			if (buf[i] == ',' || buf[i] == '=')
+				buf[i] = '\0';
+		return true;
+	}
+	/* The key at *pos and its value (*v), *pos moved to the next pair; NULL after the last. */
+	const char *next(size_t *pos, const char **v) const
+	{
+		if (*pos >= len)
+			return nullptr;
+		const char *k = buf + *pos;
+		*v = k + strlen(k) + 1;
+		*pos = size_t(*v + strlen(*v) + 1 - buf);
+		return k;
+	}
+};
+
+} /* namespace mlx5_qpn_dev_impl */
 #endif
 
 #endif /* MLX5_QPN_DEVARGS_H */

@@ -18,6 +18,8 @@
 
 namespace mlx5_qpn_dev_impl {
 
+std::atomic<int> g_test_fail_push_backs{0}; /* mlx5_qpn_vec.h */
+
 /* Give one device object (range or single QPN) back. */
 void
 release_obj(mlx5_qpn_dev *d, const mlx5_qpn_range_obj &o)

@@ -11,17 +11,15 @@
 #include <ctime>
 #include <mutex>
 #include <new>
-#include <string>
-#include <vector>
 
 #include <rte_eal.h>
 #include <rte_errno.h>
-#include <rte_kvargs.h>
 #include <rte_memzone.h>
 
 #include "mlx5_qpn_backend.h"
 #include "mlx5_qpn_dev_log.h"
 #include "mlx5_qpn_mp.h"
+#include "mlx5_qpn_text.h"
 #include "qpn_shm.h"
 
 namespace {
@@ -43,7 +41,7 @@ struct MpInfo {
 	qpn::shm::ProcId primary;
 	std::atomic<uint32_t> state;
 	char name[MLX5_QPN_DEV_NAMESIZE];
-	char devargs[1024];
+	char devargs[MLX5_QPN_DEVARGS_MAX + 1];
 	mlx5_qpn_mp_devinfo di;
 	std::atomic<uint64_t> grown;          /* the primary's grow counter (mirror) */
 	std::atomic<uint64_t> ipc_requests;   /* grow requests handled */
@@ -192,10 +190,8 @@ unserve(mlx5_qpn_mp *mp)
 
 /* ---- devargs agreement ------------------------------------------------------------------- */
 
-struct Pair {
-	std::string key, value;
-	bool bare;
-};
+using mlx5_qpn_dev_impl::DevargPairs;
+using mlx5_qpn_dev_impl::Text;
 
 bool
 is_name_key(const char *key)
@@ -207,39 +203,17 @@ is_name_key(const char *key)
 	return false;
 }
 
-/* The key=value pairs of a devargs string, without the device name ("simN" or a backend's
- * naming key, "ib=..."). */
-bool
-pairs_of(const char *devargs, std::vector<Pair> *out)
+/* The key=value pairs of devargs that parsed, without the device name ("simN" or a backend's
+ * naming key, "ib=..."): split in place, no allocation. */
+void
+pairs_of(const char *devargs, DevargPairs *out)
 {
-	std::string s(devargs);
-	size_t comma = s.find(',');
-	std::string first = s.substr(0, comma);
-	std::string rest = first.find('=') == std::string::npos ?
-				   (comma == std::string::npos ? "" : s.substr(comma + 1)) :
-				   s;
-	if (rest.empty())
-		return true;
-	struct rte_kvargs *kv = rte_kvargs_parse(rest.c_str(), nullptr);
-	if (kv == nullptr)
-		return false;
-	for (unsigned i = 0; i < kv->count; i++) {
-		if (is_name_key(kv->pairs[i].key))
-			continue;
-		const char *v = kv->pairs[i].value;
-		out->push_back({kv->pairs[i].key, v != nullptr ? v : "", v == nullptr});
-	}
-	rte_kvargs_free(kv);
-	return true;
-}
-
-std::string
-with_pair(std::string s, const Pair &p)
-{
-	s.append(",").append(p.key);
-	if (!p.bare)
-		s.append("=").append(p.value);
-	return s;
+	const char *comma = strchr(devargs, ',');
+	size_t first = comma != nullptr ? size_t(comma - devargs) : strlen(devargs);
+	const char *rest = memchr(devargs, '=', first) == nullptr ?
+				   (comma != nullptr ? comma + 1 : "") :
+				   devargs;
+	out->init(rest, strlen(rest)); /* parsed devargs: at most MLX5_QPN_DEVARGS_MAX */
 }
 
 /*
@@ -251,12 +225,6 @@ int
 check_agreement(const mlx5_qpn_devargs *sda, const char *sdevargs, const MpInfo *in,
 		const mlx5_qpn_devargs *pda)
 {
-	std::vector<Pair> mine, theirs;
-	if (!pairs_of(sdevargs, &mine) || !pairs_of(in->devargs, &theirs))
-		return -EINVAL;
-	const mlx5_qpn_backend_desc *be = sda->backend;
-	std::string base = be->name_key == nullptr ? std::string(sda->name) :
-						     std::string(be->name_key) + "=" + sda->name;
 	if (sda->backend != pda->backend) {
 		DEV_LOG(ERR,
 			"%s: the primary probed this device as \"%s\": a secondary attaches to it "
@@ -264,20 +232,38 @@ check_agreement(const mlx5_qpn_devargs *sda, const char *sdevargs, const MpInfo 
 			sda->name, in->devargs);
 		return -EINVAL;
 	}
-	for (const Pair &m : mine) {
-		std::string merged = base;
-		for (const Pair &t : theirs)
-			if (t.key != m.key)
-				merged = with_pair(merged, t);
-		merged = with_pair(merged, m);
+	/* Both parsed already (MpInfo keeps parsed devargs): each fits, and holds only pairs. */
+	DevargPairs mine, theirs;
+	pairs_of(sdevargs, &mine);
+	pairs_of(in->devargs, &theirs);
+	const mlx5_qpn_backend_desc *be = sda->backend;
+	const char *mk, *mv, *tk, *tv;
+	for (size_t m = 0; (mk = mine.next(&m, &mv)) != nullptr;) {
+		if (is_name_key(mk))
+			continue;
+		char buf[MLX5_QPN_DEVARGS_MAX + 1];
+		Text merged(buf, sizeof(buf));
+		if (be->name_key != nullptr)
+			merged.add(be->name_key).add("=");
+		merged.add(sda->name);
+		for (size_t t = 0; (tk = theirs.next(&t, &tv)) != nullptr;)
+			if (!is_name_key(tk) && strcmp(tk, mk) != 0)
+				merged.add(",").add(tk).add("=").add(tv);
+		merged.add(",").add(mk).add("=").add(mv);
+		if (merged.cut) {
+			DEV_LOG(ERR,
+				"%s: devarg %s=%s with the primary's devargs (\"%s\") is longer than "
+				"%d characters: a secondary attaches with fewer keys or the bare name",
+				sda->name, mk, mv, in->devargs, MLX5_QPN_DEVARGS_MAX);
+			return -E2BIG;
+		}
 		mlx5_qpn_devargs x;
-		if (mlx5_qpn_devargs_parse(merged.c_str(), &x) != 0 ||
-		    memcmp(&x, pda, sizeof(x)) != 0) {
+		if (mlx5_qpn_devargs_parse(merged.p, &x) != 0 || memcmp(&x, pda, sizeof(x)) != 0) {
 			DEV_LOG(ERR,
 				"%s: devarg %s=%s differs from the primary's device (probed as "
 				"\"%s\"): a secondary attaches to the device as it is; give the same "
 				"value or the bare name",
-				sda->name, m.key.c_str(), m.value.c_str(), in->devargs);
+				sda->name, mk, mv, in->devargs);
 			return -EINVAL;
 		}
 	}

@@ -9,7 +9,6 @@
  */
 #include <cerrno>
 #include <cstring>
-#include <string>
 
 /* rte_vdev_register() is internal API: drivers are its only users. */
 #define ALLOW_INTERNAL_API
@@ -24,28 +23,42 @@ namespace {
 
 constexpr const char *kPrefix = "mlx5_qpn";
 
-/* "mlx5_qpn_sim0" + "a=b" -> "sim0,a=b"; "mlx5_qpn0" + "ib=mlx5_0" -> "ib=mlx5_0". */
-std::string
-to_devargs(const char *vdev_name, const char *args)
+/*
+ * "mlx5_qpn_sim0" + "a=b" -> "sim0,a=b"; "mlx5_qpn0" + "ib=mlx5_0" -> "ib=mlx5_0", into buf
+ * (MLX5_QPN_DEVARGS_MAX + 1 bytes: nothing allocated). @return 0; -E2BIG longer than any devargs
+ * (one log line).
+ */
+int
+to_devargs(const char *vdev_name, const char *args, char *buf, size_t size)
 {
-	std::string name(vdev_name);
-	std::string rest = name.size() > strlen(kPrefix) ? name.substr(strlen(kPrefix)) : "";
-	if (!rest.empty() && rest[0] == '_')
-		rest.erase(0, 1);
-	std::string a = args != nullptr ? args : "";
+	const char *rest = strlen(vdev_name) > strlen(kPrefix) ? vdev_name + strlen(kPrefix) : "";
+	if (rest[0] == '_')
+		rest++;
+	const char *a = args != nullptr ? args : "";
 	/* A bare device name that a backend claims by prefix ("sim0"); else the args name it. */
-	const mlx5_qpn_backend_desc *be = mlx5_qpn_backend_of_name(rest.c_str());
-	if (!rest.empty() && be != nullptr && be->name_prefix != nullptr)
-		return a.empty() ? rest : rest + "," + a;
-	return a;
+	const mlx5_qpn_backend_desc *be = mlx5_qpn_backend_of_name(rest);
+	int n;
+	if (rest[0] != '\0' && be != nullptr && be->name_prefix != nullptr)
+		n = snprintf(buf, size, "%s%s%s", rest, a[0] != '\0' ? "," : "", a);
+	else
+		n = snprintf(buf, size, "%s", a);
+	if (n < 0 || size_t(n) >= size) {
+		DEV_LOG(ERR, "vdev %s: devargs longer than %d characters (MLX5_QPN_DEVARGS_MAX)",
+			vdev_name, MLX5_QPN_DEVARGS_MAX);
+		return -E2BIG;
+	}
+	return 0;
 }
 
 int
 vdev_probe(struct rte_vdev_device *vdev)
 {
-	std::string da = to_devargs(rte_vdev_device_name(vdev), rte_vdev_device_args(vdev));
+	char da[MLX5_QPN_DEVARGS_MAX + 1];
+	int rc = to_devargs(rte_vdev_device_name(vdev), rte_vdev_device_args(vdev), da, sizeof(da));
+	if (rc != 0)
+		return rc;
 	struct mlx5_qpn_dev *dev = nullptr;
-	int rc = mlx5_qpn_dev_probe(da.c_str(), &dev);
+	rc = mlx5_qpn_dev_probe(da, &dev);
 	if (rc != 0)
 		DEV_LOG(ERR, "vdev %s: probe failed: %s", rte_vdev_device_name(vdev),
 			strerror(-rc));
@@ -55,10 +68,12 @@ vdev_probe(struct rte_vdev_device *vdev)
 int
 vdev_remove(struct rte_vdev_device *vdev)
 {
-	std::string da = to_devargs(rte_vdev_device_name(vdev), rte_vdev_device_args(vdev));
+	char da[MLX5_QPN_DEVARGS_MAX + 1];
+	if (to_devargs(rte_vdev_device_name(vdev), rte_vdev_device_args(vdev), da, sizeof(da)) != 0)
+		return 0; /* never probed */
 	/* The device's name as probe saw it ("sim0", or the ib= value). */
 	struct mlx5_qpn_devargs parsed;
-	if (mlx5_qpn_devargs_parse(da.c_str(), &parsed) == 0)
+	if (mlx5_qpn_devargs_parse(da, &parsed) == 0)
 		mlx5_qpn_dev_close(mlx5_qpn_dev_get(parsed.name));
 	return 0;
 }

@@ -10,12 +10,33 @@
  * range objects, cooling entries, device pointers.
  */
 
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
 namespace mlx5_qpn_dev_impl {
+
+/*
+ * Test seam (not installed, not exported: the tests link the static archive): while positive,
+ * each NtVec::push_back() takes one off and fails as if realloc() had, whether or not it had to
+ * grow, so that a test reaches every caller's -ENOMEM path deterministically. 0 outside tests;
+ * it costs one relaxed load per push_back(), which only slow paths (growth, cooling) call.
+ * Defined in mlx5_qpn_grow.cpp.
+ */
+extern std::atomic<int> g_test_fail_push_backs;
+
+inline bool
+test_push_back_fails()
+{
+	int n = g_test_fail_push_backs.load(std::memory_order_relaxed);
+	while (n > 0)
+		if (g_test_fail_push_backs.compare_exchange_weak(n, n - 1,
+								 std::memory_order_relaxed))
+			return true;
+	return false;
+}
 
 template <typename T> class NtVec {
 	static_assert(std::is_trivially_copyable_v<T>, "NtVec moves its elements with realloc");
@@ -29,6 +50,8 @@ public:
 	/** Append; false (nothing changed) if memory is short. */
 	[[nodiscard]] bool push_back(const T &v)
 	{
+		if (test_push_back_fails())
+			return false;
 		if (n_ == cap_) {
 			size_t cap = cap_ != 0 ? 2 * cap_ : 8;
 			void *q = realloc(static_cast<void *>(p_), cap * sizeof(T));
