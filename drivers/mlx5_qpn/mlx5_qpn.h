@@ -120,7 +120,8 @@ struct mlx5_qpn_dev_stats {
  * Probe a device from devargs and reserve its first range; in a DPDK secondary process, attach
  * to the device the primary probed (no reservation).
  *
- * @param devargs  "sim0[,key=value...]" or "ib=mlx5_0[,key=value...]".
+ * @param devargs  "sim0[,key=value...]" or "ib=mlx5_0[,key=value...]", at most 1023 characters
+ *                 (longer: -EINVAL). Parsing allocates nothing.
  * @param[out] dev the device.
  * @return 0; -EINVAL bad devargs (one log line names the key), or in a secondary a devarg that
  *         differs from the primary's; -EEXIST already probed;

@@ -14,7 +14,8 @@
  *  - mlx5_qpn_registry.cpp  the registry of probed devices, queries by name;
  *  - mlx5_qpn_dev.cpp       the public reserved-QPN API, info, stats and dump;
  *  - mlx5_qpn_backend.cpp   the registry of backends (mlx5_qpn_backend.h);
- *  - mlx5_qpn_devargs.cpp   devargs (generic keys; a backend's own through its descriptor).
+ *  - mlx5_qpn_devargs.cpp   devargs (generic keys; a backend's own through its descriptor),
+ *                           in bounded buffers; its text helpers (quoting) in mlx5_qpn_text.h.
  *
  * Everything that talks to the device (the backend's ops) runs under dev->grow_mutex, which
  * the allocation fast path (the pool) never takes.
