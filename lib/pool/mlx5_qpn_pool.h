@@ -342,8 +342,10 @@ int mlx5_qpn_pool_qpn_state(struct mlx5_qpn_pool *pool, uint32_t qpn, uint32_t *
  * entry of the process that allocated it. For each process that is gone (no such pid, another
  * start time, or a zombie), this call takes over its caches (even one it died inside), and puts
  * every QPN it held in use, had released, or had cached into quarantine, stamped now: none comes
- * back before the quarantine time has passed since the death was noticed. QPNs it had not handed
- * out since their last quarantine go straight back to the free pool. A range call
+ * back before the quarantine time has passed since the death was noticed. QPNs it had cached
+ * that were never quarantined go straight back to the free pool; cached QPNs that came back from
+ * a quarantine are quarantined again (late, never early: the drain does not rewrite the slots of
+ * the QPNs it releases, so they cannot be told from released ones). A range call
  * (mlx5_qpn_pool_range_remove(), mlx5_qpn_pool_range_add()) the process died in is undone or
  * completed so that the pool is consistent.
  *
