@@ -53,7 +53,7 @@ struct mlx5_qpn_pool_chain {
 
 /** @internal The first cache line of a thread cache, in shared memory. */
 struct mlx5_qpn_pool_cache_line {
-	uint64_t owner; /**< who claimed the cache (0: nobody); the binding's `owner` if ours */
+	uint64_t owner; /**< who claimed the cache (0: nobody) */
 	/** The owner is inside a pool call. Stored before `gate` is loaded; a thief stores `gate`,
 	 *  runs membarrier(2) (a full barrier on the owner's CPU), then loads `busy`: either the
 	 *  owner sees the thief or the thief sees the owner. */
@@ -74,7 +74,9 @@ struct mlx5_qpn_pool_binding {
 	uint64_t *slots;                        /**< the pool's slot words */
 	/** Where a free links the QPN: `ready`, or `open` with a quarantine. */
 	struct mlx5_qpn_pool_chain *into;
-	uint64_t owner; /**< cache->owner while the binding is valid */
+	/** cache->owner when bound (kept for the library; the inline calls compare `pool` only:
+	 *  a destroy clears `pool` in every binding of the process, atomically) */
+	uint64_t owner;
 	uint64_t owned; /**< slot word of a QPN this cache handed out, generation 0 */
 	/** owned ^ (slot word of a QPN released into a chain, next and generation 0): a free turns
 	 *  one into the other with one xor, keeping the generation. */
@@ -101,6 +103,23 @@ mlx5_qpn_pool_count(uint64_t *counter)
 	__asm__ volatile("incq %0" : "+m"(*counter));
 #else
 	__atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+#endif
+}
+
+/** @internal Is the binding for this pool? `pool` is the one field of a binding another thread
+ *  writes (a destroy clears it, atomically), so it is read as a relaxed atomic: on x86-64 one
+ *  compare with the field in memory (what a plain load gives; the compiler's atomic load would
+ *  be a separate move), elsewhere and under ThreadSanitizer an atomic load. */
+static inline __attribute__((always_inline)) int
+mlx5_qpn_pool_bound(struct mlx5_qpn_pool_binding *b, const struct mlx5_qpn_pool *pool)
+{
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+	int ne;
+
+	__asm__("cmpq %2, %1" : "=@ccne"(ne) : "m"(b->pool), "r"(pool));
+	return !ne;
+#else
+	return __atomic_load_n(&b->pool, __ATOMIC_RELAXED) == pool;
 #endif
 }
 
