@@ -105,6 +105,11 @@ struct mlx5_qpn_pool *mlx5_qpn_pool_lookup(const char *name);
 /**
  * Destroy a pool. All QPNs are forgotten; the caller returns the ranges to their device.
  * Not thread safe: no other call on the pool may run or follow. NULL is ignored.
+ *
+ * Every thread of this process that used the pool loses its binding to it (the inline calls
+ * compare only the pool pointer). A pool shared with other processes and created again at the
+ * same address: each thread of the *other* processes must make one out-of-line call on the new
+ * pool (e.g. mlx5_qpn_pool_cache_flush()) before its inline calls.
  */
 void mlx5_qpn_pool_destroy(struct mlx5_qpn_pool *pool);
 
@@ -135,6 +140,23 @@ int mlx5_qpn_pool_range_add(struct mlx5_qpn_pool *pool, uint32_t first, uint32_t
  */
 int mlx5_qpn_pool_range_remove(struct mlx5_qpn_pool *pool, uint32_t first);
 
+/** @internal The slow path of mlx5_qpn_pool_alloc_gen() through locals: the caller's variables
+ *  never reach an out-of-line call, so the compiler may keep them in registers. They are
+ *  written on failure too (0), as the callers' compilers now see every path. */
+static inline int
+mlx5_qpn_pool_alloc_out(struct mlx5_qpn_pool *pool, uint32_t *qpn, uint32_t *generation)
+{
+	uint32_t q = 0, g = 0;
+	int rc = mlx5_qpn_pool_alloc_slow(pool, qpn != NULL ? &q : NULL,
+					  generation != NULL ? &g : NULL);
+
+	if (qpn != NULL)
+		*qpn = q;
+	if (generation != NULL)
+		*generation = g;
+	return rc;
+}
+
 /**
  * Allocate one QPN.
  *
@@ -145,7 +167,7 @@ int mlx5_qpn_pool_range_remove(struct mlx5_qpn_pool *pool, uint32_t first);
  * mlx5_qpn_pool_alloc_slow(). The layout this inlines is in mlx5_qpn_pool_core.h: ABI.
  *
  * @param pool            the pool.
- * @param[out] qpn        the QPN.
+ * @param[out] qpn        the QPN (0 when the call fails).
  * @param[out] generation if not NULL, the QPN's generation: it changes at every hand-out, so a
  *                        data path can tell an old owner's completion from a new owner's.
  * @return 0; -ENOSPC if no QPN is free anywhere; -EAGAIN if every free QPN is in quarantine
@@ -159,11 +181,9 @@ mlx5_qpn_pool_alloc_gen(struct mlx5_qpn_pool *pool, uint32_t *qpn, uint32_t *gen
 	uint32_t n, s, off, g, next;
 	uint64_t w, *slots;
 
-	/* Our binding, still ours (an unbound thread's dummy cache never matches). */
-	if (__builtin_expect(b->pool != pool || qpn == NULL ||
-				     __atomic_load_n(&c->owner, __ATOMIC_RELAXED) != b->owner,
-			     0))
-		return mlx5_qpn_pool_alloc_slow(pool, qpn, generation);
+	/* Bound to this pool (a destroy clears every thread's binding to it: no owner check). */
+	if (__builtin_expect(!mlx5_qpn_pool_bound(b, pool) || qpn == NULL, 0))
+		return mlx5_qpn_pool_alloc_out(pool, qpn, generation);
 	__atomic_store_n(&c->busy, 1, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* membarrier(2) on the thief's side */
 	/* The gate first: the chain is read only after it (acquire). A chain read before could be
@@ -196,7 +216,7 @@ mlx5_qpn_pool_alloc_gen(struct mlx5_qpn_pool *pool, uint32_t *qpn, uint32_t *gen
 	return 0;
 slow:
 	__atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
-	return mlx5_qpn_pool_alloc_slow(pool, qpn, generation);
+	return mlx5_qpn_pool_alloc_out(pool, qpn, generation);
 }
 
 /** Allocate one QPN; mlx5_qpn_pool_alloc_gen() without the generation. */
@@ -229,9 +249,7 @@ mlx5_qpn_pool_free_inline(struct mlx5_qpn_pool *pool, uint32_t qpn, int check_ge
 	uint32_t n, s, off;
 	uint64_t w, *slot, flip;
 
-	if (__builtin_expect(b->pool != pool ||
-				     __atomic_load_n(&c->owner, __ATOMIC_RELAXED) != b->owner,
-			     0))
+	if (__builtin_expect(!mlx5_qpn_pool_bound(b, pool), 0))
 		return mlx5_qpn_pool_free_slow(pool, qpn, check_gen, generation);
 	/* One compare: in the range of the last hit (a QPN above 0xFFFFFE never is). */
 	off = qpn - b->first;
@@ -342,8 +360,10 @@ int mlx5_qpn_pool_qpn_state(struct mlx5_qpn_pool *pool, uint32_t qpn, uint32_t *
  * entry of the process that allocated it. For each process that is gone (no such pid, another
  * start time, or a zombie), this call takes over its caches (even one it died inside), and puts
  * every QPN it held in use, had released, or had cached into quarantine, stamped now: none comes
- * back before the quarantine time has passed since the death was noticed. QPNs it had not handed
- * out since their last quarantine go straight back to the free pool. A range call
+ * back before the quarantine time has passed since the death was noticed. QPNs it had cached
+ * that were never quarantined go straight back to the free pool; cached QPNs that came back from
+ * a quarantine are quarantined again (late, never early: the drain does not rewrite the slots of
+ * the QPNs it releases, so they cannot be told from released ones). A range call
  * (mlx5_qpn_pool_range_remove(), mlx5_qpn_pool_range_add()) the process died in is undone or
  * completed so that the pool is consistent.
  *

@@ -28,7 +28,9 @@ extern "C" {
 
 /** @internal A slot word (one per QPN, 8 bytes):
  *  bits 0-23 next (in use: the index of the cache that handed it out), 24-47 aux (in use: the
- *  holder's process index and the unpublished flag), 48-49 state, 50-63 generation. */
+ *  holder's process index and the unpublished flag), 48-49 state, 50-63 generation.
+ *  QUARANTINE stays after the drain (a drained slot is free by where it is, not by its word);
+ *  the fast path reads the state only to require IN_USE on a free. */
 #define MLX5_QPN_POOL_SLOT_NIL         0xFFFFFFu
 #define MLX5_QPN_POOL_SLOT_STATE_SHIFT 48
 #define MLX5_QPN_POOL_SLOT_FREE        0ull
@@ -51,7 +53,7 @@ struct mlx5_qpn_pool_chain {
 
 /** @internal The first cache line of a thread cache, in shared memory. */
 struct mlx5_qpn_pool_cache_line {
-	uint64_t owner; /**< who claimed the cache (0: nobody); the binding's `owner` if ours */
+	uint64_t owner; /**< who claimed the cache (0: nobody) */
 	/** The owner is inside a pool call. Stored before `gate` is loaded; a thief stores `gate`,
 	 *  runs membarrier(2) (a full barrier on the owner's CPU), then loads `busy`: either the
 	 *  owner sees the thief or the thief sees the owner. */
@@ -72,7 +74,9 @@ struct mlx5_qpn_pool_binding {
 	uint64_t *slots;                        /**< the pool's slot words */
 	/** Where a free links the QPN: `ready`, or `open` with a quarantine. */
 	struct mlx5_qpn_pool_chain *into;
-	uint64_t owner; /**< cache->owner while the binding is valid */
+	/** cache->owner when bound (kept for the library; the inline calls compare `pool` only:
+	 *  a destroy clears `pool` in every binding of the process, atomically) */
+	uint64_t owner;
 	uint64_t owned; /**< slot word of a QPN this cache handed out, generation 0 */
 	/** owned ^ (slot word of a QPN released into a chain, next and generation 0): a free turns
 	 *  one into the other with one xor, keeping the generation. */
@@ -99,6 +103,23 @@ mlx5_qpn_pool_count(uint64_t *counter)
 	__asm__ volatile("incq %0" : "+m"(*counter));
 #else
 	__atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+#endif
+}
+
+/** @internal Is the binding for this pool? `pool` is the one field of a binding another thread
+ *  writes (a destroy clears it, atomically), so it is read as a relaxed atomic: on x86-64 one
+ *  compare with the field in memory (what a plain load gives; the compiler's atomic load would
+ *  be a separate move), elsewhere and under ThreadSanitizer an atomic load. */
+static inline __attribute__((always_inline)) int
+mlx5_qpn_pool_bound(struct mlx5_qpn_pool_binding *b, const struct mlx5_qpn_pool *pool)
+{
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+	int ne;
+
+	__asm__("cmpq %2, %1" : "=@ccne"(ne) : "m"(b->pool), "r"(pool));
+	return !ne;
+#else
+	return __atomic_load_n(&b->pool, __ATOMIC_RELAXED) == pool;
 #endif
 }
 

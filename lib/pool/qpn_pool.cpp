@@ -65,6 +65,7 @@ on_fork_child()
 {
 	t_caches.n = 0;
 	fast_unbind();
+	bind_forget_all();
 	proc_forget_self();
 	for (auto &e : g_registry)
 		e.proc = -1;

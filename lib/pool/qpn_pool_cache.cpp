@@ -357,18 +357,26 @@ fast_bind(mlx5_qpn_pool *p, const Cache *c)
 	b.base = r.base.load(rlx);
 	const bool quar = p->quarantine_ns != 0;
 	b.into = quar ? &b.cache->open : &b.cache->ready;
-	b.owner = owner;
+	b.owner = owner; /* the slow path's; the inline calls trust `pool` (bind_note_clear()) */
 	b.owned = slot_make(pool.cache_index(c), owner_holder(owner), kInUse, 0);
 	b.flip = b.owned ^ slot_make(0, kNil, quar ? kQuarantine : kFree, 0);
 	/* Pool::link_freed(): a full `ready` rotates (a free at batch), an `open` reaching batch
 	 * is sealed (a free at batch - 1). */
 	b.into_max = quar ? p->batch - 1 : p->batch;
+	/* Last, atomic: a destroy in another thread may clear it (bind_clear()). */
+	std::atomic_ref<mlx5_qpn_pool *>(b.pool).store(p, rlx);
 }
 
 void
 fast_unbind()
 {
-	mlx5_qpn_pool_tls = {nullptr, &g_closed_cache, nullptr, nullptr, 0, 0, 0, 0, 0, 0, 0};
+	mlx5_qpn_pool_binding &b = mlx5_qpn_pool_tls;
+	std::atomic_ref<mlx5_qpn_pool *>(b.pool).store(nullptr, rlx);
+	b.cache = &g_closed_cache;
+	b.slots = nullptr;
+	b.into = nullptr;
+	b.owner = b.owned = b.flip = 0;
+	b.into_max = b.first = b.count = b.base = 0;
 }
 static pthread_key_t g_exit_key;
 static pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
@@ -429,6 +437,7 @@ on_thread_exit(void *arg)
 				release_cache(tc->b[i].pool, tc->b[i].cache);
 	tc->n = 0;
 	fast_unbind();
+	bind_unlink();
 }
 
 static void
@@ -450,8 +459,11 @@ bind_cache(mlx5_qpn_pool *p)
 				tc.b[0] = hit;
 				return &p->caches[hit.cache];
 			}
-			/* A pool freed and recreated at the same address: rebind. */
+			/* A pool freed and recreated at the same address: rebind. (Freed by another
+			 * process, which could not clear our inline binding: clear it here.) */
 			tc.b[i] = tc.b[--tc.n];
+			if (std::atomic_ref<mlx5_qpn_pool *>(mlx5_qpn_pool_tls.pool).load(rlx) == p)
+				fast_unbind();
 			break;
 		}
 	if (tc.n == RTE_DIM(tc.b)) {
@@ -482,6 +494,7 @@ bind_cache(mlx5_qpn_pool *p)
 			tc.b[0] = {p, p->uid, i};
 			pthread_once(&g_exit_once, make_exit_key);
 			pthread_setspecific(g_exit_key, &tc);
+			bind_link(); /* until the exit key's destructor unlinks it */
 			return &p->caches[i];
 		}
 	}

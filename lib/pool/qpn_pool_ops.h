@@ -140,7 +140,15 @@ struct RegEntry {
 extern RegEntry g_registry[64];
 
 void registry_add(mlx5_qpn_pool *p);
+/* Forget p, and clear every thread's inline binding to it (bind_link()). */
 void registry_del(mlx5_qpn_pool *p);
+/* The calling thread's inline binding (mlx5_qpn_pool_tls) joins / leaves the process-wide list
+ * that registry_del() clears: the inline calls compare the pool pointer only, so a binding to a
+ * destroyed pool must not survive it (a pool created again at the same address would match). */
+void bind_link();
+void bind_unlink();
+/* In a fork child: the list names the parent's threads; start it again empty. */
+void bind_forget_all();
 /* This process's index in the pool's table (process-local cache in the registry). */
 int32_t my_proc(mlx5_qpn_pool *p);
 /* Is the pool of a thread binding still alive in this process? (g_reg_mutex held) */

@@ -72,6 +72,8 @@ Pool::bucket_expiry(uint64_t tag, uint64_t now) const
 /*
  * Move every expired bucket to the free stack. A bucket of epoch e holds only QPNs released
  * before (e + 1) * epoch_ns: it may go once now >= t0 + (e + 1) * epoch_ns + quarantine.
+ * O(batches), not O(QPNs): the slot words are not rewritten (they stay kQuarantine until alloc
+ * or a reclaim writes them), so the drain touches two cold lines per batch, not one per QPN.
  * Returns the number of QPNs released.
  */
 uint64_t
@@ -93,26 +95,18 @@ Pool::drain(uint64_t now)
 			auto hook = g_test_hooks.drain_holding.load(acq);
 			if (hook != nullptr)
 				hook();
-			/* Walk the batches of the chain to count them and find the last tail. */
+			/* Walk the chain batch by batch (head -> tail -> next head: two loads per
+			 * batch, none per slot) to count it and find its last tail. The slot words
+			 * keep kQuarantine: a slot is free because of its home (the free stack, then
+			 * a cache's ready/spare), and alloc rewrites the whole word anyway (§2.1). */
 			uint32_t head = head_idx(h), cur = head, last = head;
 			uint64_t n = 0;
 			while (cur != kNil) {
-				uint64_t hw = slot(cur).load(rlx);
-				uint32_t t = slot_aux(hw);
-				uint64_t tw = t == cur ? hw : slot(t).load(rlx);
+				uint32_t t = slot_aux(slot(cur).load(rlx));
+				uint64_t tw = slot(t).load(rlx);
 				n += t == cur ? 1 : slot_aux(tw);
-				/* Quarantine -> free, batch by batch, keeping each word's links. */
-				for (uint32_t s = cur;;) {
-					uint64_t w = slot(s).load(rlx);
-					slot(s).store((w & ~(3ull << 48)) |
-							      (static_cast<uint64_t>(kFree) << 48),
-						      rlx);
-					if (s == t)
-						break;
-					s = slot_next(w);
-				}
 				last = t;
-				cur = slot_next(slot(t).load(rlx));
+				cur = slot_next(tw);
 			}
 			push_free(head, last);
 			p_->transit.fetch_sub(1, sc);

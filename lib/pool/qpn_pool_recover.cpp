@@ -258,13 +258,15 @@ Pool::reclaim_locked(Cache *self)
 
 	/* 3. Mark what live homes hold. */
 	const uint32_t ns = p_->nb_slots.load(acq);
-	Marks m{nullptr, ns};
+	Marks m{nullptr, ns}, qk{nullptr, ns};
 	if (rc == 0) {
-		m.bits = static_cast<uint64_t *>(calloc(ns / 64 + 1, sizeof(uint64_t)));
+		/* Two bitmaps: reachable from a live home (m), in a dead cache's `open` (qk). */
+		m.bits = static_cast<uint64_t *>(calloc(2 * (ns / 64 + 1), sizeof(uint64_t)));
 		if (m.bits == nullptr)
 			rc = -ENOMEM;
+		qk.bits = m.bits + ns / 64 + 1;
 	}
-	uint64_t recovered = 0, inuse = 0;
+	uint64_t recovered = 0, inuse = 0, requeued = 0;
 	if (rc == 0) {
 		auto walk_batches = [&](uint32_t b) {
 			for (uint32_t steps = 0; b != kNil && steps <= ns;) {
@@ -296,6 +298,28 @@ Pool::reclaim_locked(Cache *self)
 			walk_chain(v.ready);
 			walk_chain(v.spare);
 			walk_chain(v.open);
+		}
+
+		/*
+		 * A drained slot keeps kQuarantine until alloc rewrites it (§2.1): the sweep cannot
+		 * tell it from one still in quarantine, and quarantines both (late, never early). For
+		 * the counters it must: a drained one was counted in `released`, so quarantining it
+		 * again counts as a new quarantine. Unmarked kQuarantine slots not yet drained are
+		 * those of the dead caches' `open` chains (and of a chain a process died moving, a
+		 * skew of one call as for every counter of a dead process): mark those.
+		 */
+		for (uint32_t i = 0; i < nc; i++) {
+			if (!cdead[i] && !tainted[i])
+				continue;
+			const Chain &o = p_->caches[i].open;
+			uint32_t s = o.head.load(acq);
+			for (uint32_t k = o.count.load(acq); k != 0 && s < ns && !m.marked(s);
+			     k--) {
+				uint64_t w = slot(s).load(acq);
+				if (slot_state(w) != kQuarantine || !qk.mark(s))
+					break;
+				s = slot_next(w);
+			}
 		}
 
 		/* 4. Sweep the live ranges: collect what nobody alive holds or can reach. */
@@ -352,6 +376,7 @@ Pool::reclaim_locked(Cache *self)
 					collect(s, w,
 						unpublished); /* a bulk's QPN was never handed out */
 				} else if (!m.marked(s)) {
+					requeued += st == kQuarantine && !qk.marked(s);
 					collect(s, w, st != kQuarantine);
 				}
 			}
@@ -411,9 +436,10 @@ Pool::reclaim_locked(Cache *self)
 			p_->sorted_seq.store((seq | 1) + 1, rel);
 			p_->need_audit.store(0, rel);
 		}
-		/* The reclaimed in-use QPNs count as freed into quarantine (in_use stays exact). */
+		/* The reclaimed in-use QPNs count as freed into quarantine (in_use stays exact), the
+		 * drained ones quarantined again as quarantined anew (in_quarantine stays exact). */
 		p_->bypass_frees.fetch_add(inuse, rlx);
-		p_->bypass_quarantined.fetch_add(inuse, rlx);
+		p_->bypass_quarantined.fetch_add(inuse + requeued, rlx);
 		p_->dead_processes.fetch_add(nd, rlx);
 		p_->reclaimed.fetch_add(recovered, rlx);
 	}

@@ -32,6 +32,51 @@ registry_add(mlx5_qpn_pool *p)
 	g_reg_overflow = true;
 }
 
+/* The threads whose inline binding may name a pool: a doubly linked list of thread-local nodes
+ * (registering cannot fail), under g_reg_mutex. */
+namespace {
+struct BindNode {
+	BindNode *prev, *next;
+	mlx5_qpn_pool_binding *b;
+	bool linked;
+};
+BindNode *g_bind_head;
+constinit __attribute__((tls_model("initial-exec"))) thread_local BindNode t_bind_node{};
+} // namespace
+
+void
+bind_link()
+{
+	std::lock_guard<std::recursive_mutex> g(g_reg_mutex);
+	BindNode &n = t_bind_node;
+	if (n.linked)
+		return;
+	n = {nullptr, g_bind_head, &mlx5_qpn_pool_tls, true};
+	if (g_bind_head != nullptr)
+		g_bind_head->prev = &n;
+	g_bind_head = &n;
+}
+
+void
+bind_unlink()
+{
+	std::lock_guard<std::recursive_mutex> g(g_reg_mutex);
+	BindNode &n = t_bind_node;
+	if (!n.linked)
+		return;
+	(n.prev != nullptr ? n.prev->next : g_bind_head) = n.next;
+	if (n.next != nullptr)
+		n.next->prev = n.prev;
+	n = {};
+}
+
+void
+bind_forget_all()
+{
+	g_bind_head = nullptr;
+	t_bind_node = {};
+}
+
 void
 registry_del(mlx5_qpn_pool *p)
 {
@@ -40,6 +85,14 @@ registry_del(mlx5_qpn_pool *p)
 		if (e.pool == p)
 			e = {nullptr, 0, -1};
 	g_freed[g_freed_next++ % RTE_DIM(g_freed)] = {p, p->uid, -1};
+	/* Only `pool` is written, atomically, and only from p: an owner rebinding to another pool
+	 * at the same moment keeps its new binding; the other fields are read only after `pool`
+	 * matched, and only the thread itself writes them. */
+	for (BindNode *n = g_bind_head; n != nullptr; n = n->next) {
+		mlx5_qpn_pool *expect = p;
+		std::atomic_ref<mlx5_qpn_pool *>(n->b->pool)
+			.compare_exchange_strong(expect, nullptr, rlx);
+	}
 }
 
 /* Find or claim this process's entry in the pool's process table; -1 if the table is full. */

@@ -224,6 +224,23 @@ log_kill(const SharedPool &sp, pid_t victim)
 	kill(victim, SIGKILL);
 }
 
+/* Fork a child that runs `body` (0: success), reports it in `stage` (1 ok, 2 failed) and waits to
+ * be killed; the parent returns once it reported. */
+template <class F>
+static pid_t
+fork_and_park(const SharedPool &sp, F body)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		sp.shared()->stage.store(body() == 0 ? 1 : 2);
+		for (;;)
+			pause();
+	}
+	while (pid > 0 && sp.shared()->stage.load() == 0)
+		usleep(100);
+	return pid;
+}
+
 TEST(PoolCrash, KilledChildrenLoseNothingAndQuarantineHolds)
 {
 	constexpr uint32_t kCap = 4096, kFirst = 0x10000;
@@ -297,20 +314,15 @@ TEST(PoolCrash, AllocationRecoversADeadHoldersQpnsByItself)
 	constexpr uint64_t kQ = 5 * 1000 * 1000;
 	SharedPool sp(kCap, 4, kQ);
 	ASSERT_EQ(mlx5_qpn_pool_range_add(sp.get(), kFirst, kCap), 0);
-	pid_t pid = fork();
-	if (pid == 0) {
+	pid_t pid = fork_and_park(sp, [&] {
 		uint32_t q[kCap];
 		int rc = mlx5_qpn_pool_alloc_bulk(sp.get(), q, kCap);
 		uint64_t t = mlx5_qpn_clock_ns();
 		for (uint32_t i = 0; rc == 0 && i < kCap; i++)
 			sp.log(kAlloc, q[i], t);
-		sp.shared()->stage.store(rc == 0 ? 1 : 2);
-		for (;;)
-			pause();
-	}
+		return rc;
+	});
 	ASSERT_GT(pid, 0);
-	while (sp.shared()->stage.load() == 0)
-		usleep(100);
 	ASSERT_EQ(sp.shared()->stage.load(), 1u);
 	uint32_t x;
 	EXPECT_EQ(mlx5_qpn_pool_alloc(sp.get(), &x), -ENOSPC) << "all in use by a live process";
@@ -337,6 +349,67 @@ TEST(PoolCrash, AllocationRecoversADeadHoldersQpnsByItself)
 	for (auto &m : checker.messages())
 		ADD_FAILURE() << m;
 	EXPECT_EQ(checker.violations(), 0u);
+}
+
+/*
+ * A dead process's cache holds QPNs that came back from a quarantine. Their slot words still say
+ * quarantine (the drain does not rewrite them), so the reclaim cannot tell them from released
+ * ones: it quarantines them again (late, never early), and counts them so that in_quarantine
+ * stays exact.
+ */
+TEST(PoolCrash, DrainedQpnsOfADeadCacheAreQuarantinedAgainAndCounted)
+{
+	constexpr uint32_t kCap = 64, kFirst = 0x3000, kCache = 8;
+	constexpr uint64_t kQ = 50 * 1000 * 1000;
+	SharedPool sp(kCap, kCache, kQ);
+	ASSERT_NE(sp.get(), nullptr);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(sp.get(), kFirst, kCap), 0);
+	pid_t pid = fork_and_park(sp, [&] {
+		uint32_t q[kCap], x;
+		int rc = mlx5_qpn_pool_alloc_bulk(sp.get(), q, kCap);
+		rc = rc != 0 ? rc : mlx5_qpn_pool_free_bulk(sp.get(), q, kCap);
+		mlx5_qpn_pool_cache_flush(sp.get());
+		/* This process's clock only: everything expired; one alloc drains all of it and
+		 * takes one batch into the cache. */
+		qpn::test_clock_offset_set(static_cast<int64_t>(4 * kQ + 1000000));
+		return rc != 0 ? rc : mlx5_qpn_pool_alloc(sp.get(), &x);
+	});
+	ASSERT_GT(pid, 0);
+	ASSERT_EQ(sp.shared()->stage.load(), 1u);
+	kill(pid, SIGKILL);
+	waitpid(pid, nullptr, 0);
+	auto st = pool_stats(sp.get());
+	EXPECT_EQ(st.in_use, 1u);
+	EXPECT_EQ(st.in_quarantine, 0u);
+	/* One in use, a batch less one cached (drained): all quarantined again. */
+	EXPECT_EQ(mlx5_qpn_pool_reclaim_dead(sp.get()), static_cast<int>(kCache));
+	st = pool_stats(sp.get());
+	EXPECT_EQ(st.in_use, 0u);
+	EXPECT_EQ(st.in_quarantine, kCache) << "re-quarantined drained QPNs must be counted";
+	EXPECT_EQ(st.free, kCap - kCache);
+	std::set<uint32_t> got;
+	uint32_t x;
+	for (uint32_t i = 0; i < kCap - kCache; i++) {
+		ASSERT_EQ(mlx5_qpn_pool_alloc(sp.get(), &x), 0);
+		EXPECT_TRUE(got.insert(x).second);
+	}
+	EXPECT_EQ(mlx5_qpn_pool_alloc(sp.get(), &x), -EAGAIN) << "the dead cache's QPNs came early";
+	for (uint32_t y : got)
+		ASSERT_EQ(mlx5_qpn_pool_free(sp.get(), y), 0);
+	mlx5_qpn_pool_cache_flush(sp.get());
+	const int64_t saved = qpn::test_clock_offset_get();
+	qpn::test_clock_offset_set(saved + static_cast<int64_t>(4 * kQ + 1000000));
+	EXPECT_EQ(mlx5_qpn_pool_drain(sp.get()), static_cast<int>(kCap));
+	st = pool_stats(sp.get());
+	EXPECT_EQ(st.in_quarantine, 0u);
+	EXPECT_EQ(st.free, kCap);
+	got.clear();
+	for (uint32_t i = 0; i < kCap; i++) {
+		ASSERT_EQ(mlx5_qpn_pool_alloc(sp.get(), &x), 0);
+		EXPECT_TRUE(got.insert(x).second);
+	}
+	EXPECT_EQ(mlx5_qpn_pool_alloc(sp.get(), &x), -ENOSPC);
+	qpn::test_clock_offset_set(saved);
 }
 
 /* A process killed inside range_remove() (held at a chosen stage by a test hook): the others'

@@ -304,3 +304,73 @@ TEST(PoolInline, AStaleBindingNeverTouchesAnotherThreadsCache)
 	EXPECT_EQ(st.in_use, 0u);
 	EXPECT_EQ(st.free, 4096u);
 }
+
+/* The inline calls compare the pool pointer only: a destroy must clear the binding of every
+ * thread of the process that used the pool, also of threads that sit idle meanwhile. */
+TEST(PoolInline, DestroyClearsEveryThreadsBinding)
+{
+	auto *tp = new TestPool(256, 8, 0);
+	struct mlx5_qpn_pool *p = tp->get();
+	ASSERT_NE(p, nullptr);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(p, 0x4000, 256), 0);
+	std::atomic<int> step{0};
+	std::atomic<struct mlx5_qpn_pool *> before{nullptr}, after{p};
+	std::thread t([&] {
+		uint32_t q;
+		if (mlx5_qpn_pool_alloc(p, &q) == 0)
+			mlx5_qpn_pool_free(p, q);
+		before.store(__atomic_load_n(&mlx5_qpn_pool_tls.pool, __ATOMIC_RELAXED));
+		step.store(1);
+		while (step.load() != 2)
+			std::this_thread::yield();
+		after.store(__atomic_load_n(&mlx5_qpn_pool_tls.pool, __ATOMIC_RELAXED));
+	});
+	while (step.load() != 1)
+		std::this_thread::yield();
+	delete tp; /* mlx5_qpn_pool_destroy() while the thread is bound to it */
+	step.store(2);
+	t.join();
+	EXPECT_EQ(before.load(), p);
+	EXPECT_EQ(after.load(), nullptr) << "a binding outlived its pool";
+}
+
+/* A pool built again at the same address without this process's destroy (as another process
+ * sharing it would): the next out-of-line call of a thread bound to the old one drops the
+ * binding, and the thread then claims a cache of the new pool like any new thread. */
+TEST(PoolInline, ARecreationElsewhereIsCaughtByTheNextOutOfLineCall)
+{
+	PoolAt mem(1024);
+	struct mlx5_qpn_pool *p = mem.make("inl_a", 8, 0, 0x1000, 1024);
+	ASSERT_NE(p, nullptr);
+	std::atomic<int> step{0};
+	std::atomic<int> rc{1};
+	std::atomic<struct mlx5_qpn_pool *> after_flush{p};
+	std::thread t([&] {
+		uint32_t q;
+		if (mlx5_qpn_pool_alloc(p, &q) == 0)
+			mlx5_qpn_pool_free(p, q);
+		step.store(1);
+		while (step.load() != 2)
+			std::this_thread::yield();
+		mlx5_qpn_pool_cache_flush(p);
+		after_flush.store(__atomic_load_n(&mlx5_qpn_pool_tls.pool, __ATOMIC_RELAXED));
+		rc.store(mlx5_qpn_pool_alloc(p, &q));
+		if (rc.load() == 0)
+			mlx5_qpn_pool_free(p, q);
+	});
+	while (step.load() != 1)
+		std::this_thread::yield();
+	/* The memory is built again in place, without qpn_pool_fini_at() (registry_del()). */
+	struct mlx5_qpn_pool_params prm = {};
+	prm.name = "inl_b";
+	prm.cache_size = 8;
+	prm.capacity = 1024;
+	prm.socket_id = SOCKET_ID_ANY;
+	ASSERT_EQ(qpn_pool_init_at(p, qpn_pool_size(1024), &prm), p);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(p, 0x1000, 1024), 0);
+	step.store(2);
+	t.join();
+	EXPECT_NE(after_flush.load(), p) << "the stale inline binding survived an out-of-line call";
+	EXPECT_EQ(rc.load(), 0);
+	EXPECT_EQ(pool_stats(p).in_use, 0u);
+}

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "pool_test_util.h"
+#include "qpn_pool_test_hooks.h"
 
 TEST(PoolQuarantine, ReleasedQpnComesBackOnlyAfterTheQuarantine)
 {
@@ -156,4 +157,68 @@ TEST(PoolQuarantine, ExplicitFlushAndThreadExitReturnTheCache)
 	ASSERT_EQ(mlx5_qpn_pool_free_bulk(tp.get(), q, 64), 0);
 	mlx5_qpn_pool_cache_flush(tp.get());
 	EXPECT_EQ(pool_stats(tp.get()).free, 64u);
+}
+
+/*
+ * The drain leaves a slot's word in quarantine (alloc rewrites it): a drained QPN, on the free
+ * stack or in a cache's ready chain, is refused like any free QPN, by every path, and comes back
+ * exactly once, with the next generation; the counters stay exact.
+ */
+TEST(PoolQuarantine, DrainedQpnIsRefusedLikeAFreeOneAndComesBackOnce)
+{
+	constexpr uint32_t n = 16;
+	constexpr uint64_t kQ = 1000 * 1000;
+	TestPool tp(n, 4, kQ);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x900, n), 0);
+	uint32_t q[n], g[n];
+	for (uint32_t i = 0; i < n; i++)
+		ASSERT_EQ(mlx5_qpn_pool_alloc_gen(tp.get(), &q[i], &g[i]), 0);
+	for (uint32_t i = 0; i < n; i++)
+		ASSERT_EQ(mlx5_qpn_pool_free(tp.get(), q[i]), 0);
+	mlx5_qpn_pool_cache_flush(tp.get()); /* seals the open chain */
+	EXPECT_EQ(pool_stats(tp.get()).in_quarantine, n);
+	const int64_t saved = qpn::test_clock_offset_get();
+	qpn::test_clock_offset_set(saved + static_cast<int64_t>(4 * kQ + 1000000));
+	EXPECT_EQ(mlx5_qpn_pool_drain(tp.get()), static_cast<int>(n));
+	auto st = pool_stats(tp.get());
+	EXPECT_EQ(st.in_quarantine, 0u);
+	EXPECT_EQ(st.free, n);
+	const uint64_t refused = st.refused_frees;
+	/* One alloc refills this thread's cache: drained QPNs in its ready chain, the rest on the
+	 * free stack. */
+	uint32_t x, gx;
+	ASSERT_EQ(mlx5_qpn_pool_alloc_gen(tp.get(), &x, &gx), 0);
+	for (uint32_t i = 0; i < n; i++) {
+		if (q[i] == x)
+			continue;
+		uint32_t gen = 0;
+		EXPECT_EQ(mlx5_qpn_pool_free(tp.get(), q[i]), -EINVAL) << q[i];
+		EXPECT_EQ(mlx5_qpn_pool_free_gen(tp.get(), q[i], g[i]), -EINVAL) << q[i];
+		EXPECT_EQ(mlx5_qpn_pool_qpn_state(tp.get(), q[i], &gen), 0);
+		EXPECT_EQ(gen, g[i]);
+	}
+	std::thread other([&] {
+		for (uint32_t i = 0; i < n; i++)
+			if (q[i] != x) {
+				EXPECT_EQ(mlx5_qpn_pool_free(tp.get(), q[i]), -EINVAL) << q[i];
+			}
+	});
+	other.join();
+	st = pool_stats(tp.get());
+	EXPECT_EQ(st.refused_frees, refused + 3 * (n - 1));
+	EXPECT_EQ(st.in_use, 1u);
+	EXPECT_EQ(st.in_quarantine, 0u);
+	EXPECT_EQ(st.free, n - 1);
+	std::set<uint32_t> got{x};
+	for (uint32_t k = 0; k + 1 < n; k++) {
+		uint32_t y, gy;
+		ASSERT_EQ(mlx5_qpn_pool_alloc_gen(tp.get(), &y, &gy), 0);
+		EXPECT_TRUE(got.insert(y).second) << "handed out twice: " << y;
+		for (uint32_t i = 0; i < n; i++)
+			if (q[i] == y) {
+				EXPECT_EQ(gy, (g[i] + 1) & 0x3FFF);
+			}
+	}
+	EXPECT_EQ(mlx5_qpn_pool_alloc(tp.get(), &x), -ENOSPC);
+	qpn::test_clock_offset_set(saved);
 }
