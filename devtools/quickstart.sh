@@ -126,14 +126,14 @@ wait_built() { # dir
 # qpn-perf, qpn_mp_proc from the tests). Debian's DPDK is a shared build, so rte_eal_init dlopens
 # every driver of its plugin directory (pmds-23.0: ~130 drivers, which pull in libibverbs, libmlx5
 # and more); ThreadSanitizer, on each dlopen, walks the whole list of loaded modules again (its
-# called_from_lib ignore list, with a 4 KiB mmap/munmap per module), so a TSan process spent ~3 s
-# of CPU starting (~20k mmap/munmap pairs) before its first line of our code. No EAL option turns
-# the plugin directory off. The tests use none of those drivers (--no-pci, no vdev, no ethdev)
-# except rte_mempool's software backends (the CM fabric's frame pool uses the ring ops): as root,
-# the sanitizer suites run in a mount namespace of their own where the plugin directory holds only
-# those (copied from it); everything else — EAL options, test code, sanitizer options — is the
-# same. A TSan start then costs ~0.3 s of CPU. The release suite keeps the full directory (what a
-# user's process loads). Not root, or no mount namespace: the suites run as they are, slower.
+# called_from_lib ignore list, with a 4 KiB mmap/munmap per module), so a TSan process spent
+# ~3.5 s of CPU starting (~40k mmap/munmap pairs) before its first line of our code. No EAL option
+# turns the plugin directory off. The tests use none of those drivers (--no-pci, no vdev, no
+# ethdev) except rte_mempool's software backends (the CM fabric's frame pool uses the ring ops):
+# as root, the sanitizer suites run in a mount namespace of their own where the plugin directory
+# holds only those (copied from it); the EAL options and the tests are the same. A TSan start
+# then costs ~0.45 s of CPU. The release suite keeps the full directory (what a user's process
+# loads). Not root, or no mount namespace: the suites run as they are, slower.
 pmd_dir=$(ls -d "$(pkg-config --variable=libdir libdpdk 2>/dev/null)"/dpdk/pmds-* 2>/dev/null |
 	head -n 1 || true)
 with_mempool_pmds() { # build-dir command...: runs the command as described above
