@@ -10,16 +10,15 @@
  */
 #include <gtest/gtest.h>
 
-#include <climits>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/test_helpers.h"
 #include "mlx5_qpn_cm.h"
 #include "mp/mp_test_util.h"
 #include "sim/mlx5_qpn_sim.h"
@@ -37,19 +36,6 @@ cat(const T &...parts)
 	return s;
 }
 
-std::string
-app_path()
-{
-	char buf[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return "";
-	buf[n] = '\0';
-	std::string exe(buf);
-	std::string dir = exe.substr(0, exe.rfind('/')); /* <build>/tests */
-	return cat(dir.substr(0, dir.rfind('/')), "/app/qpn-testpmd/qpn-testpmd");
-}
-
 struct run_result {
 	int status = -1;    /* exit code, or -1 if it did not exit normally */
 	std::string output; /* stdout + stderr */
@@ -60,7 +46,7 @@ class AppTest : public ::testing::Test {
 protected:
 	void SetUp() override
 	{
-		app_ = app_path();
+		app_ = test_helpers::build_path("app/qpn-testpmd/qpn-testpmd");
 		ASSERT_EQ(access(app_.c_str(), X_OK), 0) << "qpn-testpmd not built at " << app_;
 	}
 
@@ -101,19 +87,8 @@ protected:
 			cmd += " < /dev/null";
 		}
 		cmd += " 2>&1";
-		FILE *p = popen(cmd.c_str(), "r");
-		if (p == nullptr)
-			return r;
-		char buf[4096];
-		size_t got;
-		while ((got = fread(buf, 1, sizeof(buf), p)) > 0)
-			r.output.append(buf, got);
-		int st = pclose(p);
-		r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-		std::ifstream jf(json);
-		std::stringstream ss;
-		ss << jf.rdbuf();
-		r.json = ss.str();
+		r.status = test_helpers::run_cmd(cmd, &r.output);
+		r.json = test_helpers::slurp(json);
 		std::remove(json.c_str());
 		std::remove(in.c_str());
 		return r;
@@ -564,15 +539,8 @@ TEST_F(AppTest, AppPerfHostileOptionsRefused)
 				      "--file-prefix=perfbad",
 				      std::to_string(getpid()), " --log-level=lib.eal:error -- ",
 				      c.opt, " < /dev/null 2>&1");
-		FILE *p = popen(cmd.c_str(), "r");
-		ASSERT_NE(p, nullptr);
 		std::string out;
-		char buf[4096];
-		size_t got;
-		while ((got = fread(buf, 1, sizeof(buf), p)) > 0)
-			out.append(buf, got);
-		int st = pclose(p);
-		EXPECT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 2) << c.opt << "\n" << out;
+		EXPECT_EQ(test_helpers::run_cmd(cmd, &out), 2) << c.opt << "\n" << out;
 		EXPECT_EQ(app_lines(out), cat(c.line, "\n")) << c.opt;
 	}
 }
@@ -609,14 +577,8 @@ TEST_F(AppTest, AppTwoProcessClientServer)
 	int st = pclose(srv);
 	run_result s;
 	s.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-	{
-		std::ifstream jf(sjson), of(sout);
-		std::stringstream js, os;
-		js << jf.rdbuf();
-		os << of.rdbuf();
-		s.json = js.str();
-		s.output = os.str();
-	}
+	s.json = test_helpers::slurp(sjson);
+	s.output = test_helpers::slurp(sout);
 	std::remove(sjson.c_str());
 	std::remove(sout.c_str());
 	/* Its last user removed the fabric's segment when it exited (nothing left in /dev/shm). */
@@ -717,10 +679,7 @@ TEST_F(AppTest, AppSecondaryClientBesidePrimary)
 	EXPECT_NE(sec.output().find(cat("secondary process: device ", dev, " of the primary")),
 		  std::string::npos)
 		<< sec.output();
-	std::ifstream jf(json);
-	std::stringstream ss;
-	ss << jf.rdbuf();
-	std::string js = ss.str();
+	std::string js = test_helpers::slurp(json);
 	std::remove(json.c_str());
 	EXPECT_EQ(json_str(js, "engine"), "alloc") << sec.output();
 	EXPECT_GT(json_num(js, "connections"), 100);
@@ -748,10 +707,7 @@ TEST_F(AppTest, AppSigintStopsTheRunCleanly)
 	EXPECT_NE(out.find("qpn-testpmd summary: engine dci-reconnect"), std::string::npos) << out;
 	EXPECT_NE(out.find("p99.9"), std::string::npos) << out;
 	EXPECT_NE(out.find("stopped by signal 2"), std::string::npos) << out;
-	std::ifstream jf(json);
-	std::stringstream ss;
-	ss << jf.rdbuf();
-	std::string js = ss.str();
+	std::string js = test_helpers::slurp(json);
 	std::remove(json.c_str());
 	ASSERT_FALSE(js.empty()) << out;
 	EXPECT_LT(json_num(js, "duration_s"), 100) << "the signal ended the run";

@@ -10,42 +10,18 @@
  */
 #include <gtest/gtest.h>
 
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/test_helpers.h"
 #include "mlx5_qpn_cm.h"
 #include "sim/mlx5_qpn_sim.h"
 
 namespace {
-
-std::string
-testpmd_path()
-{
-	char buf[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return "";
-	buf[n] = '\0';
-	std::string dir(buf);
-	dir.resize(dir.rfind('/')); /* <build>/tests */
-	dir.resize(dir.rfind('/')); /* <build> */
-	return dir + "/app/qpn-testpmd/qpn-testpmd";
-}
-
-std::string
-slurp(const std::string &path)
-{
-	std::ifstream f(path);
-	std::stringstream ss;
-	ss << f.rdbuf();
-	return ss.str();
-}
 
 /* The number after "key": at or after FROM in qpn-testpmd's JSON (-1: none); *at: where. */
 double
@@ -74,7 +50,7 @@ class TestpmdServerLcores : public ::testing::Test {
 protected:
 	void SetUp() override
 	{
-		app_ = testpmd_path();
+		app_ = test_helpers::build_path("app/qpn-testpmd/qpn-testpmd");
 		ASSERT_EQ(access(app_.c_str(), X_OK), 0) << "qpn-testpmd not built at " << app_;
 		static unsigned n;
 		name_ = "sim_sl" + std::to_string(getpid()) + "_" + std::to_string(n++);
@@ -98,18 +74,14 @@ protected:
 		       " --log-level=lib.eal:error -- --qpn-dev=" + name_ + " " + opts;
 	}
 
-	/* Run to the end; the exit status (-1: killed), the output in *out. */
-	int run(const std::string &c, std::string *out)
+	/* One batch run in this test's own process (file prefix and device NAME_) on the lcores of
+	 * EAL with OPTS, ended by --destroy-sim, its JSON in JSON_: the output in *out, the exit
+	 * status checked, the JSON returned. */
+	std::string run_batch(const std::string &eal, const std::string &opts, std::string *out)
 	{
-		FILE *p = popen((c + " < /dev/null 2>&1").c_str(), "r");
-		if (p == nullptr)
-			return -1;
-		char buf[4096];
-		size_t got;
-		while ((got = fread(buf, 1, sizeof(buf), p)) > 0)
-			out->append(buf, got);
-		int st = pclose(p);
-		return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		const std::string c = cmd(eal, name_, opts + " --destroy-sim --json=" + json_, 60);
+		EXPECT_EQ(test_helpers::run_cmd(c + " < /dev/null 2>&1", out), 0) << *out;
+		return test_helpers::slurp(json_);
 	}
 
 	/* What every run must show: connections, no stale reject, no error, and each of the
@@ -144,12 +116,8 @@ protected:
 TEST_F(TestpmdServerLcores, SplitThePeers)
 {
 	std::string out;
-	int st = run(cmd("--lcores='(0-3)@(0-1)'", name_,
-			 "--peers=4 --server-lcores=2 --duration=1.5 --destroy-sim --json=" + json_,
-			 60),
-		     &out);
-	EXPECT_EQ(st, 0) << out;
-	const std::string js = slurp(json_);
+	const std::string js = run_batch("--lcores='(0-3)@(0-1)'",
+					 "--peers=4 --server-lcores=2 --duration=1.5", &out);
 	expect_servers_served(js, 2, 2, out);
 	const double conns = num_after(js, "connections", 0);
 	EXPECT_GT(conns, 0) << js;
@@ -167,14 +135,9 @@ TEST_F(TestpmdServerLcores, SplitThePeers)
 TEST_F(TestpmdServerLcores, CoPolledByTheClients)
 {
 	std::string out;
-	int st = run(cmd("--lcores='(0-2)@(0-1)'", name_,
-			 "--peers=4 --server-lcores=2 --co-poll --duration=1.5 --destroy-sim "
-			 "--json=" +
-				 json_,
-			 60),
-		     &out);
-	EXPECT_EQ(st, 0) << out;
-	const std::string js = slurp(json_);
+	const std::string js = run_batch("--lcores='(0-2)@(0-1)'",
+					 "--peers=4 --server-lcores=2 --co-poll --duration=1.5",
+					 &out);
 	expect_servers_served(js, 2, 1, out);
 	EXPECT_GT(num_after(js, "connections", 0), 0) << js;
 	EXPECT_NE(out.find("client+server"), std::string::npos) << out;
@@ -184,15 +147,12 @@ TEST_F(TestpmdServerLcores, CoPolledByTheClients)
 TEST_F(TestpmdServerLcores, CappedByPeers)
 {
 	std::string out;
-	int st = run(cmd("--lcores='(0-3)@(0-1)'", name_,
-			 "--peers=2 --server-lcores=4 --duration=0.5 --destroy-sim --json=" + json_,
-			 60),
-		     &out);
-	EXPECT_EQ(st, 0) << out;
+	const std::string js = run_batch("--lcores='(0-3)@(0-1)'",
+					 "--peers=2 --server-lcores=4 --duration=0.5", &out);
 	EXPECT_NE(out.find("qpn-testpmd: 2 server lcore(s), not 4 (fewer --peers)"),
 		  std::string::npos)
 		<< out;
-	expect_servers_served(slurp(json_), 2, 2, out);
+	expect_servers_served(js, 2, 2, out);
 }
 
 /* `set server-lcores` and `show config` at the prompt; a bad value refused with one line. */
@@ -201,15 +161,11 @@ TEST_F(TestpmdServerLcores, AtThePrompt)
 	std::string out;
 	std::string in = ::testing::TempDir() + "qpn_srv_" + name_ + ".in";
 	std::ofstream(in) << "set server-lcores 17\nset server-lcores 3\nshow config\nquit\n";
-	FILE *p =
-		popen((cmd("-l 0-1", name_, "-i --destroy-sim", 60) + " < " + in + " 2>&1").c_str(),
-		      "r");
-	ASSERT_NE(p, nullptr);
-	char buf[4096];
-	size_t got;
-	while ((got = fread(buf, 1, sizeof(buf), p)) > 0)
-		out.append(buf, got);
-	EXPECT_EQ(pclose(p), 0) << out;
+	EXPECT_EQ(test_helpers::run_cmd(cmd("-l 0-1", name_, "-i --destroy-sim", 60) + " < " + in +
+						" 2>&1",
+					&out),
+		  0)
+		<< out;
 	std::remove(in.c_str());
 	EXPECT_NE(out.find("bad value for set server-lcores: \"17\" (out of range; expected an "
 			   "integer in 1..16)"),
@@ -238,13 +194,15 @@ TEST_F(TestpmdServerLcores, InAServerProcess)
 			  "r");
 	ASSERT_NE(srv, nullptr);
 	std::string cout;
-	int cst = run(cmd("-l 0-1 --main-lcore=1", name_ + "c",
-			  "--role=client --fabric=" + fab +
-				  " --peers=2 --duration=1.5 --json=" + json_,
-			  40),
-		      &cout);
+	int cst = test_helpers::run_cmd(cmd("-l 0-1 --main-lcore=1", name_ + "c",
+					    "--role=client --fabric=" + fab +
+						    " --peers=2 --duration=1.5 --json=" + json_,
+					    40) +
+						" < /dev/null 2>&1",
+					&cout);
 	int st = pclose(srv);
-	const std::string sout = slurp(out_), sjs = slurp(sjson), cjs = slurp(json_);
+	const std::string sout = test_helpers::slurp(out_), sjs = test_helpers::slurp(sjson),
+			  cjs = test_helpers::slurp(json_);
 	std::remove(sjson.c_str());
 	mlx5_qpn_cm_shm_unlink(fab.c_str());
 	EXPECT_EQ(cst, 0) << cout;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "mp_test_util.h"
 
+#include "common/test_helpers.h"
+
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -56,19 +57,6 @@ hugetlbfs_mounted()
 	return false;
 }
 
-std::string
-build_dir()
-{
-	char buf[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return "";
-	buf[n] = '\0';
-	std::string exe(buf);
-	std::string dir = exe.substr(0, exe.rfind('/')); /* <build>/tests */
-	return dir.substr(0, dir.rfind('/'));
-}
-
 } /* namespace */
 
 uint64_t
@@ -82,7 +70,7 @@ now_ns()
 std::string
 helper_path()
 {
-	return build_dir() + "/tests/mp/qpn_mp_proc";
+	return test_helpers::build_path("tests/mp/qpn_mp_proc");
 }
 std::string
 hugepages_ready()
