@@ -101,6 +101,26 @@ mlx5_qpn_cm_input(struct mlx5_qpn_cm *cm, const void *frame, size_t len, uint64_
 	return 0;
 }
 
+namespace {
+
+/* How far past the caller's now_ns a frame's send time is believed: a frame legitimately comes
+ * from after the caller's clock read by the length of a poll round or a preemption (ms); a stamp
+ * further ahead (a broken clock, or a hostile writer of a shared-memory fabric) would fire every
+ * timer due until then, and leave the wheel's cursor there for good. */
+constexpr uint64_t kFrameAheadMaxNs = 1000000000ull;
+
+uint64_t
+frame_time(uint64_t sent_ns, uint64_t now_ns)
+{
+	if (sent_ns == 0)
+		return now_ns;
+	if (sent_ns > now_ns && sent_ns - now_ns > kFrameAheadMaxNs)
+		return now_ns + kFrameAheadMaxNs;
+	return sent_ns;
+}
+
+} // namespace
+
 int
 mlx5_qpn_cm_poll(struct mlx5_qpn_cm *cm, uint64_t now_ns)
 {
@@ -117,7 +137,7 @@ mlx5_qpn_cm_poll(struct mlx5_qpn_cm *cm, uint64_t now_ns)
 		size_t len = std::min<size_t>(f.len, sizeof(f.data));
 		/* At the time it was sent, after the timers due by then (mlx5_qpn_cm_poll()'s
 		 * contract); a time behind the last tick fires nothing again. */
-		const uint64_t at = f.sent_ns != 0 ? f.sent_ns : now_ns;
+		const uint64_t at = frame_time(f.sent_ns, now_ns);
 		mlx5_qpn_cm_tick(cm, at);
 		/* The transport knows the real sender: a frame claiming another GUID is dropped. */
 		if (len >= 16 && f.src_guid != 0) {

@@ -361,7 +361,9 @@ int mlx5_qpn_cm_tick(struct mlx5_qpn_cm *cm, uint64_t now_ns);
  * frame sent on another lcore after that read would be handled before it was sent (a REQ sent
  * just after its pair's timewait ended would be refused as STALE_CONN); and a poll that comes
  * late (its lcore descheduled) would start a timewait late, by as much as the lcore was away,
- * which no kernel CM does (the peer's QPN then comes back "early" against it).
+ * which no kernel CM does (the peer's QPN then comes back "early" against it). A send time more
+ * than 1 s after @p now_ns is taken as @p now_ns + 1 s (a bad or hostile stamp must not end
+ * every timewait at once).
  * @return frames received (>= 0); -EINVAL; -ENOTSUP (no transport); a transport error.
  */
 int mlx5_qpn_cm_poll(struct mlx5_qpn_cm *cm, uint64_t now_ns);

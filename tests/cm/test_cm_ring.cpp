@@ -176,6 +176,19 @@ TEST(CmRing, ALatePollStillSeesAReqSentInTimewait)
 /* A polls 500 ms late for the DREP B sent at t0: its timewait still starts at t0, when the DREP
  * came in, as a kernel CM's would, and not when its lcore came back (which kept (B, 0x43) held
  * 500 ms past B's own timewait and made B's next REP with 0x43 look stale). */
+/* A send time an hour ahead of the receiver's clock (a broken clock, or a hostile writer of a
+ * shared-memory fabric) is believed up to 1 s only: B's timewait of (A, 0x42), ending at
+ * t0 + 1024 ms, is not ended by it, and the REQ is still refused as stale. */
+TEST(CmRing, ASendTimeFarAheadIsNotBelieved)
+{
+	Pair p;
+	p.close_at(Pair::t0);
+	mlx5_qpn_cm_event ev = p.reuse(Pair::t0 + 3600000 * kMs, Pair::t0 + kMs);
+	EXPECT_EQ(ev.type, uint32_t(MLX5_QPN_CM_EVENT_REJECTED));
+	EXPECT_EQ(ev.reason, uint16_t(MLX5_QPN_CM_REJ_STALE_CONN));
+	EXPECT_EQ(mlx5_qpn_cm_pair_held(p.b, kA, 0x42), 2) << "still in timewait";
+}
+
 TEST(CmRing, ALatePollStartsTimewaitWhenTheFrameCameIn)
 {
 	Pair p;
