@@ -11,6 +11,51 @@
 
 namespace test_helpers {
 
+/* The sanitizer this test executable is built with: GCC says so with __SANITIZE_THREAD__ /
+ * __SANITIZE_ADDRESS__, clang through __has_feature. */
+#if defined(__SANITIZE_THREAD__)
+#define QPN_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define QPN_TEST_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define QPN_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define QPN_TEST_ASAN 1
+#endif
+#endif
+#ifdef QPN_TEST_TSAN
+constexpr bool kTsan = true;
+#else
+constexpr bool kTsan = false;
+#endif
+#ifdef QPN_TEST_ASAN
+constexpr bool kAsan = true;
+#else
+constexpr bool kAsan = false;
+#endif
+
+/*
+ * The iteration count of a fuzz or stress loop: N in the plain build, N / TSAN_DIV under
+ * ThreadSanitizer and N / ASAN_DIV under AddressSanitizer (at least 1). Why: the plain build's
+ * count is chosen for coverage of inputs (random frames, interleavings); a sanitizer build runs
+ * the same code 2-3x (ASan) to 10-20x (TSan, every access recorded, at -O0) slower, and what it
+ * looks for (a race, a bad access) shows on the first iterations that reach the code, not on
+ * the thousandth. The divisor must leave every branch the loop targets reached many times: a
+ * test that asserts "each kind seen" keeps its assertion, the count stays large enough for it.
+ */
+constexpr unsigned
+sanitizer_scaled(unsigned n, unsigned tsan_div, unsigned asan_div = 1)
+{
+	unsigned div = kTsan ? tsan_div : kAsan ? asan_div : 1;
+	if (div <= 1 || n == 0)
+		return n;
+	return n / div > 0 ? n / div : 1;
+}
+
 /* The build directory: this executable is <build>/tests/qpn_tests. "" if /proc/self/exe is
  * unreadable. */
 std::string build_root();
