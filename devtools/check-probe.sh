@@ -46,10 +46,13 @@ PY
 # Headers of the forbidden folders, as "path-in-tree<TAB>include-name" for the bare name and the
 # name relative to the component folder (e.g. sim/mlx5_qpn_sim.h).
 forbidden_names() { # folders...
+	# Shell expansions, not basename/cut: ~300 headers, two processes each, were seconds.
+	local h rel
 	(cd "$src" && find "$@" -name '*.h' 2>/dev/null) | while IFS= read -r h; do
-		printf '%s\t%s\n' "$h" "$(basename "$h")"
-		rel=$(cut -d/ -f3- <<< "$h")
-		[ "$rel" = "$(basename "$h")" ] || printf '%s\t%s\n' "$h" "$rel"
+		printf '%s\t%s\n' "$h" "${h##*/}"
+		rel=""
+		[[ "$h" != */*/* ]] || rel=${h#*/*/}
+		[ -z "$rel" ] || [ "$rel" = "${h##*/}" ] || printf '%s\t%s\n' "$h" "$rel"
 	done
 }
 
@@ -76,14 +79,34 @@ check_target() { # target language ext positive-include forbidden-folders...
 		fail=1
 		return
 	fi
+	# One preprocessor run tells, for every name at once, whether the target's include path
+	# finds it at all (__has_include searches as #include does); only the names it finds are
+	# probed one by one, to see which file that is (a system header of the same name is fine).
+	# One compiler start per target instead of one per name: ~1 s instead of ~25 s for the ~300.
+	local paths=() names=() i
 	while IFS=$'\t' read -r path name; do
-		probes=$((probes + 1))
-		if probe "$target" "$lang" "$ext" "#include \"$name\"" "${cmd[@]}" &&
-		   grep -qF "$src/$path" "$tmp/probe.d"; then
-			echo "check-probe: $target can include \"$name\" ($path): its include path is too wide"
+		paths+=("$path")
+		names+=("$name")
+	done < <(forbidden_names "$@")
+	probes=$((probes + ${#names[@]}))
+	for i in "${!names[@]}"; do
+		printf '#if __has_include("%s")\nqpn_probe_found %d\n#endif\n' "${names[$i]}" "$i"
+	done > "$tmp/batch.$ext"
+	if ! (cd "$build" && "${cmd[@]}" -E -P "$tmp/batch.$ext" -o "$tmp/batch.out") \
+		2> "$tmp/probe.err"; then
+		echo "check-probe: $target cannot preprocess its batch of __has_include probes:"
+		head -5 "$tmp/probe.err"
+		fail=1
+		return
+	fi
+	for i in $(sed -n 's/^qpn_probe_found \([0-9]*\)$/\1/p' "$tmp/batch.out"); do
+		if probe "$target" "$lang" "$ext" "#include \"${names[$i]}\"" "${cmd[@]}" &&
+		   grep -qF "$src/${paths[$i]}" "$tmp/probe.d"; then
+			echo "check-probe: $target can include \"${names[$i]}\" (${paths[$i]}):" \
+				"its include path is too wide"
 			fail=1
 		fi
-	done < <(forbidden_names "$@")
+	done
 }
 
 check_target qpn_shm cpp cpp '"qpn_shm.h"' lib/pool lib/cm drivers app
