@@ -558,16 +558,16 @@ TEST_F(AppTest, AppTwoProcessClientServer)
 	mlx5_qpn_cm_shm_unlink(fab.c_str());
 	std::string sjson = cat(::testing::TempDir(), "qpn_app_", dev, "_srv.json");
 	std::remove(sjson.c_str());
-	/* The server's --duration is only a cap (the client may start slowly under a sanitizer):
-	 * once the client has exited, every connection it completed has been accepted and closed
-	 * on the server's side, and SIGINT ends the server's run in order (summary and JSON, as at
-	 * the end of its duration; AppSigintStopsTheRunCleanly). Waiting out a fixed 12 s was a
-	 * third of app-e2e's time in every build. */
+	/* Once the client has exited, every connection it completed has been accepted and closed
+	 * on the server's side: SIGINT then ends the server's run in order (summary and JSON, as at
+	 * the end of its duration; AppSigintStopsTheRunCleanly). Its --duration=12, which the test
+	 * used to wait out (a third of app-e2e's time in every build), is only a cap now, for a
+	 * client that starts slowly (a sanitizer build on a loaded machine). */
 	mp_test::Proc srv;
 	ASSERT_TRUE(srv.start({app_, "--no-huge", "--no-pci", "-m", "256", "-l", "0-1",
 			       cat("--file-prefix=", dev, "s"), "--log-level=lib.eal:error", "--",
 			       "--role=server", cat("--fabric=", fab), cat("--qpn-dev=", dev),
-			       "--duration=30", cat("--json=", sjson)}));
+			       "--duration=12", cat("--json=", sjson)}));
 	/* The client waits (up to 5 s) for the server to publish its node and DCT. */
 	run_result c =
 		run("0-1 --main-lcore=1",
@@ -579,9 +579,11 @@ TEST_F(AppTest, AppTwoProcessClientServer)
 	s.json = test_helpers::slurp(sjson);
 	s.output = srv.output();
 	std::remove(sjson.c_str());
-	EXPECT_EQ(s.status, 128 + SIGINT) << s.output;
-	EXPECT_NE(s.output.find("stopped by signal 2"), std::string::npos) << s.output;
-	s.status = 0; /* the signal was ours: the run ended in order */
+	/* Stopped by our signal, or (the client slower than the cap) at the end of its duration. */
+	if (s.status == 128 + SIGINT) {
+		EXPECT_NE(s.output.find("stopped by signal 2"), std::string::npos) << s.output;
+		s.status = 0;
+	}
 	/* Its last user removed the fabric's segment when it exited (nothing left in /dev/shm). */
 	EXPECT_EQ(mlx5_qpn_cm_shm_unlink(fab.c_str()), -ENOENT) << "the fabric outlived its users";
 
