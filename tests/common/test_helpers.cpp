@@ -55,4 +55,18 @@ run_cmd(const std::string &cmd, std::string *out)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+FILE *
+start_cmd(const std::string &cmd, int *pid)
+{
+	/* The shell prints its pid and execs the command: that pid is the command's. */
+	FILE *p = popen(("echo $$; exec " + cmd).c_str(), "r");
+	if (p == nullptr)
+		return nullptr;
+	if (fscanf(p, "%d", pid) != 1) {
+		pclose(p);
+		return nullptr;
+	}
+	return p;
+}
+
 } /* namespace test_helpers */

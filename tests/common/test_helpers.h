@@ -7,6 +7,7 @@
  * test executable's own path, so that any build directory works), running one shell command to
  * its end with its output, and reading a file a program wrote (its JSON, its redirected output).
  */
+#include <cstdio>
 #include <string>
 
 namespace test_helpers {
@@ -70,6 +71,12 @@ std::string slurp(const std::string &path);
  * redirects stderr and stdin itself). Its exit code, or -1 if it did not exit normally or could
  * not be started. */
 int run_cmd(const std::string &cmd, std::string *out);
+
+/* Start the shell command CMD in the background (popen; CMD redirects its own output), its
+ * process id in *pid: the shell execs CMD, so a signal to *pid reaches CMD's program (or
+ * `timeout`, which passes SIGINT and SIGTERM on to its program). pclose() waits for it and
+ * gives its wait status. nullptr if it could not be started. */
+FILE *start_cmd(const std::string &cmd, int *pid);
 
 } /* namespace test_helpers */
 
