@@ -66,11 +66,14 @@ protected:
 		std::remove(out_.c_str());
 	}
 
-	/* The shell command of one qpn-testpmd run: EAL args EAL, file prefix PREFIX, OPTS. */
+	/* The shell command of one qpn-testpmd run: EAL args EAL, file prefix PREFIX, OPTS.
+	 * `timeout --foreground`: a SIGINT sent to timeout reaches qpn-testpmd once (without it,
+	 * timeout passes it on and also sends it to its own process group: a second signal, which
+	 * qpn-testpmd takes as "exit at once"). */
 	std::string cmd(const std::string &eal, const std::string &prefix, const std::string &opts,
 			unsigned timeout_s)
 	{
-		return "timeout -k 5 " + std::to_string(timeout_s) + " " + app_ +
+		return "timeout --foreground -k 5 " + std::to_string(timeout_s) + " " + app_ +
 		       " --no-huge --no-pci -m 256 " + eal + " --file-prefix=" + prefix +
 		       " --log-level=lib.eal:error -- --qpn-dev=" + name_ + " " + opts;
 	}

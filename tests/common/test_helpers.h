@@ -74,8 +74,9 @@ int run_cmd(const std::string &cmd, std::string *out);
 
 /* Start the shell command CMD in the background (popen; CMD redirects its own output), its
  * process id in *pid: the shell execs CMD, so a signal to *pid reaches CMD's program (or
- * `timeout`, which passes SIGINT and SIGTERM on to its program). pclose() waits for it and
- * gives its wait status. nullptr if it could not be started. */
+ * `timeout --foreground`, which passes SIGINT and SIGTERM on to its program once; plain
+ * `timeout` sends it to its process group as well: twice). pclose() waits for it and gives
+ * its wait status. nullptr if it could not be started. */
 FILE *start_cmd(const std::string &cmd, int *pid);
 
 } /* namespace test_helpers */
