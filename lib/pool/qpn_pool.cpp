@@ -269,7 +269,7 @@ mlx5_qpn_pool_alloc_slow(struct mlx5_qpn_pool *p, uint32_t *qpn, uint32_t *gener
 	}
 	int rc = pool.alloc_one(c, qpn, generation);
 	if (likely(rc == 0))
-		bump(c->allocs);
+		count_own(c->alloc_seq);
 	fast_bind(p, c);
 	leave(c);
 	return rc;
@@ -343,7 +343,7 @@ alloc_bulk_in(Pool &pool, Cache *c, uint32_t *qpns, unsigned int n)
 		}
 	}
 	if (rc == 0 && c != nullptr)
-		bump(c->allocs, n);
+		count_own(c->alloc_seq, n);
 	return rc;
 }
 
