@@ -5,7 +5,6 @@
  * its cache (claimed on first use, given back at thread exit).
  */
 #include <cerrno>
-#include <utility>
 
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
@@ -235,24 +234,6 @@ Pool::rotate_full(Cache &c, uint32_t s)
  * quarantine buckets, else steal idle caches. Fails with -ENOSPC when no QPN is anywhere, and
  * with -EAGAIN when some exist but are in quarantine (or in a cache whose owner is mid-call).
  */
-/*
- * Prefetch the slot lines of a batch just moved into `ready` when it is compact (its head and
- * tail at most two batches apart: a batch that came back whole from the quarantine): a batch
- * that spent the quarantine time waiting has gone cold, and the inline alloc would otherwise meet
- * its lines one by one (its own prefetch runs one QPN ahead). The lines are fetched in parallel.
- */
-void
-Pool::prefetch_batch(const Chain &ch)
-{
-	uint32_t a = ch.head.load(rlx), b = ch.tail.load(rlx);
-	if (a > b)
-		std::swap(a, b);
-	if (b - a > 2 * p_->batch || b >= p_->nb_slots.load(rlx))
-		return;
-	for (uint32_t s = a & ~7u; s <= b; s += 8)
-		__builtin_prefetch(&slot(s));
-}
-
 QPN_COLD int
 Pool::refill(Cache &c)
 {
@@ -268,7 +249,6 @@ Pool::refill(Cache &c)
 		c.ready.tail.store(c.spare.tail.load(rlx), rlx);
 		c.ready.count.store(c.spare.count.load(rlx), rlx);
 		c.spare.count.store(0, rlx);
-		prefetch_batch(c.ready);
 		return 0;
 	}
 	/*
@@ -288,7 +268,6 @@ Pool::refill(Cache &c)
 		c.moving.store(0, rel);
 		if (got) {
 			bump(c.refills);
-			prefetch_batch(c.ready);
 			return 0;
 		}
 		uint64_t now = now_ns();

@@ -240,7 +240,6 @@ public:
 	void rescue(Cache &v);
 	bool remote_empty(const Cache &v) const;
 	QPN_COLD int refill(Cache &c);
-	void prefetch_batch(const Chain &ch);
 	QPN_COLD void rotate_full(Cache &c, uint32_t s);
 	QPN_COLD bool wait_collector(Cache *self);
 
