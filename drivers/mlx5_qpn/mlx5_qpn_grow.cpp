@@ -19,6 +19,7 @@
 namespace mlx5_qpn_dev_impl {
 
 std::atomic<int> g_test_fail_push_backs{0}; /* mlx5_qpn_vec.h */
+std::atomic<int> g_test_pass_push_backs{0};
 
 /* Give one device object (range or single QPN) back. */
 void

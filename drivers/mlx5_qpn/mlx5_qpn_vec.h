@@ -26,11 +26,21 @@ namespace mlx5_qpn_dev_impl {
  * Defined in mlx5_qpn_grow.cpp.
  */
 extern std::atomic<int> g_test_fail_push_backs;
+/* While g_test_fail_push_backs is positive, this many push_back() calls first succeed (a test
+ * reaches the second of two bookkeeping steps). */
+extern std::atomic<int> g_test_pass_push_backs;
 
 inline bool
 test_push_back_fails()
 {
 	int n = g_test_fail_push_backs.load(std::memory_order_relaxed);
+	if (n <= 0)
+		return false;
+	int k = g_test_pass_push_backs.load(std::memory_order_relaxed);
+	while (k > 0)
+		if (g_test_pass_push_backs.compare_exchange_weak(k, k - 1,
+								 std::memory_order_relaxed))
+			return false;
 	while (n > 0)
 		if (g_test_fail_push_backs.compare_exchange_weak(n, n - 1,
 								 std::memory_order_relaxed))

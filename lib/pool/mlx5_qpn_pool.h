@@ -178,17 +178,16 @@ mlx5_qpn_pool_alloc_gen(struct mlx5_qpn_pool *pool, uint32_t *qpn, uint32_t *gen
 {
 	struct mlx5_qpn_pool_binding *b = &mlx5_qpn_pool_tls;
 	struct mlx5_qpn_pool_cache_line *c = b->cache;
-	uint32_t n, s, off, g, next;
+	uint32_t n, s, off, next;
 	uint64_t w, *slots;
 
 	/* Bound to this pool (a destroy clears every thread's binding to it: no owner check). */
 	if (__builtin_expect(!mlx5_qpn_pool_bound(b, pool) || qpn == NULL, 0))
 		return mlx5_qpn_pool_alloc_out(pool, qpn, generation);
-	__atomic_store_n(&c->busy, 1, __ATOMIC_RELAXED);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* membarrier(2) on the thief's side */
+	mlx5_qpn_pool_seq_enter(&c->alloc_seq);
 	/* The gate first: the chain is read only after it (acquire). A chain read before could be
 	 * one a thief emptied and let go of between the two reads. */
-	if (__builtin_expect(__atomic_load_n(&c->gate, __ATOMIC_ACQUIRE) != 0, 0))
+	if (__builtin_expect(mlx5_qpn_pool_gate_closed(c), 0))
 		goto slow;
 	n = __atomic_load_n(&c->ready.count, __ATOMIC_RELAXED);
 	if (__builtin_expect(n == 0, 0))
@@ -204,18 +203,18 @@ mlx5_qpn_pool_alloc_gen(struct mlx5_qpn_pool *pool, uint32_t *qpn, uint32_t *gen
 	__atomic_store_n(&c->ready.head, next, __ATOMIC_RELAXED);
 	/* The next one's slot: a cold line when QPNs come back from a long quarantine. */
 	__builtin_prefetch(&slots[next]);
-	g = ((uint32_t)(w >> MLX5_QPN_POOL_SLOT_GEN_SHIFT) + 1) & MLX5_QPN_POOL_SLOT_GEN_MASK;
-	/* In use, naming our cache: only we write it until it is freed. */
-	__atomic_store_n(&slots[s], b->owned | ((uint64_t)g << MLX5_QPN_POOL_SLOT_GEN_SHIFT),
-			 __ATOMIC_RELAXED);
-	mlx5_qpn_pool_count(&c->allocs);
+	/* In use, naming our cache, the generation one up: all ones below the generation plus one
+	 * carries into it (and wraps it at 14 bits), leaving zeros for `owned`. Only we write the
+	 * slot until it is freed. */
+	w = ((w | MLX5_QPN_POOL_SLOT_OWNED_MASK) + 1) | b->owned;
+	__atomic_store_n(&slots[s], w, __ATOMIC_RELAXED);
 	*qpn = b->first + off;
-	__atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
+	mlx5_qpn_pool_seq_step(&c->alloc_seq, 1, 1);
 	if (generation != NULL)
-		*generation = g;
+		*generation = (uint32_t)(w >> MLX5_QPN_POOL_SLOT_GEN_SHIFT);
 	return 0;
 slow:
-	__atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
+	mlx5_qpn_pool_seq_step(&c->alloc_seq, -1, 1);
 	return mlx5_qpn_pool_alloc_out(pool, qpn, generation);
 }
 
@@ -246,8 +245,8 @@ mlx5_qpn_pool_free_inline(struct mlx5_qpn_pool *pool, uint32_t qpn, int check_ge
 	struct mlx5_qpn_pool_binding *b = &mlx5_qpn_pool_tls;
 	struct mlx5_qpn_pool_cache_line *c = b->cache;
 	struct mlx5_qpn_pool_chain *into = b->into;
-	uint32_t n, s, off;
-	uint64_t w, *slot, flip;
+	uint32_t n, s, off, head;
+	uint64_t w, *slot;
 
 	if (__builtin_expect(!mlx5_qpn_pool_bound(b, pool), 0))
 		return mlx5_qpn_pool_free_slow(pool, qpn, check_gen, generation);
@@ -257,41 +256,36 @@ mlx5_qpn_pool_free_inline(struct mlx5_qpn_pool *pool, uint32_t qpn, int check_ge
 		return mlx5_qpn_pool_free_slow(pool, qpn, check_gen, generation);
 	s = b->base + off;
 	slot = &b->slots[s]; /* read once: every atomic below makes the compiler read again */
-	flip = b->flip;
-	__atomic_store_n(&c->busy, 1, __ATOMIC_RELAXED);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	mlx5_qpn_pool_seq_enter(&c->free_seq);
 	/* The gate first, then the slot and the chain (see mlx5_qpn_pool_alloc_gen()). */
-	if (__builtin_expect(__atomic_load_n(&c->gate, __ATOMIC_ACQUIRE) != 0, 0)) {
-		__atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
-		return mlx5_qpn_pool_free_slow(pool, qpn, check_gen, generation);
-	}
-	w = __atomic_load_n(slot, __ATOMIC_RELAXED);
+	if (__builtin_expect(mlx5_qpn_pool_gate_closed(c), 0))
+		goto slow;
+	/* Handed out by our cache (in use, published, naming it): then only the generation is
+	 * left. */
+	w = __atomic_load_n(slot, __ATOMIC_RELAXED) ^ b->owned;
 	n = __atomic_load_n(&into->count, __ATOMIC_RELAXED);
-	/* Handed out by our cache (in use, published, naming it), of the generation asked for; and
-	 * no flush (full `ready`) or seal (`open` reaching a batch) due. Anything else, refusals
-	 * included, is decided by the slow path. */
-	if (__builtin_expect(n >= b->into_max ||
-				     ((w ^ b->owned) << (64 - MLX5_QPN_POOL_SLOT_GEN_SHIFT)) != 0 ||
+	/* Ours, of the generation asked for; and no flush (full `ready`) or seal (`open` reaching a
+	 * batch) due. Anything else, refusals included, is decided by the slow path. */
+	if (__builtin_expect(n >= b->into_max || (w & MLX5_QPN_POOL_SLOT_OWNED_MASK) != 0 ||
 				     (check_gen &&
 				      (uint32_t)(w >> MLX5_QPN_POOL_SLOT_GEN_SHIFT) !=
 					      (generation & MLX5_QPN_POOL_SLOT_GEN_MASK)),
-			     0)) {
-		__atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
-		return mlx5_qpn_pool_free_slow(pool, qpn, check_gen, generation);
-	}
-	/* Linked to the chain's head (none if empty): next ^ flip ^ w = next | freed | generation. */
-	__atomic_store_n(slot,
-			 (n != 0 ? __atomic_load_n(&into->head, __ATOMIC_RELAXED) :
-				   MLX5_QPN_POOL_SLOT_NIL) ^
-				 flip ^ w,
-			 __ATOMIC_RELAXED);
-	__atomic_store_n(&into->head, s, __ATOMIC_RELAXED);
-	if (n == 0)
+			     0))
+		goto slow;
+	/* Linked to the chain's head (none if empty), the generation kept. */
+	head = __atomic_load_n(&into->head, __ATOMIC_RELAXED);
+	if (__builtin_expect(n == 0, 0)) {
+		head = MLX5_QPN_POOL_SLOT_NIL;
 		__atomic_store_n(&into->tail, s, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(slot, head ^ b->released ^ w, __ATOMIC_RELAXED);
+	__atomic_store_n(&into->head, s, __ATOMIC_RELAXED);
 	__atomic_store_n(&into->count, n + 1, __ATOMIC_RELAXED);
-	mlx5_qpn_pool_count(&c->frees);
-	__atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
+	mlx5_qpn_pool_seq_step(&c->free_seq, 1, 1);
 	return 0;
+slow:
+	mlx5_qpn_pool_seq_step(&c->free_seq, -1, 1);
+	return mlx5_qpn_pool_free_slow(pool, qpn, check_gen, generation);
 }
 
 /**

@@ -17,7 +17,7 @@
  * range entry of its last hit. Everything in shared memory is read and written with relaxed
  * atomics (plain loads and stores on x86): only the cache's holder writes these fields, and a
  * thread that empties an idle cache (a *thief*) first makes sure that its owner is outside the
- * pool (the `busy`/`gate` pair below).
+ * pool (the `alloc_seq`/`free_seq`/`busy` words against `gate`, below).
  */
 
 #include <stdint.h>
@@ -51,20 +51,26 @@ struct mlx5_qpn_pool_chain {
 	uint32_t count;
 };
 
-/** @internal The first cache line of a thread cache, in shared memory. */
+/** @internal The first cache line of a thread cache, in shared memory.
+ *
+ *  The owner announces that it is inside the pool before it loads `gate`: an inline call makes
+ *  its sequence word odd, an out-of-line call sets `busy`. A thief stores `gate`, runs
+ *  membarrier(2) (a full barrier on the owner's CPU), then loads the three: either the owner
+ *  sees the thief or the thief sees the owner. The sequence words are the counters too, so an
+ *  inline call stores nothing to announce itself that it would not store anyway. */
 struct mlx5_qpn_pool_cache_line {
 	uint64_t owner; /**< who claimed the cache (0: nobody) */
-	/** The owner is inside a pool call. Stored before `gate` is loaded; a thief stores `gate`,
-	 *  runs membarrier(2) (a full barrier on the owner's CPU), then loads `busy`: either the
-	 *  owner sees the thief or the thief sees the owner. */
-	uint32_t busy;
+	uint32_t busy;  /**< the owner is inside an out-of-line pool call */
 	/** Non-zero: take the slow path. Low 31 bits: a thief holds the cache (its process index + 1);
 	 *  MLX5_QPN_POOL_GATE_REMOTE: frees queued by other threads wait to be applied. */
 	uint32_t gate;
 	struct mlx5_qpn_pool_chain ready; /**< free QPNs, LIFO: alloc pops here */
 	struct mlx5_qpn_pool_chain open;  /**< released QPNs not yet time-stamped (quarantine) */
-	uint64_t allocs;                  /**< counters: one writer, the cache's holder */
-	uint64_t frees;
+	/** Twice the allocations the cache served, plus one while its owner is inside an inline
+	 *  alloc. Only the owner writes it (a thief's counts go to the pool's): the inline alloc adds
+	 *  one on entry and one when it hands out a QPN, or takes its one back to go out of line. */
+	uint64_t alloc_seq;
+	uint64_t free_seq; /**< the same for frees */
 };
 
 /** @internal A thread's binding to the pool it used last (thread-local, process-local). */
@@ -78,9 +84,10 @@ struct mlx5_qpn_pool_binding {
 	 *  a destroy clears `pool` in every binding of the process, atomically) */
 	uint64_t owner;
 	uint64_t owned; /**< slot word of a QPN this cache handed out, generation 0 */
-	/** owned ^ (slot word of a QPN released into a chain, next and generation 0): a free turns
-	 *  one into the other with one xor, keeping the generation. */
-	uint64_t flip;
+	/** Slot word of a QPN released into `into`, next and generation 0. A free xors the slot
+	 *  word with `owned` (leaving only the generation if it is ours), then with this and the
+	 *  next slot: the released word, generation kept. */
+	uint64_t released;
 	/** `into` may hold one more without a flush (batch; no quarantine) or a seal (batch - 1). */
 	uint32_t into_max;
 	/** The range of the last hit, copied when bound: QPNs [first, first + count) have slots
@@ -92,17 +99,49 @@ struct mlx5_qpn_pool_binding {
 	uint32_t base;
 };
 
-/** @internal Bump a counter of the caller's cache. It has one writer at a time (the cache's
- *  holder), so no locked instruction: on x86-64 one `inc` of the aligned word (a reader sees the
- *  old or the new value), elsewhere (and under ThreadSanitizer, which must see it) a relaxed
- *  load and store. */
+/** @internal Step a sequence word of the caller's cache (alloc_seq, free_seq) by `d` (+1 or -1).
+ *  It has one writer (the cache's owner), so no locked instruction: on x86-64 one `inc`/`dec` of
+ *  the aligned word (a thief reads the old or the new value), elsewhere (and under
+ *  ThreadSanitizer, which must see it) a relaxed load and a store. `leave`: the step that ends a
+ *  call, ordered after every store of the call (release; on x86 a compiler barrier suffices). */
 static inline __attribute__((always_inline)) void
-mlx5_qpn_pool_count(uint64_t *counter)
+mlx5_qpn_pool_seq_step(uint64_t *seq, int d, int leave)
 {
 #if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-	__asm__ volatile("incq %0" : "+m"(*counter));
+	if (leave)
+		__atomic_signal_fence(__ATOMIC_RELEASE);
+	if (d > 0)
+		__asm__ volatile("incq %0" : "+m"(*seq));
+	else
+		__asm__ volatile("decq %0" : "+m"(*seq));
 #else
-	__atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(seq, __atomic_load_n(seq, __ATOMIC_RELAXED) + (uint64_t)(int64_t)d,
+			 leave ? __ATOMIC_RELEASE : __ATOMIC_RELAXED);
+#endif
+}
+
+/** @internal Enter an inline call: the sequence word turns odd, then `gate` may be loaded. */
+static inline __attribute__((always_inline)) void
+mlx5_qpn_pool_seq_enter(uint64_t *seq)
+{
+	mlx5_qpn_pool_seq_step(seq, 1, 0);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* membarrier(2) on the thief's side */
+}
+
+/** @internal Is `gate` closed (a thief, or queued remote frees)? Loaded with acquire: the
+ *  chains are read only after it. On x86-64 one compare with the field in memory (a load is
+ *  an acquire there; the fence keeps the compiler from reading the chains before it). */
+static inline __attribute__((always_inline)) int
+mlx5_qpn_pool_gate_closed(const struct mlx5_qpn_pool_cache_line *c)
+{
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+	int ne;
+
+	__asm__ volatile("cmpl $0, %1" : "=@ccne"(ne) : "m"(c->gate));
+	__atomic_signal_fence(__ATOMIC_ACQUIRE);
+	return ne;
+#else
+	return __atomic_load_n(&c->gate, __ATOMIC_ACQUIRE) != 0;
 #endif
 }
 

@@ -269,7 +269,7 @@ mlx5_qpn_pool_alloc_slow(struct mlx5_qpn_pool *p, uint32_t *qpn, uint32_t *gener
 	}
 	int rc = pool.alloc_one(c, qpn, generation);
 	if (likely(rc == 0))
-		bump(c->allocs);
+		count_own(c->alloc_seq);
 	fast_bind(p, c);
 	leave(c);
 	return rc;
@@ -293,11 +293,50 @@ mlx5_qpn_pool_alloc_bulk(struct mlx5_qpn_pool *p, uint32_t *qpns, unsigned int n
 
 } /* extern "C" */
 
+/*
+ * The common bulk: the caller's cache holds all n, so it cannot fail. Still taken unpublished
+ * and published only once all are out (the contract: a free of one of them is refused until the
+ * call returns), but without a call, a range lookup and a rollback check per QPN: one pass pops
+ * the chain, keeping slot indices in qpns[], one pass publishes them and turns them into QPNs.
+ */
+static void
+alloc_bulk_hit(Pool &pool, Cache *c, uint32_t *qpns, unsigned int n)
+{
+	const uint32_t left = c->ready.count.load(rlx) - n;
+	const uint32_t holder = owner_holder(c->owner.load(rlx));
+	const uint32_t me = pool.cache_index(c);
+	uint32_t s = c->ready.head.load(rlx);
+	for (unsigned int i = 0; i < n; i++) {
+		auto &sw = pool.slot(s);
+		uint64_t w = sw.load(rlx);
+		qpns[i] = s;
+		s = slot_next(w);
+		sw.store(slot_make(me, holder | kUnpublished, kInUse, (slot_gen(w) + 1) & kGenMask),
+			 rlx);
+	}
+	c->ready.count.store(left, rlx);
+	if (left != 0)
+		c->ready.head.store(s, rlx);
+	auto hook = g_test_hooks.bulk_taken.load(acq);
+	if (unlikely(hook != nullptr))
+		hook(qpns, n);
+	for (unsigned int i = 0; i < n; i++) {
+		auto &sw = pool.slot(qpns[i]);
+		sw.store(slot_with_aux(sw.load(rlx), holder), rlx);
+		qpns[i] = pool.slot_to_qpn(qpns[i], &c->range_hint);
+	}
+	count_own(c->alloc_seq, n);
+}
+
 /* alloc_bulk() with the caller's cache, or cacheless inside a Bypass section. */
 static int
 alloc_bulk_in(Pool &pool, Cache *c, uint32_t *qpns, unsigned int n)
 {
 	mlx5_qpn_pool *p = pool.p_;
+	if (c != nullptr && n != 0 && c->ready.count.load(rlx) >= n) {
+		alloc_bulk_hit(pool, c, qpns, n);
+		return 0;
+	}
 	unsigned int got = 0;
 	int rc = 0;
 	/* Taken unpublished: until the bulk has succeeded, no free can take one of them (a racing
@@ -343,7 +382,7 @@ alloc_bulk_in(Pool &pool, Cache *c, uint32_t *qpns, unsigned int n)
 		}
 	}
 	if (rc == 0 && c != nullptr)
-		bump(c->allocs, n);
+		count_own(c->alloc_seq, n);
 	return rc;
 }
 

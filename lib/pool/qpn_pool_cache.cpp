@@ -24,10 +24,11 @@ namespace qpn::detail {
 /*
  * A thief must know that a cache's owner is outside the pool before it touches the cache, and
  * the owner must not pay for a full fence on every call. membarrier(2) moves the cost to the
- * thief: the owner only stores `busy` and loads `gate` (both relaxed), the thief stores `gate`,
- * runs membarrier (a full barrier on every CPU running a thread of ours), then loads `busy`.
- * Either the owner's load sees `gate`, or the thief's load sees `busy` (Dekker with the two
- * fences split unevenly). For caches owned by another process the global command is used.
+ * thief: the owner only announces itself (an odd sequence word inline, `busy` out of line) and
+ * loads `gate`, the thief stores `gate`, runs membarrier (a full barrier on every CPU running a
+ * thread of ours), then looks at the announcements (outside()). Either the owner's load sees
+ * `gate`, or the thief sees the owner (Dekker with the two fences split unevenly). For caches
+ * owned by another process the global command is used.
  */
 std::atomic<int> g_barrier{static_cast<int>(Barrier::kUnknown)};
 
@@ -128,8 +129,9 @@ Pool::steal(Cache *self)
 		if (!hold_gate(v, thief, acq_rel))
 			continue; /* another thief is at it */
 		bool other = owner_pid(owner) != mypid;
-		if (heavy_barrier(other) && v.busy.load(acq) == 0) {
-			drain_remote(v); /* frees queued for it: only its holder may apply them */
+		if (heavy_barrier(other) && outside(v)) {
+			/* frees queued for it: only its holder may apply them */
+			drain_remote(v, false);
 			flush_cache(v);
 			n++;
 		}
@@ -238,7 +240,7 @@ Pool::refill(Cache &c)
 	/* Queued frees whose `remote` flag was never set (their freer died between its entry and
 	 * the flag): looked at here too, every cache_size allocs, so none waits for ever. */
 	if (!remote_empty(c)) {
-		drain_remote(c);
+		drain_remote(c, true);
 		if (c.ready.count.load(rlx) != 0)
 			return 0; /* they refilled us (no quarantine) */
 	}
@@ -359,7 +361,7 @@ fast_bind(mlx5_qpn_pool *p, const Cache *c)
 	b.into = quar ? &b.cache->open : &b.cache->ready;
 	b.owner = owner; /* the slow path's; the inline calls trust `pool` (bind_note_clear()) */
 	b.owned = slot_make(pool.cache_index(c), owner_holder(owner), kInUse, 0);
-	b.flip = b.owned ^ slot_make(0, kNil, quar ? kQuarantine : kFree, 0);
+	b.released = slot_make(0, kNil, quar ? kQuarantine : kFree, 0);
 	/* Pool::link_freed(): a full `ready` rotates (a free at batch), an `open` reaching batch
 	 * is sealed (a free at batch - 1). */
 	b.into_max = quar ? p->batch - 1 : p->batch;
@@ -375,7 +377,7 @@ fast_unbind()
 	b.cache = &g_closed_cache;
 	b.slots = nullptr;
 	b.into = nullptr;
-	b.owner = b.owned = b.flip = 0;
+	b.owner = b.owned = b.released = 0;
 	b.into_max = b.first = b.count = b.base = 0;
 }
 static pthread_key_t g_exit_key;
@@ -390,7 +392,7 @@ release_cache(mlx5_qpn_pool *p, uint32_t idx)
 	c.busy.store(1, rlx);
 	std::atomic_signal_fence(std::memory_order_seq_cst);
 	if ((c.gate.load(acq) & kGateThief) == 0) {
-		pool.drain_remote(c);
+		pool.drain_remote(c, true);
 		pool.flush_cache(c);
 	}
 	c.busy.store(0, rel);

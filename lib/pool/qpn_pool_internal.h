@@ -220,15 +220,17 @@ struct alignas(64) Cache {
 	/* Line 0 is struct mlx5_qpn_pool_cache_line of mlx5_qpn_pool_core.h, which the inline fast
 	 * path of the public header reads and writes (layout asserted below): ABI. */
 	std::atomic<uint64_t> owner; /* 0: unclaimed; else owner_make() */
-	std::atomic<uint32_t> busy;  /* owner is inside a pool call */
+	std::atomic<uint32_t> busy;  /* owner is inside an out-of-line pool call */
 	/* A thief holds the cache (low 31 bits: its process index + 1, or kAnyThief; the owner
 	 * bypasses it) and/or kGateRemote (`rq` may hold entries: the holder drains it). One word,
 	 * so that the fast path looks at one field to know it may go on. */
 	std::atomic<uint32_t> gate;
 	Chain ready; /* free QPNs, LIFO: alloc pops here */
 	Chain open;  /* released QPNs not yet time-stamped (quarantine only) */
-	std::atomic<uint64_t> allocs;
-	std::atomic<uint64_t> frees;
+	/* 2 x allocs (frees) served, + 1 while the owner is inside an inline alloc (free): written
+	 * by the owner alone, read through outside() and seq_count(). */
+	std::atomic<uint64_t> alloc_seq;
+	std::atomic<uint64_t> free_seq;
 
 	/* Line 1 on: the slow paths'. */
 	alignas(64) Chain spare; /* a second full batch: hysteresis between refill and flush */
@@ -257,8 +259,8 @@ QPN_SAME_OFFSET(busy, busy);
 QPN_SAME_OFFSET(gate, gate);
 QPN_SAME_OFFSET(ready, ready);
 QPN_SAME_OFFSET(open, open);
-QPN_SAME_OFFSET(allocs, allocs);
-QPN_SAME_OFFSET(frees, frees);
+QPN_SAME_OFFSET(alloc_seq, alloc_seq);
+QPN_SAME_OFFSET(free_seq, free_seq);
 #undef QPN_SAME_OFFSET
 static_assert(offsetof(Cache, spare) == 64, "line 0 is the fast path's alone");
 static_assert(sizeof(Chain) == sizeof(mlx5_qpn_pool_chain) &&

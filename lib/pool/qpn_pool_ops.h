@@ -61,6 +61,34 @@ bump(std::atomic<uint64_t> &c, uint64_t n = 1)
 	c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
+/* Count n allocs (frees) that the caller's own cache served into its sequence word: two per
+ * operation, the parity stays even. The parity is the owner's inline busy flag, stepped without
+ * a locked instruction before the owner looks at `gate`: only the owner writes the word (a
+ * thief's counts go to the pool's counters). */
+inline void
+count_own(std::atomic<uint64_t> &seq, uint64_t n = 1)
+{
+	bump(seq, 2 * n);
+}
+
+/* The operations a sequence word counts (an inline call in progress is not one yet). */
+constexpr uint64_t
+seq_count(uint64_t seq)
+{
+	return seq >> 1;
+}
+
+/* Is v's owner outside the pool: in no out-of-line call (`busy`), no inline alloc or free (odd
+ * sequence word)? Meaningful after the thief's gate store and heavy_barrier(). */
+inline bool
+outside(const qpn::Cache &v)
+{
+	return v.busy.load(std::memory_order_acquire) == 0 &&
+	       ((v.alloc_seq.load(std::memory_order_acquire) |
+		 v.free_seq.load(std::memory_order_acquire)) &
+		1) == 0;
+}
+
 /* Hold cache v's gate as thief `thief` (a process index + 1, or kAnyThief); false if another
  * thief holds it. The remote bit may come and go meanwhile: it is kept. */
 inline bool
@@ -201,13 +229,13 @@ public:
 	QPN_COLD int alloc_bypass(uint32_t *qpn, uint32_t *gen, uint32_t flags = 0);
 	int free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen);
 	template <bool kCas>
-	int link_freed(Cache &c, uint32_t s, uint64_t w, bool check_gen, uint32_t gen);
+	int link_freed(Cache &c, uint32_t s, uint64_t w, bool check_gen, uint32_t gen, bool own);
 	QPN_COLD int free_shared(Cache *c, uint32_t s, uint64_t w, bool check_gen, uint32_t gen);
 
 	/* Remote frees (qpn_pool_remote.cpp). */
 	uint32_t cache_index(const Cache *c) const { return static_cast<uint32_t>(c - p_->caches); }
 	QPN_COLD int free_remote(Cache *self, uint32_t s, uint64_t w);
-	QPN_COLD void drain_remote(Cache &c);
+	QPN_COLD void drain_remote(Cache &c, bool own);
 	bool try_hold(Cache &v);
 	void rescue(Cache &v);
 	bool remote_empty(const Cache &v) const;
@@ -308,7 +336,7 @@ freeable(uint64_t w, bool check_gen, uint32_t gen)
  */
 template <bool kCas>
 QPN_HOT int
-Pool::link_freed(Cache &c, uint32_t s, uint64_t w, bool check_gen, uint32_t gen)
+Pool::link_freed(Cache &c, uint32_t s, uint64_t w, bool check_gen, uint32_t gen, bool own)
 {
 	const bool quar = p_->quarantine_ns != 0;
 	Chain &into = quar ? c.open : c.ready;
@@ -329,7 +357,13 @@ Pool::link_freed(Cache &c, uint32_t s, uint64_t w, bool check_gen, uint32_t gen)
 	} else {
 		sw.store(slot_make(head, kNil, quar ? kQuarantine : kFree, slot_gen(w)), rlx);
 	}
-	bump(c.frees);
+	if (own) {
+		count_own(c.free_seq);
+	} else {
+		p_->bypass_frees.fetch_add(1, rlx);
+		if (quar)
+			p_->bypass_quarantined.fetch_add(1, rlx);
+	}
 	if (unlikely(full)) {
 		rotate_full(c, s);
 		return 0;
@@ -361,7 +395,7 @@ Pool::free_one(Cache *c, uint32_t qpn, bool check_gen, uint32_t gen)
 		return -EINVAL;
 	const uint32_t by = slot_next(w);
 	if (likely(c != nullptr && by == cache_index(c)))
-		return link_freed<false>(*c, s, w, check_gen, gen);
+		return link_freed<false>(*c, s, w, check_gen, gen, true);
 	if (by != kNil)
 		return free_remote(c, s, w);
 	return free_shared(c, s, w, check_gen, gen);
@@ -451,7 +485,7 @@ enter(mlx5_qpn_pool *p)
 	/* Frees of our QPNs by other threads wait here (on the line loaded anyway) until we apply
 	 * them: only we may write our in-use slots. */
 	if (unlikely(g != 0))
-		Pool(p).drain_remote(*c);
+		Pool(p).drain_remote(*c, true);
 	return c;
 }
 

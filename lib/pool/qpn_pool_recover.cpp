@@ -225,9 +225,8 @@ Pool::reclaim_locked(Cache *self)
 		rc = -EAGAIN; /* cannot prove the live owners are outside */
 	}
 	/* Wait for a live thread to leave the pool (or for its process to turn out dead). */
-	auto wait_zero = [&](const std::atomic<uint32_t> &a, const char *what, uint32_t i,
-			     uint32_t proc) {
-		while (rc == 0 && a.load(sc) != 0) {
+	auto wait_out = [&](auto inside, const char *what, uint32_t i, uint32_t proc) {
+		while (rc == 0 && inside()) {
 			if (now_dead(proc))
 				return true;
 			if (real_ns() > deadline) {
@@ -242,13 +241,16 @@ Pool::reclaim_locked(Cache *self)
 	};
 	for (uint32_t i = 0; i < nc && rc == 0; i++) {
 		uint32_t op = static_cast<uint32_t>(p_->caches[i].owner.load(acq) >> 44);
-		if (held[i] && !cdead[i] && wait_zero(p_->caches[i].busy, "cache", i, op - 1))
+		const Cache &v = p_->caches[i];
+		if (held[i] && !cdead[i] &&
+		    wait_out([&v] { return !outside(v); }, "cache", i, op - 1))
 			cdead[i] = true;
 	}
 	for (uint32_t i = 0; i < kMaxProcs && rc == 0; i++)
 		if (!dead[i])
-			wait_zero(p_->procs[i].busy, "process", i, i);
-	wait_zero(p_->anon_busy, "anonymous", 0, kMaxProcs);
+			wait_out([this, i] { return p_->procs[i].busy.load(sc) != 0; }, "process",
+				 i, i);
+	wait_out([this] { return p_->anon_busy.load(sc) != 0; }, "anonymous", 0, kMaxProcs);
 	/* Caches of processes found dead while waiting (after their own cache was looked at). */
 	for (uint32_t i = 0; i < nc && rc == 0; i++) {
 		uint32_t op = static_cast<uint32_t>(p_->caches[i].owner.load(acq) >> 44);
@@ -398,6 +400,9 @@ Pool::reclaim_locked(Cache *self)
 				q.store(0, rlx);
 			v.gate.fetch_and(kGateThief, rlx); /* nothing queued any more */
 			v.busy.store(0, rlx);
+			/* Died inside an inline call: that call counts as not made. */
+			v.alloc_seq.store(v.alloc_seq.load(rlx) & ~1ull, rlx);
+			v.free_seq.store(v.free_seq.load(rlx) & ~1ull, rlx);
 			v.owner.store(0, rel);
 		} else if (rc == 0 && tainted[i]) {
 			drop_chains(

@@ -29,7 +29,7 @@ QPN_COLD int
 Pool::free_shared(Cache *c, uint32_t s, uint64_t w, bool check_gen, uint32_t gen)
 {
 	if (c != nullptr)
-		return link_freed<true>(*c, s, w, check_gen, gen);
+		return link_freed<true>(*c, s, w, check_gen, gen, true);
 	const bool quar = p_->quarantine_ns != 0;
 	auto &sw = slot(s);
 	for (;;) {
@@ -64,7 +64,7 @@ Pool::remote_empty(const Cache &v) const
  * race, or a QPN handed out again since, is refused and counted).
  */
 QPN_COLD void
-Pool::drain_remote(Cache &c)
+Pool::drain_remote(Cache &c, bool own)
 {
 	/* Cleared before the scan: an entry queued after the scan passed it sets the flag again. */
 	c.gate.fetch_and(~kGateRemote, acq_rel);
@@ -76,7 +76,7 @@ Pool::drain_remote(Cache &c)
 		uint32_t s = rq_slot(e);
 		uint64_t w = s < ns ? slot(s).load(rlx) : 0;
 		if (s < ns && freeable(w, true, rq_gen(e)) && slot_next(w) == me)
-			link_freed<false>(c, s, w, false, 0);
+			link_freed<false>(c, s, w, false, 0, own);
 		else
 			bump(c.refused_async);
 	}
@@ -98,7 +98,7 @@ Pool::try_hold(Cache &v)
 	if (owner == 0)
 		return true;
 	bool other = owner_pid(owner) != (static_cast<uint32_t>(getpid()) & 0x3FFFFF);
-	if (heavy_barrier(other) && v.busy.load(acq) == 0)
+	if (heavy_barrier(other) && outside(v))
 		return true;
 	release_gate(v);
 	return false;
@@ -111,7 +111,7 @@ Pool::rescue(Cache &v)
 {
 	for (unsigned spins = 0; v.owner.load(sc) == 0 && !remote_empty(v); spins++) {
 		if (try_hold(v)) {
-			drain_remote(v);
+			drain_remote(v, false);
 			if (v.owner.load(rlx) == 0)
 				flush_cache(v);
 			release_gate(v);
@@ -150,18 +150,18 @@ Pool::free_remote(Cache *self, uint32_t s, uint64_t w)
 			return 0;
 		}
 		if ((spins & 15) == 15 && try_hold(x)) {
-			drain_remote(x);
+			drain_remote(x, false);
 			uint64_t now = slot(s).load(rlx);
 			int rc = -EINVAL;
 			if (freeable(now, true, slot_gen(w)) && slot_next(now) == slot_next(w))
-				rc = link_freed<false>(x, s, now, false, 0);
+				rc = link_freed<false>(x, s, now, false, 0, false);
 			if (x.owner.load(rlx) == 0)
 				flush_cache(x);
 			release_gate(x);
 			return rc;
 		}
 		if (self != nullptr)
-			drain_remote(*self);
+			drain_remote(*self, true);
 		if (spins > 64)
 			sched_yield();
 		else

@@ -25,14 +25,16 @@ sum_events(const mlx5_qpn_pool *p, uint64_t *allocs, uint64_t *frees, uint64_t *
 	e.refused = p->bypass_refused.load(rlx);
 	for (uint32_t i = 0; i < p->nb_caches; i++) {
 		const Cache &c = p->caches[i];
-		a += c.allocs.load(rlx);
-		f += c.frees.load(rlx);
+		const uint64_t ca = seq_count(c.alloc_seq.load(rlx));
+		const uint64_t cf = seq_count(c.free_seq.load(rlx));
+		a += ca;
+		f += cf;
 		/* With a quarantine every free of a cache is quarantined (not counted twice). */
 		if (p->quarantine_ns != 0)
-			q += c.frees.load(rlx);
+			q += cf;
 		/* An alloc served by the cache is one that was not a miss; a miss that failed
 		 * (enospc, eagain) is no alloc. Derived here so that alloc bumps one counter less. */
-		uint64_t tried = c.allocs.load(rlx) + c.enospc.load(rlx) + c.eagain.load(rlx);
+		uint64_t tried = ca + c.enospc.load(rlx) + c.eagain.load(rlx);
 		uint64_t missed = c.misses.load(rlx);
 		e.hits += tried > missed ? tried - missed : 0; /* a rolled-back bulk: no alloc */
 		e.misses += c.misses.load(rlx);

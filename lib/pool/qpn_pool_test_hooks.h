@@ -26,6 +26,9 @@ int64_t test_clock_offset_get();
 struct TestHooks {
 	/* alloc_bulk() failed after taking `got` QPNs and is about to give them back. */
 	std::atomic<void (*)(const uint32_t *qpns, unsigned int got)> bulk_rollback{nullptr};
+	/* alloc_bulk() served from the cache has taken n slots (indices, not QPNs) unpublished and
+	 * is about to publish them. */
+	std::atomic<void (*)(const uint32_t *slots, unsigned int n)> bulk_taken{nullptr};
 	/* drain() took an expired bucket and has not pushed it to the free stack yet. */
 	std::atomic<void (*)()> drain_holding{nullptr};
 	/* range_remove() reached `stage` (see RemoveStage in qpn_pool_range.cpp). */

@@ -20,15 +20,25 @@
 #include "sim/mlx5_qpn_sim.h"
 
 using mlx5_qpn_dev_impl::g_test_fail_push_backs;
+using mlx5_qpn_dev_impl::g_test_pass_push_backs;
 using mlx5_qpn_dev_impl::NtVec;
 
 namespace {
 
-/* The next n push_back() calls of any NtVec fail; back to none at the end of the scope. */
+/* After `pass` successful push_back() calls of any NtVec, the next n fail; back to none at the
+ * end of the scope. */
 class FailPushBacks {
 public:
-	explicit FailPushBacks(int n) { g_test_fail_push_backs.store(n); }
-	~FailPushBacks() { g_test_fail_push_backs.store(0); }
+	explicit FailPushBacks(int n, int pass = 0)
+	{
+		g_test_pass_push_backs.store(pass);
+		g_test_fail_push_backs.store(n);
+	}
+	~FailPushBacks()
+	{
+		g_test_fail_push_backs.store(0);
+		g_test_pass_push_backs.store(0);
+	}
 	int left() const { return g_test_fail_push_backs.load(); }
 };
 
@@ -72,7 +82,7 @@ private:
  * before, and the next growth and every QPN up to the limit work as if nothing had happened.
  */
 void
-grow_fails_cleanly(const char *extra, mlx5_qpn_source source)
+grow_fails_cleanly(const char *extra, mlx5_qpn_source source, int pass = 0)
 {
 	NomemDev d(extra);
 	ASSERT_EQ(d.rc(), 0) << extra;
@@ -82,7 +92,7 @@ grow_fails_cleanly(const char *extra, mlx5_qpn_source source)
 	mlx5_qpn_dev_stats before = d.stats();
 	ASSERT_GT(before.pool.capacity, 0u);
 	{
-		FailPushBacks fail(1);
+		FailPushBacks fail(1, pass);
 		EXPECT_EQ(mlx5_qpn_dev_grow(d.dev()), -ENOMEM) << extra;
 		EXPECT_EQ(fail.left(), 0) << "the growth reached a push_back";
 	}
@@ -143,6 +153,13 @@ TEST(DevNoMem, RangeGrowthReturnsEnomemAndLosesNothing)
 TEST(DevNoMem, SingleQpnGrowthReturnsEnomemAndLosesNothing)
 {
 	grow_fails_cleanly(",reserved_qpn=no,log_range=6", MLX5_QPN_SRC_ORDINARY);
+}
+
+/* The second bookkeeping step of a single-QPN growth (the device object's record, after the QPN
+ * was noted) fails: the QPN is given back and its note dropped, as when the first step fails. */
+TEST(DevNoMem, SingleQpnGrowthSecondStepReturnsEnomemAndLosesNothing)
+{
+	grow_fails_cleanly(",reserved_qpn=no,log_range=6", MLX5_QPN_SRC_ORDINARY, 1);
 }
 
 /*

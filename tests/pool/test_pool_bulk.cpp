@@ -79,6 +79,51 @@ TEST(PoolBulk, FreeRacingAFailedBulkIsRefusedWithQuarantine)
 	racing_free_case(1000 * 1000 * 1000);
 }
 
+/* Frees from another thread while a bulk that cannot fail (the cache holds all of it) has taken
+ * its QPNs and not yet published them: refused, and the bulk then hands every QPN out. */
+static void
+free_taken_slots(const uint32_t *slots, unsigned int n)
+{
+	std::vector<uint32_t> v(slots, slots + n);
+	std::thread t([&] {
+		for (uint32_t s : v) {
+			g_tried.fetch_add(1);
+			/* one range, the pool's first: slot i is QPN 0xB00 + i */
+			if (mlx5_qpn_pool_free(g_pool, 0xB00 + s) == 0)
+				g_accepted.fetch_add(1);
+		}
+	});
+	t.join();
+}
+
+TEST(PoolBulk, FreeRacingABulkServedByTheCacheIsRefused)
+{
+	TestPool tp(64, 32, 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0xB00, 64), 0);
+	g_pool = tp.get();
+	g_accepted = 0;
+	g_tried = 0;
+	uint32_t first;
+	ASSERT_EQ(mlx5_qpn_pool_alloc(tp.get(), &first), 0); /* the cache now holds a batch */
+	ASSERT_EQ(mlx5_qpn_pool_free(tp.get(), first), 0);
+	uint32_t q[8];
+	qpn::g_test_hooks.bulk_taken.store(free_taken_slots);
+	int rc = mlx5_qpn_pool_alloc_bulk(tp.get(), q, 8);
+	qpn::g_test_hooks.bulk_taken.store(nullptr);
+	ASSERT_EQ(rc, 0);
+	EXPECT_EQ(g_tried.load(), 8) << "the bulk did not take the cache's path";
+	EXPECT_EQ(g_accepted.load(), 0) << "a QPN the bulk had not handed out yet was freed";
+	std::set<uint32_t> got(q, q + 8);
+	EXPECT_EQ(got.size(), 8u);
+	for (uint32_t v : q) {
+		EXPECT_TRUE(v >= 0xB00 && v < 0xB00 + 64);
+		EXPECT_EQ(mlx5_qpn_pool_qpn_state(tp.get(), v, nullptr), 1);
+	}
+	EXPECT_EQ(pool_stats(tp.get()).allocs, 9u);
+	EXPECT_EQ(mlx5_qpn_pool_free_bulk(tp.get(), q, 8), 0);
+	EXPECT_EQ(pool_stats(tp.get()).in_use, 0u);
+}
+
 /* Once the bulk has returned, its QPNs are ordinary allocated QPNs. */
 TEST(PoolBulk, SuccessfulBulkPublishesEveryQpn)
 {

@@ -285,7 +285,7 @@ TEST(PoolInline, AStaleBindingNeverTouchesAnotherThreadsCache)
 		<< "no thread got cache " << idx << " (" << claimers.size() << " threads, "
 		<< nclaimed << " caches claimed)";
 	const uint32_t ready = p->caches[idx].ready.count.load();
-	const uint64_t allocs = p->caches[idx].allocs.load();
+	const uint64_t allocs = p->caches[idx].alloc_seq.load();
 	ASSERT_GT(ready, 0u);
 
 	step.store(2);
@@ -294,7 +294,7 @@ TEST(PoolInline, AStaleBindingNeverTouchesAnotherThreadsCache)
 	EXPECT_EQ(rc_after.load(), 0);
 	EXPECT_TRUE(qpn_after.load() >= 0x1000 && qpn_after.load() < 0x2000);
 	EXPECT_EQ(p->caches[idx].ready.count.load(), ready) << "the stale binding took from it";
-	EXPECT_EQ(p->caches[idx].allocs.load(), allocs);
+	EXPECT_EQ(p->caches[idx].alloc_seq.load(), allocs);
 	EXPECT_EQ(mlx5_qpn_pool_qpn_state(p, qpn_after.load(), nullptr), 1);
 	EXPECT_EQ(pool_stats(p).in_use, 1u);
 

@@ -10,11 +10,13 @@
 
 #include <atomic>
 #include <cerrno>
+#include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
 
 #include "pool_test_util.h"
+#include "qpn_pool_internal.h"
 
 namespace {
 
@@ -98,7 +100,128 @@ struct RemoteCase {
 	Holder h;
 };
 
+/* The one cache that served allocations (the pool's first user). */
+const qpn::Cache *
+cache_that_allocated(struct mlx5_qpn_pool *p)
+{
+	const qpn::Cache *found = nullptr;
+	for (uint32_t i = 0; i < p->nb_caches; i++)
+		if (p->caches[i].alloc_seq.load() != 0) {
+			EXPECT_EQ(found, nullptr) << "two caches allocated";
+			found = &p->caches[i];
+		}
+	return found;
+}
+
 } /* namespace */
+
+/*
+ * An inline call announces itself by making its cache's sequence word odd with a plain
+ * increment, before it looks at the gate: a thief that held the cache and counted into that
+ * word could lose a count or leave it odd (the owner then looks busy for ever). The thief's
+ * counts go to the pool: the owner's words stay as the owner left them, the totals exact.
+ */
+TEST(PoolRemote, AThiefCountsInThePoolNeverInTheOwnersSequenceWords)
+{
+	RemoteCase rc(256, 16, 0, 100);
+	const qpn::Cache *c = cache_that_allocated(rc.tp.get());
+	ASSERT_NE(c, nullptr);
+	EXPECT_EQ(c->alloc_seq.load(), 200u) << "two per alloc";
+	rc.free_all(100); /* the queue holds 8: the rest is applied by us, holding its cache */
+	EXPECT_EQ(c->free_seq.load(), 0u) << "the thief wrote the owner's word";
+	struct mlx5_qpn_pool_stats st = pool_stats(rc.tp.get());
+	EXPECT_EQ(st.allocs, 100u);
+	EXPECT_EQ(st.frees, 100u);
+	EXPECT_EQ(st.in_use, 0u);
+	rc.h.call(); /* applies what is still queued, then one alloc and free of its own */
+	EXPECT_EQ(c->alloc_seq.load() % 2, 0u);
+	EXPECT_EQ(c->free_seq.load() % 2, 0u);
+	st = pool_stats(rc.tp.get());
+	EXPECT_EQ(st.allocs, 101u);
+	EXPECT_EQ(st.frees, 101u);
+	EXPECT_EQ(st.in_use, 0u);
+}
+
+/*
+ * The race itself: the owner runs inline pairs and hands batches of QPNs to a freer, whose
+ * queue fills, so it holds the owner's cache whenever it finds the owner between two calls.
+ * The test counts every alloc and free it made; the pool's counters must agree exactly.
+ */
+TEST(PoolRemote, OwnerAndThiefCountsStayExactUnderRace)
+{
+	constexpr unsigned kRounds = 3000, kBatch = 24;
+	TestPool tp(4096, 32, 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x100, 4096), 0);
+	std::mutex m;
+	std::vector<uint32_t> handed;
+	std::atomic<bool> done{false};
+	std::atomic<uint64_t> allocs{0}, frees{0}, failures{0};
+	std::thread freer([&] {
+		std::vector<uint32_t> mine;
+		for (;;) {
+			bool last = done.load();
+			{
+				std::lock_guard<std::mutex> g(m);
+				mine.swap(handed);
+			}
+			for (uint32_t q : mine) {
+				if (mlx5_qpn_pool_free(tp.get(), q) == 0)
+					frees.fetch_add(1);
+				else
+					failures.fetch_add(1);
+			}
+			mine.clear();
+			if (last)
+				break;
+			std::this_thread::yield();
+		}
+	});
+	std::thread owner([&] {
+		for (unsigned r = 0; r < kRounds; r++) {
+			std::vector<uint32_t> batch;
+			for (unsigned i = 0; i < kBatch; i++) {
+				uint32_t q;
+				if (mlx5_qpn_pool_alloc(tp.get(), &q) != 0)
+					continue; /* the freer is behind: fine */
+				allocs.fetch_add(1);
+				batch.push_back(q);
+				/* an inline pair between: the window the thief must respect */
+				if (mlx5_qpn_pool_alloc(tp.get(), &q) == 0) {
+					allocs.fetch_add(1);
+					if (mlx5_qpn_pool_free(tp.get(), q) == 0)
+						frees.fetch_add(1);
+					else
+						failures.fetch_add(1);
+				}
+			}
+			std::lock_guard<std::mutex> g(m);
+			handed.insert(handed.end(), batch.begin(), batch.end());
+		}
+		done.store(true);
+		/* keep calling until the freer is done, so queued frees are applied */
+		uint32_t q;
+		while (frees.load() < allocs.load() && failures.load() == 0)
+			if (mlx5_qpn_pool_alloc(tp.get(), &q) == 0) {
+				allocs.fetch_add(1);
+				if (mlx5_qpn_pool_free(tp.get(), q) == 0)
+					frees.fetch_add(1);
+			}
+	});
+	owner.join();
+	freer.join();
+	EXPECT_EQ(failures.load(), 0u);
+	EXPECT_EQ(frees.load(), allocs.load());
+	struct mlx5_qpn_pool_stats st = pool_stats(tp.get());
+	EXPECT_EQ(st.allocs, allocs.load());
+	EXPECT_EQ(st.frees, frees.load());
+	EXPECT_EQ(st.in_use, 0u);
+	EXPECT_EQ(st.refused_async, 0u);
+	EXPECT_GT(tp.get()->bypass_frees.load(), 0u) << "the freer never applied a queue itself";
+	for (uint32_t i = 0; i < tp.get()->nb_caches; i++) {
+		EXPECT_EQ(tp.get()->caches[i].alloc_seq.load() % 2, 0u) << "cache " << i;
+		EXPECT_EQ(tp.get()->caches[i].free_seq.load() % 2, 0u) << "cache " << i;
+	}
+}
 
 TEST(PoolRemote, FreeFromAnotherThreadIsAppliedByTheOwnersNextCall)
 {
