@@ -234,6 +234,23 @@ Pool::rotate_full(Cache &c, uint32_t s)
  * quarantine buckets, else steal idle caches. Fails with -ENOSPC when no QPN is anywhere, and
  * with -EAGAIN when some exist but are in quarantine (or in a cache whose owner is mid-call).
  */
+/*
+ * With a quarantine, a refill also seals what the cache released since the last seal, so that
+ * a batch stays the batch it was: in alloc/free pairs the QPNs released while one `ready` batch
+ * was used up are exactly that batch, sealed whole. Sealing only when `open` reaches a batch
+ * splices the end of one batch onto the start of the next as soon as the two are out of step
+ * (a partial batch from a thread's exit flush, a hold pattern, two lcores); spliced again at every
+ * pass through the quarantine, batches end up as runs of a few QPNs from all over the range, and
+ * the alloc then meets a cold slot line every few QPNs instead of every eight. Sealing early is
+ * safe: the stamp is now, after every release in the chain.
+ */
+void
+Pool::seal_at_refill(Cache &c)
+{
+	if (p_->quarantine_ns != 0 && c.open.count.load(rlx) != 0)
+		seal(c.open, now_ns());
+}
+
 QPN_COLD int
 Pool::refill(Cache &c)
 {
@@ -249,6 +266,7 @@ Pool::refill(Cache &c)
 		c.ready.tail.store(c.spare.tail.load(rlx), rlx);
 		c.ready.count.store(c.spare.count.load(rlx), rlx);
 		c.spare.count.store(0, rlx);
+		seal_at_refill(c);
 		return 0;
 	}
 	/*
@@ -268,6 +286,7 @@ Pool::refill(Cache &c)
 		c.moving.store(0, rel);
 		if (got) {
 			bump(c.refills);
+			seal_at_refill(c);
 			return 0;
 		}
 		uint64_t now = now_ns();

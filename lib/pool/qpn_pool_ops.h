@@ -240,6 +240,7 @@ public:
 	void rescue(Cache &v);
 	bool remote_empty(const Cache &v) const;
 	QPN_COLD int refill(Cache &c);
+	void seal_at_refill(Cache &c);
 	QPN_COLD void rotate_full(Cache &c, uint32_t s);
 	QPN_COLD bool wait_collector(Cache *self);
 
