@@ -230,11 +230,6 @@ Pool::rotate_full(Cache &c, uint32_t s)
 }
 
 /*
- * The cache ran dry: take the spare batch, else a batch from the free stack, else drain expired
- * quarantine buckets, else steal idle caches. Fails with -ENOSPC when no QPN is anywhere, and
- * with -EAGAIN when some exist but are in quarantine (or in a cache whose owner is mid-call).
- */
-/*
  * With a quarantine, a refill also seals what the cache released since the last seal, so that
  * a batch stays the batch it was: in alloc/free pairs the QPNs released while one `ready` batch
  * was used up are exactly that batch, sealed whole. Sealing only when `open` reaches a batch
@@ -251,6 +246,11 @@ Pool::seal_at_refill(Cache &c)
 		seal(c.open, now_ns());
 }
 
+/*
+ * The cache ran dry: take the spare batch, else a batch from the free stack, else drain expired
+ * quarantine buckets, else steal idle caches. Fails with -ENOSPC when no QPN is anywhere, and
+ * with -EAGAIN when some exist but are in quarantine (or in a cache whose owner is mid-call).
+ */
 QPN_COLD int
 Pool::refill(Cache &c)
 {
