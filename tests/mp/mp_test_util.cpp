@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "mp_test_util.h"
 
+#include "common/hang_report.h"
 #include "common/test_helpers.h"
 
 #include <algorithm>
@@ -134,7 +135,10 @@ Proc::~Proc()
 {
 	if (pid_ > 0 && !reaped_) {
 		kill(pid_, SIGKILL);
-		waitpid(pid_, nullptr, 0);
+		/* Bounded: a process in an uninterruptible wait is left to init rather than hanging
+		 * the test executable until meson's timeout. */
+		for (int i = 0; i < 2000 && waitpid(pid_, nullptr, WNOHANG) == 0; i++)
+			usleep(10000);
 	}
 	if (in_ >= 0)
 		close(in_);
@@ -252,7 +256,8 @@ Proc::wait(int timeout_ms)
 {
 	if (pid_ <= 0)
 		return -1;
-	uint64_t end = now_ns() + uint64_t(timeout_ms) * 1000000ull;
+	uint64_t end = now_ns() + uint64_t(timeout_ms) * 1000000ull, killed_at = 0;
+	std::string note;
 	while (!reaped_) {
 		int st;
 		pid_t r = waitpid(pid_, &st, WNOHANG);
@@ -261,14 +266,35 @@ Proc::wait(int timeout_ms)
 			status_ = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
 			break;
 		}
+		if (r < 0 && errno != EINTR) { /* not our child any more: never loop on it */
+			note += "\n[mp_test: waitpid(" + std::to_string(pid_) +
+				") failed: " + strerror(errno) + "]\n";
+			reaped_ = true;
+			status_ = -1;
+			break;
+		}
 		/* keep draining its output so that it never blocks on a full pipe */
 		read_more(10);
-		if (now_ns() >= end)
+		uint64_t now = now_ns();
+		if (now >= end && killed_at == 0) {
+			/* Say where it (and anything it started) waits before the kill erases it. */
+			note += "\n[mp_test: pid " + std::to_string(pid_) +
+				" still running after " + std::to_string(timeout_ms) +
+				" ms: killed; it was here:]\n" + test_helpers::process_report(pid_);
 			kill(pid_, SIGKILL);
+			killed_at = now;
+		} else if (killed_at != 0 && now - killed_at > 20000000000ull) {
+			note += "[mp_test: pid " + std::to_string(pid_) +
+				" not gone 20 s after SIGKILL (an uninterruptible wait):]\n" +
+				test_helpers::process_report(pid_);
+			reaped_ = true; /* given up: the destructor must not wait for it either */
+			status_ = -SIGKILL;
+			break;
+		}
 	}
 	while (read_more(0)) {
 	}
-	out_ += buf_;
+	out_ += buf_ + note;
 	buf_.clear();
 	return status_;
 }
