@@ -69,8 +69,9 @@ on_fork_child()
 	proc_forget_self();
 	for (auto &e : g_registry)
 		e.proc = -1;
-	g_barrier.store(static_cast<int>(Barrier::kUnknown),
-			rlx); /* membarrier registration is per mm */
+	/* membarrier registrations are per mm */
+	g_barrier.store(static_cast<int>(Barrier::kUnknown), rlx);
+	g_fenced.store(-1, rlx);
 }
 
 pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;

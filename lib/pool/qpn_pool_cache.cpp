@@ -13,6 +13,7 @@
 #include <rte_pause.h>
 
 #include "qpn_pool_ops.h"
+#include "qpn_pool_test_hooks.h"
 
 using namespace qpn;
 using namespace qpn::detail;
@@ -28,7 +29,8 @@ namespace qpn::detail {
  * loads `gate`, the thief stores `gate`, runs membarrier (a full barrier on every CPU running a
  * thread of ours), then looks at the announcements (outside()). Either the owner's load sees
  * `gate`, or the thief sees the owner (Dekker with the two fences split unevenly). For caches
- * owned by another process the global command is used.
+ * owned by another process the expedited global command (fence_scope() says when it reaches the
+ * owner; the grace-period command otherwise).
  */
 std::atomic<int> g_barrier{static_cast<int>(Barrier::kUnknown)};
 
@@ -55,19 +57,57 @@ barrier_kind()
 	return kind;
 }
 
-/* Full barrier on all CPUs running threads of this process (or of all processes). */
+std::atomic<int> g_fenced{-1};
+
 bool
-heavy_barrier(bool other_process)
+fence_register()
+{
+	int f = g_fenced.load(acq);
+	if (f >= 0)
+		return f == 1;
+	long q = sys_membarrier(MEMBARRIER_CMD_QUERY);
+	f = q > 0 && (q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
+	    sys_membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0;
+	g_fenced.store(f, rel);
+	return f == 1;
+}
+
+Scope
+fence_scope(const mlx5_qpn_pool *p, uint64_t owner)
+{
+	if (owner_pid(owner) == (static_cast<uint32_t>(getpid()) & 0x3FFFFF))
+		return Scope::kProcess;
+	uint32_t op = static_cast<uint32_t>(owner >> 44);
+	if (op != 0 && op - 1 < kMaxProcs && p->procs[op - 1].fenced.load(acq) == 1)
+		return Scope::kExpedited;
+	return Scope::kGlobal;
+}
+
+bool
+heavy_barrier(Scope s)
 {
 	Barrier b = barrier_kind();
 	if (b == Barrier::kNone)
 		return false;
-	if (other_process) {
+	auto issued = [](Scope k) { g_test_hooks.barriers[static_cast<int>(k)].fetch_add(1, rlx); };
+	switch (s) {
+	case Scope::kProcess:
+		issued(s);
+		return sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
+	case Scope::kExpedited:
+		/* Falls back to the grace period if the kernel refuses (it does not once an owner
+		 * could register). */
+		issued(s);
+		if (sys_membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) == 0)
+			return true;
+		[[fallthrough]];
+	case Scope::kGlobal:
 		if (b != Barrier::kGlobal)
 			return false;
+		issued(Scope::kGlobal);
 		return sys_membarrier(MEMBARRIER_CMD_GLOBAL) == 0;
 	}
-	return sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
+	return false;
 }
 
 static uint64_t
@@ -112,7 +152,6 @@ unsigned
 Pool::steal(Cache *self)
 {
 	unsigned n = 0;
-	uint32_t mypid = static_cast<uint32_t>(getpid()) & 0x3FFFFF;
 	int32_t me = my_proc(p_);
 	const uint32_t thief = me >= 0 ? static_cast<uint32_t>(me) + 1 : kAnyThief;
 	for (uint32_t i = 0; i < p_->nb_caches; i++) {
@@ -128,8 +167,7 @@ Pool::steal(Cache *self)
 			continue;
 		if (!hold_gate(v, thief, acq_rel))
 			continue; /* another thief is at it */
-		bool other = owner_pid(owner) != mypid;
-		if (heavy_barrier(other) && outside(v)) {
+		if (heavy_barrier(fence_scope(p_, owner)) && outside(v)) {
 			/* frees queued for it: only its holder may apply them */
 			drain_remote(v, false);
 			flush_cache(v);

@@ -278,6 +278,10 @@ constexpr uint32_t kGateThief = ~kGateRemote;
 struct alignas(64) ProcEntry {
 	std::atomic<uint64_t> ident;
 	std::atomic<uint32_t> busy; /* its threads inside a cacheless call (see Pool::Bypass) */
+	/* 1: registered for MEMBARRIER_CMD_GLOBAL_EXPEDITED before it claimed any cache, so a
+	 * thief of another process fences its threads with IPIs (fence_scope()); stored after
+	 * `ident` is claimed, before the process writes its index into an owner word. */
+	std::atomic<uint32_t> fenced;
 };
 
 /* ---- the pool ------------------------------------------------------------------------------- */

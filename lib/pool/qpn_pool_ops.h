@@ -150,10 +150,28 @@ real_ns()
 
 enum class Barrier { kUnknown, kPrivate, kGlobal, kNone };
 extern std::atomic<int> g_barrier;
+/* 1: this process is registered for MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0: it could not be, -1: not
+ * yet asked (again -1 in a fork child: registration is per mm). */
+extern std::atomic<int> g_fenced;
 
 Barrier barrier_kind();
-/* Full barrier on all CPUs running threads of this process (or of all processes). */
-bool heavy_barrier(bool other_process);
+/* Register this process for the expedited global barrier (once); true if it is registered. */
+bool fence_register();
+
+/*
+ * How far a thief's barrier must reach to fence a cache's owner (its owner word):
+ *  - kProcess: a thread of this process (MEMBARRIER_CMD_PRIVATE_EXPEDITED, IPIs);
+ *  - kExpedited: a process whose pool table entry says it registered for the expedited global
+ *    barrier (MEMBARRIER_CMD_GLOBAL_EXPEDITED, IPIs to the CPUs running such processes);
+ *  - kGlobal: any other (MEMBARRIER_CMD_GLOBAL: an RCU grace period, whose kthreads compete for
+ *    the CPU with busy-polling lcores: measured 70-260 ms on the 2-core VM with both cores
+ *    polling, every cross-process steal an allocation stall that long).
+ * Ordered: a barrier for several owners takes the widest.
+ */
+enum class Scope { kProcess = 0, kExpedited = 1, kGlobal = 2 };
+Scope fence_scope(const mlx5_qpn_pool *p, uint64_t owner);
+/* Full barrier on every CPU running a thread of the scope; false if there is none to use. */
+bool heavy_barrier(Scope s);
 
 /* ---- process-local registry: which pools are alive (for thread-exit flushes) ----------------- */
 

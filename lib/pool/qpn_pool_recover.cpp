@@ -2,6 +2,7 @@
 /*
  * Crash recovery: detecting dead processes, the stop-the-world reclaim and its audit of the pool.
  */
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <climits>
@@ -157,7 +158,6 @@ Pool::reclaim_locked(Cache *self)
 		return 0;
 
 	/* 2. Stop the world. */
-	const uint32_t mypid = static_cast<uint32_t>(getpid()) & 0x3FFFFF;
 	int32_t mine = my_proc(p_);
 	const uint32_t thief = mine >= 0 ? static_cast<uint32_t>(mine) + 1 : kAnyThief;
 	const uint32_t nc = p_->nb_caches;
@@ -180,7 +180,7 @@ Pool::reclaim_locked(Cache *self)
 	/* A live owner's cache that a thief died inside: its chains may already be partly in the
 	 * free stack, so they are not a home; the owner keeps the (emptied) cache. */
 	bool tainted[MLX5_QPN_MAX_CACHES] = {};
-	bool other = false;
+	Scope scope = Scope::kProcess; /* the widest barrier the live owners need */
 	int rc = 0;
 	const uint64_t deadline = real_ns() + kStwWaitNs;
 	p_->stw.store(me, sc);
@@ -218,9 +218,10 @@ Pool::reclaim_locked(Cache *self)
 		if (rc != 0)
 			break;
 		held[i] = true;
-		other |= owner != 0 && !cdead[i] && owner_pid(owner) != mypid;
+		if (owner != 0 && !cdead[i])
+			scope = std::max(scope, fence_scope(p_, owner));
 	}
-	if (rc == 0 && !heavy_barrier(other)) {
+	if (rc == 0 && !heavy_barrier(scope)) {
 		POOL_LOG(WARNING, "pool %s: reclaim: no membarrier", p_->name);
 		rc = -EAGAIN; /* cannot prove the live owners are outside */
 	}
@@ -414,6 +415,7 @@ Pool::reclaim_locked(Cache *self)
 		for (uint32_t i = 0; i < kMaxProcs; i++)
 			if (dead[i]) {
 				p_->procs[i].busy.store(0, rlx);
+				p_->procs[i].fenced.store(0, rlx);
 				p_->procs[i].ident.store(0, rel);
 			}
 		/* No live thread is between two homes now; what these still count is the dead's. */

@@ -103,10 +103,15 @@ proc_register(mlx5_qpn_pool *p)
 	for (uint32_t i = 0; i < kMaxProcs; i++)
 		if (p->procs[i].ident.load(acq) == me)
 			return static_cast<int32_t>(i);
+	/* Before the entry is claimed: a thief that finds our index in an owner word must find
+	 * `fenced` as it will stay (the owner word is written after this returns). */
+	const uint32_t fenced = fence_register() ? 1 : 0;
 	for (uint32_t i = 0; i < kMaxProcs; i++) {
 		uint64_t expect = 0;
-		if (p->procs[i].ident.compare_exchange_strong(expect, me, acq_rel, rlx))
+		if (p->procs[i].ident.compare_exchange_strong(expect, me, acq_rel, rlx)) {
+			p->procs[i].fenced.store(fenced, rel);
 			return static_cast<int32_t>(i);
+		}
 	}
 	return -1;
 }

@@ -97,8 +97,7 @@ Pool::try_hold(Cache &v)
 	uint64_t owner = v.owner.load(sc);
 	if (owner == 0)
 		return true;
-	bool other = owner_pid(owner) != (static_cast<uint32_t>(getpid()) & 0x3FFFFF);
-	if (heavy_barrier(other) && outside(v))
+	if (heavy_barrier(fence_scope(p_, owner)) && outside(v))
 		return true;
 	release_gate(v);
 	return false;

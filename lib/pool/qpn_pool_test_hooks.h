@@ -33,6 +33,9 @@ struct TestHooks {
 	std::atomic<void (*)()> drain_holding{nullptr};
 	/* range_remove() reached `stage` (see RemoveStage in qpn_pool_range.cpp). */
 	std::atomic<void (*)(int stage)> remove_stage{nullptr};
+	/* Barriers a thief issued, by scope (detail::Scope: this process, expedited global, grace
+	 * period), counted on the slow path that issues them; per process. */
+	std::atomic<uint64_t> barriers[3]{};
 };
 
 extern TestHooks g_test_hooks;

@@ -17,8 +17,10 @@
 #include <thread>
 #include <vector>
 
+#include <linux/membarrier.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -485,3 +487,58 @@ remove_killed_at(int stage)
 
 TEST(PoolCrash, CollectorKilledHoldingTheFreeStack) { remove_killed_at(1); }
 TEST(PoolCrash, CollectorKilledWhileRetiringTheRange) { remove_killed_at(2); }
+
+/*
+ * A thief that empties the cache of a thread in another process fences that thread with the
+ * expedited global membarrier (IPIs), not with the grace period of MEMBARRIER_CMD_GLOBAL: on the
+ * 2-core VM, with both cores polling, the grace period's kthreads waited 70-260 ms for a CPU and
+ * every cross-process steal stalled an allocation that long (a secondary qpn-testpmd beside its
+ * primary: alloc max 5-320 ms; after: 120-250 us). The child registers before it claims its
+ * cache and says so in the pool's process table.
+ */
+TEST(PoolCrash, AStealFromAnotherProcessFencesWithIpisNotAGracePeriod)
+{
+	long q = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+	if (q < 0 || (q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) == 0)
+		GTEST_SKIP() << "the kernel has no MEMBARRIER_CMD_GLOBAL_EXPEDITED";
+	constexpr uint32_t kCap = 1024, kFirst = 0x20000;
+	SharedPool sp(kCap, 64, 0);
+	ASSERT_NE(sp.get(), nullptr);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(sp.get(), kFirst, kCap), 0);
+	/* The child takes a cache, fills it (one alloc, one free) and parks outside the pool. */
+	pid_t kid = fork_and_park(sp, [&sp] {
+		uint32_t x;
+		int rc = mlx5_qpn_pool_alloc(sp.get(), &x);
+		return rc != 0 ? rc : mlx5_qpn_pool_free(sp.get(), x);
+	});
+	ASSERT_GT(kid, 0);
+	ASSERT_EQ(sp.shared()->stage.load(), 1u);
+	/* Its entry in the process table says it registered. */
+	const mlx5_qpn_pool *p = sp.get();
+	int kid_caches = 0;
+	for (uint32_t i = 0; i < p->nb_caches; i++) {
+		uint64_t o = p->caches[i].owner.load();
+		if (o == 0 || qpn::owner_pid(o) != (static_cast<uint32_t>(kid) & 0x3FFFFF))
+			continue;
+		kid_caches++;
+		uint32_t op = static_cast<uint32_t>(o >> 44);
+		ASSERT_GT(op, 0u);
+		EXPECT_EQ(p->procs[op - 1].fenced.load(), 1u);
+	}
+	ASSERT_EQ(kid_caches, 1);
+	/* All of it, the child's cached QPNs too: they come back by a steal. */
+	uint64_t before[3];
+	for (int k = 0; k < 3; k++)
+		before[k] = qpn::g_test_hooks.barriers[k].load();
+	std::vector<uint32_t> got;
+	uint32_t x;
+	while (got.size() <= kCap && mlx5_qpn_pool_alloc(sp.get(), &x) == 0)
+		got.push_back(x);
+	EXPECT_EQ(got.size(), kCap);
+	EXPECT_GE(qpn::g_test_hooks.barriers[1].load() - before[1], 1u) << "expedited barriers";
+	EXPECT_EQ(qpn::g_test_hooks.barriers[2].load() - before[2], 0u) << "grace periods";
+	for (uint32_t y : got)
+		EXPECT_EQ(mlx5_qpn_pool_free(sp.get(), y), 0);
+	kill(kid, SIGKILL);
+	waitpid(kid, nullptr, 0);
+}
