@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include <linux/membarrier.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -235,6 +236,9 @@ Pool::wait_collector(Cache *self)
 		rte_pause();
 		if ((i & 1023) != 0)
 			continue;
+		/* The collector may be a control thread on our CPU (EAL pins those to the main
+		 * lcore's): spinning out our time slice would only keep it from finishing. */
+		sched_yield();
 		if (holder_dead(col))
 			reclaim(self, false);
 		if (real_ns() > deadline)
@@ -477,6 +481,8 @@ release_cache(mlx5_qpn_pool *p, uint32_t idx)
 			break;
 		}
 		rte_pause();
+		if ((spins & 0x3FF) == 0)
+			sched_yield(); /* the thief may be waiting for our CPU */
 	}
 	/* Sequentially consistent with a remote freer's queue CAS and its load of `owner`: either
 	 * it sees the cache unclaimed and applies its entry itself, or we see the entry here. */
