@@ -420,7 +420,10 @@ mlx5_qpn_mp_grow(struct mlx5_qpn_mp *mp, int force)
 	int rc = mlx5_qpn_mp_check_primary(mp);
 	if (rc != 0)
 		return rc;
-	reclaim(mp);
+	/* Dead processes' QPNs first, at the tick's rate: an allocation that finds every QPN in
+	 * quarantine comes here each time (thousands a second), and a reclaim takes the pool's
+	 * range lock. */
+	mlx5_qpn_mp_tick(mp, mp->pool);
 	/* The device limit is reached: do not ask again for 10 ms (a caller looping on an empty pool
 	 * would otherwise keep the primary's IPC thread busy; a shrink makes room again later). */
 	if (!force && mlx5_qpn_clock_ns() < mp->full_until_ns.load(rlx))

@@ -173,24 +173,6 @@ is_self(const ProcId &id)
 	return id.pid == s.pid && id.start_time == s.start_time;
 }
 
-bool
-alive(const ProcId &id)
-{
-	if (id.pid <= 0)
-		return false;
-	if (kill(id.pid, 0) == -1 && errno == ESRCH)
-		return false;
-	uint64_t start;
-	char st;
-	if (!start_time_of(id.pid, &start, &st))
-		return false; /* gone between the two looks */
-	if (st == 'Z' || st == 'X')
-		return false;
-	if (id.start_time != 0 && start != id.start_time)
-		return false;
-	return true;
-}
-
 /* ---- segments --------------------------------------------------------------------------------- */
 
 int

@@ -46,9 +46,11 @@ ProcId self();
 bool is_self(const ProcId &id);
 
 /*
- * Is the process alive? False for pid <= 0, a pid that no longer exists, a zombie (killed and
- * not reaped: it holds nothing any more), or a pid whose start time differs (reused). A process
- * of another user that we may not signal is judged by /proc alone.
+ * Is the process alive? False for pid <= 0, a pid that no longer exists, a process that has
+ * exited (a zombie, killed and not reaped, included: it holds nothing any more), or a pid whose
+ * start time differs (reused). A peer is read from /proc once, then watched through a pidfd
+ * (qpn_shm_alive.cpp says why); where pidfds are missing (before Linux 5.3), from /proc at each
+ * call. Thread-safe; the answer for a process that has exited never turns back.
  */
 bool alive(const ProcId &id);
 

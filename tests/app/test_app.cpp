@@ -10,6 +10,7 @@
  */
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -35,6 +36,24 @@ cat(const T &...parts)
 	(s.append(parts), ...);
 	return s;
 }
+
+/* Durations of a test's phases, printed at its end (what a slow run spent its time on). */
+class phase_clock {
+public:
+	void done(const char *what)
+	{
+		auto now = std::chrono::steady_clock::now();
+		line_ += cat(line_.empty() ? "" : ", ", what, " ",
+			     std::to_string(std::chrono::duration<double>(now - last_).count()),
+			     " s");
+		last_ = now;
+	}
+	void print() const { printf("[  phases  ] %s\n", line_.c_str()); }
+
+private:
+	std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+	std::string line_;
+};
 
 struct run_result {
 	int status = -1;    /* exit code, or -1 if it did not exit normally */
@@ -662,12 +681,15 @@ TEST_F(AppTest, AppSecondaryClientBesidePrimary)
 	std::string prefix = cat("qpn_app_mp_", dev);
 	std::string json = cat(::testing::TempDir(), "qpn_app_", prefix, ".json");
 	std::remove(json.c_str());
+	/* Each phase's duration is printed: this test once took 30 s instead of 2 under load. */
+	phase_clock phases;
 	mp_test::Proc prim;
 	ASSERT_TRUE(prim.start({app_, "-l", "0-1", "--no-pci", mp_test::kPrimaryBaseVa,
 				cat("--file-prefix=", prefix), "--log-level=lib.eal:error", "--",
 				cat("--qpn-dev=", dev), "--engine=alloc", "-i"}));
 	ASSERT_TRUE(prim.send("start"));
 	ASSERT_TRUE(prim.wait_output("started engine alloc")) << prim.output();
+	phases.done("primary started");
 	mp_test::Proc sec;
 	ASSERT_TRUE(sec.start({app_, "-l", "0", "--no-pci", "--proc-type=secondary",
 			       cat("--file-prefix=", prefix), "--log-level=lib.eal:error", "--",
@@ -675,10 +697,13 @@ TEST_F(AppTest, AppSecondaryClientBesidePrimary)
 			       cat("--json=", json)}));
 	sec.close_stdin();
 	int st = sec.wait();
+	phases.done("secondary ran");
 	ASSERT_TRUE(prim.send("stop"));
 	ASSERT_TRUE(prim.send("quit"));
 	prim.close_stdin();
 	EXPECT_EQ(prim.wait(), 0) << prim.output();
+	phases.done("primary stopped");
+	phases.print();
 	mp_test::remove_instance(prefix);
 	EXPECT_EQ(st, 0) << sec.output();
 	EXPECT_NE(sec.output().find(cat("secondary process: device ", dev, " of the primary")),

@@ -10,8 +10,10 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -274,6 +276,70 @@ TEST(ShmProc, DeadAndZombieChildrenAreDead)
 	int ws;
 	waitpid(pid, &ws, 0);
 	EXPECT_FALSE(alive(forked_view));
+	close(pfd[0]);
+	close(pfd[1]);
+}
+
+/* A process whose main thread has exited while another thread runs is alive (it still holds its
+ * memory and may still call the pool); /proc shows its leader as a zombie ('Z'), which the
+ * /proc-only check took for death. The pidfd says "exited" only once every thread has. */
+TEST(ShmProc, AProcessWhoseMainThreadExitedIsStillAlive)
+{
+	int pfd[2];
+	ASSERT_EQ(pipe(pfd), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		std::thread([w = pfd[1]] {
+			usleep(100000); /* the leader has exited by now */
+			char c = 1;
+			if (write(w, &c, 1) != 1)
+				_exit(3);
+			for (;;)
+				pause();
+		}).detach();
+		/* The main thread alone, without unwinding (pthread_exit() would unwind through
+		 * gtest's catch-all and abort the child). */
+		syscall(SYS_exit, 0);
+	}
+	ASSERT_GT(pid, 0);
+	wait_byte(pfd[0]);
+	ProcId id{int32_t(pid), 0, 0};
+	ASSERT_TRUE(start_time_of(pid, &id.start_time, nullptr));
+	char st = 0;
+	uint64_t start;
+	ASSERT_TRUE(start_time_of(pid, &start, &st));
+	EXPECT_EQ(st, 'Z') << "the leader has not exited: the test proves nothing";
+	EXPECT_TRUE(alive(id));
+	reap(pid);
+	EXPECT_FALSE(alive(id));
+	close(pfd[0]);
+	close(pfd[1]);
+}
+
+/* More peers than the watch table holds (64): each answer stays right as entries make room. */
+TEST(ShmProc, ManyPeersEachAnsweredRight)
+{
+	int pfd[2];
+	ASSERT_EQ(pipe(pfd), 0);
+	std::vector<ProcId> ids;
+	for (int i = 0; i < 80; i++) {
+		pid_t pid = child_holding([] {}, pfd[1]);
+		ASSERT_GT(pid, 0);
+		wait_byte(pfd[0]);
+		ProcId id{int32_t(pid), 0, 0};
+		ASSERT_TRUE(start_time_of(pid, &id.start_time, nullptr));
+		ids.push_back(id);
+	}
+	for (const ProcId &id : ids)
+		EXPECT_TRUE(alive(id)) << id.pid;
+	for (size_t i = 0; i < ids.size(); i += 2)
+		reap(ids[i].pid);
+	for (size_t i = 0; i < ids.size(); i++)
+		EXPECT_EQ(alive(ids[i]), i % 2 == 1) << ids[i].pid;
+	for (size_t i = 1; i < ids.size(); i += 2)
+		reap(ids[i].pid);
+	for (const ProcId &id : ids)
+		EXPECT_FALSE(alive(id)) << id.pid;
 	close(pfd[0]);
 	close(pfd[1]);
 }
