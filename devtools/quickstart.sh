@@ -76,8 +76,13 @@ fi
 # they only take the CPU the tests leave idle (the tests sleep, poll at low rate, wait on child
 # processes) and the tests see the machine as if alone. The tests of a tree still run one tree at
 # a time and alone, as before.
-asan_opts=("-Db_sanitize=address,undefined" -Dbuildtype=debug -Db_lundef=false)
-tsan_opts=(-Db_sanitize=thread -Dbuildtype=debug -Db_lundef=false)
+# -g1: line tables only (what a sanitizer report and a hang report's stacks print: function,
+# file, line), not full debug info: the ASan tree compiled in 169 s instead of 224 s (CPU 327 s
+# instead of 433 s) on the 2-core VM, and the background sanitizer builds are what the test
+# command waits for.
+asan_opts=("-Db_sanitize=address,undefined" -Dbuildtype=debug -Db_lundef=false -Dcpp_args=-g1
+	-Dc_args=-g1)
+tsan_opts=(-Db_sanitize=thread -Dbuildtype=debug -Db_lundef=false -Dcpp_args=-g1 -Dc_args=-g1)
 configure build
 configure build-asan "${asan_opts[@]}"
 configure build-tsan "${tsan_opts[@]}"
