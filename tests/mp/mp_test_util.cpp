@@ -141,7 +141,8 @@ namespace {
  * secondary (release_task -> proc_flush_pid -> shrink_dcache_parent) took from 0.1 s to 101 s
  * on the 2-core VM under a background build (perf), inside waitpid() even with WNOHANG: most
  * likely what held AppSecondaryClientBesidePrimary past CI's 240 s timeout once (the test was
- * waiting for the secondary; nothing printed). The test needs the status, not the reap. -1: still running; -2: not our child.
+ * waiting for the secondary; nothing printed). The test needs the status, not the reap.
+ * Returns 0 (exited), -1 (still running) or -2 (not our child).
  */
 int
 exited(pid_t pid, int *status)
