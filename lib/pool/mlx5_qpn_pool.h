@@ -179,7 +179,7 @@ mlx5_qpn_pool_alloc_gen(struct mlx5_qpn_pool *pool, uint32_t *qpn, uint32_t *gen
 	struct mlx5_qpn_pool_binding *b = &mlx5_qpn_pool_tls;
 	struct mlx5_qpn_pool_cache_line *c = b->cache;
 	uint32_t n, s, off, next;
-	uint64_t w, *slots;
+	uint64_t w, hc, *slots;
 
 	/* Bound to this pool (a destroy clears every thread's binding to it: no owner check). */
 	if (__builtin_expect(!mlx5_qpn_pool_bound(b, pool) || qpn == NULL, 0))
@@ -189,18 +189,18 @@ mlx5_qpn_pool_alloc_gen(struct mlx5_qpn_pool *pool, uint32_t *qpn, uint32_t *gen
 	 * one a thief emptied and let go of between the two reads. */
 	if (__builtin_expect(mlx5_qpn_pool_gate_closed(c), 0))
 		goto slow;
-	n = __atomic_load_n(&c->ready.count, __ATOMIC_RELAXED);
+	hc = mlx5_qpn_pool_chain_get(&c->ready);
+	n = (uint32_t)(hc >> 32);
 	if (__builtin_expect(n == 0, 0))
 		goto slow;
-	s = __atomic_load_n(&c->ready.head, __ATOMIC_RELAXED);
+	s = (uint32_t)hc;
 	off = s - b->base;
 	if (__builtin_expect(off >= b->count, 0))
 		goto slow; /* another range: the slow path looks it up and keeps it */
 	slots = b->slots;  /* read once: every atomic below makes the compiler read again */
 	w = __atomic_load_n(&slots[s], __ATOMIC_RELAXED);
 	next = (uint32_t)(w & MLX5_QPN_POOL_SLOT_NIL);
-	__atomic_store_n(&c->ready.count, n - 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&c->ready.head, next, __ATOMIC_RELAXED);
+	mlx5_qpn_pool_chain_set(&c->ready, next, n - 1);
 	/* The next one's slot: a cold line when QPNs come back from a long quarantine. */
 	__builtin_prefetch(&slots[next]);
 	/* In use, naming our cache, the generation one up: all ones below the generation plus one
@@ -246,7 +246,7 @@ mlx5_qpn_pool_free_inline(struct mlx5_qpn_pool *pool, uint32_t qpn, int check_ge
 	struct mlx5_qpn_pool_cache_line *c = b->cache;
 	struct mlx5_qpn_pool_chain *into = b->into;
 	uint32_t n, s, off, head;
-	uint64_t w, *slot;
+	uint64_t w, hc, *slot;
 
 	if (__builtin_expect(!mlx5_qpn_pool_bound(b, pool), 0))
 		return mlx5_qpn_pool_free_slow(pool, qpn, check_gen, generation);
@@ -263,7 +263,8 @@ mlx5_qpn_pool_free_inline(struct mlx5_qpn_pool *pool, uint32_t qpn, int check_ge
 	/* Handed out by our cache (in use, published, naming it): then only the generation is
 	 * left. */
 	w = __atomic_load_n(slot, __ATOMIC_RELAXED) ^ b->owned;
-	n = __atomic_load_n(&into->count, __ATOMIC_RELAXED);
+	hc = mlx5_qpn_pool_chain_get(into);
+	n = (uint32_t)(hc >> 32);
 	/* Ours, of the generation asked for; and no flush (full `ready`) or seal (`open` reaching a
 	 * batch) due. Anything else, refusals included, is decided by the slow path. */
 	if (__builtin_expect(n >= b->into_max || (w & MLX5_QPN_POOL_SLOT_OWNED_MASK) != 0 ||
@@ -273,14 +274,13 @@ mlx5_qpn_pool_free_inline(struct mlx5_qpn_pool *pool, uint32_t qpn, int check_ge
 			     0))
 		goto slow;
 	/* Linked to the chain's head (none if empty), the generation kept. */
-	head = __atomic_load_n(&into->head, __ATOMIC_RELAXED);
+	head = (uint32_t)hc;
 	if (__builtin_expect(n == 0, 0)) {
 		head = MLX5_QPN_POOL_SLOT_NIL;
 		__atomic_store_n(&into->tail, s, __ATOMIC_RELAXED);
 	}
 	__atomic_store_n(slot, head ^ b->released ^ w, __ATOMIC_RELAXED);
-	__atomic_store_n(&into->head, s, __ATOMIC_RELAXED);
-	__atomic_store_n(&into->count, n + 1, __ATOMIC_RELAXED);
+	mlx5_qpn_pool_chain_set(into, s, n + 1);
 	mlx5_qpn_pool_seq_step(&c->free_seq, 1, 1);
 	return 0;
 slow:

@@ -44,12 +44,15 @@ extern "C" {
 /** @internal `gate` bit: other threads queued frees of this cache's QPNs for its holder. */
 #define MLX5_QPN_POOL_GATE_REMOTE 0x80000000u
 
-/** @internal A chain of slots held by a cache: [head .. tail], `count` long (0: empty). */
+/** @internal A chain of slots held by a cache: [head .. tail], `count` long (0: empty).
+ *  `head` and `count` share one aligned 8-byte word (head the low half): the fast path writes
+ *  both with one store (mlx5_qpn_pool_chain_set()). */
 struct mlx5_qpn_pool_chain {
 	uint32_t head;
-	uint32_t tail;
 	uint32_t count;
-};
+	uint32_t tail;
+	uint32_t reserved;
+} __attribute__((aligned(8)));
 
 /** @internal The first cache line of a thread cache, in shared memory.
  *
@@ -117,6 +120,41 @@ mlx5_qpn_pool_seq_step(uint64_t *seq, int d, int leave)
 #else
 	__atomic_store_n(seq, __atomic_load_n(seq, __ATOMIC_RELAXED) + (uint64_t)(int64_t)d,
 			 leave ? __ATOMIC_RELEASE : __ATOMIC_RELAXED);
+#endif
+}
+
+/** @internal Set a chain's head and count. On x86-64 one aligned 8-byte store (single-copy
+ *  atomic, and so is each half for a reader of one field): a pop or push of the fast path
+ *  stores one word less. Elsewhere, and under ThreadSanitizer, two relaxed stores. Only the
+ *  holder of the cache calls it, inside a call announced by its sequence word. */
+static inline __attribute__((always_inline)) void
+mlx5_qpn_pool_chain_set(struct mlx5_qpn_pool_chain *ch, uint32_t head, uint32_t count)
+{
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+	typedef uint64_t __attribute__((may_alias)) mlx5_qpn_pool_u64a;
+
+	__atomic_store_n((mlx5_qpn_pool_u64a *)&ch->head, ((uint64_t)count << 32) | head,
+			 __ATOMIC_RELAXED);
+#else
+	__atomic_store_n(&ch->count, count, __ATOMIC_RELAXED);
+	__atomic_store_n(&ch->head, head, __ATOMIC_RELAXED);
+#endif
+}
+
+/** @internal A chain's head (low half) and count (high half), read as mlx5_qpn_pool_chain_set()
+ *  writes them: one 8-byte load on x86-64 (the store before it forwards to a load of the same
+ *  width and address; two 4-byte loads of an 8-byte store would wait for it to retire). */
+static inline __attribute__((always_inline)) uint64_t
+mlx5_qpn_pool_chain_get(const struct mlx5_qpn_pool_chain *ch)
+{
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+	typedef uint64_t __attribute__((may_alias)) mlx5_qpn_pool_u64a;
+
+	return __atomic_load_n((const mlx5_qpn_pool_u64a *)&ch->head, __ATOMIC_RELAXED);
+#else
+	uint64_t count = __atomic_load_n(&ch->count, __ATOMIC_RELAXED);
+
+	return (count << 32) | __atomic_load_n(&ch->head, __ATOMIC_RELAXED);
 #endif
 }
 

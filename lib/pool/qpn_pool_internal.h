@@ -157,10 +157,13 @@ struct Range {
 /* ---- per-thread cache ----------------------------------------------------------------------- */
 
 /* A chain held by one cache: [head .. tail], `count` long (count == 0: empty). */
-struct Chain {
+/* head and count side by side in one 8-byte word: the inline fast path stores both at once
+ * (mlx5_qpn_pool_chain_set()); the slow paths read and write them one by one. */
+struct alignas(8) Chain {
 	std::atomic<uint32_t> head;
-	std::atomic<uint32_t> tail;
 	std::atomic<uint32_t> count;
+	std::atomic<uint32_t> tail;
+	uint32_t reserved;
 };
 
 /*
@@ -264,7 +267,11 @@ QPN_SAME_OFFSET(free_seq, free_seq);
 #undef QPN_SAME_OFFSET
 static_assert(offsetof(Cache, spare) == 64, "line 0 is the fast path's alone");
 static_assert(sizeof(Chain) == sizeof(mlx5_qpn_pool_chain) &&
-	      offsetof(Chain, count) == offsetof(mlx5_qpn_pool_chain, count));
+	      offsetof(Chain, head) == offsetof(mlx5_qpn_pool_chain, head) &&
+	      offsetof(Chain, count) == offsetof(mlx5_qpn_pool_chain, count) &&
+	      offsetof(Chain, tail) == offsetof(mlx5_qpn_pool_chain, tail));
+static_assert(offsetof(Chain, count) == offsetof(Chain, head) + 4 && alignof(Chain) == 8,
+	      "mlx5_qpn_pool_chain_set() stores head and count as one little-endian word");
 
 /* ---- process table (crash recovery) ---------------------------------------------------------- */
 
@@ -289,8 +296,10 @@ struct alignas(64) ProcEntry {
 /* Time buckets of the shared quarantine. A bucket holds batches whose epochs map to it; its
  * head carries the newest epoch pushed into it, so a drain can never release anything early. */
 constexpr unsigned kBuckets = 16;
-constexpr uint64_t kRegionGraceNs = 1000000000ull;     /* 1 s, or the quarantine if longer */
-constexpr uint64_t kPoolMagic = 0x4d4c5835514e5031ull; /* "MLX5QNP1" */
+constexpr uint64_t kRegionGraceNs = 1000000000ull; /* 1 s, or the quarantine if longer */
+/* "MLX5QNP2": raised with each layout change of the pool header or its caches, so that a process
+ * of another build refuses the pool (-EINVAL) instead of misreading it. 2: Chain {head, count}. */
+constexpr uint64_t kPoolMagic = 0x4d4c5835514e5032ull;
 
 struct EventCounters {
 	uint64_t hits, misses, refills, flushes, steals, refused, enospc, eagain, refused_async;
