@@ -56,8 +56,10 @@ for doc in "${docs[@]}"; do
 		cmd=${entry#*:}
 		short=$(sed -E 's/--duration=[0-9.]+/--duration=0.3/g' <<<"$cmd")
 		ran=$((ran + 1))
+		t=$SECONDS
 		out=$(cd "$work" && QPN_DURATION=0.3 timeout -k 5 300 bash -c "$short" 2>&1 </dev/null)
 		rc=$?
+		echo "doc-commands: $doc:$line: $((SECONDS - t)) s, exit $rc"
 		if [ $rc -ne 0 ]; then
 			failed=$((failed + 1))
 			echo "doc-commands: $doc:$line: exit $rc: $cmd"
