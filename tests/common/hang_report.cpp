@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "common/hang_report.h"
+#include "common/test_helpers.h"
 
 #include <dirent.h>
 #include <sys/prctl.h>
@@ -19,19 +20,6 @@
 namespace test_helpers {
 
 namespace {
-
-std::string
-read_small(const std::string &path, size_t max = 4096)
-{
-	std::ifstream f(path, std::ios::binary);
-	std::string s;
-	if (!f)
-		return s;
-	s.resize(max);
-	f.read(s.data(), std::streamsize(max));
-	s.resize(size_t(f.gcount()));
-	return s;
-}
 
 /* /proc/<id>/stat: "pid (comm) S ppid ...", comm may hold spaces and parentheses. */
 bool
@@ -54,7 +42,7 @@ descendants(pid_t root)
 			char st;
 			long ppid;
 			if (*end == '\0' && pid > 0 &&
-			    parse_stat(read_small(std::string("/proc/") + e->d_name + "/stat"), &st,
+			    parse_stat(slurp(std::string("/proc/") + e->d_name + "/stat"), &st,
 				       &ppid))
 				children.emplace(ppid, pid_t(pid));
 		}
@@ -109,14 +97,14 @@ process_report(pid_t root)
 		std::string dir = "/proc/" + std::to_string(pid);
 		char st = '?';
 		long ppid = 0;
-		if (!parse_stat(read_small(dir + "/stat"), &st, &ppid))
+		if (!parse_stat(slurp(dir + "/stat"), &st, &ppid))
 			continue; /* gone meanwhile */
-		std::string cmd = read_small(dir + "/cmdline", 400);
+		std::string cmd = slurp(dir + "/cmdline").substr(0, 400);
 		for (char &c : cmd)
 			if (c == '\0')
 				c = ' ';
 		o << "  process " << pid << " (parent " << ppid << ") state " << st << " wchan "
-		  << trim(read_small(dir + "/wchan")) << ": " << trim(cmd) << "\n";
+		  << trim(slurp(dir + "/wchan")) << ": " << trim(cmd) << "\n";
 		if (DIR *d = opendir((dir + "/task").c_str())) {
 			while (struct dirent *e = readdir(d)) {
 				if (e->d_name[0] == '.')
@@ -124,11 +112,11 @@ process_report(pid_t root)
 				std::string t = dir + "/task/" + e->d_name;
 				char ts = '?';
 				long tp;
-				parse_stat(read_small(t + "/stat"), &ts, &tp);
-				o << "    thread " << e->d_name << " '"
-				  << trim(read_small(t + "/comm")) << "' state " << ts << " wchan "
-				  << trim(read_small(t + "/wchan")) << "\n";
-				std::string ks = trim(read_small(t + "/stack"));
+				parse_stat(slurp(t + "/stat"), &ts, &tp);
+				o << "    thread " << e->d_name << " '" << trim(slurp(t + "/comm"))
+				  << "' state " << ts << " wchan " << trim(slurp(t + "/wchan"))
+				  << "\n";
+				std::string ks = trim(slurp(t + "/stack"));
 				if (!ks.empty() && ts == 'D') /* where an unkillable wait sits */
 					o << "      kernel: " << ks << "\n";
 			}
