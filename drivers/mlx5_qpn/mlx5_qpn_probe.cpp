@@ -31,7 +31,9 @@ namespace {
 std::atomic<uint32_t> g_lease_tag{0};
 
 /* Decide where QPNs come from, proving support by a trial reservation (kept as the first
- * range): the cap bit can be set on a context that cannot create DEVX objects. */
+ * range): the cap bit can be set on a context that cannot create DEVX objects. A trial that
+ * ran out of memory (-ENOMEM: our bookkeeping, not the device) proves nothing either way: the
+ * probe fails with it rather than settle for a lesser source for the device's lifetime. */
 int
 choose_source(mlx5_qpn_dev *d)
 {
@@ -41,6 +43,8 @@ choose_source(mlx5_qpn_dev *d)
 			int rc = grow_locked(d);
 			if (rc == 0 || (rc == -EAGAIN && !d->objs.empty()))
 				return 0; /* proven, even if what it gave must cool first */
+			if (rc == -ENOMEM)
+				return rc;
 			DEV_LOG(INFO,
 				"%s: RESERVED_QPN object creation failed (%s); trying "
 				"mlx5dv_reserved_qpn_alloc",
@@ -50,6 +54,8 @@ choose_source(mlx5_qpn_dev *d)
 		int rc = grow_locked(d);
 		if (rc == 0 || (rc == -EAGAIN && !d->objs.empty()))
 			return 0;
+		if (rc == -ENOMEM)
+			return rc;
 		if (d->da.reserved_qpn == MLX5_QPN_RSVD_YES) {
 			DEV_LOG(ERR, "%s: no reserved-QPN support (%s) and reserved_qpn=yes",
 				d->da.name, strerror(-rc));

@@ -189,3 +189,83 @@ TEST(DevNoMem, DevargsLongerThanTheMaximumAreRefused)
 			  "characters (MLX5_QPN_DEVARGS_MAX)");
 	EXPECT_EQ(mlx5_qpn_devargs_parse(too_long.c_str(), &da), -EINVAL);
 }
+
+/*
+ * A probe whose first range must cool (this process closed the device, with a QPN in use, less
+ * than a quarantine ago, and the emulated firmware hands the same block out again) fails at each
+ * of its allocations in turn: each probe either fails with -ENOMEM or works with the source it
+ * would have chosen anyway (an allocation failure says nothing about the device's support), and
+ * nothing is lost: the lease keeps no entry of a failed probe, so the next probe gets the whole
+ * range back, none of it before the quarantine since the last close (invariant 5).
+ */
+TEST(DevNoMem, ProbeBesideACoolingRangeFailsCleanlyAtEachAllocation)
+{
+	constexpr uint64_t kQuarNs = 1000000000ull;
+	static std::atomic<int> seq{0};
+	const std::string name = "simnomemc" + std::to_string(getpid()) + "x" +
+				 std::to_string(seq.fetch_add(1));
+	const std::string args = name + ",quarantine_us=1000000,log_max_alloc=6,log_range=6," +
+				 "fw_first_fit=1,cache=8,low_water=0,max_qpns=64";
+	struct Cleanup {
+		const std::string &n;
+		~Cleanup() { mlx5_qpn_sim_destroy(n.c_str()); }
+	} cleanup{name};
+
+	mlx5_qpn_dev *d = nullptr;
+	ASSERT_EQ(mlx5_qpn_dev_probe(args.c_str(), &d), 0);
+	uint32_t q;
+	ASSERT_EQ(mlx5_qpn_reserved_alloc(d, &q), 0);
+	uint64_t t_letgo = mlx5_qpn_clock_ns();
+	mlx5_qpn_dev_close(d);
+
+	int failed = 0, pass = 0;
+	for (;; pass++) {
+		ASSERT_LT(pass, 100) << "a probe that never stops allocating";
+		FailPushBacks fail(1, pass);
+		d = nullptr;
+		int rc = mlx5_qpn_dev_probe(args.c_str(), &d);
+		const bool reached = fail.left() == 0;
+		if (rc == 0) {
+			mlx5_qpn_dev_info in;
+			ASSERT_EQ(mlx5_qpn_dev_info_get(d, &in), 0);
+			EXPECT_EQ(in.source, MLX5_QPN_SRC_OBJECTS)
+				<< "pass " << pass << ": a failed allocation changed the source";
+			mlx5_qpn_dev_stats st = {};
+			ASSERT_EQ(mlx5_qpn_dev_stats_get(d, &st), 0);
+			EXPECT_EQ(st.cooling_qpns, 64u)
+				<< "pass " << pass
+				<< ": the range is not cooling, as the test needs";
+			t_letgo = mlx5_qpn_clock_ns();
+			mlx5_qpn_dev_close(d);
+		} else {
+			EXPECT_EQ(rc, -ENOMEM) << "pass " << pass;
+			EXPECT_TRUE(reached)
+				<< "pass " << pass << ": failed with no failure injected";
+			failed++;
+		}
+		if (!reached)
+			break; /* the probe made fewer than `pass + 1` allocations: all were tried */
+	}
+	EXPECT_GT(failed, 0) << "no injected failure made the probe fail";
+
+	ASSERT_EQ(mlx5_qpn_dev_probe(args.c_str(), &d), 0);
+	std::set<uint32_t> got;
+	const uint64_t deadline = t_letgo + kQuarNs + 20 * kQuarNs;
+	unsigned early = 0;
+	while (got.size() < 64 && mlx5_qpn_clock_ns() < deadline) {
+		int rc = mlx5_qpn_reserved_alloc(d, &q);
+		const uint64_t t_after = mlx5_qpn_clock_ns();
+		if (rc == -EAGAIN) {
+			usleep(1000);
+			continue;
+		}
+		ASSERT_EQ(rc, 0);
+		EXPECT_TRUE(got.insert(q).second) << "QPN 0x" << std::hex << q << " twice";
+		early += t_after < t_letgo + kQuarNs;
+	}
+	EXPECT_EQ(got.size(), 64u) << "QPNs lost after " << pass << " probes";
+	EXPECT_EQ(early, 0u) << "QPNs handed out inside the quarantine";
+	for (uint32_t x : got)
+		EXPECT_EQ(mlx5_qpn_reserved_dealloc(d, x), 0);
+	mlx5_qpn_dev_close(d);
+}
