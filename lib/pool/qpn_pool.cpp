@@ -399,6 +399,59 @@ count_refused(mlx5_qpn_pool *p, Cache *c)
 		p->bypass_refused.fetch_add(1, rlx);
 }
 
+/*
+ * free_bulk's common case, as the inline free releases one QPN (mlx5_qpn_pool_free_inline()):
+ * QPNs of the range of the cache's hint, handed out by this cache (the slot word xor `owned`
+ * leaves only the generation), linked into its chain while no flush or seal is due. Inside one
+ * out-of-line call (`busy` announces it to thieves): no sequence word step per QPN, one count at
+ * the end. @return how many of qpns[0..n) it released, from the first; free_one() decides the
+ * next one (another range, another cache's QPN, a refusal, a flush or seal due).
+ */
+unsigned int
+free_bulk_run(Pool &pool, Cache &c, const uint32_t *qpns, unsigned int n)
+{
+	mlx5_qpn_pool *p = pool.p_;
+	const uint32_t h = c.range_hint.load(rlx);
+	if (h >= p->nb_ranges.load(acq))
+		return 0;
+	const Range &r = p->ranges[h];
+	const uint32_t first = r.first.load(rlx), count = r.count.load(rlx),
+		       base = r.base.load(rlx);
+	const bool quar = p->quarantine_ns != 0;
+	Chain &into = quar ? c.open : c.ready;
+	/* link_freed(): a full `ready` rotates (a free at batch), an `open` reaching batch is
+	 * sealed (a free at batch - 1). */
+	const uint32_t max = quar ? p->batch - 1 : p->batch;
+	const uint64_t owned = slot_make(pool.cache_index(&c), owner_holder(c.owner.load(rlx)),
+					 kInUse, 0);
+	const uint64_t released = slot_make(0, kNil, quar ? kQuarantine : kFree, 0);
+	uint32_t k = into.count.load(rlx), head = into.head.load(rlx);
+	unsigned int i = 0;
+	for (; i < n && k < max; i++) {
+		const uint32_t off = qpns[i] - first;
+		if (off >= count)
+			break;
+		const uint32_t s = base + off;
+		auto &sw = pool.slot(s);
+		const uint64_t w = sw.load(rlx) ^ owned;
+		if ((w & MLX5_QPN_POOL_SLOT_OWNED_MASK) != 0)
+			break;
+		if (k == 0) {
+			head = kNil;
+			into.tail.store(s, rlx);
+		}
+		sw.store(head ^ released ^ w, rlx); /* next = head, the generation kept */
+		head = s;
+		k++;
+	}
+	if (i != 0) {
+		into.head.store(head, rlx);
+		into.count.store(k, rlx);
+		count_own(c.free_seq, i);
+	}
+	return i;
+}
+
 QPN_COLD int
 free_cacheless(Pool &pool, uint32_t qpn, bool check_gen, uint32_t generation)
 {
@@ -451,11 +504,15 @@ mlx5_qpn_pool_free_bulk(struct mlx5_qpn_pool *p, const uint32_t *qpns, unsigned 
 				rc = -EINVAL;
 		return rc;
 	}
-	for (unsigned int i = 0; i < n; i++)
+	for (unsigned int i = 0; i < n; i++) {
+		i += free_bulk_run(pool, *c, qpns + i, n - i);
+		if (i == n)
+			break;
 		if (pool.free_one(c, qpns[i], false, 0) != 0) {
 			count_refused(p, c);
 			rc = -EINVAL;
 		}
+	}
 	leave(c);
 	return rc;
 }

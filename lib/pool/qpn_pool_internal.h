@@ -156,8 +156,8 @@ struct Range {
 
 /* ---- per-thread cache ----------------------------------------------------------------------- */
 
-/* A chain held by one cache: [head .. tail], `count` long (count == 0: empty). */
-/* head and count side by side in one 8-byte word: the inline fast path stores both at once
+/* A chain held by one cache: [head .. tail], `count` long (count == 0: empty). head and count
+ * side by side in one 8-byte word: the inline fast path stores both at once
  * (mlx5_qpn_pool_chain_set()); the slow paths read and write them one by one. */
 struct alignas(8) Chain {
 	std::atomic<uint32_t> head;

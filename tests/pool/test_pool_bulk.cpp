@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <set>
 #include <thread>
 #include <vector>
@@ -136,4 +137,93 @@ TEST(PoolBulk, SuccessfulBulkPublishesEveryQpn)
 	std::thread t([&] { EXPECT_EQ(mlx5_qpn_pool_free_bulk(tp.get(), q, 10), 0); });
 	t.join();
 	EXPECT_EQ(pool_stats(tp.get()).in_use, 0u);
+}
+
+namespace {
+
+/*
+ * free_bulk() releases the caller's own QPNs without a call per QPN (free_bulk_run()), and hands
+ * every other one to the single free: it must decide each QPN as mlx5_qpn_pool_free() does.
+ * One bulk, over more QPNs than a batch (so the cache flushes, or seals its quarantine, in the
+ * middle), mixes: QPNs of two ranges, one QPN twice, a QPN never handed out, a QPN outside every
+ * range and a QPN another thread allocated. Each bad one is refused and counted, each good one is
+ * released once: afterwards the pool hands out every QPN again, each once.
+ */
+void
+mixed_bulk_case(uint64_t quarantine_ns)
+{
+	constexpr uint32_t kA = 1000, kB = 5000, kPer = 40, kCache = 8;
+	TestPool tp(2 * kPer, kCache, quarantine_ns);
+	ASSERT_NE(tp.get(), nullptr);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), kA, kPer), 0);
+	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), kB, kPer), 0);
+
+	std::vector<uint32_t> mine;
+	uint32_t q;
+	while (mine.size() < 2 * kPer - 2 && mlx5_qpn_pool_alloc(tp.get(), &q) == 0)
+		mine.push_back(q);
+	ASSERT_EQ(mine.size(), 2 * kPer - 2u);
+	uint32_t theirs = 0;
+	std::thread t([&] {
+		EXPECT_EQ(mlx5_qpn_pool_alloc(tp.get(), &theirs), 0);
+		mlx5_qpn_pool_cache_flush(tp.get()); /* keeps `theirs` in use */
+	});
+	t.join();
+	std::set<uint32_t> held(mine.begin(), mine.end());
+	held.insert(theirs);
+	uint32_t never = 0; /* the one QPN nobody holds */
+	for (uint32_t x = kA; x < kB + kPer && never == 0; x++)
+		if ((x < kA + kPer || x >= kB) && held.count(x) == 0)
+			never = x;
+	ASSERT_NE(never, 0u);
+	std::set<uint32_t> ranges_seen;
+	for (uint32_t x : mine)
+		ranges_seen.insert(x >= kB);
+	ASSERT_EQ(ranges_seen.size(), 2u) << "the bulk must cross ranges";
+
+	/* Interleave the two ranges, then the bad ones in the middle and at the end. */
+	std::vector<uint32_t> bulk;
+	for (size_t i = 0; i < mine.size(); i++)
+		bulk.push_back(mine[(i % 2) ? mine.size() - 1 - i / 2 : i / 2]);
+	const uint32_t bad_at_mid = bulk.size() / 2;
+	bulk.insert(bulk.begin() + bad_at_mid, {bulk[3], never, 0xABCDEFu});
+	bulk.push_back(bulk[bulk.size() - 1]); /* the last one twice, at once */
+	bulk.push_back(theirs);
+
+	const auto before = pool_stats(tp.get());
+	EXPECT_EQ(mlx5_qpn_pool_free_bulk(tp.get(), bulk.data(), bulk.size()), -EINVAL);
+	const auto after = pool_stats(tp.get());
+	EXPECT_EQ(after.refused_frees - before.refused_frees, 4u)
+		<< "refused: the repeat in the middle, the never-allocated, the outside, the last repeat";
+	EXPECT_EQ(after.in_use, 0u) << "every good QPN released (theirs queued for its cache)";
+	for (uint32_t x : mine)
+		EXPECT_EQ(mlx5_qpn_pool_qpn_state(tp.get(), x, nullptr), 0) << x;
+
+	/* Everything comes back, once each (after the quarantine). */
+	if (quarantine_ns != 0)
+		std::this_thread::sleep_for(std::chrono::nanoseconds(2 * quarantine_ns));
+	mlx5_qpn_pool_drain(tp.get());
+	std::set<uint32_t> again;
+	int rc;
+	for (int tries = 0; again.size() < 2 * kPer && tries < 100000; tries++) {
+		rc = mlx5_qpn_pool_alloc(tp.get(), &q);
+		if (rc == -EAGAIN) {
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+			continue;
+		}
+		ASSERT_EQ(rc, 0);
+		EXPECT_TRUE(again.insert(q).second) << "QPN " << q << " handed out twice";
+	}
+	EXPECT_EQ(again.size(), 2 * kPer);
+	EXPECT_EQ(mlx5_qpn_pool_alloc(tp.get(), &q), -ENOSPC);
+	for (uint32_t x : again)
+		EXPECT_EQ(mlx5_qpn_pool_free(tp.get(), x), 0);
+}
+
+} // namespace
+
+TEST(PoolBulk, FreeBulkDecidesEachQpnAsTheSingleFreeNoQuarantine) { mixed_bulk_case(0); }
+TEST(PoolBulk, FreeBulkDecidesEachQpnAsTheSingleFreeWithQuarantine)
+{
+	mixed_bulk_case(20 * 1000 * 1000);
 }
