@@ -127,7 +127,9 @@ struct mlx5_qpn_dev_stats {
  *         differs from the primary's; -EEXIST already probed;
  *         -ENODEV (secondary) no primary has probed the device, or the primary is dead;
  *         -ENODEV no such device (one log line, e.g. `no RDMA device "mlx5_0" (0 devices found)`);
- *         -EOPNOTSUPP no reserved-QPN support with reserved_qpn=yes; -ENOMEM; other device errors.
+ *         -EOPNOTSUPP no reserved-QPN support with reserved_qpn=yes; -ENOMEM (out of memory, or
+ *         the device out of reserved QPNs at the trial reservation: try again later; the probe
+ *         does not fall back to another source for it); other device errors.
  */
 int mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **dev);
 

@@ -32,8 +32,9 @@ std::atomic<uint32_t> g_lease_tag{0};
 
 /* Decide where QPNs come from, proving support by a trial reservation (kept as the first
  * range): the cap bit can be set on a context that cannot create DEVX objects. A trial that
- * ran out of memory (-ENOMEM: our bookkeeping, not the device) proves nothing either way: the
- * probe fails with it rather than settle for a lesser source for the device's lifetime. */
+ * failed with -ENOMEM (our bookkeeping out of memory, or the device out of reserved QPNs: a
+ * LIM_ERR, so the command was understood) proves nothing against support: the probe fails with
+ * it rather than settle for a lesser source for the device's lifetime. */
 int
 choose_source(mlx5_qpn_dev *d)
 {
