@@ -286,8 +286,8 @@ TEST_F(MpTest, MpPrimaryKilledSecondaryFailsClearly)
 /*
  * (5) Secondaries are SIGKILLed at random times in a tight alloc/free loop (so mostly inside a
  * pool call, their cache marked busy) while the primary loops too. Afterwards, once the pool has
- * reclaimed the dead processes and the quarantine has passed, nothing is lost (free == capacity)
- * and, from the logs, no QPN a dead secondary held or released was handed out before the
+ * reclaimed the dead processes and the quarantine has passed, nothing is lost (the primary gets
+ * every QPN of the pool again, and the pool did not have to grow for it) and, from the logs, no QPN a dead secondary held or released was handed out before the
  * quarantine had passed since it was let go (for a held one: since the kill, a lower bound of
  * the time the death was noticed).
  */
@@ -327,14 +327,25 @@ TEST_F(MpTest, MpSecondaryKilledMidCallIsReclaimed)
 	EXPECT_EQ(p->cmd("free 0").rfind("OK", 0), 0u);
 	Stats st = parse_stats(p->cmd("settle 20000"));
 	ASSERT_TRUE(st.ok);
+	/* Nothing lost: the pool hands every QPN out again without growing (a lost QPN would make
+	 * it grow, or fall short at the device's limit). The counters are a weaker witness: those of
+	 * a process killed inside a pool call may miss that call or count it twice (a free killed
+	 * between its count and its chain update is quarantined again by the reclaim:
+	 * design_pool.md §10), so they may be off by one per kill; seen once in 25 runs under ASan
+	 * (in_quarantine 1). */
+	const std::string all = p->cmd(cat("alloc ", std::to_string(st.capacity)));
+	Stats after = parse_stats(p->cmd("stats"));
+	ASSERT_TRUE(after.ok);
+	EXPECT_EQ(all, cat("OK ", std::to_string(st.capacity), " 0"))
+		<< "QPNs lost with the killed secondaries";
+	EXPECT_EQ(after.capacity, st.capacity) << "the pool grew: QPNs were lost";
+	EXPECT_LE(st.in_use + st.in_quarantine, 5u) << "counters off by more than one per kill";
+	EXPECT_EQ(p->cmd("free 0").rfind("OK", 0), 0u);
 	EXPECT_EQ(p->cmd("quit"), "");
 	EXPECT_EQ(p->wait(), 0);
 	CheckResult c = check_logs(logs, q_us * 1000);
 	EXPECT_GT(c.allocs, 0u);
 	EXPECT_EQ(c.violations, 0u) << c.first;
-	EXPECT_EQ(st.in_use, 0u);
-	EXPECT_EQ(st.in_quarantine, 0u);
-	EXPECT_EQ(st.free, st.capacity) << "QPNs lost with the killed secondaries";
 	EXPECT_GE(st.dead_reclaimed, 1u);
 }
 
