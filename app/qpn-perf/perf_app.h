@@ -198,6 +198,25 @@ struct perf_aim {
 };
 
 std::vector<perf_aim> perf_aims(std::vector<perf_state> &st);
+
+/*
+ * Repetitions the machine disturbed. On a VM the host (or the other thread of the core) slows
+ * loops bound by stores in some repetitions and not in others, and a median of few repetitions
+ * follows them; rte_mempool's pair, bound by its dependencies, barely moves. The out-of-line
+ * floor (the same bare array in every build) is the witness: a repetition in which its pair took
+ * more than kPerfDisturbed x its best is disturbed. Reported beside the aims, which stay the
+ * medians of every repetition.
+ */
+constexpr double kPerfDisturbed = 1.15;
+struct perf_disturbance {
+	bool measured = false;          /* the floor ran (one repetition: none disturbed) */
+	double best_cycles = 0;         /* the floor's best pair */
+	std::vector<unsigned int> reps; /* disturbed repetitions, 0-based */
+	/* ours / rte_mempool per pair, median of the per-repetition ratios of the undisturbed
+	 * repetitions; 0: not available */
+	double pair_vs_mempool_undisturbed = 0;
+};
+perf_disturbance perf_disturbed(std::vector<perf_state> &st);
 bool perf_meets(const perf_aim &a);
 double perf_point_mops(const perf_state &s, unsigned int k); /* median Mops/s on k lcores */
 

@@ -355,6 +355,26 @@ perf_write_json(const struct perf_opts *o, std::vector<perf_state> &st, double e
 	}
 	js.end_obj();
 
+	/* Repetitions the machine disturbed (perf_disturbed()); absent without the floor peer. */
+	const perf_disturbance dist = perf_disturbed(st);
+	if (dist.measured) {
+		js.key("disturbance");
+		js.obj();
+		js.kv("witness", "floor pair, cycles");
+		js.kv("threshold", kPerfDisturbed);
+		js.kv("best_cycles", dist.best_cycles);
+		js.key("repetitions");
+		js.arr();
+		for (unsigned int r : dist.reps)
+			js.num((uint64_t)r + 1);
+		js.end_arr();
+		if (dist.pair_vs_mempool_undisturbed > 0)
+			js.kv("pair_vs_mempool_undisturbed", dist.pair_vs_mempool_undisturbed);
+		else
+			js.kv("pair_vs_mempool_undisturbed", (const char *)nullptr); /* null */
+		js.end_obj();
+	}
+
 	/* The aims, each met or not with the figures it comes from (null: not measured). */
 	js.key("aims");
 	js.obj();

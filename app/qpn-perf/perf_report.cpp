@@ -120,6 +120,20 @@ perf_print_tables(const struct perf_opts *o, std::vector<perf_state> &st)
 	}
 	if (o->count_instructions && !perf_hw_error.empty())
 		printf("\nhardware counters: %s\n", perf_hw_error.c_str());
+	const perf_disturbance dist = perf_disturbed(st);
+	if (dist.measured) {
+		printf("\ndisturbance: repetitions in which the floor's pair took more than %.2fx "
+		       "its best (%.1f cycles): ",
+		       kPerfDisturbed, dist.best_cycles);
+		if (dist.reps.empty())
+			printf("none\n");
+		for (size_t i = 0; i < dist.reps.size(); i++)
+			printf("%u%s", dist.reps[i] + 1, i + 1 < dist.reps.size() ? ", " : "\n");
+		if (!dist.reps.empty() && dist.pair_vs_mempool_undisturbed > 0)
+			printf("  ours / rte_mempool per pair over the other repetitions (median of "
+			       "their ratios): %.3f; the aims below take every repetition\n",
+			       dist.pair_vs_mempool_undisturbed);
+	}
 	printf("\naims (benchmark guide; measured in this run)\n");
 	for (const auto &a : perf_aims(st)) {
 		if (a.value > 0)

@@ -140,3 +140,31 @@ perf_meets(const perf_aim &a)
 		return false;
 	return a.lower_is_better ? a.value <= a.bound : a.value >= a.bound;
 }
+
+perf_disturbance
+perf_disturbed(std::vector<perf_state> &st)
+{
+	perf_disturbance d;
+	const perf_state *floor = perf_find(st, "floor");
+	const perf_state *ours = perf_find(st, "qpnpool");
+	const perf_state *mp = perf_find(st, "mempool");
+
+	if (floor == nullptr || floor->ph[PH_PAIR].cycles.empty())
+		return d;
+	const std::vector<double> &f = floor->ph[PH_PAIR].cycles;
+	d.measured = true;
+	d.best_cycles = perf_min(f);
+	std::vector<double> ratios;
+	for (unsigned int r = 0; r < f.size(); r++) {
+		if (f[r] > kPerfDisturbed * d.best_cycles) {
+			d.reps.push_back(r);
+			continue;
+		}
+		if (ours != nullptr && mp != nullptr && r < ours->ph[PH_PAIR].cycles.size() &&
+		    r < mp->ph[PH_PAIR].cycles.size())
+			ratios.push_back(
+				perf_ratio(ours->ph[PH_PAIR].cycles[r], mp->ph[PH_PAIR].cycles[r]));
+	}
+	d.pair_vs_mempool_undisturbed = perf_median(ratios);
+	return d;
+}

@@ -62,6 +62,16 @@ for n in peers:
 for k, a in d["aims"].items():
     if "met" not in a or "figures" not in a:
         bad.append("aim %s without met/figures" % k)
+# The disturbed repetitions, recomputed from the floor's pair figures.
+if "floor" in peers:
+    dist = d.get("disturbance", {})
+    f = d["results"]["pair"]["floor"].get("cycles_per_op", [])
+    if not f or "threshold" not in dist or "pair_vs_mempool_undisturbed" not in dist:
+        bad.append("no disturbance report: %s" % dist)
+    else:
+        want = [i + 1 for i, c in enumerate(f) if c > dist["threshold"] * min(f)]
+        if dist.get("repetitions") != want or abs(dist.get("best_cycles", 0) - min(f)) > 1e-3:
+            bad.append("disturbance %s, want repetitions %s best %s" % (dist, want, min(f)))
 print("\n".join(bad) if bad else "json ok: %d peers" % len(peers))
 sys.exit(1 if bad else 0)
 PY
