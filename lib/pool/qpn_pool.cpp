@@ -417,30 +417,24 @@ free_bulk_run(Pool &pool, Cache &c, const uint32_t *qpns, unsigned int n)
 	const Range &r = p->ranges[h];
 	const uint32_t first = r.first.load(rlx), count = r.count.load(rlx),
 		       base = r.base.load(rlx);
-	const bool quar = p->quarantine_ns != 0;
-	Chain &into = quar ? c.open : c.ready;
-	/* link_freed(): a full `ready` rotates (a free at batch), an `open` reaching batch is
-	 * sealed (a free at batch - 1). */
-	const uint32_t max = quar ? p->batch - 1 : p->batch;
-	const uint64_t owned = slot_make(pool.cache_index(&c), owner_holder(c.owner.load(rlx)),
-					 kInUse, 0);
-	const uint64_t released = slot_make(0, kNil, quar ? kQuarantine : kFree, 0);
+	Chain &into = p->quarantine_ns != 0 ? c.open : c.ready;
+	const Pool::OwnRelease own = pool.own_release(c);
 	uint32_t k = into.count.load(rlx), head = into.head.load(rlx);
 	unsigned int i = 0;
-	for (; i < n && k < max; i++) {
+	for (; i < n && k < own.into_max; i++) {
 		const uint32_t off = qpns[i] - first;
 		if (off >= count)
 			break;
 		const uint32_t s = base + off;
 		auto &sw = pool.slot(s);
-		const uint64_t w = sw.load(rlx) ^ owned;
+		const uint64_t w = sw.load(rlx) ^ own.owned;
 		if ((w & MLX5_QPN_POOL_SLOT_OWNED_MASK) != 0)
 			break;
 		if (k == 0) {
 			head = kNil;
 			into.tail.store(s, rlx);
 		}
-		sw.store(head ^ released ^ w, rlx); /* next = head, the generation kept */
+		sw.store(head ^ own.released ^ w, rlx); /* next = head, the generation kept */
 		head = s;
 		k++;
 	}

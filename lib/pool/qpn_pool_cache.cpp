@@ -421,11 +421,10 @@ fast_bind(mlx5_qpn_pool *p, const Cache *c)
 	const bool quar = p->quarantine_ns != 0;
 	b.into = quar ? &b.cache->open : &b.cache->ready;
 	b.owner = owner; /* the slow path's; the inline calls trust `pool` (bind_note_clear()) */
-	b.owned = slot_make(pool.cache_index(c), owner_holder(owner), kInUse, 0);
-	b.released = slot_make(0, kNil, quar ? kQuarantine : kFree, 0);
-	/* Pool::link_freed(): a full `ready` rotates (a free at batch), an `open` reaching batch
-	 * is sealed (a free at batch - 1). */
-	b.into_max = quar ? p->batch - 1 : p->batch;
+	const Pool::OwnRelease own = pool.own_release(*c);
+	b.owned = own.owned;
+	b.released = own.released;
+	b.into_max = own.into_max;
 	/* Last, atomic: a destroy in another thread may clear it (bind_clear()). */
 	std::atomic_ref<mlx5_qpn_pool *>(b.pool).store(p, rlx);
 }

@@ -252,6 +252,24 @@ public:
 
 	/* Remote frees (qpn_pool_remote.cpp). */
 	uint32_t cache_index(const Cache *c) const { return static_cast<uint32_t>(c - p_->caches); }
+
+	/* What the owner's own release of a QPN compares and writes, without a call per QPN (the
+	 * inline free through the binding, free_bulk's run): the slot word of a QPN cache c handed
+	 * out and of one released into its chain (generation and next 0), and how long the chain
+	 * may be before the release is the slow path's (link_freed(): a full `ready` rotates at
+	 * batch, an `open` reaching batch is sealed at batch - 1). */
+	struct OwnRelease {
+		uint64_t owned;
+		uint64_t released;
+		uint32_t into_max;
+	};
+	OwnRelease own_release(const Cache &c) const
+	{
+		const bool quar = p_->quarantine_ns != 0;
+		return {slot_make(cache_index(&c), owner_holder(c.owner.load(rlx)), kInUse, 0),
+			slot_make(0, kNil, quar ? kQuarantine : kFree, 0),
+			quar ? p_->batch - 1 : p_->batch};
+	}
 	QPN_COLD int free_remote(Cache *self, uint32_t s, uint64_t w);
 	QPN_COLD void drain_remote(Cache &c, bool own);
 	bool try_hold(Cache &v);
