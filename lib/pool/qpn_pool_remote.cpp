@@ -69,11 +69,34 @@ Pool::drain_remote(Cache &c, bool own)
 	/* Cleared before the scan: an entry queued after the scan passed it sets the flag again. */
 	c.gate.fetch_and(~kGateRemote, acq_rel);
 	const uint32_t me = cache_index(&c), ns = p_->nb_slots.load(acq);
+	uint64_t got[kRemoteEntries];
+	unsigned n = 0;
 	for (auto &q : c.rq) {
 		if (q.load(rlx) == 0)
 			continue;
 		uint64_t e = q.exchange(0, acq);
-		uint32_t s = rq_slot(e);
+		if (e == 0)
+			continue;
+		/* In slot order (insertion: at most 8). */
+		unsigned i = n++;
+		for (; i > 0 && rq_slot(got[i - 1]) > rq_slot(e); i--)
+			got[i] = got[i - 1];
+		got[i] = e;
+	}
+	/*
+	 * Linked in slot order, in the direction that continues the chain. A freer that frees in
+	 * hand-out order finds the cells free in any order once the queue has been full, and linked
+	 * in cell order its QPNs came back scrambled: after qpn-perf's cross-lcore run, 50-56 % of
+	 * neighbouring hand-outs were adjacent and 1225-1633 slot lines were entered per 4096
+	 * hand-outs (512 for whole runs); 73-77 % and 923-1136 linked this way. A chain whose head
+	 * lies above them was being linked downwards.
+	 */
+	const Chain &into = p_->quarantine_ns != 0 ? c.open : c.ready;
+	const bool down = n > 1 && into.count.load(rlx) != 0 &&
+			  into.head.load(rlx) > rq_slot(got[0]);
+	for (unsigned k = 0; k < n; k++) {
+		const uint64_t e = got[down ? n - 1 - k : k];
+		const uint32_t s = rq_slot(e);
 		uint64_t w = s < ns ? slot(s).load(rlx) : 0;
 		if (s < ns && freeable(w, true, rq_gen(e)) && slot_next(w) == me)
 			link_freed<false>(c, s, w, false, 0, own);
