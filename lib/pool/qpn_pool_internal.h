@@ -199,14 +199,20 @@ owner_holder(uint64_t o)
 }
 
 /*
- * A remote free: slot index and the generation the freer saw. The holder of the cache frees the
- * slot only if it is still in use, named by this cache, with this generation.
+ * A remote free: slot index, the generation the freer saw, and the freer's own count of its
+ * remote frees (26 bits, wrapping). The holder of the cache frees the slot only if it is still
+ * in use, named by this cache, with this generation; it applies a freer's entries in the order of
+ * that count, which the entries' cells do not keep (drain_remote()).
  */
 constexpr unsigned kRemoteEntries = 8;
+constexpr unsigned kRqSeqShift = 24 + kGenBits;
+constexpr uint32_t kRqSeqMask = (1u << (64 - kRqSeqShift)) - 1;
 constexpr uint64_t
-rq_make(uint32_t slot, uint32_t gen)
+rq_make(uint32_t slot, uint32_t gen, uint32_t seq)
 {
-	return 1 + (static_cast<uint64_t>(slot) | (static_cast<uint64_t>(gen) << 24));
+	/* Never 0 (empty): the slot is at most 0xFFFFFE. */
+	return 1 + (static_cast<uint64_t>(slot) | (static_cast<uint64_t>(gen & kGenMask) << 24) |
+		    (static_cast<uint64_t>(seq & kRqSeqMask) << kRqSeqShift));
 }
 constexpr uint32_t
 rq_slot(uint64_t e)
@@ -216,8 +222,24 @@ rq_slot(uint64_t e)
 constexpr uint32_t
 rq_gen(uint64_t e)
 {
-	return static_cast<uint32_t>((e - 1) >> 24);
+	return static_cast<uint32_t>((e - 1) >> 24) & kGenMask;
 }
+constexpr uint32_t
+rq_seq(uint64_t e)
+{
+	return static_cast<uint32_t>((e - 1) >> kRqSeqShift);
+}
+/* Entry a was queued before entry b by the same freer (counts compared modulo 2^26). */
+constexpr bool
+rq_before(uint64_t a, uint64_t b)
+{
+	return ((rq_seq(b) - rq_seq(a)) & kRqSeqMask) - 1 < (kRqSeqMask >> 1);
+}
+static_assert(rq_slot(rq_make(0xFFFFFE, kGenMask, kRqSeqMask)) == 0xFFFFFE &&
+	      rq_gen(rq_make(0xFFFFFE, kGenMask, kRqSeqMask)) == kGenMask &&
+	      rq_seq(rq_make(0xFFFFFE, kGenMask, kRqSeqMask)) == kRqSeqMask &&
+	      rq_before(rq_make(1, 0, kRqSeqMask), rq_make(0, 0, 0)) &&
+	      !rq_before(rq_make(0, 0, 0), rq_make(1, 0, kRqSeqMask)));
 
 struct alignas(64) Cache {
 	/* Line 0 is struct mlx5_qpn_pool_cache_line of mlx5_qpn_pool_core.h, which the inline fast
@@ -297,9 +319,10 @@ struct alignas(64) ProcEntry {
  * head carries the newest epoch pushed into it, so a drain can never release anything early. */
 constexpr unsigned kBuckets = 16;
 constexpr uint64_t kRegionGraceNs = 1000000000ull; /* 1 s, or the quarantine if longer */
-/* "MLX5QNP2": raised with each layout change of the pool header or its caches, so that a process
- * of another build refuses the pool (-EINVAL) instead of misreading it. 2: Chain {head, count}. */
-constexpr uint64_t kPoolMagic = 0x4d4c5835514e5032ull;
+/* "MLX5QNP3": raised with each layout change of the pool header or its caches, so that a process
+ * of another build refuses the pool (-EINVAL) instead of misreading it. 2: Chain {head, count};
+ * 3: the freer's count in a remote queue entry. */
+constexpr uint64_t kPoolMagic = 0x4d4c5835514e5033ull;
 
 struct EventCounters {
 	uint64_t hits, misses, refills, flushes, steals, refused, enospc, eagain, refused_async;

@@ -485,6 +485,7 @@ struct Binding {
 struct ThreadCaches {
 	Binding b[8];
 	uint32_t n;
+	uint32_t rq_seq; /* this thread's remote frees: the order its queued frees are applied in */
 };
 
 /* Plain thread_local (no C++ destructor): the flush at thread exit is a pthread key destructor,

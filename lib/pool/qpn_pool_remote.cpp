@@ -69,36 +69,31 @@ Pool::drain_remote(Cache &c, bool own)
 	/* Cleared before the scan: an entry queued after the scan passed it sets the flag again. */
 	c.gate.fetch_and(~kGateRemote, acq_rel);
 	const uint32_t me = cache_index(&c), ns = p_->nb_slots.load(acq);
+	/*
+	 * Applied in the order they were made, not in the order of their cells. A freer takes the
+	 * first empty cell, so once the queue has been full and we empty cells while it fills them,
+	 * the cells no longer follow its frees. Applied in cell order, a run of QPNs freed in
+	 * hand-out order went into the chain shuffled and came out of it (and of the quarantine)
+	 * that way, and with the quarantine the shuffle compounded pass after pass. In the freer's
+	 * order the chain is what the owner's own frees would have made.
+	 */
 	uint64_t got[kRemoteEntries];
 	unsigned n = 0;
 	for (auto &q : c.rq) {
 		if (q.load(rlx) == 0)
 			continue;
-		uint64_t e = q.exchange(0, acq);
+		const uint64_t e = q.exchange(0, acq);
 		if (e == 0)
 			continue;
-		/* In slot order (insertion: at most 8). */
-		unsigned i = n++;
-		for (; i > 0 && rq_slot(got[i - 1]) > rq_slot(e); i--)
+		unsigned i = n++; /* insertion: at most 8 */
+		for (; i > 0 && rq_before(e, got[i - 1]); i--)
 			got[i] = got[i - 1];
 		got[i] = e;
 	}
-	/*
-	 * Linked in slot order, in the direction that continues the chain. A freer that frees in
-	 * hand-out order finds the cells free in any order once the queue has been full, and linked
-	 * in cell order its QPNs came back scrambled: after qpn-perf's cross-lcore run, 50-56 % of
-	 * neighbouring hand-outs were adjacent and 1225-1633 slot lines were entered per 4096
-	 * hand-outs (512 for whole runs); 73-77 % and 923-1136 linked this way. A chain whose head
-	 * lies above them was being linked downwards.
-	 */
-	const Chain &into = p_->quarantine_ns != 0 ? c.open : c.ready;
-	const bool down = n > 1 && into.count.load(rlx) != 0 &&
-			  into.head.load(rlx) > rq_slot(got[0]);
 	for (unsigned k = 0; k < n; k++) {
-		const uint64_t e = got[down ? n - 1 - k : k];
-		const uint32_t s = rq_slot(e);
+		const uint32_t s = rq_slot(got[k]);
 		uint64_t w = s < ns ? slot(s).load(rlx) : 0;
-		if (s < ns && freeable(w, true, rq_gen(e)) && slot_next(w) == me)
+		if (s < ns && freeable(w, true, rq_gen(got[k])) && slot_next(w) == me)
 			link_freed<false>(c, s, w, false, 0, own);
 		else
 			bump(c.refused_async);
@@ -158,7 +153,7 @@ Pool::free_remote(Cache *self, uint32_t s, uint64_t w)
 	if (slot_next(w) >= p_->nb_caches)
 		return -EINVAL; /* not a cache index: not a slot we handed out */
 	Cache &x = p_->caches[slot_next(w)];
-	const uint64_t e = rq_make(s, slot_gen(w));
+	const uint64_t e = rq_make(s, slot_gen(w), t_caches.rq_seq++);
 	for (unsigned spins = 0;; spins++) {
 		for (auto &q : x.rq) {
 			uint64_t z = 0;
