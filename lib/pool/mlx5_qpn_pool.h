@@ -359,7 +359,8 @@ int mlx5_qpn_pool_qpn_state(struct mlx5_qpn_pool *pool, uint32_t qpn, uint32_t *
  * a quarantine are quarantined again (late, never early: the drain does not rewrite the slots of
  * the QPNs it releases, so they cannot be told from released ones). A range call
  * (mlx5_qpn_pool_range_remove(), mlx5_qpn_pool_range_add()) the process died in is undone or
- * completed so that the pool is consistent.
+ * completed so that the pool is consistent, and the in_use and in_quarantine statistics are set
+ * from a census of the slots (a process killed inside a call may have counted it or not).
  *
  * The pool runs the same check by itself, rate-limited, when an allocation finds nothing free
  * and when a thread waits for a range removal whose caller died; this call makes it happen now.

@@ -36,6 +36,7 @@
 #include <rte_prefetch.h>
 
 #include "qpn_pool_internal.h"
+#include "qpn_pool_test_hooks.h"
 
 extern int mlx5_qpn_pool_logtype;
 #define POOL_LOG(level, ...) MLX5_QPN_LOG(pool, level, __VA_ARGS__)
@@ -286,6 +287,7 @@ public:
 	QPN_COLD bool maybe_reclaim(Cache *self);
 	int reclaim(Cache *self, bool block);
 	int reclaim_locked(Cache *self);
+	void fix_counters(uint64_t in_use, uint64_t in_quarantine); /* qpn_pool_stats.cpp */
 	QPN_COLD void wait_stw();
 
 	mlx5_qpn_pool *p_;
@@ -402,6 +404,8 @@ Pool::link_freed(Cache &c, uint32_t s, uint64_t w, bool check_gen, uint32_t gen,
 		if (quar)
 			p_->bypass_quarantined.fetch_add(1, rlx);
 	}
+	if (auto hook = g_test_hooks.free_counted.load(rlx); unlikely(hook != nullptr))
+		hook();
 	if (unlikely(full)) {
 		rotate_full(c, s);
 		return 0;

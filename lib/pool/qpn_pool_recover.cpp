@@ -259,70 +259,54 @@ Pool::reclaim_locked(Cache *self)
 			cdead[i] = true;
 	}
 
-	/* 3. Mark what live homes hold. */
+	/* 3. Mark what live homes hold, counting what is in quarantine (for the counters, 5.). */
 	const uint32_t ns = p_->nb_slots.load(acq);
-	Marks m{nullptr, ns}, qk{nullptr, ns};
+	Marks m{nullptr, ns};
 	if (rc == 0) {
-		/* Two bitmaps: reachable from a live home (m), in a dead cache's `open` (qk). */
-		m.bits = static_cast<uint64_t *>(calloc(2 * (ns / 64 + 1), sizeof(uint64_t)));
+		/* Reachable from a live home. */
+		m.bits = static_cast<uint64_t *>(calloc(ns / 64 + 1, sizeof(uint64_t)));
 		if (m.bits == nullptr)
 			rc = -ENOMEM;
-		qk.bits = m.bits + ns / 64 + 1;
 	}
-	uint64_t recovered = 0, inuse = 0, requeued = 0;
+	/* The census: QPNs in a quarantine home, and in use by the living. */
+	uint64_t recovered = 0, inuse = 0, census_q = 0, census_inuse = 0;
 	if (rc == 0) {
+		/* Each returns the slots it marked. */
 		auto walk_batches = [&](uint32_t b) {
+			uint64_t n = 0;
 			for (uint32_t steps = 0; b != kNil && steps <= ns;) {
 				if (b >= ns)
-					return;
+					return n;
 				uint32_t t = slot_aux(slot(b).load(acq));
 				for (uint32_t s = b;; steps++) {
 					if (!m.mark(s) || steps > ns)
-						return; /* out of bounds or a loop: stop, the sweep decides */
+						return n; /* out of bounds or a loop: stop, the sweep decides */
+					n++;
 					if (s == t)
 						break;
 					s = slot_next(slot(s).load(acq));
 				}
 				b = slot_next(slot(t).load(acq));
 			}
+			return n;
 		};
 		auto walk_chain = [&](const Chain &c) {
+			uint64_t n = 0;
 			uint32_t s = c.head.load(acq);
-			for (uint32_t k = c.count.load(acq); k != 0 && m.mark(s); k--)
+			for (uint32_t k = c.count.load(acq); k != 0 && m.mark(s); k--, n++)
 				s = slot_next(slot(s).load(acq));
+			return n;
 		};
 		walk_batches(head_idx(p_->free_top.load(acq)));
 		for (auto &b : p_->bucket)
-			walk_batches(head_idx(b.load(acq)));
+			census_q += walk_batches(head_idx(b.load(acq)));
 		for (uint32_t i = 0; i < nc; i++) {
 			if (cdead[i] || tainted[i])
 				continue;
 			const Cache &v = p_->caches[i];
 			walk_chain(v.ready);
 			walk_chain(v.spare);
-			walk_chain(v.open);
-		}
-
-		/*
-		 * A drained slot keeps kQuarantine until alloc rewrites it (§2.1): the sweep cannot
-		 * tell it from one still in quarantine, and quarantines both (late, never early). For
-		 * the counters it must: a drained one was counted in `released`, so quarantining it
-		 * again counts as a new quarantine. Unmarked kQuarantine slots not yet drained are
-		 * those of the dead caches' `open` chains (and of a chain a process died moving, a
-		 * skew of one call as for every counter of a dead process): mark those.
-		 */
-		for (uint32_t i = 0; i < nc; i++) {
-			if (!cdead[i] && !tainted[i])
-				continue;
-			const Chain &o = p_->caches[i].open;
-			uint32_t s = o.head.load(acq);
-			for (uint32_t k = o.count.load(acq); k != 0 && s < ns && !m.marked(s);
-			     k--) {
-				uint64_t w = slot(s).load(acq);
-				if (slot_state(w) != kQuarantine || !qk.mark(s))
-					break;
-				s = slot_next(w);
-			}
+			census_q += walk_chain(v.open);
 		}
 
 		/* 4. Sweep the live ranges: collect what nobody alive holds or can reach. */
@@ -356,6 +340,7 @@ Pool::reclaim_locked(Cache *self)
 				t = s;
 			h = s;
 			recovered++;
+			census_q += !to_free;
 			if (++n == p_->batch) {
 				if (to_free)
 					flush_free();
@@ -372,14 +357,16 @@ Pool::reclaim_locked(Cache *self)
 				uint64_t st = slot_state(w);
 				if (st == kInUse) {
 					uint32_t hd = slot_aux(w) & kHolderMask;
-					if (hd >= kMaxProcs || !dead[hd])
+					if (hd >= kMaxProcs || !dead[hd]) {
+						/* A bulk's unpublished QPN is not counted yet. */
+						census_inuse += (slot_aux(w) & kUnpublished) == 0;
 						continue;
+					}
 					bool unpublished = (slot_aux(w) & kUnpublished) != 0;
 					inuse += !unpublished;
 					collect(s, w,
 						unpublished); /* a bulk's QPN was never handed out */
 				} else if (!m.marked(s)) {
-					requeued += st == kQuarantine && !qk.marked(s);
 					collect(s, w, st != kQuarantine);
 				}
 			}
@@ -443,10 +430,7 @@ Pool::reclaim_locked(Cache *self)
 			p_->sorted_seq.store((seq | 1) + 1, rel);
 			p_->need_audit.store(0, rel);
 		}
-		/* The reclaimed in-use QPNs count as freed into quarantine (in_use stays exact), the
-		 * drained ones quarantined again as quarantined anew (in_quarantine stays exact). */
-		p_->bypass_frees.fetch_add(inuse, rlx);
-		p_->bypass_quarantined.fetch_add(inuse + requeued, rlx);
+		fix_counters(census_inuse, census_q);
 		p_->dead_processes.fetch_add(nd, rlx);
 		p_->reclaimed.fetch_add(recovered, rlx);
 	}

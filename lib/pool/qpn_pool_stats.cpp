@@ -74,8 +74,9 @@ mlx5_qpn_pool_stats_get(struct mlx5_qpn_pool *p, struct mlx5_qpn_pool_stats *st)
 				 bb.refused_async.load(rlx)};
 	memset(st, 0, sizeof(*st));
 	st->capacity = p->live_slots.load(acq);
-	/* A process killed between a slot update and its counter bump skews these by one call:
-	 * never below zero. */
+	/* A process killed between a slot update and its counter bump skews these by one call
+	 * until the reclaim that takes its QPNs back sets them from its census: never below
+	 * zero meanwhile. */
 	st->in_use = a > f ? a - f : 0;
 	uint64_t rel_q = p->released.load(rlx);
 	st->in_quarantine = q > rel_q ? q - rel_q : 0;
@@ -98,6 +99,33 @@ mlx5_qpn_pool_stats_get(struct mlx5_qpn_pool *p, struct mlx5_qpn_pool_stats *st)
 	st->reclaimed = p->reclaimed.load(rlx);
 	return 0;
 }
+
+} /* extern "C" */
+
+/*
+ * At the end of a reclaim, with the world stopped: make in_use and in_quarantine what its census
+ * of the slots found. The counters are sums of steps that a process killed in a call may have
+ * taken or not (a free counted but not yet linked into `open`, then quarantined again by the
+ * sweep; a hand-out not counted yet): what the dead left is corrected here, once, through the
+ * two shared counters stats read (frees and quarantined), instead of guessed window by window.
+ * Queued remote frees count as frees (sum_events()), so the QPNs they name are in use for the
+ * census but not for the counters.
+ */
+void
+qpn::detail::Pool::fix_counters(uint64_t in_use, uint64_t in_quarantine)
+{
+	uint64_t a, f, q;
+	uint32_t cl;
+	sum_events(p_, &a, &f, &q, &cl);
+	for (uint32_t i = 0; i < p_->nb_caches; i++)
+		for (const auto &e : p_->caches[i].rq)
+			in_use -= e.load(rlx) != 0;
+	/* Modulo 2^64: a correction may be negative. */
+	p_->bypass_frees.fetch_add((a - f) - in_use, rlx);
+	p_->bypass_quarantined.fetch_add(in_quarantine - (q - p_->released.load(rlx)), rlx);
+}
+
+extern "C" {
 
 void
 mlx5_qpn_pool_stats_reset(struct mlx5_qpn_pool *p)

@@ -29,6 +29,9 @@ struct TestHooks {
 	/* alloc_bulk() served from the cache has taken n slots (indices, not QPNs) unpublished and
 	 * is about to publish them. */
 	std::atomic<void (*)(const uint32_t *slots, unsigned int n)> bulk_taken{nullptr};
+	/* An out-of-line free (link_freed()) counted the free and has not linked the QPN into its
+	 * chain yet. */
+	std::atomic<void (*)()> free_counted{nullptr};
 	/* drain() took an expired bucket and has not pushed it to the free stack yet. */
 	std::atomic<void (*)()> drain_holding{nullptr};
 	/* range_remove() reached `stage` (see RemoveStage in qpn_pool_range.cpp). */

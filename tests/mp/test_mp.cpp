@@ -328,18 +328,18 @@ TEST_F(MpTest, MpSecondaryKilledMidCallIsReclaimed)
 	Stats st = parse_stats(p->cmd("settle 20000"));
 	ASSERT_TRUE(st.ok);
 	/* Nothing lost: the pool hands every QPN out again without growing (a lost QPN would make
-	 * it grow, or fall short at the device's limit). The counters are a weaker witness: those of
-	 * a process killed inside a pool call may miss that call or count it twice (a free killed
-	 * between its count and its chain update is quarantined again by the reclaim:
-	 * design_pool.md §10), so they may be off by one per kill; seen once in 25 runs under ASan
-	 * (in_quarantine 1). */
+	 * it grow, or fall short at the device's limit). And the counters say so exactly: a process
+	 * killed inside a pool call may have counted that call or not (a free killed between its
+	 * count and its chain update was counted twice once, in_quarantine 1 in one of 25 runs under
+	 * ASan), and the reclaim that takes its QPNs back sets them from its census of the slots. */
 	const std::string all = p->cmd(cat("alloc ", std::to_string(st.capacity)));
 	Stats after = parse_stats(p->cmd("stats"));
 	ASSERT_TRUE(after.ok);
 	EXPECT_EQ(all, cat("OK ", std::to_string(st.capacity), " 0"))
 		<< "QPNs lost with the killed secondaries";
 	EXPECT_EQ(after.capacity, st.capacity) << "the pool grew: QPNs were lost";
-	EXPECT_LE(st.in_use + st.in_quarantine, 5u) << "counters off by more than one per kill";
+	EXPECT_EQ(after.in_use, after.capacity);
+	EXPECT_EQ(after.in_quarantine, 0u);
 	EXPECT_EQ(p->cmd("free 0").rfind("OK", 0), 0u);
 	EXPECT_EQ(p->cmd("quit"), "");
 	EXPECT_EQ(p->wait(), 0);
