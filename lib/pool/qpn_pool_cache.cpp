@@ -302,12 +302,14 @@ Pool::seal_at_refill(Cache &c)
  * announced the move (`moving`): the popped batches are in no home until linked.
  */
 void
-Pool::join_short(Chain &ready)
+Pool::join_short(Cache &c)
 {
+	Chain &ready = c.ready;
 	for (int k = 0; k < 8 && ready.count.load(rlx) < p_->batch; k++) {
 		Chain more;
 		if (!pop_free(more))
 			return;
+		bump(c.refills); /* a batch taken from the shared pool */
 		auto &tw = slot(ready.tail.load(rlx));
 		tw.store(slot_with_next(tw.load(rlx), more.head.load(rlx)), rlx);
 		ready.tail.store(more.tail.load(rlx), rlx);
@@ -353,7 +355,7 @@ Pool::refill(Cache &c)
 		c.moving.store(1, rlx);
 		bool got = pop_free(c.ready);
 		if (got && p_->quarantine_ns != 0)
-			join_short(c.ready);
+			join_short(c);
 		c.moving.store(0, rel);
 		if (got) {
 			bump(c.refills);

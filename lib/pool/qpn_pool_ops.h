@@ -278,7 +278,7 @@ public:
 	bool remote_empty(const Cache &v) const;
 	QPN_COLD int refill(Cache &c);
 	void seal_at_refill(Cache &c);
-	void join_short(Chain &ready);
+	void join_short(Cache &c);
 	QPN_COLD void rotate_full(Cache &c, uint32_t s);
 	QPN_COLD bool wait_collector(Cache *self);
 
