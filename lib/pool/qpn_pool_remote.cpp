@@ -79,6 +79,7 @@ Pool::drain_remote(Cache &c, bool own)
 	 */
 	uint64_t got[kRemoteEntries];
 	unsigned n = 0;
+	const bool cell_order = g_test_hooks.remote_cell_order.load(rlx);
 	for (auto &q : c.rq) {
 		if (q.load(rlx) == 0)
 			continue;
@@ -86,7 +87,7 @@ Pool::drain_remote(Cache &c, bool own)
 		if (e == 0)
 			continue;
 		unsigned i = n++; /* insertion: at most 8 */
-		for (; i > 0 && rq_before(e, got[i - 1]); i--)
+		for (; i > 0 && !cell_order && rq_before(e, got[i - 1]); i--)
 			got[i] = got[i - 1];
 		got[i] = e;
 	}

@@ -36,6 +36,10 @@ struct TestHooks {
 	std::atomic<void (*)()> drain_holding{nullptr};
 	/* range_remove() reached `stage` (see RemoveStage in qpn_pool_range.cpp). */
 	std::atomic<void (*)(int stage)> remove_stage{nullptr};
+	/* drain_remote() applies queued frees in the order of their cells, as it did before it
+	 * sorted them by the freer's count: a test measures both orders side by side, under the
+	 * same load, instead of holding the sorted one to a fixed figure that load moves. */
+	std::atomic<bool> remote_cell_order{false};
 	/* Barriers a thief issued, by scope (detail::Scope: this process, expedited global, grace
 	 * period), counted on the slow path that issues them; per process. */
 	std::atomic<uint64_t> barriers[3]{};

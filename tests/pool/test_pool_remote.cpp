@@ -8,8 +8,10 @@
  */
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -376,16 +378,14 @@ TEST(PoolRemote, QueuedFreesAreAppliedInTheOrderTheyWereMade)
  * through a ring to a consumer that frees it (the cross-lcore pattern of qpn-perf), on a pool
  * small enough that every QPN goes round some 24 times. Each pass the consumer frees in the
  * order the producer allocated, the producer allocates in the order its chains were built from
- * those frees: any shuffle in applying them compounds. Applied in cell order, 33-67 % of the
- * neighbouring QPNs in the consumer's last 20 000 frees were adjacent (four runs); in the
- * freer's order 97.5-99.3 % (five runs).
+ * those frees: any shuffle in applying them compounds. Returns how many of the neighbouring
+ * QPNs in the consumer's last kTail frees were adjacent, in percent (-1: the run failed).
  */
-TEST(PoolRemote, CrossThreadFreesKeepTheirRunsThroughTheQuarantine)
+static int
+cross_thread_adjacent_percent(bool cell_order)
 {
 	constexpr uint64_t kQ = 1000 * 1000 * 1000ull;
 	constexpr uint32_t kN = 1 << 14, kRing = 1024, kOps = 400000, kTail = 20000;
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
-		GTEST_SKIP() << "needs two CPUs: the race is between two running threads";
 	/* Threads inherit the EAL main thread's single CPU: give each its own. */
 	auto on_cpu = [](int cpu) {
 		cpu_set_t set;
@@ -394,7 +394,9 @@ TEST(PoolRemote, CrossThreadFreesKeepTheirRunsThroughTheQuarantine)
 		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 	};
 	TestPool tp(kN, 256, kQ);
-	ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), 0x1000, kN), 0);
+	if (mlx5_qpn_pool_range_add(tp.get(), 0x1000, kN) != 0)
+		return -1;
+	qpn::g_test_hooks.remote_cell_order.store(cell_order);
 	const int64_t saved = qpn::test_clock_offset_get();
 	std::vector<std::atomic<uint32_t>> ring(kRing);
 	std::atomic<uint64_t> head{0}, tail{0};
@@ -436,12 +438,41 @@ TEST(PoolRemote, CrossThreadFreesKeepTheirRunsThroughTheQuarantine)
 	});
 	producer.join();
 	consumer.join();
+	qpn::g_test_hooks.remote_cell_order.store(false);
 	qpn::test_clock_offset_set(saved);
-	ASSERT_FALSE(failed.load());
-	ASSERT_EQ(freed.size(), kOps);
-	EXPECT_EQ(pool_stats(tp.get()).in_use, 0u);
+	if (failed || freed.size() != kOps || pool_stats(tp.get()).in_use != 0)
+		return -1;
 	uint32_t adjacent = 0;
 	for (size_t i = kOps - kTail + 1; i < kOps; i++)
 		adjacent += freed[i] == freed[i - 1] + 1 || freed[i] + 1 == freed[i - 1];
-	EXPECT_GE(adjacent * 100 / kTail, 85u) << adjacent << " of " << kTail << " adjacent";
+	return static_cast<int>(adjacent * 100 / kTail);
+}
+
+/*
+ * Applying queued frees in the freer's order keeps the runs; in cell order they were shuffled.
+ * How much survives depends on how the two threads are scheduled, which the test does not
+ * control (quiet machine: 97.5-99.3 % in the freer's order, 33-67 % in cell order; with the
+ * pool's stress test running beside it, 84 % in the freer's order): so both orders run here,
+ * alternately, under the same load, and the freer's order must keep clearly more (best of two
+ * runs each). Without the sorting both would be cell order and the test fails.
+ */
+TEST(PoolRemote, CrossThreadFreesKeepTheirRunsThroughTheQuarantine)
+{
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		GTEST_SKIP() << "needs two CPUs: the race is between two running threads";
+	int sorted = -1, cells = -1;
+	for (int round = 0; round < 2; round++) {
+		const int s = cross_thread_adjacent_percent(false);
+		const int c = cross_thread_adjacent_percent(true);
+		ASSERT_GE(s, 0) << "freer's order: the run failed";
+		ASSERT_GE(c, 0) << "cell order: the run failed";
+		sorted = std::max(sorted, s);
+		cells = std::max(cells, c);
+	}
+	std::printf(
+		"adjacent (best of two runs): %d %% in the freer's order, %d %% in cell order\n",
+		sorted, cells);
+	EXPECT_GE(sorted, cells + 15) << "adjacent: " << sorted << " % in the freer's order, "
+				      << cells << " % in cell order";
+	EXPECT_GE(sorted, 60) << "adjacent in the freer's order";
 }
