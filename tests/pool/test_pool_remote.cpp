@@ -452,9 +452,10 @@ cross_thread_adjacent_percent(bool cell_order)
  * Applying queued frees in the freer's order keeps the runs; in cell order they were shuffled.
  * How much survives depends on how the two threads are scheduled, which the test does not
  * control (quiet machine: 97.5-99.3 % in the freer's order, 33-67 % in cell order; with the
- * pool's stress test running beside it, 84 % in the freer's order): so both orders run here,
- * alternately, under the same load, and the freer's order must keep clearly more (best of two
- * runs each). Without the sorting both would be cell order and the test fails.
+ * pool's stress test running beside it, 84 % in the freer's order; under ThreadSanitizer 99 and
+ * 96 %): so both orders run here, alternately, under the same load, and the freer's order must
+ * keep clearly more, and most (best of up to two runs each). Without the sorting both are cell order
+ * and the test fails.
  */
 TEST(PoolRemote, CrossThreadFreesKeepTheirRunsThroughTheQuarantine)
 {
@@ -462,17 +463,27 @@ TEST(PoolRemote, CrossThreadFreesKeepTheirRunsThroughTheQuarantine)
 		GTEST_SKIP() << "needs two CPUs: the race is between two running threads";
 	int sorted = -1, cells = -1;
 	for (int round = 0; round < 2; round++) {
-		const int s = cross_thread_adjacent_percent(false);
 		const int c = cross_thread_adjacent_percent(true);
-		ASSERT_GE(s, 0) << "freer's order: the run failed";
 		ASSERT_GE(c, 0) << "cell order: the run failed";
+		/* Under ThreadSanitizer the two threads often miss each other at the queue (72 and
+		 * 96 % kept in cell order): then there is no shuffle to compare against. */
+		if (c >= 85)
+			GTEST_SKIP()
+				<< "cell order kept " << c
+				<< " % adjacent: this scheduling made no shuffle to compare against";
+		const int s = cross_thread_adjacent_percent(false);
+		ASSERT_GE(s, 0) << "freer's order: the run failed";
 		sorted = std::max(sorted, s);
 		cells = std::max(cells, c);
+		if (sorted >= 85 && sorted >= cells + 15)
+			break; /* a second round could only lower the margin (seconds under TSan) */
 	}
 	std::printf(
-		"adjacent (best of two runs): %d %% in the freer's order, %d %% in cell order\n",
+		"adjacent (best of up to two runs): %d %% in the freer's order, %d %% in cell order\n",
 		sorted, cells);
 	EXPECT_GE(sorted, cells + 15) << "adjacent: " << sorted << " % in the freer's order, "
 				      << cells << " % in cell order";
-	EXPECT_GE(sorted, 60) << "adjacent in the freer's order";
+	/* The margin alone passed 2 of 5 runs with both in cell order (cell order varies 46-73 %
+	 * from run to run); the freer's order keeps 94-99 %, 97-98 % beside the stress test. */
+	EXPECT_GE(sorted, 85) << "adjacent in the freer's order";
 }
