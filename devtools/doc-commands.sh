@@ -13,7 +13,8 @@
 # Every command runs with bash from a scratch directory that looks like the source tree (each
 # top-level entry a symlink, `build` the BUILD_DIR given, default build/), so files the commands
 # write (tp.json, ...) land there and `build/...` paths mean the build under test. Runs are kept
-# short: --duration=N becomes --duration=0.3, QPN_DURATION=0.3 for quickstart.sh.
+# short: --duration=N becomes --duration=0.3, QPN_DURATION=0.3 for quickstart.sh; a `meson test`
+# gets --logbase doc-commands-testlog.
 # Exit 0 if every command exited 0, else 1 with each failing command and its output's tail.
 set -uo pipefail
 
@@ -54,7 +55,11 @@ for doc in "${docs[@]}"; do
 	while IFS= read -r entry; do
 		line=${entry%%:*}
 		cmd=${entry#*:}
-		short=$(sed -E 's/--duration=[0-9.]+/--duration=0.3/g' <<<"$cmd")
+		# A documented `meson test` writes its log under its own name: under the default one
+		# it overwrote the log of the run that this script is a test of (meson-logs/testlog.txt
+		# of the same build), and a failure's details went with it.
+		short=$(sed -E -e 's/--duration=[0-9.]+/--duration=0.3/g' \
+			-e 's/(^|[;&|] *)meson test /\1meson test --logbase doc-commands-testlog /g' <<<"$cmd")
 		ran=$((ran + 1))
 		t=$SECONDS
 		out=$(cd "$work" && QPN_DURATION=0.3 timeout -k 5 300 bash -c "$short" 2>&1 </dev/null)
