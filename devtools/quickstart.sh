@@ -74,8 +74,8 @@ fi
 # On a small machine (CI: 2 cores) the wall time is compile + tests of each tree; the two overlap
 # here: while a tree's tests run, the next trees compile at the lowest CPU priority (nice 19), so
 # they only take the CPU the tests leave idle (the tests sleep, poll at low rate, wait on child
-# processes) and the tests see the machine as if alone. The tests of a tree still run one tree at
-# a time and alone, as before.
+# processes) and the tests see the machine as if alone. The release tree's tests run alone; the
+# two sanitizer trees' tests run side by side (below).
 # -g1: line tables only (what a sanitizer report and a hang report's stacks print: function,
 # file, line), not full debug info: the ASan tree compiled in 169 s instead of 224 s (CPU 327 s
 # instead of 433 s) on the 2-core VM, and the background sanitizer builds are what the test
@@ -107,8 +107,16 @@ t0=$SECONDS
 rm -f build-asan/quickstart-build.rc build-tsan/quickstart-build.rc
 bg_build build-asan build-tsan &
 bg_pid=$!
-# On an early exit (a failed test) the background build (its ninja too) stops with the script.
-trap 'kill $(pgrep -P "$bg_pid") "$bg_pid" 2>/dev/null || true' EXIT
+# On an early exit (a failed test) the background build (its ninja too) and a background suite
+# (its meson test, which stops its tests) stop with the script.
+asan_pid=""
+stop_bg() {
+	local p
+	for p in "$bg_pid" $asan_pid; do
+		kill $(pgrep -P "$p") "$p" 2>/dev/null || true
+	done
+}
+trap stop_bg EXIT
 build build
 echo "quickstart: built build in $((SECONDS - t0)) s"
 
@@ -162,36 +170,38 @@ with_mempool_pmds() { # build-dir command...: runs the command as described abov
 	fi
 	"$@"
 }
-run_suite() { # build-dir [env...]: runs meson test, adds its Ok/Fail counts, fails on failure
-	local dir=$1; shift
-	local log="$dir/quickstart-test.log" rc=0 start=$SECONDS
-	echo "quickstart: testing $dir"
-	"${wrap[@]}" env QPN_TEST_TIMEOUT_MULT="$mult" "$@" meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 \
-		--timeout-multiplier "$mult" "${skip[@]}" 2>&1 | tee "$log" || rc=1
-	# A test that timed out or passed where a failure was expected has failed as well: the
-	# count says so (it once read "21 passed, 0 failed" above a timeout).
+# One tree's suite: meson test with its log in DIR/quickstart-test.log (tee'd; a TAG prefixes the
+# lines on screen when two suites run at once). Exit status: meson's.
+suite() { # build-dir mult tag [env...]
+	local dir=$1 mult=$2 tag=$3; shift 3
+	local log="$dir/quickstart-test.log" wrap=()
+	[ "$dir" = build ] || wrap=(with_mempool_pmds "$dir")
+	"${wrap[@]}" env QPN_TEST_TIMEOUT_MULT="$mult" "$@" meson test -C "$dir" --no-rebuild \
+		--print-errorlogs --num-processes 2 --timeout-multiplier "$mult" "${skip[@]}" 2>&1 |
+		tee "$log" | sed -u "s/^/$tag/"
+}
+# Adds a finished suite's Ok/Fail counts. A test that timed out or passed where a failure was
+# expected has failed as well: the count says so (it once read "21 passed, 0 failed" above a
+# timeout).
+count() { # build-dir
+	local log="$1/quickstart-test.log"
 	passed=$((passed + $(awk '/^Ok:/ {n = $2} END {print n + 0}' "$log")))
 	failed=$((failed + $(awk '/^(Fail|Timeout|Unexpected Pass):/ {n += $NF} END {print n + 0}' \
 		"$log")))
-	echo "quickstart: tests of $dir took $((SECONDS - start)) s"
-	[ $rc -eq 0 ] || { echo "tests: $passed passed, $failed failed"; exit 1; }
 }
 
-mult=1
 skip=()
-wrap=()
-run_suite build
+echo "quickstart: testing build"
+start=$SECONDS
+rc=0
+suite build 1 "" || rc=1
+count build
+echo "quickstart: tests of build took $((SECONDS - start)) s"
+[ $rc -eq 0 ] || { echo "tests: $passed passed, $failed failed"; exit 1; }
+
 # The sanitizer builds run what a sanitizer can find something in: not the source checks
 # (format, layering, exports) nor the docs' commands, which the release build has just run.
 skip=(--no-suite check --no-suite doc)
-wait_built build-asan
-mult=4
-wrap=(with_mempool_pmds build-asan)
-run_suite build-asan ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-wait_built build-tsan
-mult=6
-wrap=(with_mempool_pmds build-tsan)
 # TSAN_OPTIONS: halt_on_error=1: the first report fails the test (a report is a failure, not a
 # line to grep for). second_deadlock_stack=1: a lock-order report shows both acquisitions.
 # suppressions: DPDK's uninstrumented synchronisation, each entry explained in the file.
@@ -202,7 +212,37 @@ wrap=(with_mempool_pmds build-tsan)
 # run meanwhile. Left at their defaults, on purpose: detect_deadlocks, report_signal_unsafe,
 # io_sync (fds as synchronisation, so no false reports), history_size (older stacks in reports).
 tsan_env="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/config/tsan.supp"
-run_suite build-tsan "TSAN_OPTIONS=$tsan_env atexit_sleep_ms=100"
+# The two sanitizer suites run side by side, the TSan one from when its tree is built: each
+# leaves about half of the two cores idle (its tests wait on child processes, sleep through
+# quarantines, poll at low rate: 227 CPU s in 200 s of the TSan suite's wall time), and run one
+# after the other the TSan suite was the test command's last 200 s with nothing beside it. Their
+# lines on screen carry [asan] / [tsan]; each log is DIR/quickstart-test.log.
+wait_built build-asan
+echo "quickstart: testing build-asan (in the background)"
+(
+	start=$(date +%s)
+	rc=0
+	suite build-asan 4 "[asan] " ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 || rc=1
+	echo "quickstart: tests of build-asan took $(($(date +%s) - start)) s"
+	exit $rc
+) &
+asan_pid=$!
+wait_built build-tsan
+echo "quickstart: testing build-tsan"
+tsan_start=$SECONDS
+asan_rc=0
+tsan_rc=0
+suite build-tsan 6 "[tsan] " "TSAN_OPTIONS=$tsan_env atexit_sleep_ms=100" || tsan_rc=1
+echo "quickstart: tests of build-tsan took $((SECONDS - tsan_start)) s"
+wait "$asan_pid" || asan_rc=1
+asan_pid=""
+count build-asan
+count build-tsan
 wait "$bg_pid" || true
+if [ $asan_rc -ne 0 ] || [ $tsan_rc -ne 0 ]; then
+	echo "tests: $passed passed, $failed failed"
+	exit 1
+fi
 echo "quickstart: all tests passed (release, ASan+UBSan, TSan) in $((SECONDS - t0)) s"
 echo "tests: $passed passed, $failed failed"
