@@ -189,9 +189,8 @@ Pool::anything_held(const Cache *self) const
 		const Cache &v = p_->caches[i];
 		if (&v == self)
 			continue;
-		if (v.moving.load(acq) != 0 ||
-		    v.ready.count.load(acq) + v.spare.count.load(acq) + v.open.count.load(acq) !=
-			    0 ||
+		if (v.moving.load(sc) != 0 ||
+		    v.ready.count.load(sc) + v.spare.count.load(sc) + v.open.count.load(sc) != 0 ||
 		    !remote_empty(v))
 			return true;
 	}
@@ -201,20 +200,35 @@ Pool::anything_held(const Cache *self) const
 /*
  * The -ENOSPC verdict: no QPN free anywhere, after the caller found the free stack and the
  * quarantine empty. A QPN can hide from a scan only while some thread moves it between two
- * homes, and every such move is announced before its source looks empty: `transit` (drain, the
- * cacheless pop), a cache's `moving` (refill pop), `collecting` (range_remove). Those are read
- * after the sources, and the free stack once more at the end, so a move that finished in the
- * meantime is seen at its destination. Any doubt is -EAGAIN: try again.
+ * homes. A move announced from before its source looks empty until its destination has it is
+ * seen by a scan that reads its source, then the announcement, then its destination: `transit`
+ * (a drain: bucket -> free stack; the cacheless pop: free stack -> free stack), `collecting`
+ * (range_remove: free stack -> free stack), a cache's `moving` (a refill: free stack -> cache).
+ * A move that fills its destination before it empties its source (a seal: open chain ->
+ * bucket; a flush or steal: cache -> free stack) is seen by a scan that reads the source before
+ * the destination. The order below does both for every move: quarantine (buckets, open
+ * chains), announcements, free stack, caches and their `moving`, announcements, free stack,
+ * quarantine. (It read the announcements first: a drain that took a bucket between that read
+ * and the read of the buckets, and pushed it after the read of the free stack, was missed:
+ * -ENOSPC while QPNs existed.) Not seen: a batch sealed and expired within one scan. Any doubt is
+ * -EAGAIN: try again.
  */
 bool
 Pool::nothing_anywhere(const Cache *self) const
 {
 	uint64_t when;
-	if (p_->transit.load(sc) != 0 || p_->collecting.load(sc) != 0)
+	auto announced = [this] {
+		return p_->transit.load(sc) != 0 || p_->collecting.load(sc) != 0;
+	};
+	auto stack = [this] { return head_idx(p_->free_top.load(sc)) != kNil; };
+	if (quarantine_next(&when))
 		return false;
-	if (quarantine_next(&when) || anything_held(self))
+	auto hook = g_test_hooks.verdict_scan.load(acq);
+	if (hook != nullptr)
+		hook();
+	if (announced() || stack() || anything_held(self) || announced() || stack())
 		return false;
-	return head_idx(p_->free_top.load(sc)) == kNil;
+	return !quarantine_next(&when);
 }
 
 /*

@@ -135,7 +135,7 @@ Pool::quarantine_next(uint64_t *when) const
 	}
 	/* Released QPNs not yet sealed into a bucket get their stamp no earlier than now. */
 	for (uint32_t i = 0; i < p_->nb_caches; i++) {
-		if (p_->caches[i].open.count.load(rlx) != 0) {
+		if (p_->caches[i].open.count.load(sc) != 0) {
 			uint64_t exp = now + p_->quarantine_ns;
 			best = exp < best ? exp : best;
 			any = true;

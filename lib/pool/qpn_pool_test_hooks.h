@@ -32,6 +32,8 @@ struct TestHooks {
 	/* An out-of-line free (link_freed()) counted the free and has not linked the QPN into its
 	 * chain yet. */
 	std::atomic<void (*)()> free_counted{nullptr};
+	/* nothing_anywhere() (the -ENOSPC verdict) made its first read and goes on to the rest. */
+	std::atomic<void (*)()> verdict_scan{nullptr};
 	/* drain() took an expired bucket and has not pushed it to the free stack yet. */
 	std::atomic<void (*)()> drain_holding{nullptr};
 	/* range_remove() reached `stage` (see RemoveStage in qpn_pool_range.cpp). */
