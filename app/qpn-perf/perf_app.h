@@ -77,14 +77,18 @@ const struct perf_peer *const perf_all_peers[] = {
 	&perf_peer_qpnpool, &perf_peer_qpnpool_q, &perf_peer_qpndev,
 };
 
-/* Single-lcore workloads, each timed as a whole. */
-enum perf_phase { PH_PAIR, PH_BURST, PH_HOLD, PH_STORM, PH_NB };
-const char *const perf_phase_name[PH_NB] = {"pair", "burst", "hold", "storm"};
+/* Single-lcore workloads, each timed as a whole. PH_AGED is the pair loop once more, at the
+ * end of a repetition, on the contexts its other workloads used: what a peer's history (the
+ * order a pool's past left its free QPNs in) costs. Every other figure starts from contexts
+ * set up afresh for the repetition (perf_renew()). */
+enum perf_phase { PH_PAIR, PH_BURST, PH_HOLD, PH_STORM, PH_AGED, PH_NB };
+const char *const perf_phase_name[PH_NB] = {"pair", "burst", "hold", "storm", "pair_aged"};
 const char *const perf_phase_desc[PH_NB] = {
 	"alloc+free pair on one lcore",
 	"bulk alloc+free on one lcore",
 	"hold-and-release: K live, each step takes one and frees the oldest",
 	"reconnect storm: S allocs then S frees after an idle sleep (storms timed only)",
+	"the pair again at the end of the repetition, after its other workloads",
 };
 
 struct perf_series {
@@ -217,6 +221,13 @@ struct perf_disturbance {
 	double pair_vs_mempool_undisturbed = 0;
 };
 perf_disturbance perf_disturbed(std::vector<perf_state> &st);
+
+/* The quarantine's cost after a repetition's other workloads (PH_AGED), beside the aim's
+ * (PH_PAIR, fresh contexts): ours with / without quarantine, medians; 0: not measured. */
+struct perf_history {
+	double with_cycles = 0, without_cycles = 0, ratio = 0;
+};
+perf_history perf_aged(std::vector<perf_state> &st);
 bool perf_meets(const perf_aim &a);
 double perf_point_mops(const perf_state &s, unsigned int k); /* median Mops/s on k lcores */
 

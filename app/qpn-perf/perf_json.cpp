@@ -375,6 +375,18 @@ perf_write_json(const struct perf_opts *o, std::vector<perf_state> &st, double e
 		js.end_obj();
 	}
 
+	/* The quarantine's cost after the repetitions' other workloads (perf_aged()). */
+	const perf_history aged = perf_aged(st);
+	if (aged.ratio > 0) {
+		js.key("history");
+		js.obj();
+		js.kv("what", "ours with / without quarantine, cycles per pair, pair_aged medians");
+		js.kv("quarantine_vs_none_aged", aged.ratio);
+		js.kv("with_cycles", aged.with_cycles);
+		js.kv("without_cycles", aged.without_cycles);
+		js.end_obj();
+	}
+
 	/* The aims, each met or not with the figures it comes from (null: not measured). */
 	js.key("aims");
 	js.obj();

@@ -145,6 +145,7 @@ perf_run_once(const struct perf_opts *o, perf_state *s, perf_phase ph, uint64_t 
 	*res = {};
 	switch (ph) {
 	case PH_PAIR:
+	case PH_AGED:
 		s->peer->run_pairs(s->ctx, n, res);
 		break;
 	case PH_BURST:

@@ -134,6 +134,12 @@ perf_print_tables(const struct perf_opts *o, std::vector<perf_state> &st)
 			       "their ratios): %.3f; the aims below take every repetition\n",
 			       dist.pair_vs_mempool_undisturbed);
 	}
+	const perf_history aged = perf_aged(st);
+	if (aged.ratio > 0)
+		printf("\nhistory: ours with / without quarantine per pair at the end of each "
+		       "repetition, after its other workloads (pair_aged): %.3f (%.1f / %.1f "
+		       "cycles); the aim below takes the pair of fresh contexts\n",
+		       aged.ratio, aged.with_cycles, aged.without_cycles);
 	printf("\naims (benchmark guide; measured in this run)\n");
 	for (const auto &a : perf_aims(st)) {
 		if (a.value > 0)

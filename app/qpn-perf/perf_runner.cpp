@@ -42,6 +42,38 @@ perf_peer_range(const struct perf_opts *o, const struct perf_peer *p)
 	return p == &perf_peer_qpnpool_q ? std::max(o->range, o->range_q) : o->range;
 }
 
+/* Set up one peer's context and check it; false (with s.error) if it fails. `delta`: the heap
+ * bytes its setup took. */
+static bool
+perf_setup_one(const struct perf_opts *o, perf_state &s, uint64_t *delta)
+{
+	struct perf_cfg cfg = perf_make_cfg(o, s.range);
+	uint64_t before = perf_heap_allocated();
+	int ret = s.peer->setup(&cfg, &s.ctx);
+
+	if (ret != 0) {
+		s.error = std::string("setup failed: ") + strerror(-ret);
+		s.ctx = nullptr;
+		return false;
+	}
+	uint64_t after = perf_heap_allocated();
+
+	*delta = after > before ? after - before : 0;
+	s.self_check = perf_self_check(o, &s);
+	return s.self_check;
+}
+
+static void
+perf_teardown_one(perf_state &s)
+{
+	if (s.ctx == nullptr)
+		return;
+	if (s.peer->lcore_fini != nullptr)
+		perf_on_all_lcores(s.peer->lcore_fini, s.ctx);
+	s.peer->teardown(s.ctx);
+	s.ctx = nullptr;
+}
+
 /* Set up and check every selected peer; a peer that fails is reported and left out. */
 static int
 perf_setup_all(const struct perf_opts *o, std::vector<perf_state> &st, bool quiet)
@@ -53,26 +85,12 @@ perf_setup_all(const struct perf_opts *o, std::vector<perf_state> &st, bool quie
 			continue;
 		st.emplace_back();
 		perf_state &s = st.back();
-		s.range = perf_peer_range(o, p);
-		struct perf_cfg cfg = perf_make_cfg(o, s.range);
-		uint64_t before = perf_heap_allocated();
-		int ret;
+		uint64_t delta = 0;
 
+		s.range = perf_peer_range(o, p);
 		s.peer = p;
 		s.lat_alloc.min = s.lat_free.min = UINT64_MAX;
-		ret = p->setup(&cfg, &s.ctx);
-		if (ret != 0) {
-			s.error = std::string("setup failed: ") + strerror(-ret);
-			PERF_LOG(ERR, "%s: %s", p->name, s.error.c_str());
-			s.ctx = nullptr;
-			rc = -EIO;
-			continue;
-		}
-		uint64_t after = perf_heap_allocated();
-		uint64_t delta = after > before ? after - before : 0;
-
-		s.self_check = perf_self_check(o, &s);
-		if (!s.self_check) {
+		if (!perf_setup_one(o, s, &delta)) {
 			PERF_LOG(ERR, "%s: %s", p->name, s.error.c_str());
 			rc = -EIO;
 			continue;
@@ -90,14 +108,50 @@ perf_setup_all(const struct perf_opts *o, std::vector<perf_state> &st, bool quie
 static void
 perf_teardown_all(std::vector<perf_state> &st)
 {
-	for (auto &s : st) {
-		if (s.ctx == nullptr)
-			continue;
-		if (s.peer->lcore_fini != nullptr)
-			perf_on_all_lcores(s.peer->lcore_fini, s.ctx);
-		s.peer->teardown(s.ctx);
-		s.ctx = nullptr;
+	for (auto &s : st)
+		perf_teardown_one(s);
+}
+
+/*
+ * A repetition starts from contexts set up afresh, so that its figures are a sample of their
+ * own and not the tail of the repetitions before it: a pool keeps the order its past left its
+ * free QPNs in, and with one context for the whole run the quarantine's pair drifted upwards
+ * over the repetitions (benchmark.md, "Independent repetitions"), which a median cannot undo.
+ * What that history costs is still measured, by PH_AGED at the end of each repetition.
+ */
+static void
+perf_renew(const struct perf_opts *o, perf_state &s)
+{
+	uint64_t delta = 0;
+
+	perf_teardown_one(s);
+	if (!perf_setup_one(o, s, &delta)) {
+		PERF_LOG(ERR, "%s: a new context for the repetition: %s", s.peer->name,
+			 s.error.c_str());
+		s.ok = false;
 	}
+}
+
+/* One timed run of a single-lcore workload, after its warm-up (caches filled, quarantine in
+ * steady state; storms warm nothing: their idle sleep is the point). */
+static void
+perf_rep_phase(const struct perf_opts *o, perf_state &s, perf_phase ph, unsigned int rep)
+{
+	perf_series &r = s.ph[ph];
+	perf_loop_res warm = {};
+
+	if (ph != PH_STORM)
+		perf_run_once(o, &s, ph, std::max<uint64_t>(r.n / 8, 1000), &warm);
+	perf_timed t = perf_time_once(o, &s, ph, r.n);
+	uint64_t ops = std::max<uint64_t>(t.res.ops, 1);
+
+	r.cycles.push_back((double)t.cycles / ops);
+	r.ns.push_back(perf_cycles_to_ns((double)t.cycles / ops));
+	r.ops.push_back(t.res.ops);
+	r.failures += t.res.failures;
+	printf("  [%u/%u] %-9s %-10s %9.2f ns/op %8.1f cycles/op%s\n", rep + 1, o->repeat,
+	       perf_phase_name[ph], s.peer->name, r.ns.back(), r.cycles.back(),
+	       t.res.failures ? "  (failures)" : "");
 }
 
 /* Ops per runner so that the slowest runner of a trial takes about the budget. */
@@ -123,6 +177,10 @@ perf_calibrate(const struct perf_opts *o, perf_state &s, bool scaling)
 	for (int ph = 0; ph < PH_NB; ph++) {
 		if (ph == PH_BURST && o->burst == 0)
 			continue;
+		if (ph == PH_AGED) {
+			s.ph[ph].n = s.ph[PH_PAIR].n;
+			continue;
+		}
 		if (ph == PH_STORM) {
 			/* Storms are bounded by their idle time, not by their cost. */
 			uint64_t rounds =
@@ -239,31 +297,15 @@ perf_main(const struct perf_opts *o)
 			perf_calibrate(o, s, scaling);
 
 	for (unsigned int rep = 0; rep < o->repeat; rep++) {
+		for (auto &s : st)
+			if (s.ok)
+				perf_renew(o, s);
 		for (int ph = 0; ph < PH_NB; ph++) {
-			if (ph == PH_BURST && o->burst == 0)
+			if ((ph == PH_BURST && o->burst == 0) || ph == PH_AGED)
 				continue;
-			for (auto &s : st) {
-				if (!s.ok)
-					continue;
-				perf_series &r = s.ph[ph];
-				perf_loop_res warm = {};
-
-				/* Warm-up: caches filled, quarantine in steady state. */
-				if (ph != PH_STORM)
-					perf_run_once(o, &s, (perf_phase)ph,
-						      std::max<uint64_t>(r.n / 8, 1000), &warm);
-				perf_timed t = perf_time_once(o, &s, (perf_phase)ph, r.n);
-				uint64_t ops = std::max<uint64_t>(t.res.ops, 1);
-
-				r.cycles.push_back((double)t.cycles / ops);
-				r.ns.push_back(perf_cycles_to_ns((double)t.cycles / ops));
-				r.ops.push_back(t.res.ops);
-				r.failures += t.res.failures;
-				printf("  [%u/%u] %-5s %-10s %9.2f ns/op %8.1f cycles/op%s\n",
-				       rep + 1, o->repeat, perf_phase_name[ph], s.peer->name,
-				       r.ns.back(), r.cycles.back(),
-				       t.res.failures ? "  (failures)" : "");
-			}
+			for (auto &s : st)
+				if (s.ok)
+					perf_rep_phase(o, s, (perf_phase)ph, rep);
 		}
 		/* Latency: every operation timed alone; the histograms add up over repetitions. */
 		for (auto &s : st) {
@@ -273,10 +315,8 @@ perf_main(const struct perf_opts *o)
 				s.peer->run_lat(s.ctx, std::min<uint64_t>(s.ph[PH_PAIR].n, 1000000),
 						&s.lat_alloc, &s.lat_free, &res);
 		}
-		if (!scaling)
-			continue;
 		for (auto &s : st) {
-			if (!s.ok || !(s.peer->flags & PERF_F_SCALING))
+			if (!scaling || !s.ok || !(s.peer->flags & PERF_F_SCALING))
 				continue;
 			if (!perf_rep_multi(o, s, rep)) {
 				PERF_LOG(ERR, "cannot launch the lcores: no scaling figures");
@@ -284,6 +324,9 @@ perf_main(const struct perf_opts *o)
 				break;
 			}
 		}
+		for (auto &s : st)
+			if (s.ok)
+				perf_rep_phase(o, s, PH_AGED, rep);
 	}
 	fflush(stdout);
 

@@ -168,3 +168,19 @@ perf_disturbed(std::vector<perf_state> &st)
 	d.pair_vs_mempool_undisturbed = perf_median(ratios);
 	return d;
 }
+
+perf_history
+perf_aged(std::vector<perf_state> &st)
+{
+	perf_history h;
+	const perf_state *ours = perf_find(st, "qpnpool");
+	const perf_state *q = perf_find(st, "qpnpool-q");
+
+	if (ours == nullptr || q == nullptr || ours->ph[PH_AGED].cycles.empty() ||
+	    q->ph[PH_AGED].cycles.empty())
+		return h;
+	h.with_cycles = perf_median(q->ph[PH_AGED].cycles);
+	h.without_cycles = perf_median(ours->ph[PH_AGED].cycles);
+	h.ratio = perf_ratio(h.with_cycles, h.without_cycles);
+	return h;
+}

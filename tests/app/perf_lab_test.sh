@@ -16,7 +16,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 py=/usr/bin/python3
 
-args=(--quick --budget-ms=2 --repeat=1 --json="$tmp/perf.json")
+args=(--quick --budget-ms=2 --repeat=2 --json="$tmp/perf.json")
 lcores=on
 case "$san" in
 *thread*) args+=(--lcores=off); lcores=off ;;
@@ -40,10 +40,20 @@ for key in ("tool", "version", "git_revision", "eal_args", "machine", "dpdk_vers
 peers = [n for n, p in d["peers"].items() if p["ok"]]
 if not peers or len(peers) != len(d["peers"]):
     bad.append("peers not all ok: %s" % d["peers"])
-for ph in ("pair", "burst", "hold", "storm"):
+for ph in ("pair", "burst", "hold", "storm", "pair_aged"):
     for n in peers:
-        if not d["results"][ph].get(n, {}).get("ns_per_op_median"):
-            bad.append("%s: no %s figure" % (n, ph))
+        r = d["results"][ph].get(n, {})
+        if not r.get("ns_per_op_median") or len(r.get("cycles_per_op", [])) != 2:
+            bad.append("%s: no %s figure for each of the 2 repetitions" % (n, ph))
+# The quarantine after the repetitions' other workloads, recomputed from the pair_aged figures.
+if "qpnpool" in peers and "qpnpool-q" in peers:
+    h = d.get("history", {})
+    med = lambda v: sorted(v)[len(v) // 2] if len(v) % 2 else sum(sorted(v)[len(v) // 2 - 1:len(v) // 2 + 1]) / 2
+    a = d["results"]["pair_aged"]
+    w, wo = med(a["qpnpool-q"]["cycles_per_op"]), med(a["qpnpool"]["cycles_per_op"])
+    if abs(h.get("with_cycles", 0) - w) > 1e-3 or abs(h.get("without_cycles", 0) - wo) > 1e-3 \
+            or abs(h.get("quarantine_vs_none_aged", 0) - w / wo) > 1e-3:
+        bad.append("history %s, want %s / %s" % (h, w, wo))
 if lcores:
     for n in peers:
         pts = d["results"]["scaling"].get(n, {}).get("points", [])
@@ -97,6 +107,10 @@ for s in "Aims" "Cost per operation" "Scaling" "Latency" "Instructions per opera
 		fail=1
 	fi
 done
+if ! grep -q "After a repetition's other workloads (pair_aged)" "$tmp/report/index.html"; then
+	echo "report: the aims do not give the quarantine's cost after the other workloads"
+	fail=1
+fi
 
 # The qpn-testpmd side: the steps/timeline contract, and today's JSON without them.
 cat >"$tmp/tp.json" <<'JS'
