@@ -134,6 +134,10 @@ struct perf_state {
 	double instr[PH_NB] = {}; /* instructions per op from callgrind, 0 = not measured */
 	double hw_instr = 0;      /* instructions per pair from perf_event_open, 0 = not measured */
 	perf_mem mem;
+	/* The order of kPerfOrderQpns hand-outs at the end of each repetition (perf_order()). */
+	std::vector<double> order_adjacent_pct; /* neighbours one QPN apart, % */
+	std::vector<double> order_pages;        /* changes of 512-QPN block (a 4 KB slot page) */
+	uint32_t order_qpns = 0;                /* QPNs taken per look */
 };
 
 /* The lcores of the run: [0] is the main lcore, then the workers in -l order. */
@@ -228,6 +232,11 @@ struct perf_history {
 	double with_cycles = 0, without_cycles = 0, ratio = 0;
 };
 perf_history perf_aged(std::vector<perf_state> &st);
+
+/* QPNs a look at the hand-out order takes (perf_order()). */
+constexpr uint32_t kPerfOrderQpns = 8192;
+/* Take up to kPerfOrderQpns QPNs, note how they follow each other, free them. */
+void perf_order(perf_state *s);
 bool perf_meets(const perf_aim &a);
 double perf_point_mops(const perf_state &s, unsigned int k); /* median Mops/s on k lcores */
 

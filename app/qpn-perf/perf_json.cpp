@@ -375,6 +375,24 @@ perf_write_json(const struct perf_opts *o, std::vector<perf_state> &st, double e
 		js.end_obj();
 	}
 
+	/* The order of the hand-outs at the end of each repetition (perf_order()). */
+	js.key("order");
+	js.obj();
+	js.kv("what", "QPNs taken one by one at the end of each repetition: neighbours one "
+		      "apart (%), changes of 512-QPN block (a 4 KB page of ours' slot words)");
+	for (auto &s : st) {
+		if (!s.ok || s.order_pages.empty())
+			continue;
+		js.key(s.peer->name);
+		js.obj();
+		js.kv("qpns", (uint64_t)s.order_qpns);
+		js.kv("block_changes_in_address_order", (uint64_t)(s.order_qpns / 512));
+		json_writer_series(js, "adjacent_pct", s.order_adjacent_pct);
+		json_writer_series(js, "block_changes", s.order_pages);
+		js.end_obj();
+	}
+	js.end_obj();
+
 	/* The quarantine's cost after the repetitions' other workloads (perf_aged()). */
 	const perf_history aged = perf_aged(st);
 	if (aged.ratio > 0) {

@@ -138,6 +138,41 @@ perf_self_check(const struct perf_opts *, perf_state *s)
 	return true;
 }
 
+/*
+ * The order a peer hands out its QPNs in, untimed: what the next loop of pairs will walk
+ * through. Ours keeps one 8-byte slot word per QPN, so QPNs 512 apart are a 4 KB page of slots
+ * apart; a pool whose past scattered its free batches (issue 11's sixth round) changes page far
+ * more often than the range's size divided by 512. The QPNs are freed at once (with a
+ * quarantine they go back to it, as after any hold).
+ */
+void
+perf_order(perf_state *s)
+{
+	uint32_t k = std::min<uint32_t>(kPerfOrderQpns, s->range / 4);
+	std::vector<uint64_t> tokens;
+	uint32_t prev = 0, adjacent = 0, pages = 0, got = 0;
+
+	tokens.reserve(k);
+	for (uint32_t i = 0; i < k; i++) {
+		uint32_t qpn;
+		uint64_t tok;
+
+		if (s->peer->alloc(s->ctx, &qpn, &tok) != 0)
+			break;
+		tokens.push_back(tok);
+		if (got++ != 0) {
+			adjacent += qpn == prev + 1 || qpn + 1 == prev;
+			pages += (qpn >> 9) != (prev >> 9);
+		}
+		prev = qpn;
+	}
+	for (uint64_t tok : tokens)
+		s->peer->free(s->ctx, tok);
+	s->order_qpns = got;
+	s->order_adjacent_pct.push_back(got > 1 ? 100.0 * adjacent / (got - 1) : 0);
+	s->order_pages.push_back(pages);
+}
+
 void
 perf_run_once(const struct perf_opts *o, perf_state *s, perf_phase ph, uint64_t n,
 	      perf_loop_res *res)

@@ -134,6 +134,15 @@ perf_print_tables(const struct perf_opts *o, std::vector<perf_state> &st)
 			       "their ratios): %.3f; the aims below take every repetition\n",
 			       dist.pair_vs_mempool_undisturbed);
 	}
+	printf("\norder of %u QPNs taken at the end of each repetition (neighbours one apart, "
+	       "changes of 512-QPN block; %u in address order), median\n",
+	       kPerfOrderQpns, kPerfOrderQpns / 512);
+	for (auto &s : st)
+		if (s.ok && !s.order_pages.empty())
+			printf("  %-10s %6.1f %% adjacent %8.0f block changes (%.0f-%.0f)\n",
+			       s.peer->name, perf_median(s.order_adjacent_pct),
+			       perf_median(s.order_pages), perf_min(s.order_pages),
+			       perf_max(s.order_pages));
 	const perf_history aged = perf_aged(st);
 	if (aged.ratio > 0)
 		printf("\nhistory: ours with / without quarantine per pair at the end of each "

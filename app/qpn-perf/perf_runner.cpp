@@ -327,6 +327,9 @@ perf_main(const struct perf_opts *o)
 		for (auto &s : st)
 			if (s.ok)
 				perf_rep_phase(o, s, PH_AGED, rep);
+		for (auto &s : st)
+			if (s.ok)
+				perf_order(&s);
 	}
 	fflush(stdout);
 

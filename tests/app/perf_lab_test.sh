@@ -45,6 +45,13 @@ for ph in ("pair", "burst", "hold", "storm", "pair_aged"):
         r = d["results"][ph].get(n, {})
         if not r.get("ns_per_op_median") or len(r.get("cycles_per_op", [])) != 2:
             bad.append("%s: no %s figure for each of the 2 repetitions" % (n, ph))
+# The order of the hand-outs at the end of each repetition: one look per repetition and peer.
+for n in peers:
+    o = d.get("order", {}).get(n, {})
+    q, pct, ch = o.get("qpns", 0), o.get("adjacent_pct", []), o.get("block_changes", [])
+    if q < 2 or len(pct) != 2 or len(ch) != 2 or not all(0 <= x <= 100 for x in pct) \
+            or not all(0 <= x < q for x in ch) or o.get("block_changes_in_address_order") != q // 512:
+        bad.append("%s: order %s" % (n, o))
 # The quarantine after the repetitions' other workloads, recomputed from the pair_aged figures.
 if "qpnpool" in peers and "qpnpool-q" in peers:
     h = d.get("history", {})
