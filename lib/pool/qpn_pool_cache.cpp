@@ -142,7 +142,7 @@ Pool::flush_cache(Cache &c)
 		bump(c.flushes);
 	give_back(c.ready);
 	give_back(c.spare);
-	seal(c.open, now_ns());
+	seal_open(c, now_ns());
 }
 
 /*
@@ -294,12 +294,21 @@ Pool::rotate_full(Cache &c, uint32_t s)
  * pass through the quarantine, batches end up as runs of a few QPNs from all over the range, and
  * the alloc then meets a cold slot line every few QPNs instead of every eight. Sealing early is
  * safe: the stamp is now, after every release in the chain.
+ *
+ * Not when `open` holds frees taken from the remote queue (`open_remote`): those
+ * come as late as the freer is behind, by a lag that varies, so a refill cuts them at a
+ * different place at every pass, and the cuts pile up (qpn-perf's cross-lcore run: 33 runs per
+ * 8192 frees with the cut left out, growing to 300-450 over the run with it; benchmark.md, issue
+ * 11's seventh round). Such a chain is sealed when it reaches a batch, a window of the freer's
+ * order as long as a batch, whatever the lag.
  */
 void
 Pool::seal_at_refill(Cache &c)
 {
-	if (p_->quarantine_ns != 0 && c.open.count.load(rlx) != 0)
-		seal(c.open, now_ns());
+	if (p_->quarantine_ns == 0)
+		return;
+	if (c.open.count.load(rlx) != 0 && c.open_remote.load(rlx) == 0)
+		seal_open(c, now_ns());
 }
 
 /*
@@ -378,7 +387,7 @@ Pool::refill(Cache &c)
 		}
 		uint64_t now = now_ns();
 		/* Our own released QPNs start their quarantine clock now at the latest. */
-		seal(c.open, now);
+		seal_open(c, now);
 		if (p_->quarantine_ns != 0 && drain(now) != 0)
 			continue;
 		if (round == 0 && steal(&c) != 0)
@@ -435,6 +444,44 @@ Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen, uint32_t flags)
 		*gen = g;
 	p_->bypass_allocs.fetch_add(1, rlx);
 	return 0;
+}
+
+/*
+ * Our cache is held by a thief (design_pool.md §5): a remote freer that found its queue full
+ * while we were away, or a refill emptying what it took for an idle cache. Such a hold lasts a
+ * membarrier(2) and a few slot writes, so the owner waits for it, outside the pool, rather than
+ * working cacheless meanwhile: what it takes cacheless comes back through the quarantine one
+ * QPN at a time, for good. qpn-perf's cross-lcore run (the allocator waits on a full ring, away
+ * from the pool, so the freer holds its cache) made 3 000-8 000 cacheless allocations per
+ * repetition, and the quarantine pool's batches were runs of 1-10 QPNs from all over the range
+ * ever after (benchmark.md, issue 11's seventh round). Bounded (kThiefWaitNs), and not again
+ * for kThiefBackoffNs after a wait that timed out, so a thief that was preempted or died costs
+ * the cacheless path, as before, and not a wait per call.
+ */
+namespace {
+constexpr uint64_t kThiefWaitNs = 50 * 1000;
+constexpr uint64_t kThiefBackoffNs = 1000 * 1000;
+thread_local uint64_t t_thief_timeout_at;
+} /* namespace */
+
+bool
+wait_thief(const Cache *c)
+{
+	uint64_t now = now_ns();
+	if (t_thief_timeout_at != 0 && now - t_thief_timeout_at < kThiefBackoffNs)
+		return false;
+	if (auto hook = g_test_hooks.thief_wait.load(acq); unlikely(hook != nullptr))
+		hook();
+	const uint64_t until = now + kThiefWaitNs;
+	for (unsigned spins = 1;; spins++) {
+		if ((c->gate.load(acq) & kGateThief) == 0)
+			return true;
+		rte_pause();
+		if ((spins & 63) == 0 && now_ns() >= until) {
+			t_thief_timeout_at = now_ns();
+			return false;
+		}
+	}
 }
 
 /* ---- thread binding ------------------------------------------------------------------------- */

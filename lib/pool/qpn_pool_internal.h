@@ -262,6 +262,9 @@ struct alignas(64) Cache {
 	std::atomic<uint32_t> range_hint;
 	std::atomic<uint32_t> refill_seq; /* refills so far: paces the quarantine drain */
 	std::atomic<uint16_t> moving;     /* a refill is taking a batch off the free stack */
+	/* `open` holds frees taken from the remote queue: a refill does not seal it
+	 * (Pool::seal_at_refill()). Written by the cache's holder only. */
+	std::atomic<uint16_t> open_remote;
 	std::atomic<uint64_t> misses;
 	std::atomic<uint64_t> refills;
 	std::atomic<uint64_t> flushes;
@@ -319,10 +322,10 @@ struct alignas(64) ProcEntry {
  * head carries the newest epoch pushed into it, so a drain can never release anything early. */
 constexpr unsigned kBuckets = 16;
 constexpr uint64_t kRegionGraceNs = 1000000000ull; /* 1 s, or the quarantine if longer */
-/* "MLX5QNP3": raised with each layout change of the pool header or its caches, so that a process
+/* "MLX5QNP4": raised with each layout change of the pool header or its caches, so that a process
  * of another build refuses the pool (-EINVAL) instead of misreading it. 2: Chain {head, count};
- * 3: the freer's count in a remote queue entry. */
-constexpr uint64_t kPoolMagic = 0x4d4c5835514e5033ull;
+ * 3: the freer's count in a remote queue entry; 4: a cache's `open_remote`. */
+constexpr uint64_t kPoolMagic = 0x4d4c5835514e5034ull;
 
 struct EventCounters {
 	uint64_t hits, misses, refills, flushes, steals, refused, enospc, eagain, refused_async;

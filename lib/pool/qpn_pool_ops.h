@@ -238,6 +238,12 @@ public:
 
 	/* Caches. */
 	void seal(Chain &open, uint64_t stamp);
+	/* seal() of c's own `open`, which then holds no remote free (`open_remote`). */
+	void seal_open(Cache &c, uint64_t stamp)
+	{
+		seal(c.open, stamp);
+		c.open_remote.store(0, rlx);
+	}
 	void give_back(Chain &c);
 	void flush_cache(Cache &c);
 	unsigned steal(Cache *self);
@@ -416,7 +422,7 @@ Pool::link_freed(Cache &c, uint32_t s, uint64_t w, bool check_gen, uint32_t gen,
 	into.count.store(n + 1, rlx);
 	/* Counted in `frees` only: a pool with a quarantine quarantines every free (stats). */
 	if (quar && n + 1 >= p_->batch)
-		seal(c.open, now_ns());
+		seal_open(c, now_ns());
 	return 0;
 }
 
@@ -506,6 +512,10 @@ __attribute__((noinline)) Cache *bind_cache(mlx5_qpn_pool *p);
 void fast_bind(mlx5_qpn_pool *p, const Cache *c);
 void fast_unbind();
 
+/* A thief holds our cache: wait outside the pool, a bounded time, for it to let go. True if it
+ * did (the caller announces itself again). qpn_pool_cache.cpp. */
+QPN_COLD bool wait_thief(const Cache *c);
+
 /* Enter the pool with our cache, or nullptr if we must bypass it. */
 inline Cache *
 enter(mlx5_qpn_pool *p)
@@ -518,12 +528,16 @@ enter(mlx5_qpn_pool *p)
 		c = bind_cache(p);
 	if (c == nullptr)
 		return nullptr;
-	c->busy.store(1, rlx);
-	std::atomic_signal_fence(std::memory_order_seq_cst);
-	const uint32_t g = c->gate.load(acq);
-	if (unlikely((g & kGateThief) != 0)) {
+	uint32_t g;
+	for (int tries = 0;; tries++) {
+		c->busy.store(1, rlx);
+		std::atomic_signal_fence(std::memory_order_seq_cst);
+		g = c->gate.load(acq);
+		if (likely((g & kGateThief) == 0))
+			break;
 		c->busy.store(0, rel);
-		return nullptr;
+		if (tries != 0 || !wait_thief(c))
+			return nullptr;
 	}
 	/* Frees of our QPNs by other threads wait here (on the line loaded anyway) until we apply
 	 * them: only we may write our in-use slots. */

@@ -99,6 +99,8 @@ Pool::drain_remote(Cache &c, bool own)
 		else
 			bump(c.refused_async);
 	}
+	if (n != 0)
+		c.open_remote.store(1, rlx); /* seal_at_refill() */
 }
 
 /*
@@ -171,8 +173,10 @@ Pool::free_remote(Cache *self, uint32_t s, uint64_t w)
 			drain_remote(x, false);
 			uint64_t now = slot(s).load(rlx);
 			int rc = -EINVAL;
-			if (freeable(now, true, slot_gen(w)) && slot_next(now) == slot_next(w))
+			if (freeable(now, true, slot_gen(w)) && slot_next(now) == slot_next(w)) {
 				rc = link_freed<false>(x, s, now, false, 0, false);
+				x.open_remote.store(1, rlx);
+			}
 			if (x.owner.load(rlx) == 0)
 				flush_cache(x);
 			release_gate(x);

@@ -42,6 +42,8 @@ struct TestHooks {
 	 * sorted them by the freer's count: a test measures both orders side by side, under the
 	 * same load, instead of holding the sorted one to a fixed figure that load moves. */
 	std::atomic<bool> remote_cell_order{false};
+	/* An owner found a thief holding its cache and is about to wait for it to let go. */
+	std::atomic<void (*)()> thief_wait{nullptr};
 	/* Barriers a thief issued, by scope (detail::Scope: this process, expedited global, grace
 	 * period), counted on the slow path that issues them; per process. */
 	std::atomic<uint64_t> barriers[3]{};
