@@ -34,6 +34,9 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 lcores = sys.argv[2] == "on"
 bad = []
+def med(v):
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
 for key in ("tool", "version", "git_revision", "eal_args", "machine", "dpdk_version"):
     if key not in d["meta"]:
         bad.append("meta has no " + key)
@@ -55,7 +58,6 @@ for n in peers:
 # The quarantine after the repetitions' other workloads, recomputed from the pair_aged figures.
 if "qpnpool" in peers and "qpnpool-q" in peers:
     h = d.get("history", {})
-    med = lambda v: sorted(v)[len(v) // 2] if len(v) % 2 else sum(sorted(v)[len(v) // 2 - 1:len(v) // 2 + 1]) / 2
     a = d["results"]["pair_aged"]
     w, wo = med(a["qpnpool-q"]["cycles_per_op"]), med(a["qpnpool"]["cycles_per_op"])
     # The JSON keeps 6 significant digits: compare relatively (a sanitizer's ~1400 cycles
@@ -82,6 +84,17 @@ for n in peers:
 for k, a in d["aims"].items():
     if "met" not in a or "figures" not in a:
         bad.append("aim %s without met/figures" % k)
+# The cycle aims are the medians of the per-repetition ratios: recomputed from the figures.
+for key, a, b in (("pair_cycles_vs_mempool", "qpnpool", "mempool"),
+                  ("quarantine_vs_none", "qpnpool-q", "qpnpool"),
+                  ("pair_vs_floor", "qpnpool", "floor")):
+    if a not in peers or b not in peers:
+        continue
+    ca, cb = (d["results"]["pair"][n]["cycles_per_op"] for n in (a, b))
+    want = med([x / y for x, y in zip(ca, cb)])
+    got = d["aims"][key]["value"]
+    if got is None or abs(got - want) > 1e-4 * want:
+        bad.append("aim %s: %s, want %s (median of per-repetition ratios)" % (key, got, want))
 # The disturbed repetitions, recomputed from the floor's pair figures.
 if "floor" in peers:
     dist = d.get("disturbance", {})
