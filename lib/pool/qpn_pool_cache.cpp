@@ -297,10 +297,11 @@ Pool::rotate_full(Cache &c, uint32_t s)
  *
  * Not when `open` holds frees taken from the remote queue (`open_remote`): those
  * come as late as the freer is behind, by a lag that varies, so a refill cuts them at a
- * different place at every pass, and the cuts pile up (qpn-perf's cross-lcore run: 33 runs per
- * 8192 frees with the cut left out, growing to 300-450 over the run with it; benchmark.md, issue
- * 11's seventh round). Such a chain is sealed when it reaches a batch, a window of the freer's
- * order as long as a batch, whatever the lag.
+ * different place at every pass, and the cuts pile up (qpn-perf's cross-lcore run, with the
+ * owner's wait for a thief in: 7-18 runs per 8192 frees growing to 99-354 over one run with the
+ * cut, 37-67 and flat without it; benchmark.md, issue 11's seventh round). Such a chain is
+ * sealed when it reaches a batch, a window of the freer's order as long as a batch, whatever the
+ * lag.
  */
 void
 Pool::seal_at_refill(Cache &c)
@@ -447,7 +448,7 @@ Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen, uint32_t flags)
 }
 
 /*
- * Our cache is held by a thief (design_pool.md §5): a remote freer that found its queue full
+ * Our cache is held by a thief (design_pool.md §5; this wait: §3): a remote freer that found its queue full
  * while we were away, or a refill emptying what it took for an idle cache. Such a hold lasts a
  * membarrier(2) and a few slot writes, so the owner waits for it, outside the pool, rather than
  * working cacheless meanwhile: what it takes cacheless comes back through the quarantine one

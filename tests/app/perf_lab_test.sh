@@ -37,6 +37,10 @@ bad = []
 def med(v):
     v = sorted(v)
     return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+# The JSON keeps 6 significant digits: figures recomputed from it are compared relatively (a
+# sanitizer's ~1400 cycles per pair are written to 0.01).
+def near(a, b):
+    return a is not None and abs(a - b) <= 1e-4 * max(1.0, abs(b))
 for key in ("tool", "version", "git_revision", "eal_args", "machine", "dpdk_version"):
     if key not in d["meta"]:
         bad.append("meta has no " + key)
@@ -60,9 +64,6 @@ if "qpnpool" in peers and "qpnpool-q" in peers:
     h = d.get("history", {})
     a = d["results"]["pair_aged"]
     w, wo = med(a["qpnpool-q"]["cycles_per_op"]), med(a["qpnpool"]["cycles_per_op"])
-    # The JSON keeps 6 significant digits: compare relatively (a sanitizer's ~1400 cycles
-    # per pair are written to 0.01).
-    near = lambda a, b: abs(a - b) <= 1e-4 * max(1.0, abs(b))
     if not near(h.get("with_cycles", 0), w) or not near(h.get("without_cycles", 0), wo) \
             or not near(h.get("quarantine_vs_none_aged", 0), w / wo):
         bad.append("history %s, want %s / %s" % (h, w, wo))
@@ -93,7 +94,7 @@ for key, a, b in (("pair_cycles_vs_mempool", "qpnpool", "mempool"),
     ca, cb = (d["results"]["pair"][n]["cycles_per_op"] for n in (a, b))
     want = med([x / y for x, y in zip(ca, cb)])
     got = d["aims"][key]["value"]
-    if got is None or abs(got - want) > 1e-4 * want:
+    if not near(got, want):
         bad.append("aim %s: %s, want %s (median of per-repetition ratios)" % (key, got, want))
 # The disturbed repetitions, recomputed from the floor's pair figures.
 if "floor" in peers:
@@ -103,8 +104,7 @@ if "floor" in peers:
         bad.append("no disturbance report: %s" % dist)
     else:
         want = [i + 1 for i, c in enumerate(f) if c > dist["threshold"] * min(f)]
-        if dist.get("repetitions") != want or \
-                abs(dist.get("best_cycles", 0) - min(f)) > 1e-4 * max(1.0, min(f)):
+        if dist.get("repetitions") != want or not near(dist.get("best_cycles", 0), min(f)):
             bad.append("disturbance %s, want repetitions %s best %s" % (dist, want, min(f)))
 print("\n".join(bad) if bad else "json ok: %d peers" % len(peers))
 sys.exit(1 if bad else 0)
