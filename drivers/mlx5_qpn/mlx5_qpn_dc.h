@@ -58,6 +58,42 @@ struct mlx5_qpn_dc_addr {
 	uint8_t dgid[16];      /**< Destination GID (GRH), network order. */
 };
 
+/**
+ * The local path of a DC object, applied at its RTR transition (INIT->RTR of ibv_modify_qp):
+ * what rdma_init_qp_attr() gives for a connection's route (ibv_qp_attr::ah_attr and path_mtu),
+ * as UCX takes its DCT's and DCI's address from the interface's GID and hop limit.
+ * InfiniBand without a GRH needs none of it; RoCE always needs is_global and the GID index of
+ * the route (e.g. the RoCE v2 entry of the interface's IPv4 address, rarely index 0).
+ * A NULL path to mlx5_qpn_dci_create_path() / mlx5_qpn_dct_create_path() means the port's
+ * default: no GRH on InfiniBand; on RoCE the first RoCE v2 GID holding an IPv4 address
+ * (hardware), hop limit 64, traffic class 0, the port's active MTU.
+ */
+struct mlx5_qpn_dc_path {
+	uint8_t port;          /**< Local port, 1-based (0: the handle's port). */
+	uint8_t is_global;     /**< 1: a GRH with sgid_index, hop_limit, traffic_class. */
+	uint8_t sgid_index;    /**< Local GID table index (RoCE: the route's). */
+	uint8_t hop_limit;     /**< GRH hop limit (0 means 64). */
+	uint8_t traffic_class; /**< GRH traffic class. */
+	uint8_t sl;            /**< Service level (RoCE: priority), 0..15. */
+	uint8_t path_mtu;    /**< enum ibv_mtu value 1..5 (256..4096); 0: the port's active MTU. */
+	uint8_t static_rate; /**< enum ibv_rate value; 0: the port's rate. */
+	uint32_t flow_label; /**< GRH flow label, 20 bits. */
+	uint32_t rsvd;       /**< 0. */
+};
+
+/** mlx5_qpn_dci_state(): the DCI sends. */
+#define MLX5_QPN_DCI_READY 0
+/** mlx5_qpn_dci_state(): an error CQE moved the DCI to ERR; every WQE posted before it
+ * completes flushed (MLX5_QPN_SYND_WR_FLUSH); mlx5_qpn_dci_recover() brings it back. */
+#define MLX5_QPN_DCI_ERROR 1
+
+/** Error CQE syndromes (PRM; rdma-core MLX5_CQE_SYNDROME_*) a DC user meets. */
+#define MLX5_QPN_SYND_LOCAL_LENGTH    0x01 /**< Local length error. */
+#define MLX5_QPN_SYND_LOCAL_QP_OP     0x02 /**< Malformed WQE. */
+#define MLX5_QPN_SYND_WR_FLUSH        0x05 /**< Flushed: the QP was in ERR. */
+#define MLX5_QPN_SYND_REMOTE_ACCESS   0x13 /**< Remote access error. */
+#define MLX5_QPN_SYND_TRANSPORT_RETRY 0x15 /**< Retries exceeded: no answer from the target. */
+
 /** CQE opcodes (PRM, op_own >> 4). */
 #define MLX5_QPN_CQE_REQ       0x0 /**< Send completion (requester). */
 #define MLX5_QPN_CQE_RESP_SEND 0x2 /**< Receive completion (responder: a DCT got a SEND). */
@@ -168,6 +204,48 @@ void mlx5_qpn_dci_ring(struct mlx5_qpn_dci *dci);
 
 /** Destroy a DCI. NULL is ignored. */
 void mlx5_qpn_dci_destroy(struct mlx5_qpn_dci *dci);
+
+/**
+ * mlx5_qpn_dct_create() with a local path (NULL: the port's default, see struct
+ * mlx5_qpn_dc_path). On RoCE the DCT answers from the path's GID with its hop limit: when that
+ * is not the route's GID, or the hop limit is smaller than the route's hops, its answers never
+ * reach the DCI, whose sends then time out (MLX5_QPN_SYND_TRANSPORT_RETRY).
+ * @return as mlx5_qpn_dct_create(); -EINVAL also for a path the port refuses (no GRH on RoCE,
+ *         a GID index that is not in the table, path_mtu above 5).
+ */
+int mlx5_qpn_dct_create_path(struct mlx5_qpn_dev *dev, struct mlx5_qpn_cq *cq, uint64_t dc_key,
+			     const struct mlx5_qpn_dc_path *path, struct mlx5_qpn_dct **dct);
+
+/**
+ * mlx5_qpn_dci_create() with a local path (NULL: the port's default); the path is kept for
+ * mlx5_qpn_dci_recover().
+ * @return as mlx5_qpn_dci_create(); -EINVAL also for a path the port refuses.
+ */
+int mlx5_qpn_dci_create_path(struct mlx5_qpn_dev *dev, struct mlx5_qpn_cq *cq,
+			     uint32_t log_sq_depth, const struct mlx5_qpn_dc_path *path,
+			     struct mlx5_qpn_dci **dci);
+
+/**
+ * The DCI's state as its CQ's polls saw it: MLX5_QPN_DCI_READY, or MLX5_QPN_DCI_ERROR once an
+ * error CQE of it was polled (the device moved it to ERR). Thread safety: the DCI's thread.
+ * @return MLX5_QPN_DCI_READY / MLX5_QPN_DCI_ERROR; -EINVAL for NULL.
+ */
+int mlx5_qpn_dci_state(const struct mlx5_qpn_dci *dci);
+
+/**
+ * Bring a DCI in ERR back to RTS, as UCX's DC transport does: RESET, then INIT, RTR (its
+ * creation path) and RTS; its send queue starts empty. Call it once every WQE posted before
+ * the error has completed (the error CQE and the flushed ones polled): WQEs still outstanding
+ * are -EBUSY. A READY DCI is left as it is (0). Slow path (device commands).
+ * Thread safety: the DCI's thread.
+ * @return 0; -EINVAL (NULL); -EBUSY (WQEs of the DCI not completed yet); -EOPNOTSUPP; the
+ *         negated errno of a state change the device refused (the DCI stays in ERR).
+ */
+int mlx5_qpn_dci_recover(struct mlx5_qpn_dci *dci);
+
+/** A readable name of an error CQE syndrome ("transport retry counter exceeded", ...);
+ * "unknown syndrome" for others. Never NULL. */
+const char *mlx5_qpn_wc_syndrome_str(uint8_t syndrome);
 
 /**
  * Let the device execute rung WQEs once (the body of its doorbell service).

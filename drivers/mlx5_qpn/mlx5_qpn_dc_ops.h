@@ -35,6 +35,7 @@ extern "C" {
 
 struct mlx5_qpn_backend;
 struct mlx5_qpn_dc_addr;
+struct mlx5_qpn_dc_path;
 
 /**
  * DCT receive ring: rx_slots slots of rx_stride bytes, slot (message counter % rx_slots); in a
@@ -117,14 +118,23 @@ struct mlx5_qpn_dc_ops {
 			 struct mlx5_qpn_dc_cq_info *cq);
 	/** Destroy a CQ; -EBUSY while a DCI or DCT still completes on it. */
 	int (*cq_destroy)(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq);
-	/** Create a DCI completing on cq (a CQ of this handle), its SQ 2^log_sq_bbs BBs. */
+	/** Create a DCI completing on cq (a CQ of this handle), its SQ 2^log_sq_bbs BBs, moved to
+	 * RTS with path at RTR (NULL: the port's default, mlx5_qpn_dc.h). */
 	int (*dci_create)(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq,
-			  uint32_t log_sq_bbs, struct mlx5_qpn_dc_dci_info *dci);
+			  uint32_t log_sq_bbs, const struct mlx5_qpn_dc_path *path,
+			  struct mlx5_qpn_dc_dci_info *dci);
+	/** Move a DCI (in ERR, or any state) through RESET -> INIT -> RTR (path, as at create) ->
+	 * RTS; its SQ starts at counter 0 and its doorbell record is zeroed. NULL: a backend whose
+	 * DCIs cannot be recovered (the DC layer answers -EOPNOTSUPP). */
+	int (*dci_reset)(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_dci_info *dci,
+			 const struct mlx5_qpn_dc_path *path);
 	/** Destroy a DCI and free its QP number. */
 	int (*dci_destroy)(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_dci_info *dci);
-	/** Create a DCT with a DC key, receiving completions on cq (a CQ of this handle). */
+	/** Create a DCT with a DC key, receiving completions on cq (a CQ of this handle), moved
+	 * to RTR with path (NULL: the port's default). */
 	int (*dct_create)(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq,
-			  uint64_t dc_key, struct mlx5_qpn_dc_dct_info *dct);
+			  uint64_t dc_key, const struct mlx5_qpn_dc_path *path,
+			  struct mlx5_qpn_dc_dct_info *dct);
 	/** Destroy a DCT and free its number. */
 	int (*dct_destroy)(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_dct_info *dct);
 	/** The device's execution step: run rung WQEs (bounded). @return WQEs executed (>= 0). */

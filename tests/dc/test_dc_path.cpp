@@ -444,7 +444,7 @@ TEST_F(DcPath, SecondHandleSendsToOurDct)
 	mlx5_qpn_dc_cq_info lcq;
 	mlx5_qpn_dc_dci_info ldci;
 	ASSERT_EQ(ops.cq_create(be2, 4, &lcq), 0);
-	ASSERT_EQ(ops.dci_create(be2, &lcq, 4, &ldci), 0);
+	ASSERT_EQ(ops.dci_create(be2, &lcq, 4, nullptr, &ldci), 0);
 	EXPECT_EQ(stats().dc_dcis, 1u);
 	EXPECT_EQ(stats().qps_live, qps + 1);
 	/* Another handle cannot destroy them. */
@@ -533,7 +533,7 @@ TEST_F(DcPath, MalformedWqeIsLocalQpOperationError)
 	mlx5_qpn_dc_cq_info cq;
 	mlx5_qpn_dc_dci_info dci;
 	ASSERT_EQ(ops.cq_create(be_, 3, &cq), 0);
-	ASSERT_EQ(ops.dci_create(be_, &cq, 4, &dci), 0);
+	ASSERT_EQ(ops.dci_create(be_, &cq, 4, nullptr, &dci), 0);
 	auto *sq = static_cast<uint8_t *>(dci.sq);
 	ASSERT_EQ(mlx5_qpn_wqe_build_dc_send(sq, 0, dci.qpn, 5, KEY, "abc", 3, 0x08), 5);
 	sq[3] = 0x08; /* RDMA WRITE: not supported on this path */

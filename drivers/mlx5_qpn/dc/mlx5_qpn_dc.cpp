@@ -306,6 +306,13 @@ mlx5_qpn_cq_poll(struct mlx5_qpn_cq *cq, struct mlx5_qpn_wc *wc, unsigned int n)
 int
 mlx5_qpn_dct_create_cq(struct mlx5_qpn_cq *cq, uint64_t dc_key, struct mlx5_qpn_dct **dct)
 {
+	return mlx5_qpn_dct_create_cq_path(cq, dc_key, nullptr, dct);
+}
+
+int
+mlx5_qpn_dct_create_cq_path(struct mlx5_qpn_cq *cq, uint64_t dc_key,
+			    const struct mlx5_qpn_dc_path *path, struct mlx5_qpn_dct **dct)
+{
 	if (!cq || !dct)
 		return -EINVAL;
 	if (!dc_has(cq->dc, "dct_create", &mlx5_qpn_dc_ops::dct_create,
@@ -314,7 +321,7 @@ mlx5_qpn_dct_create_cq(struct mlx5_qpn_cq *cq, uint64_t dc_key, struct mlx5_qpn_
 	auto *t = static_cast<mlx5_qpn_dct *>(calloc(1, sizeof(mlx5_qpn_dct)));
 	if (!t)
 		return -ENOMEM;
-	int rc = cq->dc->dct_create(cq->be, &cq->info, dc_key, &t->info);
+	int rc = cq->dc->dct_create(cq->be, &cq->info, dc_key, path, &t->info);
 	if (rc) {
 		free(t);
 		return rc;
@@ -334,6 +341,13 @@ int
 mlx5_qpn_dct_create(struct mlx5_qpn_dev *dev, struct mlx5_qpn_cq *cq, uint64_t dc_key,
 		    struct mlx5_qpn_dct **dct)
 {
+	return mlx5_qpn_dct_create_path(dev, cq, dc_key, nullptr, dct);
+}
+
+int
+mlx5_qpn_dct_create_path(struct mlx5_qpn_dev *dev, struct mlx5_qpn_cq *cq, uint64_t dc_key,
+			 const struct mlx5_qpn_dc_path *path, struct mlx5_qpn_dct **dct)
+{
 	int rc;
 	mlx5_qpn_backend *be = dc_backend(dev, "dct_create", &rc);
 
@@ -343,7 +357,7 @@ mlx5_qpn_dct_create(struct mlx5_qpn_dev *dev, struct mlx5_qpn_cq *cq, uint64_t d
 		DC_LOG(ERR, "dct_create: the CQ is not one of this device");
 		return -EINVAL;
 	}
-	return mlx5_qpn_dct_create_cq(cq, dc_key, dct);
+	return mlx5_qpn_dct_create_cq_path(cq, dc_key, path, dct);
 }
 
 uint32_t
@@ -398,6 +412,13 @@ mlx5_qpn_dct_read(const struct mlx5_qpn_dct *dct, uint16_t wqe_counter, void *bu
 int
 mlx5_qpn_dci_create_cq(struct mlx5_qpn_cq *cq, uint32_t log_sq_depth, struct mlx5_qpn_dci **dci)
 {
+	return mlx5_qpn_dci_create_cq_path(cq, log_sq_depth, nullptr, dci);
+}
+
+int
+mlx5_qpn_dci_create_cq_path(struct mlx5_qpn_cq *cq, uint32_t log_sq_depth,
+			    const struct mlx5_qpn_dc_path *path, struct mlx5_qpn_dci **dci)
+{
 	if (!cq || !dci)
 		return -EINVAL;
 	if (!dc_has(cq->dc, "dci_create", &mlx5_qpn_dc_ops::dci_create,
@@ -411,7 +432,7 @@ mlx5_qpn_dci_create_cq(struct mlx5_qpn_cq *cq, uint32_t log_sq_depth, struct mlx
 	auto *d = static_cast<mlx5_qpn_dci *>(calloc(1, sizeof(mlx5_qpn_dci)));
 	if (!d)
 		return -ENOMEM;
-	int rc = cq->dc->dci_create(cq->be, &cq->info, log_bbs, &d->info);
+	int rc = cq->dc->dci_create(cq->be, &cq->info, log_bbs, path, &d->info);
 	if (rc) {
 		free(d);
 		return rc;
@@ -445,6 +466,13 @@ int
 mlx5_qpn_dci_create(struct mlx5_qpn_dev *dev, struct mlx5_qpn_cq *cq, uint32_t log_sq_depth,
 		    struct mlx5_qpn_dci **dci)
 {
+	return mlx5_qpn_dci_create_path(dev, cq, log_sq_depth, nullptr, dci);
+}
+
+int
+mlx5_qpn_dci_create_path(struct mlx5_qpn_dev *dev, struct mlx5_qpn_cq *cq, uint32_t log_sq_depth,
+			 const struct mlx5_qpn_dc_path *path, struct mlx5_qpn_dci **dci)
+{
 	int rc;
 	mlx5_qpn_backend *be = dc_backend(dev, "dci_create", &rc);
 
@@ -454,7 +482,7 @@ mlx5_qpn_dci_create(struct mlx5_qpn_dev *dev, struct mlx5_qpn_cq *cq, uint32_t l
 		DC_LOG(ERR, "dci_create: the CQ is not one of this device");
 		return -EINVAL;
 	}
-	return mlx5_qpn_dci_create_cq(cq, log_sq_depth, dci);
+	return mlx5_qpn_dci_create_cq_path(cq, log_sq_depth, path, dci);
 }
 
 uint32_t
@@ -537,6 +565,40 @@ mlx5_qpn_dci_destroy(struct mlx5_qpn_dci *dci)
 	dci->cq->nb_qps--;
 	free(dci->wrid);
 	free(dci);
+}
+
+int
+mlx5_qpn_dci_state(const struct mlx5_qpn_dci *dci)
+{
+	/* Not yet modelled by the DC layer: the error CQE does not move it (to be done). */
+	return dci ? MLX5_QPN_DCI_READY : -EINVAL;
+}
+
+int
+mlx5_qpn_dci_recover(struct mlx5_qpn_dci *dci)
+{
+	if (!dci)
+		return -EINVAL;
+	return -EOPNOTSUPP; /* to be done: dci_reset through the ops table */
+}
+
+const char *
+mlx5_qpn_wc_syndrome_str(uint8_t syndrome)
+{
+	switch (syndrome) {
+	case MLX5_QPN_SYND_LOCAL_LENGTH:
+		return "local length error";
+	case MLX5_QPN_SYND_LOCAL_QP_OP:
+		return "local QP operation error (malformed WQE)";
+	case MLX5_QPN_SYND_WR_FLUSH:
+		return "work request flushed (the QP is in error)";
+	case MLX5_QPN_SYND_REMOTE_ACCESS:
+		return "remote access error";
+	case MLX5_QPN_SYND_TRANSPORT_RETRY:
+		return "transport retry counter exceeded (no answer from the target)";
+	default:
+		return "unknown syndrome";
+	}
 }
 
 int

@@ -35,8 +35,16 @@ int mlx5_qpn_cq_create_be(struct mlx5_qpn_backend *be, uint32_t log_depth, struc
 int mlx5_qpn_dci_create_cq(struct mlx5_qpn_cq *cq, uint32_t log_sq_depth,
 			   struct mlx5_qpn_dci **dci);
 
+/** mlx5_qpn_dci_create_path() with the device of cq. Same returns. */
+int mlx5_qpn_dci_create_cq_path(struct mlx5_qpn_cq *cq, uint32_t log_sq_depth,
+				const struct mlx5_qpn_dc_path *path, struct mlx5_qpn_dci **dci);
+
 /** mlx5_qpn_dct_create() with the device of cq. Same returns. */
 int mlx5_qpn_dct_create_cq(struct mlx5_qpn_cq *cq, uint64_t dc_key, struct mlx5_qpn_dct **dct);
+
+/** mlx5_qpn_dct_create_path() with the device of cq. Same returns. */
+int mlx5_qpn_dct_create_cq_path(struct mlx5_qpn_cq *cq, uint64_t dc_key,
+				const struct mlx5_qpn_dc_path *path, struct mlx5_qpn_dct **dct);
 
 /** mlx5_qpn_dc_ah_create() on a backend handle. Same returns. */
 int mlx5_qpn_dc_ah_create_be(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_addr *addr,

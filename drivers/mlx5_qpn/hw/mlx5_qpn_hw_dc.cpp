@@ -240,7 +240,8 @@ dc_qp_create(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_dc_cq_info *cq, struct 
 
 int
 hw_dci_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq,
-	      uint32_t log_sq_bbs, struct mlx5_qpn_dc_dci_info *dci)
+	      uint32_t log_sq_bbs, const struct mlx5_qpn_dc_path * /* path: to be applied */,
+	      struct mlx5_qpn_dc_dci_info *dci)
 {
 	if (be == nullptr || cq == nullptr || dci == nullptr || cq->handle == 0 ||
 	    log_sq_bbs < SQ_BB_SHIFT || log_sq_bbs > 16)
@@ -361,6 +362,7 @@ dct_rx_setup(mlx5_qpn_hw_dev *dev, struct ibv_pd *pd, hw_dct *t, struct mlx5_qpn
 
 int
 hw_dct_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq, uint64_t dc_key,
+	      const struct mlx5_qpn_dc_path * /* path: to be applied */,
 	      struct mlx5_qpn_dc_dct_info *dct)
 {
 	if (be == nullptr || cq == nullptr || dct == nullptr || cq->handle == 0)
@@ -540,6 +542,7 @@ const struct mlx5_qpn_dc_ops mlx5_qpn_hw_dc_ops = {
 	.cq_create = hw_cq_create,
 	.cq_destroy = hw_cq_destroy,
 	.dci_create = hw_dci_create,
+	.dci_reset = nullptr,
 	.dci_destroy = hw_dci_destroy,
 	.dct_create = hw_dct_create,
 	.dct_destroy = hw_dct_destroy,

@@ -164,7 +164,7 @@ dc_qp_destroy_cmd(mlx5_qpn_backend *be, uint64_t handle, uint32_t max, uint8_t r
 
 int
 sim_dci_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint32_t log_sq_bbs,
-	       mlx5_qpn_dc_dci_info *dci)
+	       const mlx5_qpn_dc_path * /* path */, mlx5_qpn_dc_dci_info *dci)
 {
 	uint8_t st = 0;
 	if (!be || !cq || !dci || !handle_ok(cq->handle, DC_MAX_CQ) ||
@@ -225,7 +225,7 @@ sim_dci_destroy(mlx5_qpn_backend *be, const mlx5_qpn_dc_dci_info *dci)
 
 int
 sim_dct_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint64_t dc_key,
-	       mlx5_qpn_dc_dct_info *dct)
+	       const mlx5_qpn_dc_path * /* path */, mlx5_qpn_dc_dct_info *dct)
 {
 	uint8_t st = 0;
 	if (!cq || !dct || !handle_ok(cq->handle, DC_MAX_CQ))
@@ -321,6 +321,7 @@ const struct mlx5_qpn_dc_ops mlx5_qpn_sim_dc_ops = {
 	.cq_create = sim_cq_create,
 	.cq_destroy = sim_cq_destroy,
 	.dci_create = sim_dci_create,
+	.dci_reset = nullptr,
 	.dci_destroy = sim_dci_destroy,
 	.dct_create = sim_dct_create,
 	.dct_destroy = sim_dct_destroy,
