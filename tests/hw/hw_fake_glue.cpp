@@ -341,7 +341,7 @@ int
 modify_qp(ibv_qp *qp, ibv_qp_attr *a, int mask)
 {
 	g_dev.modifies.push_back({qp->qp_num, int(a->qp_state), mask, int(a->port_num),
-				  int(a->path_mtu), int(a->min_rnr_timer)});
+				  int(a->path_mtu), int(a->min_rnr_timer), *a});
 	FakeQp *f = reinterpret_cast<FakeQp *>(qp);
 	if (f->dct && a->qp_state == IBV_QPS_RTR) {
 		qp->qp_num = g_dev.next_qpn++; /* rdma-core: qp_num = the DCT number from RTR */

@@ -56,6 +56,7 @@ struct FakeDevice {
 	struct Modify {
 		uint32_t qpn; /* qp_num at the call (a DCT's is 0 until RTR) */
 		int state, mask, port, mtu, min_rnr;
+		struct ibv_qp_attr attr; /* the whole call */
 	};
 	std::vector<DvQp> dv_qps;
 	std::vector<Modify> modifies;

@@ -60,6 +60,9 @@ constexpr sym_desc syms[] = {
 	GLUE_SYM(LIB_VERBS, ibv_destroy_ah, destroy_ah),
 	GLUE_SYM(LIB_VERBS, ibv_reg_mr, reg_mr),
 	GLUE_SYM(LIB_VERBS, ibv_dereg_mr, dereg_mr),
+	GLUE_SYM(LIB_VERBS, _ibv_query_gid_ex, query_gid_ex),
+	GLUE_SYM(LIB_VERBS, ibv_fork_init, fork_init),
+	GLUE_SYM(LIB_VERBS, ibv_is_fork_initialized, is_fork_initialized),
 	GLUE_SYM(LIB_MLX5, mlx5dv_is_supported, dv_is_supported),
 	GLUE_SYM(LIB_MLX5, mlx5dv_open_device, dv_open_device),
 	GLUE_SYM(LIB_MLX5, mlx5dv_create_qp, dv_create_qp), /* the DC data path */

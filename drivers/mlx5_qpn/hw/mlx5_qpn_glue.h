@@ -61,6 +61,12 @@ struct mlx5_qpn_glue {
 	/** A DCT's receive buffers (the exported entry; the header's ibv_reg_mr is a macro). */
 	__typeof__(ibv_reg_mr) *reg_mr;
 	__typeof__(ibv_dereg_mr) *dereg_mr;
+	/** The GID table entry with its type (RoCE v1/v2): the exported entry behind the header's
+	 * inline ibv_query_gid_ex (pass sizeof(struct ibv_gid_entry) as entry_size). */
+	__typeof__(_ibv_query_gid_ex) *query_gid_ex;
+	/* Fork safety of pinned memory (mlx5_qpn_hw_probe.cpp). */
+	__typeof__(ibv_fork_init) *fork_init;
+	__typeof__(ibv_is_fork_initialized) *is_fork_initialized;
 	__typeof__(mlx5dv_create_qp) *dv_create_qp; /* libmlx5.so.1 */
 	__typeof__(mlx5dv_init_obj) *dv_init_obj;   /* libmlx5.so.1 */
 
