@@ -99,7 +99,9 @@ timeout_us(const FakeQp *d)
 }
 
 /* The UAR register: a write the device has not taken yet becomes its view of the doorbell
- * when it names this DCI (the register holds the control segment's first 8 bytes). */
+ * when it names this DCI (the register holds the control segment's first 8 bytes). The fake
+ * reads memory, not bus writes: a write of the very 8 bytes it last took is not seen (the
+ * same WQE index and ds again, 2^16 BBs later); RESET clears what it took. */
 void
 take_doorbell(FakeQp *d)
 {

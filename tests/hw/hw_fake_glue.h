@@ -7,7 +7,20 @@
  * mlx5 device ("mlx5_fake") with configurable caps and firmware behaviour, and count every
  * call, so that the backend's calls "happen" on a machine without a ConnectX. The firmware
  * part speaks the project's PRM layouts (the same ones test_hw_fidelity.cpp checks against
- * rdma-core's definitions). Install with FakeGlue::Scope; one at a time.
+ * rdma-core's definitions). Install with hwfake::Scope; one at a time.
+ *
+ * The fake is strict: it refuses what the device, its kernel driver and libmlx5 refuse, with
+ * their errno (test_hw_fake_rules.cpp shows each rule):
+ *  - ibv_modify_qp: the state machine and masks of the kernel (DCI, DCT, UD), the port, the
+ *    path MTU, the AV (EINVAL; rdma-core returns the positive errno); refused calls change
+ *    nothing and are recorded with their rc;
+ *  - RoCE ports (use_roce()): a GID table with types, _ibv_query_gid_ex (EINVAL out of the
+ *    table, ENODATA for an empty entry), AHs and QP AVs that need a GRH and a GID of the table;
+ *  - execution (dc_execute()): see there;
+ *  - destroying a held object (a CQ with a QP on it, an SRQ under a DCT, a PD with anything
+ *    on it): EBUSY, the object intact;
+ *  - pinned memory past RLIMIT_MEMLOCK without CAP_IPC_LOCK: ENOMEM;
+ *  - a DCI whose WQE exceeds the firmware's max_wqe_sz_sq_dc: EINVAL.
  */
 
 #include <stdint.h>
@@ -117,8 +130,9 @@ void advance_us(uint64_t us);
 /**
  * For a test that shows a locked-memory refusal: lowers RLIMIT_MEMLOCK's soft limit to bytes
  * and drops CAP_IPC_LOCK from the calling thread's effective set (capset; the tests run as
- * root), restoring both when it goes. Capabilities are per thread: a pin made on another
- * thread (a driver's control thread) still has the capability.
+ * root), restoring both when it goes. Capabilities are per thread; while a guard lives the
+ * fake counts the capability as absent on every thread, so that a pin made on a driver's
+ * control thread is refused too, as in a process that lacks it.
  */
 class MemlockLimit {
 public:

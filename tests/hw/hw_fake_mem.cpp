@@ -11,6 +11,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
+
 #include "hw_fake_glue.h"
 #include "hw_fake_priv.h"
 
@@ -19,6 +21,11 @@ namespace hwfake {
 namespace {
 
 constexpr uint64_t PAGE = 4096;
+
+/* Live MemlockLimit guards: while one lives, the process counts as lacking CAP_IPC_LOCK on
+ * every thread (capset changes the calling thread only; a driver's control thread pins too,
+ * and a process without the capability lacks it on all its threads). */
+std::atomic<int> g_guards{0};
 
 bool
 caps_get(__user_cap_data_struct d[2])
@@ -65,7 +72,8 @@ pin(uint64_t bytes, uint64_t *pinned)
 	FakeDevice &d = fake();
 	struct rlimit r;
 	if (getrlimit(RLIMIT_MEMLOCK, &r) == 0 && r.rlim_cur != RLIM_INFINITY &&
-	    (d.pinned + add) / PAGE > r.rlim_cur / PAGE && !has_ipc_lock())
+	    (d.pinned + add) / PAGE > r.rlim_cur / PAGE &&
+	    (g_guards.load(std::memory_order_acquire) > 0 || !has_ipc_lock()))
 		return ENOMEM;
 	d.pinned += add;
 	*pinned = add;
@@ -101,10 +109,13 @@ MemlockLimit::MemlockLimit(uint64_t bytes)
 		cap_dropped_ = true;
 	}
 	ok_ = true;
+	g_guards.fetch_add(1, std::memory_order_release);
 }
 
 MemlockLimit::~MemlockLimit()
 {
+	if (ok_)
+		g_guards.fetch_sub(1, std::memory_order_release);
 	if (cap_dropped_) {
 		__user_cap_data_struct d[2] = {};
 		if (caps_get(d)) {
