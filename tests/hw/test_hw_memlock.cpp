@@ -310,3 +310,31 @@ TEST(HwMemlock, OneCqForAllUdQpsDestroyedLast)
 	EXPECT_EQ(hwfake::live_objects(), 0);
 	mlx5_qpn_glue_set_override(hwfake::fake_glue());
 }
+
+/* Through the generic layer: the pool is sized to the cap, so the sixth QPN is "none left"
+ * (-ENOSPC) from the pool, not an ibv_create_qp failure. */
+TEST(HwMemlock, ProbeUnderTheCapEndsInNoneLeft)
+{
+	hwfake::Scope scope;
+	fake().bit44 = false;
+	fake().guid = 0x0002c90300fc0000ull | static_cast<uint32_t>(getpid() & 0xffff);
+	LowMemlock low(vm_pin() + ud_cq_bytes() + 5 * ud_qp_bytes() + 100);
+	ASSERT_TRUE(low.ok());
+	LogCapture cap;
+	mlx5_qpn_dev *dev = nullptr;
+	ASSERT_EQ(mlx5_qpn_dev_probe("ib=mlx5_fake,reserved_qpn=try,quarantine_us=0,max_qpns=1024",
+				     &dev),
+		  0);
+	uint32_t q[6];
+	for (int i = 0; i < 5; i++)
+		ASSERT_EQ(mlx5_qpn_reserved_alloc(dev, &q[i]), 0) << i;
+	EXPECT_EQ(mlx5_qpn_reserved_alloc(dev, &q[5]), -ENOSPC);
+	for (int i = 0; i < 5; i++)
+		EXPECT_EQ(mlx5_qpn_reserved_dealloc(dev, q[i]), 0);
+	mlx5_qpn_dev_close(dev);
+	const std::string log = cap.text();
+	EXPECT_EQ(count(log, "capped at 5 of 1024"), 1u) << log;
+	EXPECT_EQ(log.find("ibv_create_qp"), std::string::npos) << log;
+	EXPECT_EQ(log.find("all that RLIMIT_MEMLOCK allows"), std::string::npos) << log;
+	EXPECT_EQ(hwfake::live_objects(), 0);
+}

@@ -70,8 +70,9 @@ struct mlx5_qpn_hw_dev {
 	uint8_t raw_log_max_num;        /* as read; caps carry mlx5_qpn_hw_log_max_num() */
 	std::atomic<uint8_t> log_ok{0}; /* largest object size the firmware accepted */
 	std::atomic<bool> step_logged{false};
-	std::atomic<bool> refusal_kept{false}; /* first_refusal* written (once) */
-	rsvd_refusal first_refusal{};          /* what the step-down line names */
+	/* first_refusal* are written once, by the thread that wins this flag */
+	std::atomic<bool> refusal_kept{false};
+	rsvd_refusal first_refusal{}; /* what the step-down line names */
 	uint8_t first_refused_log = 0;
 	fork_note fork = fork_note::nothing;
 	int fork_rc = 0;             /* ibv_fork_init()'s answer, negated */

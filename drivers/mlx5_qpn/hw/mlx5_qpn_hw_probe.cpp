@@ -188,16 +188,17 @@ log_step_once(mlx5_qpn_hw_dev *dev)
 	       dev->caps.log_reserved_qpn_granularity);
 }
 
-/* Keep the first refusal for the line; at probe the line is logged only if objects stay the
- * source (else the verdict says it). */
+/* The first refusal is kept for the line by the one thread that sees it first, which also
+ * logs it outside the probe; at probe the line waits for the verdict (the trial logs it only if
+ * objects stay the source). */
 static void
 note_step_down(mlx5_qpn_hw_dev *dev, uint8_t refused, const rsvd_refusal &why, uint8_t next)
 {
 	dev->log_ok.store(next, std::memory_order_relaxed);
-	if (!dev->refusal_kept.exchange(true)) {
-		dev->first_refusal = why;
-		dev->first_refused_log = refused;
-	}
+	if (dev->refusal_kept.exchange(true))
+		return;
+	dev->first_refusal = why;
+	dev->first_refused_log = refused;
 	if (!dev->probing)
 		log_step_once(dev);
 }
