@@ -236,7 +236,7 @@ missing_mlx5_symbol(const std::string &err)
 /*
  * An rdma-core before 34: a libmlx5 without mlx5dv_reserved_qpn_alloc/_dealloc still loads,
  * with both members NULL; half of the pair is none of it. The stub starts from the symbols the
- * glue resolves today and learns any it adds from the load's own error text.
+ * glue resolves and learns any other it needs from the load's own error text.
  */
 TEST(HwGlue, Libmlx5WithoutSingleQpnApiLoads)
 {
