@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <sys/stat.h>
 #include <rte_log.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 
 #include "hw/mlx5_qpn_glue.h"
@@ -61,8 +63,9 @@ core_complete(const mlx5_qpn_glue *g)
 	       g->close_device && g->query_device && g->query_port && g->dv_is_supported &&
 	       g->dv_open_device && g->devx_general_cmd && g->devx_obj_create &&
 	       g->devx_obj_destroy && g->reserved_qpn_alloc && g->reserved_qpn_dealloc &&
-	       g->devx_alloc_uar && g->devx_free_uar && g->alloc_pd && g->dealloc_pd &&
-	       g->create_cq && g->destroy_cq && g->create_qp && g->destroy_qp;
+	       g->fork_init && g->is_fork_initialized && g->devx_alloc_uar && g->devx_free_uar &&
+	       g->alloc_pd && g->dealloc_pd && g->create_cq && g->destroy_cq && g->create_qp &&
+	       g->destroy_qp;
 }
 
 bool
@@ -150,6 +153,142 @@ TEST(HwGlue, MissingSymbolIsNamed)
 		  std::string::npos)
 		<< err;
 	EXPECT_TRUE(all_null(&g));
+}
+
+namespace {
+
+/* The real libibverbs' path, or "" when it is not installed. */
+std::string
+real_libibverbs()
+{
+	void *h = dlopen("libibverbs.so.1", RTLD_LAZY | RTLD_LOCAL);
+	if (h == nullptr)
+		return "";
+	struct link_map *lm = nullptr;
+	std::string path = dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 ? lm->l_name : "";
+	dlclose(h);
+	return path;
+}
+
+/*
+ * A directory holding the real libibverbs and a stub libmlx5.so.1 built here that exports
+ * every name in syms (empty functions: the glue only resolves them). Each build gets its own
+ * directory, so no earlier stub is found loaded already.
+ */
+class StubLibs {
+public:
+	explicit StubLibs(const std::string &verbs)
+	{
+		char tmpl[] = "/tmp/mlx5_qpn_stub_XXXXXX";
+		if (mkdtemp(tmpl) != nullptr)
+			dir_ = tmpl;
+		verbs_ = verbs;
+	}
+	~StubLibs()
+	{
+		if (!dir_.empty())
+			(void)!system(("rm -rf '" + dir_ + "'").c_str());
+	}
+	StubLibs(const StubLibs &) = delete;
+	StubLibs &operator=(const StubLibs &) = delete;
+
+	/* Build the stub into a fresh subdirectory and load the glue from it. */
+	int load(const std::set<std::string> &syms, mlx5_qpn_glue *g, std::string *err)
+	{
+		const std::string sub = dir_ + "/" + std::to_string(builds_++);
+		const std::string src = sub + "/stub.c";
+		if (mkdir(sub.c_str(), 0700) != 0 ||
+		    symlink(verbs_.c_str(), (sub + "/libibverbs.so.1").c_str()) != 0)
+			return -EIO;
+		FILE *f = fopen(src.c_str(), "w");
+		if (f == nullptr)
+			return -EIO;
+		for (const std::string &s : syms)
+			fprintf(f, "void %s(void) {}\n", s.c_str());
+		fclose(f);
+		const std::string cc = "cc -shared -fPIC -o '" + sub + "/libmlx5.so.1' '" + src +
+				       "' 2>/dev/null";
+		if (system(cc.c_str()) != 0)
+			return -ENOEXEC;
+		char buf[256];
+		int rc = mlx5_qpn_glue_load(sub.c_str(), g, buf, sizeof(buf));
+		*err = buf;
+		return rc;
+	}
+
+private:
+	std::string dir_, verbs_;
+	int builds_ = 0;
+};
+
+/* The name of the libmlx5 symbol the load reports missing, or "". */
+std::string
+missing_mlx5_symbol(const std::string &err)
+{
+	const std::string head = "symbol ", tail = " missing from libmlx5.so.1";
+	if (err.rfind(head, 0) != 0 || err.find(tail) == std::string::npos)
+		return "";
+	return err.substr(head.size(), err.find(tail) - head.size());
+}
+
+} // namespace
+
+/*
+ * An rdma-core before 34: a libmlx5 without mlx5dv_reserved_qpn_alloc/_dealloc still loads,
+ * with both members NULL; half of the pair is none of it. The stub starts from the symbols the
+ * glue resolves and learns any other it needs from the load's own error text.
+ */
+TEST(HwGlue, Libmlx5WithoutSingleQpnApiLoads)
+{
+	const std::string verbs = real_libibverbs();
+	if (verbs.empty())
+		GTEST_SKIP() << "libibverbs.so.1 not installed";
+	if (system("cc --version >/dev/null 2>&1") != 0)
+		GTEST_SKIP() << "no C compiler to build the stub libmlx5";
+	StubLibs libs(verbs);
+	std::set<std::string> syms = {"mlx5dv_is_supported",     "mlx5dv_open_device",
+				      "mlx5dv_create_qp",        "mlx5dv_init_obj",
+				      "mlx5dv_devx_general_cmd", "mlx5dv_devx_obj_create",
+				      "mlx5dv_devx_obj_destroy", "mlx5dv_devx_alloc_uar",
+				      "mlx5dv_devx_free_uar"};
+	mlx5_qpn_glue g;
+	std::string err;
+	int rc = -ENOSYS;
+	for (int i = 0; i < 32 && rc == -ENOSYS; i++) {
+		rc = libs.load(syms, &g, &err);
+		const std::string more = missing_mlx5_symbol(err);
+		if (rc != -ENOSYS || more.empty() || more.find("reserved_qpn") != std::string::npos)
+			break;
+		syms.insert(more);
+	}
+	ASSERT_EQ(rc, 0) << err;
+	EXPECT_EQ(err, "");
+	EXPECT_EQ(g.reserved_qpn_alloc, nullptr);
+	EXPECT_EQ(g.reserved_qpn_dealloc, nullptr);
+	EXPECT_NE(g.devx_obj_create, nullptr);
+	EXPECT_NE(g.get_device_list, nullptr);
+	mlx5_qpn_glue_unload(&g);
+
+	/* Only the alloc half: both stay NULL. */
+	std::set<std::string> half = syms;
+	half.insert("mlx5dv_reserved_qpn_alloc");
+	ASSERT_EQ(libs.load(half, &g, &err), 0) << err;
+	EXPECT_EQ(g.reserved_qpn_alloc, nullptr);
+	EXPECT_EQ(g.reserved_qpn_dealloc, nullptr);
+	mlx5_qpn_glue_unload(&g);
+
+	/* Both: resolved (the stub is what the glue loads). */
+	half.insert("mlx5dv_reserved_qpn_dealloc");
+	ASSERT_EQ(libs.load(half, &g, &err), 0) << err;
+	EXPECT_NE(g.reserved_qpn_alloc, nullptr);
+	EXPECT_NE(g.reserved_qpn_dealloc, nullptr);
+	mlx5_qpn_glue_unload(&g);
+
+	/* A required symbol stays required. */
+	std::set<std::string> short_one = syms;
+	short_one.erase("mlx5dv_devx_obj_create");
+	EXPECT_EQ(libs.load(short_one, &g, &err), -ENOSYS);
+	EXPECT_EQ(missing_mlx5_symbol(err), "mlx5dv_devx_obj_create") << err;
 }
 
 TEST(HwOps, TableShape)

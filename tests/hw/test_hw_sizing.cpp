@@ -60,15 +60,18 @@ TEST(HwSizing, RequestIsTheSizeTheGenericLayerAsksFor)
 	EXPECT_EQ(mlx5_qpn_hw_request_log(nullptr, UINT32_MAX, 65536, 0), 0);
 }
 
-TEST(HwSizing, StepDownOnlyOnBadParameterAndNotBelowGranularity)
+TEST(HwSizing, StepDownOneSizeOnBadParameterToGranularityOnAnyOther)
 {
 	EXPECT_EQ(mlx5_qpn_hw_step_down(10, 7, -EINVAL), 9);
 	EXPECT_EQ(mlx5_qpn_hw_step_down(8, 7, -EINVAL), 7);
 	EXPECT_EQ(mlx5_qpn_hw_step_down(7, 7, -EINVAL), -1);
 	EXPECT_EQ(mlx5_qpn_hw_step_down(10, 7, 0), -1);
-	/* Exhaustion, busy or no DEVX would fail the same way at any size. */
-	for (int rc : {-ENOMEM, -EAGAIN, -EBUSY, -EIO, -EPERM, -EOPNOTSUPP})
-		EXPECT_EQ(mlx5_qpn_hw_step_down(10, 7, rc), -1) << rc;
+	/* Any other refusal: straight to the granularity, rdma-core's and UCX's size; at the
+	 * granularity nothing smaller is tried. */
+	for (int rc : {-ENOMEM, -EAGAIN, -EBUSY, -EIO, -EPERM, -EOPNOTSUPP, -ENOSPC}) {
+		EXPECT_EQ(mlx5_qpn_hw_step_down(10, 7, rc), 7) << rc;
+		EXPECT_EQ(mlx5_qpn_hw_step_down(7, 7, rc), -1) << rc;
+	}
 	/* The whole walk from the request to the granularity. */
 	std::vector<int> walk;
 	for (int log = 10; log >= 0; log = mlx5_qpn_hw_step_down(uint8_t(log), 7, -EINVAL))
@@ -165,7 +168,7 @@ TEST(HwSizing, StatusMappingAsKernelAndRdmaCore)
 		  8);
 	EXPECT_EQ(mlx5_qpn_hw_step_down(9, 7,
 					mlx5_qpn_fw_status_to_errno(MLX5_QPN_CMD_STAT_LIM_ERR)),
-		  -1);
+		  7);
 }
 
 TEST(HwSizing, OrdinaryQpArguments)

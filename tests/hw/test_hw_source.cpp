@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The hardware backend against a fake rdma-core (hw_fake_glue.h): the trial at the size that
- * will be requested and its step-down, caps 2 only with hca_cap_2, reserved_qpn=try|yes|no on
- * devices without objects (ordinary UD QPs; yes refused in one line), and fork safety.
+ * will be requested and its step-down (one size on bad parameter, to the granularity on any
+ * other refusal), caps 2 only with hca_cap_2, reserved_qpn=try|yes|no on devices without
+ * objects (ordinary UD QPs on one shared CQ; yes refused in one line), an rdma-core without
+ * mlx5dv_reserved_qpn_alloc, and a forked child's close.
  */
 #include <atomic>
 #include <gtest/gtest.h>
@@ -157,6 +159,151 @@ TEST(HwSource, BadParameterStepsDownOnceAndStaysOnObjects)
 	EXPECT_EQ(hwfake::live_objects(), 0);
 }
 
+namespace {
+
+/* The fake's table with its own entries swapped in; installed for the scope's lifetime, the
+ * fake's table restored after. */
+class Wrapped {
+public:
+	explicit Wrapped(void (*edit)(mlx5_qpn_glue *)) : table_(*hwfake::fake_glue())
+	{
+		edit(&table_);
+		mlx5_qpn_glue_set_override(&table_);
+	}
+	~Wrapped() { mlx5_qpn_glue_set_override(hwfake::fake_glue()); }
+	Wrapped(const Wrapped &) = delete;
+	Wrapped &operator=(const Wrapped &) = delete;
+
+private:
+	mlx5_qpn_glue table_;
+};
+
+/* How the wrapped devx_obj_create refuses every object above the granularity. */
+struct Refusal {
+	uint8_t status; /* 0: no status, only the errno */
+	int err;
+	const char *named; /* what the step line says of it */
+};
+Refusal g_refusal;
+
+mlx5dv_devx_obj *
+refuse_large(ibv_context *ctx, const void *in, size_t inlen, void *out, size_t outlen)
+{
+	mlx5_qpn_prm_obj_hdr h{};
+	mlx5_qpn_prm_obj_hdr_parse(in, inlen, &h);
+	if (h.log_obj_range <= fake().gran)
+		return hwfake::fake_glue()->devx_obj_create(ctx, in, inlen, out, outlen);
+	fake().create_logs.push_back(h.log_obj_range);
+	if (g_refusal.status != 0)
+		mlx5_qpn_prm_out_set_status(out, outlen, g_refusal.status, 0x5a5a);
+	errno = g_refusal.err;
+	return nullptr;
+}
+
+} // namespace
+
+/* A firmware refusing large objects with any status, or a bare errno: objects of the
+ * granularity, not the UD fallback. */
+TEST(HwSource, AnyRefusalAboveGranularityStepsDownToIt)
+{
+	const Refusal cases[] = {
+		{MLX5_QPN_CMD_STAT_BAD_SIZE_OUTS_CQES_ERR, EREMOTEIO,
+		 "status 0x40 syndrome 0x5a5a"},
+		{MLX5_QPN_CMD_STAT_BAD_RES_STATE_ERR, EREMOTEIO, "status 0x9 syndrome 0x5a5a"},
+		{MLX5_QPN_CMD_STAT_LIM_ERR, EREMOTEIO, "status 0x8 syndrome 0x5a5a"},
+		{0, ENOSPC, "no firmware status"},
+	};
+	for (const Refusal &c : cases) {
+		hwfake::Scope scope;
+		Wrapped w([](mlx5_qpn_glue *g) { g->devx_obj_create = refuse_large; });
+		g_refusal = c;
+		std::string log;
+		mlx5_qpn_backend *be = open_fake(MLX5_QPN_RSVD_TRY, &log);
+		ASSERT_NE(be, nullptr) << c.named;
+		/* Statuses the kernel maps to EINVAL step one size at a time (as bad parameter),
+		 * the others at once; both end at the granularity. */
+		const std::vector<uint8_t> &logs = fake().create_logs;
+		ASSERT_GE(logs.size(), 2u) << c.named;
+		EXPECT_EQ(logs.front(), 10) << c.named;
+		EXPECT_EQ(logs.back(), 7) << c.named;
+		if (mlx5_qpn_fw_status_to_errno(c.status) != -EINVAL) {
+			EXPECT_EQ(logs, (std::vector<uint8_t>{10, 7})) << c.named;
+		}
+		const size_t made = logs.size();
+		EXPECT_NE(log.find("QPN source: RESERVED_QPN objects"), std::string::npos) << log;
+		/* One line: the size and the status refused. */
+		EXPECT_EQ(count(log, "firmware refused"), 1u) << log;
+		EXPECT_NE(log.find("refused a RESERVED_QPN object of 2^10 QPNs (" +
+				   std::string(c.named)),
+			  std::string::npos)
+			<< log;
+		EXPECT_NE(log.find("stepping down towards 2^7"), std::string::npos) << log;
+		mlx5_qpn_caps caps{};
+		ASSERT_EQ(mlx5_qpn_hw_ops.query_caps(be, &caps), 0);
+		EXPECT_EQ(caps.reserved_qpn_obj, 1) << c.named;
+		/* Ranges come at the granularity at once, with no refused command. */
+		mlx5_qpn_range_obj o{};
+		LogCapture quiet;
+		ASSERT_EQ(mlx5_qpn_hw_ops.range_reserve(be, 10, &o), 0);
+		EXPECT_EQ(o.log_size, 7);
+		EXPECT_EQ(fake().create_logs.size(), made + 1);
+		EXPECT_EQ(quiet.text(), "");
+		EXPECT_EQ(mlx5_qpn_hw_ops.range_release(be, &o), 0);
+		mlx5_qpn_hw_ops.close(be);
+		EXPECT_EQ(hwfake::live_objects(), 0);
+	}
+}
+
+/* An rdma-core before 34: no mlx5dv_reserved_qpn_alloc/dealloc in the table. */
+TEST(HwSource, WithoutSingleQpnApiServesFromObjectsOrUdQps)
+{
+	auto no_single = [](mlx5_qpn_glue *g) {
+		g->reserved_qpn_alloc = nullptr;
+		g->reserved_qpn_dealloc = nullptr;
+	};
+	for (bool objects : {true, false}) {
+		hwfake::Scope scope;
+		Wrapped w(no_single);
+		fake().bit44 = objects;
+		std::string log;
+		mlx5_qpn_backend *be = open_fake(MLX5_QPN_RSVD_TRY, &log);
+		ASSERT_NE(be, nullptr);
+		const char *which = objects ? "QPNs come from RESERVED_QPN objects through DEVX" :
+					      "QPNs come from ordinary UD QPs";
+		EXPECT_EQ(count(log, "without mlx5dv_reserved_qpn_alloc"), 1u) << log;
+		EXPECT_EQ(count(log, which), 1u) << log;
+		uint32_t q = 0;
+		EXPECT_EQ(mlx5_qpn_hw_ops.qpn_reserve_one(be, &q), -EOPNOTSUPP);
+		LogCapture cap;
+		EXPECT_EQ(mlx5_qpn_hw_ops.qpn_release_one(be, 0x2a0), -EINVAL);
+		EXPECT_EQ(count_lines(cap.text()), 1u);
+		mlx5_qpn_range_obj o{};
+		if (objects) {
+			ASSERT_EQ(mlx5_qpn_hw_ops.range_reserve(be, 10, &o), 0);
+			EXPECT_EQ(o.log_size, 10);
+		} else {
+			EXPECT_EQ(mlx5_qpn_hw_ops.range_reserve(be, 10, &o), -ENOTSUP);
+			ASSERT_EQ(mlx5_qpn_hw_ops.qp_create(be, &q), 0);
+		}
+		mlx5_qpn_hw_ops.close(be);
+		EXPECT_EQ(hwfake::live_objects(), 0);
+	}
+	/* Through the generic layer: reserved_qpn=try serves QPNs. */
+	hwfake::Scope scope;
+	Wrapped w(no_single);
+	fake().guid = 0x0002c90300fb0000ull | static_cast<uint32_t>(getpid() & 0xffff);
+	mlx5_qpn_dev *dev = nullptr;
+	ASSERT_EQ(mlx5_qpn_dev_probe("ib=mlx5_fake,reserved_qpn=try,quarantine_us=0,max_qpns=1024",
+				     &dev),
+		  0);
+	uint32_t q = 0;
+	ASSERT_EQ(mlx5_qpn_reserved_alloc(dev, &q), 0);
+	EXPECT_EQ(mlx5_qpn_reserved_dealloc(dev, q), 0);
+	mlx5_qpn_dev_close(dev);
+	EXPECT_EQ(fake().single_calls, 0);
+	EXPECT_EQ(hwfake::live_objects(), 0);
+}
+
 TEST(HwSource, Caps2OnlyWhenHcaCap2IsSet)
 {
 	hwfake::Scope scope;
@@ -200,14 +347,15 @@ TEST(HwSource, TryWithoutObjectsUsesOrdinaryUdQps)
 	}
 	EXPECT_EQ(got.size(), 5u);
 	EXPECT_EQ(fake().qps_live, 5);
-	EXPECT_EQ(fake().cqs_live, 5) << "one CQ per QPN";
+	EXPECT_EQ(fake().cqs_live, 1) << "one CQ shared by every UD QP";
 	EXPECT_EQ(fake().pds_live, 1) << "one PD for all";
-	EXPECT_EQ(fake().cq_depths, (std::vector<int>(5, 1)));
+	EXPECT_EQ(fake().cq_depths, (std::vector<int>{1}));
 	EXPECT_EQ(fake().bad_qp_attrs, 0);
-	/* Released: the QP and its CQ go; a second release is refused before rdma-core. */
+	/* Released: the QP goes, the shared CQ stays; a second release is refused before
+	 * rdma-core. */
 	ASSERT_EQ(mlx5_qpn_hw_ops.qp_destroy(be, *got.begin()), 0);
 	EXPECT_EQ(fake().qps_live, 4);
-	EXPECT_EQ(fake().cqs_live, 4);
+	EXPECT_EQ(fake().cqs_live, 1);
 	LogCapture cap;
 	EXPECT_EQ(mlx5_qpn_hw_ops.qp_destroy(be, *got.begin()), -EINVAL);
 	EXPECT_EQ(mlx5_qpn_hw_ops.qp_destroy(be, 0xabcdef), -EINVAL);
@@ -227,8 +375,9 @@ TEST(HwSource, YesWithoutObjectsFailsInOneLineNamingTheReason)
 		{[](hwfake::FakeDevice &d) { d.caps_ok = false; }, "QUERY_HCA_CAP refused"},
 		{[](hwfake::FakeDevice &d) { d.bit44 = false; }, "bit 44 (RESERVED_QPN) clear"},
 		{[](hwfake::FakeDevice &d) { d.hca_cap_2 = false; }, "hca_cap_2 clear"},
+		/* Refused at 2^10, then at the granularity too. */
 		{[](hwfake::FakeDevice &d) { d.create_status = MLX5_QPN_CMD_STAT_LIM_ERR; },
-		 "trial object of 2^10 QPNs refused"},
+		 "trial object of 2^7 QPNs refused"},
 		{[](hwfake::FakeDevice &d) { d.fw_max_log = 0; },
 		 "trial object of 2^7 QPNs refused"},
 	};

@@ -27,11 +27,16 @@ struct sym_desc {
 	lib_idx lib;
 	const char *name; /* exported name (the real symbol, not a header macro) */
 	size_t offset;    /* of the member in struct mlx5_qpn_glue */
+	bool optional;    /* absent from older rdma-core: the member stays NULL */
 };
 
 #define GLUE_SYM(lib, sym, member)                                                                 \
 	{                                                                                          \
-		lib, #sym, offsetof(struct mlx5_qpn_glue, member)                                  \
+		lib, #sym, offsetof(struct mlx5_qpn_glue, member), false                           \
+	}
+#define GLUE_OPT(lib, sym, member)                                                                 \
+	{                                                                                          \
+		lib, #sym, offsetof(struct mlx5_qpn_glue, member), true                            \
 	}
 
 /*
@@ -62,7 +67,8 @@ constexpr sym_desc syms[] = {
 	GLUE_SYM(LIB_VERBS, ibv_dereg_mr, dereg_mr),
 	GLUE_SYM(LIB_VERBS, _ibv_query_gid_ex, query_gid_ex),
 	GLUE_SYM(LIB_VERBS, ibv_fork_init, fork_init),
-	GLUE_SYM(LIB_VERBS, ibv_is_fork_initialized, is_fork_initialized),
+	/* IBVERBS_1.13, newer than the rest: without it the kernel's copy-on-fork is unknown. */
+	GLUE_OPT(LIB_VERBS, ibv_is_fork_initialized, is_fork_initialized),
 	GLUE_SYM(LIB_MLX5, mlx5dv_is_supported, dv_is_supported),
 	GLUE_SYM(LIB_MLX5, mlx5dv_open_device, dv_open_device),
 	GLUE_SYM(LIB_MLX5, mlx5dv_create_qp, dv_create_qp), /* the DC data path */
@@ -70,13 +76,16 @@ constexpr sym_desc syms[] = {
 	GLUE_SYM(LIB_MLX5, mlx5dv_devx_general_cmd, devx_general_cmd),
 	GLUE_SYM(LIB_MLX5, mlx5dv_devx_obj_create, devx_obj_create),
 	GLUE_SYM(LIB_MLX5, mlx5dv_devx_obj_destroy, devx_obj_destroy),
-	GLUE_SYM(LIB_MLX5, mlx5dv_reserved_qpn_alloc, reserved_qpn_alloc),
-	GLUE_SYM(LIB_MLX5, mlx5dv_reserved_qpn_dealloc, reserved_qpn_dealloc),
+	/* rdma-core 34 and later (MLX5_1.18); without them the backend serves QPNs from DEVX
+	 * RESERVED_QPN objects or ordinary UD QPs. */
+	GLUE_OPT(LIB_MLX5, mlx5dv_reserved_qpn_alloc, reserved_qpn_alloc),
+	GLUE_OPT(LIB_MLX5, mlx5dv_reserved_qpn_dealloc, reserved_qpn_dealloc),
 	GLUE_SYM(LIB_MLX5, mlx5dv_devx_alloc_uar, devx_alloc_uar),
 	GLUE_SYM(LIB_MLX5, mlx5dv_devx_free_uar, devx_free_uar),
 };
 
 #undef GLUE_SYM
+#undef GLUE_OPT
 
 void
 set_err(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
@@ -114,7 +123,10 @@ open_lib(const char *libdir, const char *soname, char *err, size_t errlen)
 	return h;
 }
 
-/* Resolve the symbols of one library; false (and err set) at the first missing one. */
+/*
+ * Resolve the symbols of one library; false (and err set) at the first missing required one.
+ * A missing optional one leaves its member NULL.
+ */
 bool
 resolve(struct mlx5_qpn_glue *glue, lib_idx lib, char *err, size_t errlen)
 {
@@ -123,6 +135,8 @@ resolve(struct mlx5_qpn_glue *glue, lib_idx lib, char *err, size_t errlen)
 			continue;
 		dlerror();
 		void *p = dlsym(glue->handle[lib], s.name);
+		if (p == nullptr && s.optional)
+			continue;
 		if (p == nullptr) {
 			set_err(err, errlen, "symbol %s missing from %s", s.name, lib_name[lib]);
 			return false;
@@ -196,6 +210,11 @@ mlx5_qpn_glue_load(const char *libdir, struct mlx5_qpn_glue *glue, char *err, si
 			mlx5_qpn_glue_unload(glue);
 			return -ENOSYS;
 		}
+	}
+	/* The single-QPN pair is used as a pair: half of it is none of it. */
+	if (glue->reserved_qpn_alloc == nullptr || glue->reserved_qpn_dealloc == nullptr) {
+		glue->reserved_qpn_alloc = nullptr;
+		glue->reserved_qpn_dealloc = nullptr;
 	}
 	return 0;
 }

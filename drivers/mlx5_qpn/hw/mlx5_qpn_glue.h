@@ -16,7 +16,9 @@
  * prototype change in rdma-core is a compile error here, not a silent ABI mismatch.
  *
  * Libraries: libibverbs.so.1 and libmlx5.so.1, both required (the hardware backend needs
- * them). librdmacm is not the driver's: qpn-testpmd loads it itself (app/qpn-testpmd/
+ * them). Every symbol is required except mlx5dv_reserved_qpn_alloc/_dealloc (rdma-core 34 and
+ * later) and ibv_is_fork_initialized (IBVERBS_1.13, a later rdma-core still): on an older
+ * rdma-core those members are NULL and the backend works without them. librdmacm is not the driver's: qpn-testpmd loads it itself (app/qpn-testpmd/
  * rdmacm_glue.h). The environment variable MLX5_QPN_GLUE_LIBDIR, when set, is a directory to
  * load the libraries from instead of the dynamic loader's search path.
  *
@@ -66,6 +68,7 @@ struct mlx5_qpn_glue {
 	__typeof__(_ibv_query_gid_ex) *query_gid_ex;
 	/* Fork safety of pinned memory (mlx5_qpn_hw_probe.cpp). */
 	__typeof__(ibv_fork_init) *fork_init;
+	/** Optional: NULL on an rdma-core without it (fork_init is then called unasked). */
 	__typeof__(ibv_is_fork_initialized) *is_fork_initialized;
 	__typeof__(mlx5dv_create_qp) *dv_create_qp; /* libmlx5.so.1 */
 	__typeof__(mlx5dv_init_obj) *dv_init_obj;   /* libmlx5.so.1 */
@@ -76,6 +79,7 @@ struct mlx5_qpn_glue {
 	__typeof__(mlx5dv_devx_general_cmd) *devx_general_cmd;
 	__typeof__(mlx5dv_devx_obj_create) *devx_obj_create;
 	__typeof__(mlx5dv_devx_obj_destroy) *devx_obj_destroy;
+	/** Optional (rdma-core 34+): both NULL when libmlx5 lacks either. */
 	__typeof__(mlx5dv_reserved_qpn_alloc) *reserved_qpn_alloc;
 	__typeof__(mlx5dv_reserved_qpn_dealloc) *reserved_qpn_dealloc;
 	__typeof__(mlx5dv_devx_alloc_uar) *devx_alloc_uar;
@@ -88,8 +92,8 @@ struct mlx5_qpn_glue {
 /**
  * The process-wide table for the verbs + mlx5 part (loaded on first use).
  *
- * @return the table, or NULL if libibverbs.so.1 / libmlx5.so.1 or one of their symbols is
- *         missing. The first failing call logs one error line naming the library or symbol;
+ * @return the table, or NULL if libibverbs.so.1 / libmlx5.so.1 or one of their required
+ *         symbols is missing. The first failing call logs one error line naming the library or symbol;
  *         later calls return NULL silently. mlx5_qpn_glue_error() gives the text.
  */
 const struct mlx5_qpn_glue *mlx5_qpn_glue_get(void);
@@ -110,8 +114,8 @@ const char *mlx5_qpn_glue_error(void);
  * @param glue   Filled on success; on failure all pointers are NULL.
  * @param err    Buffer for the error text ("" on success); may be NULL.
  * @param errlen Its size.
- * @return 0 (verbs + mlx5 resolved), -ENOENT when a library
- *         cannot be opened, -ENOSYS when a symbol is missing, -EINVAL for a NULL glue.
+ * @return 0 (verbs + mlx5 resolved; optional members may be NULL), -ENOENT when a library
+ *         cannot be opened, -ENOSYS when a required symbol is missing, -EINVAL for a NULL glue.
  */
 int mlx5_qpn_glue_load(const char *libdir, struct mlx5_qpn_glue *glue, char *err, size_t errlen);
 

@@ -20,6 +20,7 @@
 #include "mlx5_qpn_backend.h"
 #include "mlx5_qpn_glue.h"
 #include "mlx5_qpn_hw_log.h"
+#include "mlx5_qpn_hw_memlock.h"
 #include "mlx5_qpn_hw_priv.h" /* the device, the QP source, the sizing decisions */
 #include "mlx5_qpn_hw_dc.h"   /* the DC table */
 #include "common/mlx5_qpn_prm.h"
@@ -82,6 +83,141 @@ free_dev(mlx5_qpn_hw_dev *dev)
 
 /* ---- ops ---- */
 
+/* The device named name, with the list to free after opening it (NULL and -ENODEV or
+ * -ENOTSUP, logged, when there is none). */
+int
+find_device(const struct mlx5_qpn_glue *glue, const char *name, struct ibv_device ***list_out,
+	    struct ibv_device **found)
+{
+	int n = 0;
+	struct ibv_device **list = glue->get_device_list(&n);
+	if (list == nullptr)
+		n = 0; /* no uverbs in the kernel at all: the same as no device */
+	*found = nullptr;
+	for (int i = 0; i < n && list[i] != nullptr; i++) {
+		const char *nm = glue->get_device_name(list[i]);
+		if (nm != nullptr && strcmp(nm, name) == 0) {
+			*found = list[i];
+			break;
+		}
+	}
+	int rc = 0;
+	if (*found == nullptr) {
+		HW_LOG(ERR, "no RDMA device \"%s\" (%d devices found)", name, n);
+		rc = -ENODEV;
+	} else if (!glue->dv_is_supported(*found)) {
+		HW_LOG(ERR, "RDMA device \"%s\" is not an mlx5 device", name);
+		rc = -ENOTSUP;
+	}
+	if (rc != 0 && list != nullptr)
+		glue->free_device_list(list);
+	*list_out = rc == 0 ? list : nullptr;
+	return rc;
+}
+
+/* The context: with DEVX when the device allows it, verbs only otherwise. */
+int
+open_context(mlx5_qpn_hw_dev *dev, struct ibv_device *found)
+{
+	struct mlx5dv_context_attr dv_attr;
+	memset(&dv_attr, 0, sizeof(dv_attr));
+	dv_attr.flags = MLX5DV_CONTEXT_FLAGS_DEVX;
+	errno = 0;
+	dev->ctx = dev->glue->dv_open_device(found, &dv_attr);
+	if (dev->ctx != nullptr) {
+		dev->caps.devx = 1;
+		return 0;
+	}
+	/* DEVX refused (no permission, old kernel): verbs only, single-QPN API only. */
+	dev->probe.err = errno != 0 ? -errno : -EIO;
+	HW_LOG(DEBUG, "%s: DEVX context refused (%s), opening without it", dev->name,
+	       strerror(-dev->probe.err));
+	errno = 0;
+	dev->ctx = dev->glue->open_device(found);
+	if (dev->ctx != nullptr)
+		return 0;
+	int rc = errno != 0 ? -errno : -ENODEV;
+	HW_LOG(ERR, "cannot open RDMA device \"%s\" (%s)", dev->name, strerror(-rc));
+	return rc;
+}
+
+/*
+ * The UD fallback pins memory per QPN (mlx5_qpn_hw_qps_fit()): cap it at what RLIMIT_MEMLOCK
+ * leaves, in caps.qpn_limit (the generic layer grows no further) and in the holder, with one
+ * line when the cap is below what the generic layer could ask for. -ENOMEM (one line) when not
+ * even the shared CQ and one QP fit.
+ */
+int
+cap_ordinary(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_devargs *da)
+{
+	const long ps = sysconf(_SC_PAGESIZE);
+	const uint64_t page = ps > 0 ? static_cast<uint64_t>(ps) : 4096;
+	uint64_t limit = 0, pinned = 0;
+	const uint32_t fit = mlx5_qpn_hw_qps_fit(mlx5_qpn_hw_memlock_room(&limit, &pinned), page);
+	struct ibv_qp_init_attr attr;
+	mlx5_qpn_hw_qp_init_attr(&attr, nullptr);
+	const uint64_t per_qp = mlx5_qpn_hw_qp_pin_bytes(&attr, page);
+	const uint64_t cq = mlx5_qpn_hw_cq_pin_bytes(MLX5_QPN_HW_QP_CQE, page);
+	if (fit == 0)
+		return mlx5_qpn_hw_memlock_check(dev->name, cq + per_qp,
+						 "the UD fallback's shared CQ and first QP");
+	uint64_t want = da->max_qpns;
+	if (dev->caps.log_max_qp < 32 && (1ull << dev->caps.log_max_qp) < want)
+		want = 1ull << dev->caps.log_max_qp;
+	if (fit >= want)
+		return 0;
+	dev->caps.qpn_limit = fit;
+	mlx5_qpn_hw_qps_set_cap(dev->qps, fit);
+	char lim[32], pin[32];
+	HW_LOG(WARNING,
+	       "%s: ordinary UD QPs capped at %u of %llu: RLIMIT_MEMLOCK is %s (%s pinned "
+	       "already), each QP pins %llu bytes and their shared CQ %llu",
+	       dev->name, fit, static_cast<unsigned long long>(want),
+	       mlx5_qpn_hw_memlock_str(limit, lim, sizeof(lim)),
+	       mlx5_qpn_hw_memlock_str(pinned, pin, sizeof(pin)),
+	       static_cast<unsigned long long>(per_qp), static_cast<unsigned long long>(cq));
+	return 0;
+}
+
+/* Caps, the trial object, the source and its holder; the probe's lines on success. */
+int
+probe_device(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_devargs *da)
+{
+	const auto *hwa = reinterpret_cast<const mlx5_qpn_hw_devargs *>(da->be_args);
+	dev->port = uint8_t(hwa->port != 0 ? hwa->port : MLX5_QPN_HW_DC_PORT);
+	dev->probing = true;
+	read_caps(dev);
+	if (dev->caps.nb_ports != 0 && dev->port > dev->caps.nb_ports) {
+		HW_LOG(ERR, "%s: port=%u but the device has %u port(s)", da->name, dev->port,
+		       dev->caps.nb_ports);
+		return -EINVAL;
+	}
+	trial_allocation(dev, da);
+	dev->probing = false;
+	const enum mlx5_qpn_hw_source src = mlx5_qpn_hw_source_choose(da->reserved_qpn,
+								      &dev->probe);
+	if (src == MLX5_QPN_HW_SRC_NONE) {
+		char why[128];
+		mlx5_qpn_hw_probe_reason(&dev->probe, why, sizeof(why));
+		HW_LOG(ERR, "%s: reserved_qpn=yes but RESERVED_QPN objects are unusable: %s",
+		       da->name, why);
+		return -EOPNOTSUPP;
+	}
+	dev->qps = mlx5_qpn_hw_qps_new(dev->glue, dev->ctx, dev->name);
+	if (dev->qps == nullptr)
+		return -ENOMEM;
+	if (src == MLX5_QPN_HW_SRC_ORDINARY) {
+		int rc = cap_ordinary(dev, da);
+		if (rc != 0)
+			return rc;
+	}
+	log_setup(dev, src);
+	log_probe(dev, src);
+	return 0;
+}
+
+/* ---- ops ---- */
+
 int
 hw_open(const struct mlx5_qpn_devargs *da, struct mlx5_qpn_backend **out)
 {
@@ -97,31 +233,11 @@ hw_open(const struct mlx5_qpn_devargs *da, struct mlx5_qpn_backend **out)
 		       mlx5_qpn_glue_error());
 		return -ENODEV;
 	}
-
-	int n = 0;
-	struct ibv_device **list = glue->get_device_list(&n);
-	if (list == nullptr)
-		n = 0; /* no uverbs in the kernel at all: the same as no device */
+	struct ibv_device **list = nullptr;
 	struct ibv_device *found = nullptr;
-	for (int i = 0; i < n && list[i] != nullptr; i++) {
-		const char *nm = glue->get_device_name(list[i]);
-		if (nm != nullptr && strcmp(nm, da->name) == 0) {
-			found = list[i];
-			break;
-		}
-	}
-	if (found == nullptr) {
-		if (list != nullptr)
-			glue->free_device_list(list);
-		HW_LOG(ERR, "no RDMA device \"%s\" (%d devices found)", da->name, n);
-		return -ENODEV;
-	}
-	if (!glue->dv_is_supported(found)) {
-		glue->free_device_list(list);
-		HW_LOG(ERR, "RDMA device \"%s\" is not an mlx5 device", da->name);
-		return -ENOTSUP;
-	}
-
+	int rc = find_device(glue, da->name, &list, &found);
+	if (rc != 0)
+		return rc;
 	mlx5_qpn_hw_dev *dev = new (std::nothrow) mlx5_qpn_hw_dev();
 	if (dev == nullptr) {
 		glue->free_device_list(list);
@@ -131,59 +247,17 @@ hw_open(const struct mlx5_qpn_devargs *da, struct mlx5_qpn_backend **out)
 	dev->head.prev = dev->head.next = &dev->head;
 	dev->owner_pid = getpid();
 	snprintf(dev->name, sizeof(dev->name), "%s", da->name);
-
-	struct mlx5dv_context_attr dv_attr;
-	memset(&dv_attr, 0, sizeof(dv_attr));
-	dv_attr.flags = MLX5DV_CONTEXT_FLAGS_DEVX;
-	errno = 0;
-	dev->ctx = glue->dv_open_device(found, &dv_attr);
-	if (dev->ctx != nullptr) {
-		dev->caps.devx = 1;
-	} else {
-		/* DEVX refused (no permission, old kernel): verbs only, single-QPN API only. */
-		dev->probe.err = errno != 0 ? -errno : -EIO;
-		HW_LOG(DEBUG, "%s: DEVX context refused (%s), opening without it", da->name,
-		       strerror(-dev->probe.err));
-		errno = 0;
-		dev->ctx = glue->open_device(found);
-	}
+	/* Before the context: ibv_fork_init() refuses once anything is pinned. */
+	fork_setup(dev);
+	rc = open_context(dev, found);
 	/* Opened contexts keep their device alive after the list is freed. */
 	glue->free_device_list(list);
-	if (dev->ctx == nullptr) {
-		int rc = errno != 0 ? -errno : -ENODEV;
-		HW_LOG(ERR, "cannot open RDMA device \"%s\" (%s)", da->name, strerror(-rc));
+	if (rc == 0)
+		rc = probe_device(dev, da);
+	if (rc != 0) {
 		free_dev(dev);
 		return rc;
 	}
-
-	const auto *hwa = reinterpret_cast<const mlx5_qpn_hw_devargs *>(da->be_args);
-	dev->port = uint8_t(hwa->port != 0 ? hwa->port : MLX5_QPN_HW_DC_PORT);
-	dev->probing = true;
-	read_caps(dev);
-	if (dev->caps.nb_ports != 0 && dev->port > dev->caps.nb_ports) {
-		HW_LOG(ERR, "%s: port=%u but the device has %u port(s)", da->name, dev->port,
-		       dev->caps.nb_ports);
-		free_dev(dev);
-		return -EINVAL;
-	}
-	trial_allocation(dev, da);
-	dev->probing = false;
-	const enum mlx5_qpn_hw_source src = mlx5_qpn_hw_source_choose(da->reserved_qpn,
-								      &dev->probe);
-	if (src == MLX5_QPN_HW_SRC_NONE) {
-		char why[128];
-		mlx5_qpn_hw_probe_reason(&dev->probe, why, sizeof(why));
-		HW_LOG(ERR, "%s: reserved_qpn=yes but RESERVED_QPN objects are unusable: %s",
-		       da->name, why);
-		free_dev(dev);
-		return -EOPNOTSUPP;
-	}
-	dev->qps = mlx5_qpn_hw_qps_new(glue, dev->ctx, dev->name);
-	if (dev->qps == nullptr) {
-		free_dev(dev);
-		return -ENOMEM;
-	}
-	log_probe(dev, src);
 	*out = reinterpret_cast<struct mlx5_qpn_backend *>(dev);
 	return 0;
 }
@@ -268,8 +342,9 @@ hw_qpn_reserve_one(struct mlx5_qpn_backend *be, uint32_t *qpn)
 		return -EINVAL;
 	mlx5_qpn_hw_dev *dev = to_dev(be);
 	/* rdma-core makes the same objects at the granularity: where the trial failed it would
-	 * fail too, so say so without asking (the generic layer then uses ordinary QPs). */
-	if (!dev->objs_ok)
+	 * fail too, so say so without asking (the generic layer then uses ordinary QPs). An
+	 * rdma-core before 34 has no such call at all. */
+	if (!dev->objs_ok || dev->glue->reserved_qpn_alloc == nullptr)
 		return -EOPNOTSUPP;
 	hw_node *n = new (std::nothrow) hw_node();
 	if (n == nullptr)
@@ -424,7 +499,7 @@ hw_close(struct mlx5_qpn_backend *be)
 			destroy_rsvd_obj(dev, n->obj, n->qpn);
 			ranges++;
 			break;
-		case node_kind::single_qpn:
+		case node_kind::single_qpn: /* only made where the pair exists */
 			dev->glue->reserved_qpn_dealloc(dev->ctx, n->qpn);
 			singles++;
 			break;

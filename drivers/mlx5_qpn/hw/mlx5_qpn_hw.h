@@ -13,21 +13,31 @@
  *
  * open:            glue -> ibv_get_device_list -> the device named da->name (e.g. "mlx5_0").
  *                  Not found: one line `mlx5_qpn: no RDMA device "<name>" (<n> devices found)`
- *                  and -ENODEV. rdma-core missing (library or symbol): one line
+ *                  and -ENODEV. rdma-core missing (library or required symbol): one line
  *                  `mlx5_qpn: no RDMA device "<name>": rdma-core unavailable (<what>)` and
  *                  -ENODEV too, since for the caller both mean "this device cannot be had".
  *                  A device that is not mlx5: -ENOTSUP. -EINVAL for a NULL/empty name.
+ *                  Fork safety comes first, before anything is pinned: ibv_fork_init() when
+ *                  ibv_is_fork_initialized() says DISABLED or does not exist (nothing when
+ *                  UNNEEDED or ENABLED); a refusal is one WARNING line, not a failure.
  *                  The context is opened with DEVX (mlx5dv_open_device); when DEVX is refused
  *                  it falls back to ibv_open_device and caps.devx = 0. HCA caps are read with
  *                  QUERY_HCA_CAP through mlx5dv_devx_general_cmd, caps 2 only when
  *                  cmd_hca_cap.hca_cap_2 is set; RESERVED_QPN support is then proven by
  *                  creating and destroying one object of the size the generic layer will
- *                  request (mlx5_qpn_hw_request_log()), stepping down towards the
- *                  granularity while the firmware answers "bad parameter" (logged once).
- *                  reserved_qpn=no skips the trial. reserved_qpn=yes without usable objects:
- *                  one line `mlx5_qpn: <name>: reserved_qpn=yes but RESERVED_QPN objects are
- *                  unusable: <reason>` and -EOPNOTSUPP. The caps read, the verdict and the
- *                  QPN source are logged in one INFO line. The opener's pid is recorded.
+ *                  request (mlx5_qpn_hw_request_log()). A refused size steps down: one size
+ *                  on "bad parameter", straight to the granularity on any other answer; the
+ *                  first refusal (size, status, syndrome) is one WARNING line when objects
+ *                  stay the source. reserved_qpn=no skips the trial. reserved_qpn=yes
+ *                  without usable objects: one line `mlx5_qpn: <name>: reserved_qpn=yes but
+ *                  RESERVED_QPN objects are unusable: <reason>` and -EOPNOTSUPP. When the
+ *                  source is ordinary UD QPs, they are capped at what RLIMIT_MEMLOCK leaves
+ *                  (caps.qpn_limit; one WARNING line naming the cap, the limit and the bytes
+ *                  per QP), and -ENOMEM in one line when not even one fits. On success: the
+ *                  fork line (if fork_init was called), a line when rdma-core lacks
+ *                  mlx5dv_reserved_qpn_alloc (which source serves instead), and the caps read,
+ *                  the verdict and the QPN source in one INFO line. The opener's pid is
+ *                  recorded.
  * query_caps:      the caps read at open. caps.reserved_qpn_obj is 1 only when bit 44 of
  *                  general_obj_types is set AND the trial allocation succeeded (the raw bits
  *                  stay in caps.general_obj_types). caps.log_max_num_reserved_qpn read as 0
@@ -37,13 +47,15 @@
  *                  (-EINVAL otherwise); -ENOTSUP when objects are not usable (use the
  *                  single-QPN fallback); firmware errors as mlx5_qpn_fw_status_to_errno().
  *                  The object is never larger than the largest size the firmware accepted,
- *                  and steps down on "bad parameter": obj->log_size is what was created.
+ *                  and steps down on a refusal as at open: obj->log_size is what was created.
  * range_release:   destroys the object; -EINVAL for a handle this device did not give.
  * qpn_reserve_one / qpn_release_one: mlx5dv_reserved_qpn_alloc / _dealloc, their positive
  *                  errno returned negated; -EOPNOTSUPP without asking rdma-core when the trial
- *                  failed (rdma-core creates the same objects).
- * qp_create / qp_destroy: the ordinary-QP source (mlx5_qpn_hw_qp.h): one UD QP on a
- *                  one-entry CQ per QPN, held until qp_destroy; -EINVAL for a QPN not held.
+ *                  failed (rdma-core creates the same objects) or when rdma-core is older than
+ *                  34 and has no such calls.
+ * qp_create / qp_destroy: the ordinary-QP source (mlx5_qpn_hw_qp.h): one UD QP per QPN on
+ *                  one shared one-entry CQ, held until qp_destroy; -EINVAL for a QPN not held;
+ *                  -ENOMEM (one line, nothing asked of rdma-core) past the RLIMIT_MEMLOCK cap.
  * uar_map / uar_unmap: mlx5dv_devx_alloc_uar, non-cached first, BlueFlame if refused.
  * close:           destroys every object, single QPN, ordinary QP and UAR still held, closes
  *                  the context. In a forked child (pid != the opener's) it frees the

@@ -6,7 +6,8 @@
  * @file
  * Internal to the hardware backend (C++ only): the device behind a struct mlx5_qpn_backend
  * pointer, shared by the ops (mlx5_qpn_hw.cpp) and the probe's firmware commands
- * (mlx5_qpn_hw_probe.cpp: caps, caps 2, the trial object and the size step-down).
+ * (mlx5_qpn_hw_probe.cpp: fork safety, caps, caps 2, the trial object and the size
+ * step-down).
  *
  * Thread safety: see mlx5_qpn_hw.h. The probe functions run inside open, before the device
  * is handed out; create_rsvd_obj_stepping() and destroy_rsvd_obj() may run on any thread.
@@ -36,6 +37,22 @@ struct hw_node {
 	struct mlx5dv_devx_uar *uar; /* uar */
 };
 
+/* A RESERVED_QPN creation the firmware refused: its status (0: none, the call's errno only),
+ * syndrome and the negative errno it maps to. */
+struct rsvd_refusal {
+	uint8_t status;
+	uint32_t syndrome;
+	int rc;
+};
+
+/* What the open did about fork safety of pinned memory (fork_setup()), logged at its end. */
+enum class fork_note : uint8_t {
+	nothing,         /* the kernel copies pinned pages on fork, or fork support is on */
+	called_disabled, /* ibv_is_fork_initialized() said DISABLED: ibv_fork_init() called */
+	called_unknown,  /* no ibv_is_fork_initialized() in this rdma-core: ibv_fork_init() */
+	failed,          /* ibv_fork_init() refused (too late: memory registered already) */
+};
+
 struct mlx5_qpn_hw_dev {
 	struct mlx5_qpn_backend base {
 		&mlx5_qpn_hw_ops
@@ -53,6 +70,12 @@ struct mlx5_qpn_hw_dev {
 	uint8_t raw_log_max_num;        /* as read; caps carry mlx5_qpn_hw_log_max_num() */
 	std::atomic<uint8_t> log_ok{0}; /* largest object size the firmware accepted */
 	std::atomic<bool> step_logged{false};
+	/* first_refusal* are written once, by the thread that wins this flag */
+	std::atomic<bool> refusal_kept{false};
+	rsvd_refusal first_refusal{}; /* what the step-down line names */
+	uint8_t first_refused_log = 0;
+	fork_note fork = fork_note::nothing;
+	int fork_rc = 0;             /* ibv_fork_init()'s answer, negated */
 	bool probing;                /* inside open: firmware refusals are verdicts */
 	struct mlx5_qpn_hw_qps *qps; /* the ordinary-QP source */
 	/* The DC data path (mlx5_qpn_hw_dc.cpp): one PD for its CQ-less objects (QPs, SRQs,
@@ -77,8 +100,9 @@ void read_caps(mlx5_qpn_hw_dev *dev);
 void trial_allocation(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_devargs *da);
 
 /**
- * One RESERVED_QPN object of 2^*log QPNs, or a smaller one down to the granularity while the
- * firmware answers "bad parameter" (logged once per device); *log is the size created.
+ * One RESERVED_QPN object of 2^*log QPNs, or a smaller one after a refusal (one size down on
+ * "bad parameter", the granularity on any other answer; the first refusal logged once per
+ * device); *log is the size created.
  * @return 0, or the negative errno of the last answer.
  */
 int create_rsvd_obj_stepping(mlx5_qpn_hw_dev *dev, uint8_t *log, struct mlx5dv_devx_obj **obj,
@@ -92,6 +116,19 @@ void hw_dc_close(mlx5_qpn_hw_dev *dev);
 
 /** The caps read, the objects' verdict and the QPN source, in one line at probe. */
 void log_probe(const mlx5_qpn_hw_dev *dev, enum mlx5_qpn_hw_source src);
+
+/**
+ * Fork safety, before the first PD, MR or queue buffer of the process's verbs: nothing when
+ * ibv_is_fork_initialized() says UNNEEDED (the kernel copies pinned pages on fork) or ENABLED
+ * (RDMAV_FORK_SAFE / IBV_FORK_SAFE in the environment, which rdma-core honours when it loads,
+ * or the application's own call); ibv_fork_init() when DISABLED, or when this rdma-core cannot
+ * say. dev->fork records what happened; log_setup() logs it.
+ */
+void fork_setup(mlx5_qpn_hw_dev *dev);
+
+/** At the end of a successful open: the fork line and the line of a missing single-QPN API,
+ * each only when there is something to say. */
+void log_setup(const mlx5_qpn_hw_dev *dev, enum mlx5_qpn_hw_source src);
 
 } /* namespace mlx5_qpn_hw */
 

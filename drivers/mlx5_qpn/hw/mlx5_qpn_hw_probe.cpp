@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The hardware backend's probe: QUERY_HCA_CAP (general, then caps 2 when hca_cap_2 says they
- * exist), the trial RESERVED_QPN object at the size that will be requested, and the size
- * step-down on "bad parameter". The decisions themselves are in mlx5_qpn_hw_sizing.cpp.
+ * The hardware backend's probe: fork safety of pinned memory, QUERY_HCA_CAP (general, then caps
+ * 2 when hca_cap_2 says they exist), the trial RESERVED_QPN object at the size that will be
+ * requested, and the size step-down on a refusal. The decisions themselves are in
+ * mlx5_qpn_hw_sizing.cpp.
  */
 #include <endian.h>
 #include <errno.h>
@@ -22,7 +23,7 @@ namespace mlx5_qpn_hw {
  */
 static int
 cmd_error(const mlx5_qpn_hw_dev *dev, const char *what, const void *out, size_t outlen,
-	  int sys_errno, bool quiet_einval = false)
+	  int sys_errno, rsvd_refusal *refusal = nullptr)
 {
 	uint8_t status = 0;
 	uint32_t syndrome = 0;
@@ -30,8 +31,11 @@ cmd_error(const mlx5_qpn_hw_dev *dev, const char *what, const void *out, size_t 
 	int rc = status != 0 ? mlx5_qpn_fw_status_to_errno(status) : neg_errno(sys_errno);
 	if (rc == 0)
 		rc = -EIO;
-	if (quiet_einval && rc == -EINVAL)
-		return rc; /* the caller steps the size down and logs that once */
+	if (refusal != nullptr) {
+		/* The caller steps the size down and logs the refusal once. */
+		*refusal = {status, syndrome, rc};
+		return rc;
+	}
 	/* At probe a refusal is a verdict, not an error: the probe's line names it (debug level
 	 * keeps the status and syndrome for a bring-up). */
 	MLX5_QPN_LOG_AT(hw, dev->probing ? RTE_LOG_DEBUG : RTE_LOG_ERR,
@@ -57,10 +61,11 @@ query_hca_cap(mlx5_qpn_hw_dev *dev, uint16_t type, uint32_t *out, size_t outlen)
 	return 0;
 }
 
-/* One RESERVED_QPN object; *obj and *first_qpn on success. */
+/* One RESERVED_QPN object; *obj and *first_qpn on success, *refused filled on a refusal of a
+ * size above the granularity (which the caller steps down from, quietly). */
 static int
 create_rsvd_obj(mlx5_qpn_hw_dev *dev, uint8_t log_size, struct mlx5dv_devx_obj **obj,
-		uint32_t *first_qpn)
+		uint32_t *first_qpn, rsvd_refusal *refused)
 {
 	const bool may_step = log_size > dev->caps.log_reserved_qpn_granularity;
 	uint32_t in[MLX5_QPN_PRM_CREATE_RSVD_QPN_IN_LEN / 4];
@@ -73,7 +78,7 @@ create_rsvd_obj(mlx5_qpn_hw_dev *dev, uint8_t log_size, struct mlx5dv_devx_obj *
 							       sizeof(out));
 	if (o == nullptr)
 		return cmd_error(dev, "CREATE_GENERAL_OBJECT(RESERVED_QPN)", out, sizeof(out),
-				 errno != 0 ? errno : EIO, may_step);
+				 errno != 0 ? errno : EIO, may_step ? refused : nullptr);
 	rc = mlx5_qpn_prm_create_obj_out_id(out, sizeof(out), first_qpn);
 	if (rc != 0) {
 		dev->glue->devx_obj_destroy(o);
@@ -164,48 +169,66 @@ read_caps(mlx5_qpn_hw_dev *dev)
 	dev->caps.log_max_num_reserved_qpn = mlx5_qpn_hw_log_max_num(dev->raw_log_max_num);
 }
 
-/* Log once per device that the firmware refused a size and objects continue smaller. */
+/* Log once per device what the firmware refused first, and that objects continue smaller. */
 static void
-log_step_once(mlx5_qpn_hw_dev *dev, uint8_t refused)
+log_step_once(mlx5_qpn_hw_dev *dev)
 {
-	if (!dev->step_logged.exchange(true))
-		HW_LOG(WARNING,
-		       "%s: firmware refused RESERVED_QPN objects of 2^%u QPNs "
-		       "(bad parameter): stepping down towards 2^%u, still on objects",
-		       dev->name, refused, dev->caps.log_reserved_qpn_granularity);
+	if (dev->step_logged.exchange(true))
+		return;
+	const rsvd_refusal &r = dev->first_refusal;
+	char status[48];
+	if (r.status != 0)
+		snprintf(status, sizeof(status), "status 0x%x syndrome 0x%x", r.status, r.syndrome);
+	else
+		snprintf(status, sizeof(status), "no firmware status");
+	HW_LOG(WARNING,
+	       "%s: firmware refused a RESERVED_QPN object of 2^%u QPNs (%s: %s): stepping "
+	       "down towards 2^%u, still on objects",
+	       dev->name, dev->first_refused_log, status, strerror(-r.rc),
+	       dev->caps.log_reserved_qpn_granularity);
 }
 
-/* At probe the step is logged only if objects stay the source (else the verdict says it). */
+/* The first refusal is kept for the line by the one thread that sees it first, which also
+ * logs it outside the probe; at probe the line waits for the verdict (the trial logs it only if
+ * objects stay the source). */
 static void
-note_step_down(mlx5_qpn_hw_dev *dev, uint8_t refused, uint8_t next)
+note_step_down(mlx5_qpn_hw_dev *dev, uint8_t refused, const rsvd_refusal &why, uint8_t next)
 {
 	dev->log_ok.store(next, std::memory_order_relaxed);
+	if (dev->refusal_kept.exchange(true))
+		return;
+	dev->first_refusal = why;
+	dev->first_refused_log = refused;
 	if (!dev->probing)
-		log_step_once(dev, refused);
+		log_step_once(dev);
 }
 
 /*
- * One object of 2^*log QPNs, or smaller ones down to the granularity while the firmware
- * answers "bad parameter"; *log is the size created.
+ * One object of 2^*log QPNs, or a smaller one after a refusal: one size down on "bad
+ * parameter", straight to the granularity on any other answer (mlx5_qpn_hw_step_down());
+ * *log is the size created.
  */
 int
 create_rsvd_obj_stepping(mlx5_qpn_hw_dev *dev, uint8_t *log, struct mlx5dv_devx_obj **obj,
 			 uint32_t *first_qpn)
 {
 	for (;;) {
-		int rc = create_rsvd_obj(dev, *log, obj, first_qpn);
+		rsvd_refusal why{};
+		int rc = create_rsvd_obj(dev, *log, obj, first_qpn, &why);
 		int next = mlx5_qpn_hw_step_down(*log, dev->caps.log_reserved_qpn_granularity, rc);
 		if (next < 0)
 			return rc;
-		note_step_down(dev, *log, static_cast<uint8_t>(next));
+		note_step_down(dev, *log, why, static_cast<uint8_t>(next));
 		*log = static_cast<uint8_t>(next);
 	}
 }
 
 /*
  * Bit 44 can be set while creation still fails: only a real object proves support, and only
- * of the size that will be requested (mlx5_qpn_hw_request_log()), stepping down on "bad
- * parameter" as range_reserve does.
+ * of the size that will be requested (mlx5_qpn_hw_request_log()), stepping down on a refusal
+ * as range_reserve does: a firmware that refuses a large object for any reason (bad parameter,
+ * a resource state, a limit, a bare errno) is asked for the granularity, the size rdma-core and
+ * UCX request, before objects are given up for ordinary UD QPs.
  */
 void
 trial_allocation(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_devargs *da)
@@ -231,7 +254,7 @@ trial_allocation(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_devargs *da)
 		return;
 	}
 	if (log < want)
-		log_step_once(dev, want);
+		log_step_once(dev);
 	destroy_rsvd_obj(dev, obj, first);
 	dev->log_ok.store(log, std::memory_order_relaxed);
 	dev->objs_ok = true;
@@ -253,6 +276,62 @@ log_probe(const mlx5_qpn_hw_dev *dev, enum mlx5_qpn_hw_source src)
 	       dev->raw_log_max_num == 0 ? "unknown, taken as " : "",
 	       dev->caps.log_max_num_reserved_qpn, dev->caps.log_max_qp,
 	       dev->objs_ok ? "usable" : "unusable", why, mlx5_qpn_hw_source_name(src));
+}
+
+/*
+ * Without fork support a child that writes to a page the parent registered gets the page, the
+ * parent a copy the device never sees. ibv_fork_init() must come before anything is pinned (it
+ * returns EINVAL after), hence before the context is opened; the line waits for the end of a
+ * successful open.
+ */
+void
+fork_setup(mlx5_qpn_hw_dev *dev)
+{
+	const struct mlx5_qpn_glue *g = dev->glue;
+	if (g->fork_init == nullptr)
+		return; /* a test's partial table: nothing to ask */
+	const int st = g->is_fork_initialized != nullptr ? g->is_fork_initialized() : -1;
+	if (st == IBV_FORK_UNNEEDED || st == IBV_FORK_ENABLED)
+		return;
+	dev->fork_rc = neg_errno(g->fork_init());
+	if (dev->fork_rc != 0)
+		dev->fork = fork_note::failed;
+	else
+		dev->fork = st < 0 ? fork_note::called_unknown : fork_note::called_disabled;
+}
+
+void
+log_setup(const mlx5_qpn_hw_dev *dev, enum mlx5_qpn_hw_source src)
+{
+	switch (dev->fork) {
+	case fork_note::nothing:
+		break;
+	case fork_note::called_disabled:
+		HW_LOG(INFO,
+		       "%s: fork support enabled (ibv_fork_init): the kernel does not copy pinned "
+		       "pages on fork",
+		       dev->name);
+		break;
+	case fork_note::called_unknown:
+		HW_LOG(INFO,
+		       "%s: fork support enabled (ibv_fork_init): this rdma-core cannot tell whether "
+		       "the kernel copies pinned pages on fork",
+		       dev->name);
+		break;
+	case fork_note::failed:
+		HW_LOG(WARNING,
+		       "%s: ibv_fork_init failed (%s): memory pinned before this open stays shared "
+		       "with forked children; RDMAV_FORK_SAFE=1 enables fork support from the start",
+		       dev->name, strerror(-dev->fork_rc));
+		break;
+	}
+	if (dev->glue->reserved_qpn_alloc == nullptr)
+		HW_LOG(INFO,
+		       "%s: rdma-core without mlx5dv_reserved_qpn_alloc (before rdma-core 34): QPNs "
+		       "come from %s",
+		       dev->name,
+		       src == MLX5_QPN_HW_SRC_OBJECTS ? "RESERVED_QPN objects through DEVX" :
+							"ordinary UD QPs");
 }
 
 } /* namespace mlx5_qpn_hw */

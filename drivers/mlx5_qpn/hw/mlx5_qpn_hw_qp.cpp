@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The ordinary-QP source of the hardware backend: one UD QP on a one-entry CQ per QPN, held
- * as the reservation (see mlx5_qpn_hw_qp.h).
+ * The ordinary-QP source of the hardware backend: one UD QP per QPN on one shared one-entry CQ,
+ * held as the reservation (see mlx5_qpn_hw_qp.h).
  */
 #include "mlx5_qpn_hw_qp.h"
 
@@ -23,7 +23,6 @@ struct held_qp {
 	held_qp *next;
 	uint32_t qpn;
 	struct ibv_qp *qp;
-	struct ibv_cq *cq;
 };
 
 /* A verbs call that returned NULL: its errno, negated; -EIO when it set none. */
@@ -33,6 +32,25 @@ neg_errno_or_eio(void)
 	return errno > 0 ? -errno : -EIO;
 }
 
+uint64_t
+pow2_at_least(uint64_t v)
+{
+	uint64_t p = 1;
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+uint64_t
+round_up(uint64_t v, uint64_t to)
+{
+	return (v + to - 1) / to * to;
+}
+
+/* libmlx5's WQE and CQE sizes (mlx5dv.h: the segments; the basic block of a send WQE). */
+constexpr uint64_t SEND_WQE_BB = 64, CTRL_SEG = 16, DATAGRAM_SEG = 48, DATA_SEG = 16;
+constexpr uint64_t CQE_SIZE = 64, DBREC_SLOT = 64;
+
 } /* namespace */
 
 struct mlx5_qpn_hw_qps {
@@ -41,7 +59,9 @@ struct mlx5_qpn_hw_qps {
 	char name[64];
 	mutable std::mutex lock; /* guards everything below */
 	struct ibv_pd *pd;       /* allocated with the first QP */
+	struct ibv_cq *cq;       /* shared by every QP, created with the first */
 	uint32_t count;
+	uint32_t cap; /* most QPs held at once (RLIMIT_MEMLOCK) */
 	held_qp *bucket[QP_BUCKETS];
 };
 
@@ -73,9 +93,82 @@ mlx5_qpn_hw_qps_new(const struct mlx5_qpn_glue *glue, struct ibv_context *ctx, c
 		return nullptr;
 	q->glue = glue;
 	q->ctx = ctx;
+	q->cap = UINT32_MAX;
 	snprintf(q->name, sizeof(q->name), "%s", name != nullptr ? name : "?");
 	return q;
 }
+
+uint64_t
+mlx5_qpn_hw_qp_pin_bytes(const struct ibv_qp_init_attr *attr, uint64_t page)
+{
+	if (page == 0)
+		page = 4096;
+	const uint64_t sge = attr->cap.max_send_sge * DATA_SEG;
+	const uint64_t inl = attr->cap.max_inline_data;
+	const uint64_t swqe = round_up(CTRL_SEG + DATAGRAM_SEG + (sge > inl ? sge : inl),
+				       SEND_WQE_BB);
+	const uint64_t rwqe = pow2_at_least(attr->cap.max_recv_sge * DATA_SEG);
+	const uint64_t sq = pow2_at_least(attr->cap.max_send_wr) * swqe;
+	const uint64_t rq = pow2_at_least(attr->cap.max_recv_wr) * rwqe;
+	return round_up(sq + rq, page) + DBREC_SLOT;
+}
+
+uint64_t
+mlx5_qpn_hw_cq_pin_bytes(int cqe, uint64_t page)
+{
+	if (page == 0)
+		page = 4096;
+	const uint64_t n = pow2_at_least(static_cast<uint64_t>(cqe < 0 ? 0 : cqe) + 1);
+	return round_up(n * CQE_SIZE, page) + DBREC_SLOT;
+}
+
+uint32_t
+mlx5_qpn_hw_qps_fit(uint64_t room, uint64_t page)
+{
+	if (room == UINT64_MAX)
+		return UINT32_MAX;
+	struct ibv_qp_init_attr attr;
+	mlx5_qpn_hw_qp_init_attr(&attr, nullptr);
+	const uint64_t cq = mlx5_qpn_hw_cq_pin_bytes(MLX5_QPN_HW_QP_CQE, page);
+	const uint64_t qp = mlx5_qpn_hw_qp_pin_bytes(&attr, page);
+	if (room < cq)
+		return 0;
+	const uint64_t n = (room - cq) / qp;
+	return n < UINT32_MAX ? static_cast<uint32_t>(n) : UINT32_MAX - 1;
+}
+
+void
+mlx5_qpn_hw_qps_set_cap(struct mlx5_qpn_hw_qps *q, uint32_t cap)
+{
+	if (q == nullptr)
+		return;
+	std::lock_guard<std::mutex> g(q->lock);
+	q->cap = cap;
+}
+
+} /* extern "C" */
+
+namespace {
+
+/* The PD and the shared CQ, made with the first QP; *what names a failing call. */
+int
+ensure_pd_cq(mlx5_qpn_hw_qps *q, const char **what)
+{
+	errno = 0;
+	*what = "ibv_alloc_pd";
+	if (q->pd == nullptr && (q->pd = q->glue->alloc_pd(q->ctx)) == nullptr)
+		return neg_errno_or_eio();
+	errno = 0;
+	*what = "ibv_create_cq";
+	if (q->cq == nullptr && (q->cq = q->glue->create_cq(q->ctx, MLX5_QPN_HW_QP_CQE, nullptr,
+							    nullptr, 0)) == nullptr)
+		return neg_errno_or_eio();
+	return 0;
+}
+
+} /* namespace */
+
+extern "C" {
 
 int
 mlx5_qpn_hw_qps_get(struct mlx5_qpn_hw_qps *q, uint32_t *qpn)
@@ -86,28 +179,23 @@ mlx5_qpn_hw_qps_get(struct mlx5_qpn_hw_qps *q, uint32_t *qpn)
 	if (h == nullptr)
 		return -ENOMEM;
 	std::lock_guard<std::mutex> g(q->lock);
-	int rc = 0;
-	const char *what = "ibv_alloc_pd";
-	errno = 0;
-	if (q->pd == nullptr && (q->pd = q->glue->alloc_pd(q->ctx)) == nullptr) {
-		rc = neg_errno_or_eio();
-	} else {
-		what = "ibv_create_cq";
+	if (q->count >= q->cap) {
+		HW_LOG(ERR,
+		       "%s: ordinary QPN refused: %u UD QPs held, all that RLIMIT_MEMLOCK allows",
+		       q->name, q->count);
+		delete h;
+		return -ENOMEM;
+	}
+	const char *what = nullptr;
+	int rc = ensure_pd_cq(q, &what);
+	if (rc == 0) {
+		struct ibv_qp_init_attr attr;
+		mlx5_qpn_hw_qp_init_attr(&attr, q->cq);
+		what = "ibv_create_qp(UD)";
 		errno = 0;
-		h->cq = q->glue->create_cq(q->ctx, MLX5_QPN_HW_QP_CQE, nullptr, nullptr, 0);
-		if (h->cq == nullptr) {
+		h->qp = q->glue->create_qp(q->pd, &attr);
+		if (h->qp == nullptr)
 			rc = neg_errno_or_eio();
-		} else {
-			struct ibv_qp_init_attr attr;
-			mlx5_qpn_hw_qp_init_attr(&attr, h->cq);
-			what = "ibv_create_qp(UD)";
-			errno = 0;
-			h->qp = q->glue->create_qp(q->pd, &attr);
-			if (h->qp == nullptr) {
-				rc = neg_errno_or_eio();
-				q->glue->destroy_cq(h->cq);
-			}
-		}
 	}
 	if (rc != 0) {
 		HW_LOG(ERR, "%s: ordinary QPN: %s failed (%s)", q->name, what, strerror(-rc));
@@ -144,7 +232,6 @@ mlx5_qpn_hw_qps_put(struct mlx5_qpn_hw_qps *q, uint32_t qpn)
 		HW_LOG(ERR, "%s: ibv_destroy_qp(0x%x) failed (%s)", q->name, qpn, strerror(-rc));
 		return rc;
 	}
-	q->glue->destroy_cq(h->cq);
 	*pp = h->next;
 	q->count--;
 	delete h;
@@ -170,13 +257,14 @@ mlx5_qpn_hw_qps_free(struct mlx5_qpn_hw_qps *q, int owner)
 		while (head != nullptr) {
 			held_qp *h = head;
 			head = h->next;
-			if (owner) {
+			if (owner)
 				q->glue->destroy_qp(h->qp);
-				q->glue->destroy_cq(h->cq);
-			}
 			delete h;
 		}
 	}
+	/* The CQ after every QP on it, the PD after everything in it. */
+	if (owner && q->cq != nullptr)
+		q->glue->destroy_cq(q->cq);
 	if (owner && q->pd != nullptr)
 		q->glue->dealloc_pd(q->pd);
 	delete q;

@@ -126,9 +126,9 @@ mlx5_qpn_hw_request_log(const struct mlx5_qpn_caps *caps, uint32_t devarg_log_ra
 int
 mlx5_qpn_hw_step_down(uint8_t cur, uint8_t granularity, int rc)
 {
-	if (rc != -EINVAL || cur <= granularity)
+	if (rc == 0 || cur <= granularity)
 		return -1;
-	return cur - 1;
+	return rc == -EINVAL ? cur - 1 : granularity;
 }
 
 } /* extern "C" */

@@ -10,8 +10,8 @@
  *
  *  - which RESERVED_QPN object size to request (the size the generic layer will ask for, not
  *    merely the granularity: the trial must prove the size that is used);
- *  - whether a refused size may step down towards the granularity (only on a bad-parameter
- *    answer, -EINVAL, and never below the granularity);
+ *  - how a refused size steps down: one size on a bad-parameter answer (-EINVAL), straight to
+ *    the granularity on any other, never below it;
  *  - what log_max_num_reserved_qpn means (0 = unknown: no firmware bound on the total);
  *  - whether caps 2 may be queried at all (only when cmd_hca_cap.hca_cap_2 is set, as
  *    rdma-core's get_hca_general_caps_2() is only called then);
@@ -110,10 +110,13 @@ uint8_t mlx5_qpn_hw_request_log(const struct mlx5_qpn_caps *caps, uint32_t devar
 				uint32_t max_qpns, uint32_t limit);
 
 /**
- * The next size to try after the firmware answered rc to an object of 2^cur QPNs: cur - 1 when
- * rc is -EINVAL (bad parameter: the size is not accepted by this firmware) and cur is above the
- * granularity; -1 otherwise (success, another error, or nothing smaller to try). Other errors
- * (exhaustion, no DEVX) would fail the same way at any size.
+ * The next size to try after the firmware answered rc to an object of 2^cur QPNs, while cur is
+ * above the granularity: cur - 1 when rc is -EINVAL (bad parameter: this firmware accepts
+ * objects up to some size below cur); the granularity for any other refusal (a resource
+ * state, a limit, a busy device, an errno without status: firmware answers these to large
+ * objects too, and the granularity is the size rdma-core and UCX always request, so it is
+ * the one size worth one more command before objects are given up). -1 on success or at the
+ * granularity (nothing smaller to try).
  */
 int mlx5_qpn_hw_step_down(uint8_t cur, uint8_t granularity, int rc);
 
