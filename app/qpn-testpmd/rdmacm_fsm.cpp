@@ -354,8 +354,11 @@ rdmacm_identify(bool has_device, uint64_t id_guid_be, uint8_t id_port, const uin
 	if (id_guid_be != 0)
 		return rdmacm_same_device(id_guid_be, id_port, probed.guid, probed.port, why);
 	/* Both GUIDs 0 (VFs without one): the port's GIDs tell the VFs apart. */
-	if (probed.port != 0 && id_port != probed.port)
-		return rdmacm_same_device(1, id_port, 1, probed.port, why);
+	if (probed.port != 0 && id_port != probed.port) {
+		*why = "routes through port " + std::to_string(id_port) + ", not port " +
+		       std::to_string(probed.port);
+		return false;
+	}
 	static const uint8_t zero[16] = {};
 	if (id_sgid == nullptr || memcmp(id_sgid, zero, 16) == 0) {
 		*why = "node GUID 0 (a VF) and no source GID on the connection: cannot tell the "
