@@ -71,6 +71,11 @@ struct mlx5_qpn_dci {
 	uint32_t completed;   /* written by the CQ poller (atomic) */
 	uint8_t last_ctrl[8]; /* first 8 bytes of the last WQE's control segment */
 	uint64_t *wrid;       /* per BB index of a WQE's first BB */
+	/* MLX5_QPN_DCI_READY / _ERROR: written by the CQ poller when it polls an error CQE of
+	 * this DCI (atomic), read by the poster; back to READY only in mlx5_qpn_dci_recover(). */
+	uint32_t state;
+	bool has_path;                /* created with a path (else the port's default) */
+	struct mlx5_qpn_dc_path path; /* what dci_reset brings it back with */
 };
 
 namespace {
@@ -283,6 +288,13 @@ mlx5_qpn_cq_poll(struct mlx5_qpn_cq *cq, struct mlx5_qpn_wc *wc, unsigned int n)
 			mlx5_qpn_dci *d = map_find(cq, f.qpn);
 			if (d) {
 				w.wr_id = d->wrid[f.wqe_counter & d->bb_mask];
+				/* An error CQE means the device moved the DCI to ERR: its
+				 * later WQEs flush until mlx5_qpn_dci_recover(). Stored
+				 * before the completion count, so that whoever sees every WQE
+				 * completed also sees the state. */
+				if (f.opcode == MLX5_QPN_CQE_REQ_ERR)
+					std::atomic_ref<uint32_t>(d->state).store(
+						MLX5_QPN_DCI_ERROR, std::memory_order_release);
 				/* Every WQE completes exactly once (all are signaled; errors
 				 * always complete): its SQ room is free again. */
 				std::atomic_ref<uint32_t>(d->completed)
@@ -454,6 +466,10 @@ mlx5_qpn_dci_create_cq_path(struct mlx5_qpn_cq *cq, uint32_t log_sq_depth,
 		return -ENOMEM;
 	}
 	d->cq = cq;
+	if (path) {
+		d->has_path = true;
+		d->path = *path;
+	}
 	d->sq = static_cast<uint8_t *>(d->info.sq);
 	d->bb_mask = (uint32_t(1) << d->info.log_sq_bbs) - 1;
 	d->max_wqes = uint32_t(1) << log_sq_depth;
@@ -501,6 +517,10 @@ mlx5_qpn_dci_post_send(struct mlx5_qpn_dci *dci, const struct mlx5_qpn_dc_ah *ah
 	 * what runs there runs on a ConnectX); never another device's AV. */
 	if (!ah || ah->be != dci->cq->be)
 		return -EINVAL;
+	/* A DCI in ERR would only flush the WQE: refuse it here, so that nothing is posted
+	 * until mlx5_qpn_dci_recover(). */
+	if (load_shared(dci->state, std::memory_order_acquire) != MLX5_QPN_DCI_READY)
+		return -EIO;
 	if (dci->posted - load_shared(dci->completed, std::memory_order_acquire) >= dci->max_wqes)
 		return -ENOBUFS;
 	alignas(16) uint8_t wqe[MLX5_QPN_WQE_MAX_BBS * MLX5_QPN_SEND_WQE_BB];
@@ -570,8 +590,9 @@ mlx5_qpn_dci_destroy(struct mlx5_qpn_dci *dci)
 int
 mlx5_qpn_dci_state(const struct mlx5_qpn_dci *dci)
 {
-	/* Not yet modelled by the DC layer: the error CQE does not move it (to be done). */
-	return dci ? MLX5_QPN_DCI_READY : -EINVAL;
+	if (!dci)
+		return -EINVAL;
+	return int(load_shared(dci->state, std::memory_order_acquire));
 }
 
 int
@@ -579,7 +600,38 @@ mlx5_qpn_dci_recover(struct mlx5_qpn_dci *dci)
 {
 	if (!dci)
 		return -EINVAL;
-	return -EOPNOTSUPP; /* to be done: dci_reset through the ops table */
+	if (load_shared(dci->state, std::memory_order_acquire) == MLX5_QPN_DCI_READY)
+		return 0;
+	const mlx5_qpn_dc_ops *dc = dci->cq->dc;
+	if (!dc_has(dc, "dci_recover", &mlx5_qpn_dc_ops::dci_reset))
+		return -EOPNOTSUPP;
+	/* WQEs posted before the error but never rung would never complete: ring them, so that
+	 * the device flushes them and every posted WQE completes exactly once. */
+	if (dci->rung_bb != dci->pi_bb)
+		mlx5_qpn_dci_ring(dci);
+	/* A WQE still owned by the device would complete into the reset queue's counters. */
+	if (dci->posted != load_shared(dci->completed, std::memory_order_acquire))
+		return -EBUSY;
+	int rc = dc->dci_reset(dci->cq->be, &dci->info, dci->has_path ? &dci->path : nullptr);
+	if (rc) {
+		DC_LOG(ERR, "DCI 0x%x: recovery failed, it stays in ERR: %s", dci->info.qpn,
+		       strerror(-rc));
+		return rc;
+	}
+	/* RESET restarts the send queue at counter 0 (the device's WQE counter too), as
+	 * rdma-core's mlx5 provider does in ibv_modify_qp(RESET): producer, doorbell record and
+	 * the per-BB wr_ids start over. Nothing is outstanding, so no poller touches them. */
+	dci->pi_bb = 0;
+	dci->rung_bb = 0;
+	dci->posted = 0;
+	std::atomic_ref<uint32_t>(dci->completed).store(0, std::memory_order_relaxed);
+	memset(dci->last_ctrl, 0, sizeof(dci->last_ctrl));
+	memset(dci->wrid, 0, (size_t(dci->bb_mask) + 1) * sizeof(uint64_t));
+	std::atomic_ref<uint32_t>(dci->info.dbrec[MLX5_QPN_SND_DBR])
+		.store(0, std::memory_order_release);
+	std::atomic_ref<uint32_t>(dci->state).store(MLX5_QPN_DCI_READY, std::memory_order_release);
+	DC_LOG(INFO, "DCI 0x%x: recovered from ERR (RESET -> RTS)", dci->info.qpn);
+	return 0;
 }
 
 const char *
