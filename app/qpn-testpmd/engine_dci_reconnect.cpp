@@ -51,6 +51,7 @@ struct active_loop {
 	uint64_t quota; /* connections to start (0: unlimited) */
 	uint64_t started = 0;
 	unsigned rr = 0;
+	uint64_t synd_logged = 0; /* syndromes whose failure was logged (synd_slot() bits) */
 	slot slots[kMaxSlots];
 	unsigned active_slots;
 
@@ -178,10 +179,16 @@ struct active_loop {
 		s.failed = true;
 		s.msgs = s.posted; /* nothing more for a failed connection */
 		st.conn_failed[synd_slot(syndrome)].fetch_add(1, std::memory_order_relaxed);
-		if (!flushed)
+		/* One line per syndrome and lcore: a fabric that drops sends would flood the log;
+		 * the summary counts every one. */
+		const uint64_t bit = 1ull << synd_slot(syndrome);
+		if (!flushed && (synd_logged & bit) == 0) {
+			synd_logged |= bit;
 			APP_LOG(ERR,
-				"lcore %u: connection 0x%x failed: DC send: %s (syndrome 0x%02x)",
+				"lcore %u: connection 0x%x failed: DC send: %s (syndrome 0x%02x; "
+				"later ones are counted in the summary)",
 				lcore, s.conn_id, mlx5_qpn_wc_syndrome_str(syndrome), syndrome);
+		}
 	}
 
 	void on_completion(const qpn_conn_event &ev)
