@@ -3,9 +3,11 @@
  * The emulated connections' data path: one DCT per peer on one CQ per device, one DCI on one CQ
  * per client lcore (mlx5_qpn_dc.h), the DCTs of each server lcore's peers on a CQ of its own.
  * The active side's SENDs go from its lcore's DCI through the mapped UAR to the peer's DCT; each
- * server lcore polls its DCTs' CQ, and server 0 runs the device's doorbell service. Every send carries an address handle, as on hardware (the emulated device
- * refuses a send without one): the emulated fabric is one subnet, so the AH of an lcore names
- * its device's port and no further route.
+ * server lcore polls its DCTs' CQ, and server 0 runs the device's doorbell service. Every send
+ * carries an address handle, as on hardware (the emulated device refuses a send without one):
+ * the emulated fabric is one subnet, so the AH of an lcore names its device's port and no
+ * further route. A send is posted only for a connection its CM agent holds established, and the
+ * lcore's DCI is recovered after an error completion (dc_dci.h), as on hardware.
  */
 #include <algorithm>
 #include <cerrno>
