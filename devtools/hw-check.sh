@@ -171,6 +171,7 @@ list_devices() {
 	for o in "${others[@]}"; do
 		echo "$o: not an mlx5 device, skipped"
 	done
+	step PASS "discover: ${#mlx5[@]} mlx5 device(s) by driver mlx5_core: ${mlx5[*]}"
 }
 
 declare -A caps source probed
