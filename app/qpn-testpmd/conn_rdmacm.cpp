@@ -8,6 +8,9 @@
  * with rdma_establish() (sending the RTU). The passive side (dct-accept) listens on
  * --hw-bind:--hw-port and answers each request as the engine says.
  *
+ * The passive side (the listener, the requests' cm_ids) is in conn_rdmacm_passive.cpp; what the
+ * two files share, in rdmacm_conn.h.
+ *
  * What happens on each event is decided by rdmacm_fsm_step() (rdmacm_fsm.h, unit-tested); this
  * file carries the decisions out. Before a QPN is presented, the route (active) or the request
  * (passive) must go through the probed device: its QPNs are unique on that device only (on a
@@ -44,41 +47,16 @@
 #include <vector>
 
 #include "rdmacm_addr.h"
+#include "rdmacm_conn.h"
 #include "rdmacm_dc.h"
 #include "rdmacm_fsm.h"
 #include "rdmacm_glue.h"
 #include "testpmd.h"
 
-namespace {
-
-constexpr int kTimeoutMs = 2000;
-constexpr unsigned kLcoreConns = 64; /* an active lcore's slots (engine_active.h kMaxSlots) */
-
-struct cm_conn {
-	rdma_cm_id *id;
-	uint32_t qpn; /* active: the QPN the REQ presents */
-	rdmacm_state st;
-	rdmacm_pdata peer; /* active: the DCT its REP named (its sends go there) */
-};
-
-struct rdmacm_state_all {
-	const rdmacm_glue *g = nullptr;
-	sockaddr_in dst{};
-	sockaddr_in src{};                          /* --hw-bind / the device's address */
-	rdmacm_probed dev[RTE_MAX_LCORE] = {};      /* the probed device of each client lcore */
-	rdmacm_probed pdev{};                       /* the passive side's device */
-	rdma_event_channel *ch[RTE_MAX_LCORE] = {}; /* per client lcore */
-	cm_conn *conns[RTE_MAX_LCORE] = {};         /* kLcoreConns per client lcore */
-	rdma_event_channel *pch = nullptr;          /* the passive side's */
-	rdma_cm_id *listen_id = nullptr;
-	std::vector<cm_conn> pconns; /* the passive side's, by conn id */
-	/* Touched by every client lcore: the first refusal and the first removal print a line. */
-	std::atomic<uint64_t> refusals{0}; /* requests/routes refused by the checks */
-	std::atomic<bool> closed{false};   /* a device removal was seen */
-};
+namespace rcm {
 
 rdmacm_state_all g_rc;
-run_ctx *g_ctx; /* the run's (set at setup): the AH is made on the lcore's device */
+run_ctx *g_ctx;
 
 /* An event channel whose rdma_get_cm_event() answers EAGAIN instead of blocking. */
 rdma_event_channel *
@@ -138,7 +116,7 @@ rc_teardown(run_ctx *)
 /* The device's name; with P, what a cm_id's device is compared with (rdmacm_identify): its
  * GUID and port, and its port's GIDs when the GUID is 0 (a VF without one). */
 std::string
-dev_ident(mlx5_qpn_dev *dev, rdmacm_probed *p = nullptr)
+dev_ident(mlx5_qpn_dev *dev, rdmacm_probed *p)
 {
 	mlx5_qpn_dev_info info{};
 	if (mlx5_qpn_dev_info_get(dev, &info) != 0)
@@ -167,44 +145,6 @@ source_addr(run_ctx *ctx, bool required)
 	fprintf(stderr, "qpn-testpmd: no address to listen on: %s; give --hw-bind=IP\n",
 		why.c_str());
 	return -EADDRNOTAVAIL;
-}
-
-/* The listener on the source address and --hw-port (again after an ADDR_CHANGE on it). */
-int
-listen_on(run_ctx *ctx)
-{
-	const rdmacm_glue *g = g_rc.g;
-	int rc = source_addr(ctx, true);
-	if (rc != 0)
-		return rc;
-	sockaddr_in sa = g_rc.src;
-	sa.sin_port = htons(static_cast<uint16_t>(ctx->cfg->hw_port));
-	if (g->create_id(g_rc.pch, &g_rc.listen_id, nullptr, RDMA_PS_TCP) != 0 ||
-	    g->bind_addr(g_rc.listen_id, (sockaddr *)&sa) != 0 ||
-	    g->listen(g_rc.listen_id, 64) != 0) {
-		rc = errno > 0 ? -errno : -EIO;
-		char ip[INET_ADDRSTRLEN];
-		inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
-		fprintf(stderr, "qpn-testpmd: cannot listen on %s:%u: %s\n", ip, ctx->cfg->hw_port,
-			strerror(-rc));
-		destroy(&g_rc.listen_id);
-		return rc;
-	}
-	return 0;
-}
-
-int
-passive_setup(run_ctx *ctx)
-{
-	dev_ident(ctx->dev, &g_rc.pdev);
-	g_rc.pconns.reserve(1024);
-	g_rc.pch = channel_create();
-	if (g_rc.pch == nullptr) {
-		fprintf(stderr, "qpn-testpmd: cannot create a librdmacm event channel: %s\n",
-			strerror(errno));
-		return -ENOMEM;
-	}
-	return listen_on(ctx);
 }
 
 int
@@ -271,26 +211,6 @@ rc_totals(run_ctx *)
 }
 
 /* ---- carrying out the state machine's decisions ---- */
-
-/* One event, copied before its acknowledgement (its private data lives until then). */
-struct cm_input {
-	rdma_cm_id *id;
-	int event;
-	int status;
-	uint8_t pdata_len;
-	uint8_t pdata[64]; /* ours is kRdmacmPdataLen; padding beyond 64 is not needed */
-};
-
-/* Where a connection's events go, and what it is checked against. */
-struct cm_target {
-	bool passive;
-	cm_conn *c;
-	uint32_t conn;
-	unsigned node;
-	const rdmacm_probed *dev; /* the probed device it must route through */
-	unsigned lcore;           /* active: the client lcore */
-	run_ctx *ctx;
-};
 
 /* The device check (GUID and port) and, on a request or a REP, the private data. false: one
  * line printed for the first refusal (later ones are counted only: a misrouted peer would
@@ -414,27 +334,6 @@ feed(const cm_target &t, const cm_input &in, int input, int status, qpn_conn_eve
 	return n;
 }
 
-/* Up to MAX events of channel CH, each copied, acknowledged, then fed through ON. */
-template <typename F>
-unsigned
-drain(rdma_event_channel *ch, qpn_conn_event *ev, unsigned max, F on)
-{
-	unsigned n = 0;
-	rdma_cm_event *e;
-	while (n + 2 <= max && g_rc.g->get_cm_event(ch, &e) == 0) {
-		cm_input in{e->id, int(e->event), e->status, 0, {}};
-		const rdma_conn_param &cp = e->param.conn;
-		if (cp.private_data != nullptr) {
-			in.pdata_len =
-				uint8_t(std::min<size_t>(cp.private_data_len, sizeof(in.pdata)));
-			memcpy(in.pdata, cp.private_data, in.pdata_len);
-		}
-		g_rc.g->ack_cm_event(e);
-		n += on(in, ev + n);
-	}
-	return n;
-}
-
 /* ---- active side ---- */
 
 cm_target
@@ -517,98 +416,9 @@ rc_active_poll(run_ctx *ctx, unsigned lcore, qpn_conn_event *ev, unsigned max)
 	return n + rcdc_active_completions(ctx, lcore, ev + n, max - n);
 }
 
-/* ---- passive side ---- */
+} /* namespace rcm */
 
-cm_target
-passive_target(uint32_t conn)
-{
-	return cm_target{true, &g_rc.pconns[conn], conn, 0, &g_rc.pdev, 0, g_ctx};
-}
-
-int
-rc_accept(run_ctx *, unsigned, uint32_t conn, uint32_t qpn)
-{
-	cm_conn &c = g_rc.pconns[conn];
-	uint8_t pd[kRdmacmPdataLen];
-	rdma_conn_param p = conn_param(true, qpn, pd);
-	int rc = c.st != RC_ST_REQUESTED ? -ENOTCONN : g_rc.g->accept(c.id, &p) == 0 ? 0 : -errno;
-	c.st = rdmacm_fsm_step(true, c.st, RC_IN_ACCEPT, rc).next;
-	return rc;
-}
-
-void
-rc_reject(run_ctx *, unsigned, uint32_t conn, uint16_t)
-{
-	qpn_conn_event ev[2];
-	feed(passive_target(conn), cm_input{}, RC_IN_REJECT, 0, ev);
-}
-
-void
-rc_passive_release(run_ctx *, unsigned, uint32_t conn)
-{
-	qpn_conn_event ev[2];
-	feed(passive_target(conn), cm_input{}, RC_IN_RELEASE, 0, ev);
-}
-
-/* A connection id for a new request's cm_id: a free one, or one more. */
-uint32_t
-passive_add(rdma_cm_id *id)
-{
-	uint32_t i = 0;
-	while (i < g_rc.pconns.size() && g_rc.pconns[i].id != nullptr)
-		i++;
-	if (i == g_rc.pconns.size())
-		g_rc.pconns.push_back(cm_conn{});
-	g_rc.pconns[i] = cm_conn{id, 0, RC_ST_FREE, {}};
-	id->context = reinterpret_cast<void *>(uintptr_t(i) + 1);
-	return i;
-}
-
-/* An event of the listener itself: a device removal ends the run's passive side; an address
- * change makes the listener bind its address again (one line). Returns the engine's events. */
-unsigned
-listener_event(const cm_input &in, qpn_conn_event *out)
-{
-	if (in.event == RDMA_CM_EVENT_ADDR_CHANGE) {
-		destroy(&g_rc.listen_id);
-		int rc = listen_on(g_ctx);
-		fprintf(stderr, "qpn-testpmd: the listener's address changed: %s\n",
-			rc == 0 ? "listening again" : "no longer listening (see the line above)");
-		if (rc == 0)
-			return 0;
-		out[0] = qpn_conn_event{.type = QPN_CONN_EV_ERROR,
-					.conn = UINT32_MAX,
-					.why = rdmacm_fail_reason(in.event)};
-		return 1;
-	}
-	if (in.event != RDMA_CM_EVENT_DEVICE_REMOVAL)
-		return 0;
-	int fail;
-	cm_conn lc{in.id, 0, RC_ST_FREE, {}};
-	act(RC_ACT_CLOSE, cm_target{true, &lc, 0, 0, &g_rc.pdev, 0, g_ctx}, in, &fail);
-	out[0] = qpn_conn_event{.type = QPN_CONN_EV_ERROR,
-				.conn = UINT32_MAX,
-				.why = rdmacm_fail_reason(in.event)};
-	return 1;
-}
-
-unsigned
-rc_passive_poll(run_ctx *, unsigned, qpn_conn_event *ev, unsigned max)
-{
-	unsigned n = rcdc_passive_receives(ev, max);
-	return n + drain(g_rc.pch, ev + n, max - n, [](const cm_input &in, qpn_conn_event *out) {
-		       if (in.id == g_rc.listen_id)
-			       return listener_event(in, out);
-		       uint32_t conn = in.event == RDMA_CM_EVENT_CONNECT_REQUEST ?
-					       passive_add(in.id) :
-					       conn_of(in.id);
-		       if (conn >= g_rc.pconns.size() || g_rc.pconns[conn].id != in.id)
-			       return 0u;
-		       return feed(passive_target(conn), in, in.event, in.status, out);
-	       });
-}
-
-} /* namespace */
+using namespace rcm;
 
 /* The option checks (options.cpp) share the parsers of the runner. */
 bool
