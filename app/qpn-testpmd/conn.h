@@ -5,9 +5,10 @@
  * - conn_emu (conn_emu*.cpp): lib/cm's agents over the in-process ring fabric (or the
  *   shared-memory one, --fabric) and the emulated device's DC data path (one DCI per client
  *   lcore, one DCT per peer);
- * - conn_rdmacm (conn_rdmacm*.cpp, rdmacm_conn.h): the kernel's CM through librdmacm on hardware, port space
- *   RDMA_PS_TCP with conn_param.qp_num = the reserved QPN, and the DC data path on the device
- *   (rdmacm_dc.cpp: DCIs, the passive side's DCT named in the REP, AHs from the CM's route).
+ * - conn_rdmacm (conn_rdmacm*.cpp, rdmacm_conn.h): the kernel's CM through librdmacm on
+ *   hardware, port space RDMA_PS_TCP with conn_param.qp_num = the reserved QPN, and the DC data
+ *   path on the device (rdmacm_dc.cpp: DCIs, the passive side's DCT named in the REP, AHs from
+ *   the CM's route).
  * run.cpp picks one per run (conn_select, the one place that looks at the device); the engines
  * are written once against this table.
  *
