@@ -10,8 +10,11 @@
  * them, ringing updates the doorbell record and writes the 64-bit doorbell register of the DCI's
  * mapped UAR page (offset 0x800). The device executes the WQEs, delivers each SEND to its DCT
  * (checking the DC key), and writes 64-byte CQEs whose owner bit flips on each pass of the ring.
- * A WQE the device cannot execute (unknown DCT, wrong DC key, bad segment) completes with an
- * error CQE and its syndrome, as hardware does.
+ * A malformed WQE completes with an error CQE and its syndrome; a SEND nobody answers (unknown
+ * DCT, wrong DC key: the DCT drops it) completes with MLX5_QPN_SYND_TRANSPORT_RETRY once the
+ * sender's retries run out, as hardware does. After an error CQE the DCI is in ERR until
+ * mlx5_qpn_dci_recover() (mlx5_qpn_dci_state()); the DCT's and the DCI's local path (RoCE GID,
+ * hop limit, MTU) is struct mlx5_qpn_dc_path.
  *
  * Every send carries a route: an address handle (struct mlx5_qpn_dc_ah) whose address vector
  * (LID, SL, GRH) the WQE's datagram segment is built from, as rdma-core's mlx5 provider copies

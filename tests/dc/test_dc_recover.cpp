@@ -31,7 +31,7 @@ constexpr uint64_t KEY = 0x0badc0ffee0ddf00ULL;
 
 class DcRecover : public ::testing::Test {
 protected:
-	void SetUp() override { open(""); }
+	void SetUp() override { ASSERT_NO_FATAL_FAILURE(open("")); }
 	void TearDown() override { close(); }
 
 	void open(const char *extra)
@@ -66,6 +66,7 @@ protected:
 		scq_ = rcq_ = nullptr;
 		ah_ = nullptr;
 		dev_ = nullptr;
+		be_ = nullptr;
 	}
 
 	mlx5_qpn_sim_stats stats()
@@ -257,7 +258,7 @@ TEST_F(DcRecover, RecoverOfAReadyDciDoesNothingAndNullIsRefused)
 TEST_F(DcRecover, ErrEveryDevargLosesEveryNthSend)
 {
 	close();
-	open(",dc_err_every=3");
+	ASSERT_NO_FATAL_FAILURE(open(",dc_err_every=3"));
 	int ok = 0, lost = 0;
 	for (uint64_t i = 1; i <= 9; i++) {
 		mlx5_qpn_wc w = send_one(KEY, i);
@@ -289,6 +290,13 @@ TEST_F(DcRecover, ErrEveryDevargIsRefusedWhenMalformed)
 		mlx5_qpn_dev *d = nullptr;
 		EXPECT_EQ(mlx5_qpn_dev_probe(args.c_str(), &d), -EINVAL) << bad;
 		EXPECT_EQ(d, nullptr);
+	}
+	for (const char *good : {"dc_err_every=0", "dc_err_every=1000000", "dc_err_every=0x10"}) {
+		std::string args = name_ + "g," + good;
+		mlx5_qpn_dev *d = nullptr;
+		EXPECT_EQ(mlx5_qpn_dev_probe(args.c_str(), &d), 0) << good;
+		mlx5_qpn_dev_close(d);
+		mlx5_qpn_sim_destroy((name_ + "g").c_str());
 	}
 	char why[128];
 	EXPECT_EQ(mlx5_qpn_devargs_check("ib=mlx5_0,dc_err_every=3", why, sizeof(why)), -EINVAL);

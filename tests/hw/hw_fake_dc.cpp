@@ -2,12 +2,15 @@
 /*
  * The fake device's DC execution (hw_fake_glue.h: dc_execute): what a ConnectX does with a rung
  * DCI, in the PRM layouts of common/mlx5_qpn_prm_wqe.h, so that the DC layer's own WQEs, SRQ
- * WQEs and CQ polling meet a device on a machine without one.
+ * WQEs and CQ polling meet a device on a machine without one: only in RTS, only what the
+ * doorbell record and the UAR register both announce, lost SENDs retried until the transport
+ * timeout on the fake clock, and an ERR state that flushes until RESET.
  */
 #include <endian.h>
 #include <string.h>
 
 #include <atomic>
+#include <mutex>
 
 #include "common/mlx5_qpn_prm_wqe.h"
 #include "hw_fake_glue.h"
@@ -84,42 +87,137 @@ deliver(FakeQp *t, uint32_t src_qpn, const uint8_t *data, uint32_t len)
 	return true;
 }
 
+/* The transport timeout of d in us: 4.096 us * 2^timeout per try, retry_cnt + 1 tries; a
+ * timeout of 0 waits for ever (IBTA: no local ACK timeout). */
+uint64_t
+timeout_us(const FakeQp *d)
+{
+	if (d->timeout == 0)
+		return UINT64_MAX;
+	const uint64_t ns = (uint64_t(4096) << (d->timeout & 31)) * (uint64_t(d->retry_cnt) + 1);
+	return (ns + 999) / 1000;
+}
+
+/* The UAR register: a write the device has not taken yet becomes its view of the doorbell
+ * when it names this DCI (the register holds the control segment's first 8 bytes). */
+void
+take_doorbell(FakeQp *d)
+{
+	uint64_t v = std::atomic_ref<uint64_t>(*static_cast<uint64_t *>(d->reg_page))
+			     .load(std::memory_order_acquire);
+	if (v == d->uar_last)
+		return;
+	d->uar_last = v;
+	uint8_t b[8];
+	memcpy(b, &v, sizeof(b));
+	if (mlx5_qpn_get_be32(b + 4) >> 8 != d->qp.qp_num)
+		return;
+	d->db_valid = true;
+	d->db_idx = uint16_t(mlx5_qpn_get_be32(b) >> 8);
+}
+
+void
+to_err(FakeQp *d)
+{
+	d->state = IBV_QPS_ERR;
+	d->qp.state = IBV_QPS_ERR;
+	d->waiting = false;
+}
+
+/* Try the SEND at the head of d: 0 and *done (completed) or not (waits: RNR, or dropped and
+ * the timeout not yet passed); a syndrome when it fails. */
+int
+send_one(FakeQp *d, const uint8_t *wqe, const mlx5_qpn_wqe_fields &w, bool *done)
+{
+	FakeDevice &dev = fake();
+	*done = false;
+	auto t = g_dcts.find(w.dqp_dct & 0xffffff);
+	const bool found = t != g_dcts.end();
+	const bool routed = found && roce_route_ok(wqe + MLX5_QPN_CTRL_SEG_SIZE, t->second);
+	const bool key_ok = found && t->second->key == w.dc_key;
+	if (found && routed && key_ok) {
+		if (!deliver(t->second, d->qp.qp_num, w.data, w.inl_hdr & ~MLX5_QPN_INLINE_SEG))
+			return 0; /* RNR: retried on the next call */
+		d->waiting = false;
+		*done = true;
+		return 0;
+	}
+	/* Lost on the way or dropped by the target: the requester hears nothing and retries
+	 * until its transport timeout has passed. */
+	if (!d->waiting) {
+		d->waiting = true;
+		d->wait_since_us = dev.now_us;
+		dev.dropped++;
+		if (found && routed)
+			dev.key_violations++;
+	}
+	if (dev.now_us - d->wait_since_us < timeout_us(d))
+		return 0;
+	d->waiting = false;
+	return MLX5_QPN_SYND_TRANSPORT_RETRY_EXC_ERR;
+}
+
 } // namespace
+
+void
+advance_us(uint64_t us)
+{
+	fake().now_us += us;
+}
 
 int
 dc_execute()
 {
+	std::lock_guard<std::mutex> g(g_mu);
 	int done = 0;
 	for (auto &[qpn, d] : g_dcis) {
+		/* RESET, INIT, RTR: the SQ is not processed; ERR: flushed. */
+		if (d->state != IBV_QPS_RTS && d->state != IBV_QPS_ERR)
+			continue;
+		take_doorbell(d);
 		const uint32_t *dbrec = static_cast<const uint32_t *>(d->dbrec_page);
 		uint16_t pi =
 			uint16_t(be32toh(std::atomic_ref<uint32_t>(const_cast<uint32_t &>(dbrec[1]))
 						 .load(std::memory_order_acquire)));
 		const uint32_t nbb_ring = uint32_t(d->sq.size() / 64);
 		while (uint16_t(d->sq_ci) != pi) {
+			const uint16_t c = uint16_t(d->sq_ci);
+			/* Rung: the register named a WQE index at or beyond this one. */
+			if (!d->db_valid || int16_t(uint16_t(d->db_idx - c)) < 0)
+				break;
 			/* Gather the WQE's BBs (it may wrap around the ring). */
 			uint8_t wqe[MLX5_QPN_WQE_MAX_BBS * 64];
 			memcpy(wqe, &d->sq[size_t(d->sq_ci % nbb_ring) * 64], 64);
 			mlx5_qpn_wqe_fields w;
 			mlx5_qpn_wqe_parse_ctrl(wqe, &w);
 			uint32_t nbb = mlx5_qpn_wqe_bbs(w.ds);
-			for (uint32_t i = 1; i < nbb && i < MLX5_QPN_WQE_MAX_BBS; i++)
+			if (nbb == 0 || nbb > MLX5_QPN_WQE_MAX_BBS)
+				nbb = 1;
+			if (uint16_t(pi - c) < nbb)
+				break; /* the record does not cover the whole WQE yet */
+			for (uint32_t i = 1; i < nbb; i++)
 				memcpy(wqe + i * 64, &d->sq[size_t((d->sq_ci + i) % nbb_ring) * 64],
 				       64);
-			int synd = mlx5_qpn_wqe_parse_dc_send(wqe, sizeof(wqe), &w);
 			mlx5_qpn_cqe_fields f{};
 			f.qpn = qpn;
-			f.wqe_counter = w.wqe_index;
+			f.wqe_counter = c;
 			f.wqe_opcode = MLX5_QPN_OPCODE_SEND;
 			f.opcode = MLX5_QPN_PRM_CQE_REQ;
-			auto t = g_dcts.find(w.dqp_dct & 0xffffff);
-			if (synd == 0 && t == g_dcts.end())
-				synd = MLX5_QPN_SYND_TRANSPORT_RETRY_EXC_ERR;
-			else if (synd == 0 && t->second->key != w.dc_key)
-				synd = MLX5_QPN_SYND_REMOTE_ACCESS_ERR;
-			if (synd == 0 &&
-			    !deliver(t->second, qpn, w.data, w.inl_hdr & ~MLX5_QPN_INLINE_SEG))
-				break; /* RNR: retried on the next call */
+			int synd = 0;
+			if (d->state == IBV_QPS_ERR) {
+				synd = MLX5_QPN_SYND_WR_FLUSH_ERR; /* not sent */
+				fake().flushed++;
+			} else {
+				synd = mlx5_qpn_wqe_parse_dc_send(wqe, sizeof(wqe), &w);
+				if (synd == 0 && (w.qpn != qpn || w.wqe_index != c))
+					synd = MLX5_QPN_SYND_LOCAL_QP_OP_ERR; /* a stale WQE */
+				bool sent = false;
+				if (synd == 0 && (synd = send_one(d, wqe, w, &sent)) == 0 && !sent)
+					break; /* waits: RNR, or dropped before its timeout */
+				fake().executed++;
+				if (synd != 0)
+					to_err(d);
+			}
 			if (synd != 0) {
 				f.opcode = MLX5_QPN_PRM_CQE_REQ_ERR;
 				f.syndrome = uint8_t(synd);
@@ -127,7 +225,6 @@ dc_execute()
 			cq_write(d->cq, f, 0, nullptr, 0);
 			d->sq_ci += nbb;
 			done++;
-			fake().executed++;
 		}
 	}
 	return done;
@@ -136,6 +233,7 @@ dc_execute()
 int
 srq_posted(uint32_t dctn)
 {
+	std::lock_guard<std::mutex> g(g_mu);
 	auto t = g_dcts.find(dctn);
 	if (t == g_dcts.end() || t->second->srq == nullptr)
 		return -1;

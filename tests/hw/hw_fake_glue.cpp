@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The fake rdma-core of hw_fake_glue.h: one mlx5 device whose firmware answers QUERY_HCA_CAP
- * and CREATE/DESTROY_GENERAL_OBJECT(RESERVED_QPN) in the PRM layouts, and verbs objects that
- * are plain heap structs with counters.
+ * and CREATE/DESTROY_GENERAL_OBJECT(RESERVED_QPN) in the PRM layouts; the glue table over it
+ * (the verbs objects are in hw_fake_objects.cpp, the rules in the files hw_fake_priv.h lists).
  */
 #include "hw_fake_glue.h"
 #include "hw_fake_priv.h"
@@ -17,16 +17,22 @@
 #include <unistd.h>
 
 #include <map>
+#include <set>
 #include <string>
 
-#include "hw/mlx5_qpn_hw_sizing.h"
 #include "common/mlx5_qpn_prm.h"
+#include "hw/mlx5_qpn_hw_sizing.h"
+#include "hw_fake_caps.h"
 
 namespace hwfake {
 namespace priv {
 
 std::map<uint32_t, FakeQp *> g_dcis, g_dcts;
 std::map<uint32_t, FakeMr *> g_mrs;
+Live g_live;
+std::mutex g_mu;
+FakeCq *g_last_cq;
+mlx5_wqe_av g_last_av;
 
 } // namespace priv
 
@@ -37,19 +43,15 @@ namespace {
 FakeDevice g_dev;
 struct ibv_device g_ibdev;
 struct ibv_device *g_list[2] = {&g_ibdev, nullptr};
-FakeCq *g_last_cq;
-mlx5_wqe_av g_last_av;
 
 struct FakeObj {
 	uint32_t id;
 };
 
-void *
-page(void)
-{
-	void *p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? nullptr : p;
-}
+/* Contexts, DEVX objects and UARs handed out and not given back (freed at a Scope's end). */
+std::set<ibv_context *> g_ctxs;
+std::set<FakeObj *> g_objs;
+std::set<mlx5dv_devx_uar *> g_uars;
 
 ibv_device **
 get_device_list(int *n)
@@ -79,9 +81,11 @@ dv_is_supported(ibv_device *)
 ibv_context *
 new_context(void)
 {
+	std::lock_guard<std::mutex> g(g_mu);
 	g_dev.contexts_open++;
 	ibv_context *c = new ibv_context();
 	c->device = &g_ibdev;
+	g_ctxs.insert(c);
 	return c;
 }
 
@@ -104,8 +108,10 @@ open_device(ibv_device *)
 int
 close_device(ibv_context *c)
 {
+	std::lock_guard<std::mutex> g(g_mu);
 	g_dev.closes++;
 	g_dev.contexts_open--;
+	g_ctxs.erase(c);
 	delete c;
 	return 0;
 }
@@ -139,9 +145,11 @@ devx_general_cmd(ibv_context *, const void *in, size_t inlen, void *out, size_t 
 	c.log_reserved_qpn_max_alloc = g_dev.max_alloc;
 	c.log_max_num_reserved_qpn = g_dev.max_num;
 	mlx5_qpn_prm_hca_cap_out(out, outlen, op_mod, &c);
-	if (general)
-		mlx5_qpn_prm::set(static_cast<uint8_t *>(out) + MLX5_QPN_PRM_HCA_CAP_OFFSET,
-				  {MLX5_QPN_HW_CAP_HCA_CAP_2_BIT, 1}, g_dev.hca_cap_2);
+	if (general) {
+		uint8_t *cap = static_cast<uint8_t *>(out) + MLX5_QPN_PRM_HCA_CAP_OFFSET;
+		mlx5_qpn_prm::set(cap, {MLX5_QPN_HW_CAP_HCA_CAP_2_BIT, 1}, g_dev.hca_cap_2);
+		mlx5_qpn_prm::set(cap, hwfake::cap_max_wqe_sz_sq_dc, g_dev.max_wqe_sz_sq_dc);
+	}
 	return 0;
 }
 
@@ -167,13 +175,18 @@ devx_obj_create(ibv_context *, const void *in, size_t inlen, void *out, size_t o
 	uint32_t id = (0x1000 + g_dev.next_obj + size - 1) & ~(size - 1);
 	g_dev.next_obj = id + size - 0x1000;
 	mlx5_qpn_prm_create_obj_out(out, outlen, id);
+	std::lock_guard<std::mutex> g(g_mu);
 	g_dev.objs_live++;
-	return reinterpret_cast<mlx5dv_devx_obj *>(new FakeObj{id});
+	FakeObj *o = new FakeObj{id};
+	g_objs.insert(o);
+	return reinterpret_cast<mlx5dv_devx_obj *>(o);
 }
 
 int
 devx_obj_destroy(mlx5dv_devx_obj *o)
 {
+	std::lock_guard<std::mutex> g(g_mu);
+	g_objs.erase(reinterpret_cast<FakeObj *>(o));
 	delete reinterpret_cast<FakeObj *>(o);
 	g_dev.objs_live--;
 	g_dev.objs_destroyed++;
@@ -198,281 +211,22 @@ reserved_qpn_dealloc(ibv_context *, uint32_t)
 mlx5dv_devx_uar *
 devx_alloc_uar(ibv_context *, uint32_t)
 {
+	std::lock_guard<std::mutex> g(g_mu);
 	g_dev.uars_live++;
 	mlx5dv_devx_uar *u = new mlx5dv_devx_uar();
 	u->page_id = 7;
+	g_uars.insert(u);
 	return u;
 }
 
 void
 devx_free_uar(mlx5dv_devx_uar *u)
 {
+	std::lock_guard<std::mutex> g(g_mu);
 	g_dev.uars_live--;
 	g_dev.uars_freed++;
+	g_uars.erase(u);
 	delete u;
-}
-
-ibv_pd *
-alloc_pd(ibv_context *c)
-{
-	g_dev.pds_live++;
-	ibv_pd *pd = new ibv_pd();
-	pd->context = c;
-	return pd;
-}
-
-int
-dealloc_pd(ibv_pd *pd)
-{
-	g_dev.pds_live--;
-	delete pd;
-	return 0;
-}
-
-ibv_cq *
-create_cq(ibv_context *c, int cqe, void *, ibv_comp_channel *, int)
-{
-	g_dev.cqs_live++;
-	g_dev.cq_depths.push_back(cqe);
-	FakeCq *f = new FakeCq();
-	f->cq.context = c;
-	/* As libmlx5: cqe + 1 rounded up to a power of two, every CQE invalid (opcode 0xf). */
-	uint32_t n = 1;
-	while (n < uint32_t(cqe) + 1)
-		n <<= 1;
-	f->cq.cqe = int(n) - 1;
-	f->ring.assign(size_t(n) * 64, 0);
-	for (uint32_t i = 0; i < n; i++)
-		f->ring[size_t(i) * 64 + 63] = 0xf0;
-	g_last_cq = f;
-	return &f->cq;
-}
-
-int
-destroy_cq(ibv_cq *cq)
-{
-	g_dev.cqs_live--;
-	if (g_last_cq == reinterpret_cast<FakeCq *>(cq))
-		g_last_cq = nullptr;
-	delete reinterpret_cast<FakeCq *>(cq);
-	return 0;
-}
-
-FakeQp *
-new_qp(ibv_pd *pd, ibv_qp_type type, uint32_t qpn)
-{
-	/* The driver's control thread creates QPs while a test reads the count: atomic both ways. */
-	std::atomic_ref<int>(g_dev.qps_live).fetch_add(1);
-	FakeQp *f = new FakeQp();
-	f->qp.pd = pd;
-	f->qp.qp_num = qpn;
-	f->qp.qp_type = type;
-	return f;
-}
-
-ibv_qp *
-create_qp(ibv_pd *pd, ibv_qp_init_attr *attr)
-{
-	if (attr->qp_type != IBV_QPT_UD || attr->send_cq == nullptr ||
-	    attr->send_cq != attr->recv_cq)
-		g_dev.bad_qp_attrs++;
-	return &new_qp(pd, attr->qp_type, g_dev.next_qpn++)->qp;
-}
-
-int
-destroy_qp(ibv_qp *qp)
-{
-	std::atomic_ref<int>(g_dev.qps_live).fetch_sub(1);
-	g_dev.qps_destroyed++;
-	FakeQp *f = reinterpret_cast<FakeQp *>(qp);
-	if (f->dct)
-		g_dcts.erase(qp->qp_num);
-	if (f->dc && !f->dct) {
-		g_dcis.erase(qp->qp_num);
-		munmap(f->dbrec_page, 4096);
-		munmap(f->reg_page, 4096);
-	}
-	delete f;
-	return 0;
-}
-
-ibv_qp *
-dv_create_qp(ibv_context *, ibv_qp_init_attr_ex *a, mlx5dv_qp_init_attr *dv)
-{
-	FakeDevice::DvQp r{};
-	r.qp_type = a->qp_type;
-	r.comp_mask = a->comp_mask;
-	r.max_send_wr = a->cap.max_send_wr;
-	r.max_send_sge = a->cap.max_send_sge;
-	r.max_inline = a->cap.max_inline_data;
-	r.dv_comp_mask = dv->comp_mask;
-	r.dc_type = dv->dc_init_attr.dc_type;
-	r.key = r.dc_type == MLX5DV_DCTYPE_DCT ? dv->dc_init_attr.dct_access_key : 0;
-	r.srq = a->srq != nullptr;
-	r.one_cq = a->send_cq != nullptr && a->send_cq == a->recv_cq;
-	g_dev.dv_qps.push_back(r);
-	if (g_dev.dv_create_qp_errno != 0) {
-		errno = g_dev.dv_create_qp_errno;
-		return nullptr;
-	}
-	const bool dct = r.dc_type == MLX5DV_DCTYPE_DCT;
-	/* A DCT has no number until RTR (the kernel creates it there). */
-	FakeQp *f = new_qp(a->pd, IBV_QPT_DRIVER, dct ? 0 : g_dev.next_qpn++);
-	f->dc = true;
-	f->dct = dct;
-	f->cq = reinterpret_cast<FakeCq *>(a->send_cq);
-	f->srq = reinterpret_cast<FakeSrq *>(a->srq);
-	f->key = r.key;
-	if (!dct) {
-		/* As libmlx5 sizes it: WRs x the WQE (ctrl + AV + inline) in BBs, power of two. */
-		uint32_t wqe = (16 + 48 + 4 + a->cap.max_inline_data + 63) / 64;
-		uint32_t bbs = 1;
-		while (bbs < a->cap.max_send_wr * wqe)
-			bbs <<= 1;
-		f->sq.assign(size_t(bbs) * 64, 0);
-		f->dbrec_page = page();
-		f->reg_page = page();
-		g_dcis[f->qp.qp_num] = f;
-	}
-	return &f->qp;
-}
-
-int
-modify_qp(ibv_qp *qp, ibv_qp_attr *a, int mask)
-{
-	g_dev.modifies.push_back({qp->qp_num, int(a->qp_state), mask, int(a->port_num),
-				  int(a->path_mtu), int(a->min_rnr_timer), *a});
-	FakeQp *f = reinterpret_cast<FakeQp *>(qp);
-	if (f->dct && a->qp_state == IBV_QPS_RTR) {
-		qp->qp_num = g_dev.next_qpn++; /* rdma-core: qp_num = the DCT number from RTR */
-		g_dcts[qp->qp_num] = f;
-	}
-	return 0;
-}
-
-int
-query_port(ibv_context *, uint8_t port, _compat_ibv_port_attr *pa)
-{
-	g_dev.ports_queried.push_back(port);
-	ibv_port_attr *p = reinterpret_cast<ibv_port_attr *>(pa);
-	p->active_mtu = IBV_MTU_4096;
-	p->link_layer = IBV_LINK_LAYER_INFINIBAND;
-	return 0;
-}
-
-ibv_srq *
-create_srq(ibv_pd *pd, ibv_srq_init_attr *a)
-{
-	g_dev.srqs_live++;
-	g_dev.srq_max_wr = int(a->attr.max_wr);
-	FakeSrq *f = new FakeSrq();
-	f->srq.pd = pd;
-	/* As libmlx5: max_wr + 1 WQEs rounded up to a power of two, linked i -> i + 1. */
-	f->n = 1;
-	while (f->n < a->attr.max_wr + 1)
-		f->n <<= 1;
-	f->wqes.assign(size_t(f->n) * 32, 0);
-	for (uint32_t i = 0; i < f->n; i++) {
-		uint16_t next = htobe16(uint16_t((i + 1) & (f->n - 1)));
-		memcpy(&f->wqes[size_t(i) * 32 + 2], &next, 2);
-	}
-	return &f->srq;
-}
-
-int
-destroy_srq(ibv_srq *s)
-{
-	g_dev.srqs_live--;
-	delete reinterpret_cast<FakeSrq *>(s);
-	return 0;
-}
-
-ibv_mr *
-reg_mr(ibv_pd *pd, void *addr, size_t len, int access)
-{
-	g_dev.mrs_live++;
-	g_dev.mr_access = access;
-	FakeMr *f = new FakeMr();
-	f->mr.pd = pd;
-	f->mr.addr = addr;
-	f->mr.length = len;
-	f->mr.lkey = 0x500 + g_dev.mrs_made++;
-	g_mrs[f->mr.lkey] = f;
-	return &f->mr;
-}
-
-int
-dereg_mr(ibv_mr *mr)
-{
-	g_dev.mrs_live--;
-	g_mrs.erase(mr->lkey);
-	delete reinterpret_cast<FakeMr *>(mr);
-	return 0;
-}
-
-/* As libmlx5's mlx5_create_ah for InfiniBand, with the installed struct mlx5_wqe_av. */
-ibv_ah *
-create_ah(ibv_pd *pd, ibv_ah_attr *a)
-{
-	g_dev.ahs_live++;
-	g_dev.ah_attrs.push_back(*a);
-	FakeAh *f = new FakeAh();
-	f->ah.pd = pd;
-	f->av.stat_rate_sl = (a->static_rate << 4) | (a->sl & 0xf);
-	f->av.fl_mlid = a->src_path_bits & 0x7f;
-	f->av.rlid = htobe16(a->dlid);
-	if (a->is_global) {
-		f->av.tclass = a->grh.traffic_class;
-		f->av.hop_limit = a->grh.hop_limit;
-		f->av.grh_gid_fl = htobe32(a->grh.flow_label | (1u << 30) |
-					   (uint32_t(a->grh.sgid_index) << 20));
-		memcpy(f->av.rgid, a->grh.dgid.raw, 16);
-	}
-	g_last_av = f->av;
-	return &f->ah;
-}
-
-int
-destroy_ah(ibv_ah *ah)
-{
-	g_dev.ahs_live--;
-	delete reinterpret_cast<FakeAh *>(ah);
-	return 0;
-}
-
-int
-dv_init_obj(mlx5dv_obj *o, uint64_t type)
-{
-	g_dev.init_objs++;
-	if (type & MLX5DV_OBJ_CQ) {
-		FakeCq *f = reinterpret_cast<FakeCq *>(o->cq.in);
-		o->cq.out->buf = f->ring.data();
-		o->cq.out->dbrec = reinterpret_cast<__be32 *>(f->dbrec);
-		o->cq.out->cqe_cnt = uint32_t(f->cq.cqe + 1);
-		o->cq.out->cqe_size = 64;
-		o->cq.out->cqn = 0x77;
-	}
-	if (type & MLX5DV_OBJ_QP) {
-		FakeQp *f = reinterpret_cast<FakeQp *>(o->qp.in);
-		o->qp.out->sq.buf = f->sq.data();
-		o->qp.out->sq.wqe_cnt = uint32_t(f->sq.size() / 64);
-		o->qp.out->sq.stride = 64;
-		o->qp.out->dbrec = static_cast<__be32 *>(f->dbrec_page);
-		o->qp.out->bf.reg = f->reg_page;
-		o->qp.out->bf.size = g_dev.bf_size;
-	}
-	if (type & MLX5DV_OBJ_SRQ) {
-		FakeSrq *f = reinterpret_cast<FakeSrq *>(o->srq.in);
-		o->srq.out->buf = f->wqes.data();
-		o->srq.out->dbrec = reinterpret_cast<__be32 *>(f->dbrec);
-		o->srq.out->stride = 32;
-		o->srq.out->head = 0;
-		o->srq.out->tail = f->n - 1;
-		o->srq.out->srqn = 0x99;
-	}
-	if (type & MLX5DV_OBJ_AH)
-		o->ah.out->av = &reinterpret_cast<FakeAh *>(o->ah.in)->av;
-	return 0;
 }
 
 struct mlx5_qpn_glue
@@ -500,6 +254,7 @@ make_table(void)
 	g.destroy_ah = destroy_ah;
 	g.reg_mr = reg_mr;
 	g.dereg_mr = dereg_mr;
+	g.query_gid_ex = query_gid_ex;
 	g.dv_create_qp = dv_create_qp;
 	g.dv_init_obj = dv_init_obj;
 	g.dv_is_supported = dv_is_supported;
@@ -516,6 +271,35 @@ make_table(void)
 
 const struct mlx5_qpn_glue g_table = make_table();
 
+struct mlx5_qpn_glue
+make_table_without_reserved_qpn(void)
+{
+	struct mlx5_qpn_glue g = make_table();
+	g.reserved_qpn_alloc = nullptr;
+	g.reserved_qpn_dealloc = nullptr;
+	return g;
+}
+
+const struct mlx5_qpn_glue g_table_old = make_table_without_reserved_qpn();
+
+/* Give back whatever the code under test left behind, then start from a fresh device. */
+void
+reset_all(void)
+{
+	free_leftovers();
+	std::lock_guard<std::mutex> g(g_mu);
+	for (ibv_context *c : g_ctxs)
+		delete c;
+	for (FakeObj *o : g_objs)
+		delete o;
+	for (mlx5dv_devx_uar *u : g_uars)
+		delete u;
+	g_ctxs.clear();
+	g_objs.clear();
+	g_uars.clear();
+	g_dev = FakeDevice();
+}
+
 } // namespace
 
 FakeDevice &
@@ -530,16 +314,25 @@ fake_glue()
 	return &g_table;
 }
 
-Scope::Scope()
+const struct mlx5_qpn_glue *
+fake_glue_without_reserved_qpn()
 {
-	g_dev = FakeDevice();
-	g_dcis.clear();
-	g_dcts.clear();
-	g_mrs.clear();
-	mlx5_qpn_glue_set_override(&g_table);
+	return &g_table_old;
 }
 
-Scope::~Scope() { mlx5_qpn_glue_set_override(nullptr); }
+Scope::Scope() : Scope(&g_table) {}
+
+Scope::Scope(const struct mlx5_qpn_glue *table)
+{
+	reset_all();
+	mlx5_qpn_glue_set_override(table);
+}
+
+Scope::~Scope()
+{
+	mlx5_qpn_glue_set_override(nullptr);
+	reset_all();
+}
 
 int
 live_objects()

@@ -11,6 +11,7 @@
  */
 
 #include <stdint.h>
+#include <sys/resource.h>
 
 #include <string>
 #include <vector>
@@ -57,9 +58,19 @@ struct FakeDevice {
 		uint32_t qpn; /* qp_num at the call (a DCT's is 0 until RTR) */
 		int state, mask, port, mtu, min_rnr;
 		struct ibv_qp_attr attr; /* the whole call */
+		int rc;                  /* what ibv_modify_qp returned (0 or a positive errno) */
 	};
 	std::vector<DvQp> dv_qps;
-	std::vector<Modify> modifies;
+	std::vector<Modify> modifies; /* every call, refused ones too */
+	/* The path of every DCI and DCT that reached RTR (IB_QP_AV, IB_QP_PATH_MTU). */
+	struct RtrPath {
+		uint32_t qpn; /* the DCI's QP number, the DCT's number */
+		bool dct;
+		bool is_global;
+		uint8_t sgid_index, hop_limit, traffic_class, sl;
+		int path_mtu;
+	};
+	std::vector<RtrPath> rtr_paths;
 	std::vector<struct ibv_ah_attr> ah_attrs;
 	int srqs_live = 0, ahs_live = 0, init_objs = 0;
 	int srq_max_wr = 0;
@@ -67,10 +78,61 @@ struct FakeDevice {
 	int dv_create_qp_errno = 0; /* non-zero: mlx5dv_create_qp fails with it */
 	int mrs_live = 0, mrs_made = 0, mr_access = 0;
 
+	/* Ports: InfiniBand, or RoCE (use_roce()). Every port has the same GID table. */
+	bool roce = false; /* link_layer IBV_LINK_LAYER_ETHERNET on every port */
+	struct FakeGid {
+		uint8_t raw[16];
+		uint32_t type; /* enum ibv_gid_type: IBV_GID_TYPE_IB, _ROCE_V1, _ROCE_V2 */
+	};
+	std::vector<FakeGid> gids; /* index = position; all-zero raw: an empty entry */
+	uint8_t active_mtu = IBV_MTU_4096;
+	int route_hops = 1; /* routers between the two ends on the fabric */
+
+	/* Firmware limits (QUERY_HCA_CAP). */
+	uint16_t max_wqe_sz_sq_dc = 512; /* bytes of one DCI WQE (the kernel refuses larger) */
+
+	/* Pinned memory (ib_umem_get): bytes of MRs and queue buffers, rounded up to pages. */
+	uint64_t pinned = 0;
+
 	/* The device executing DC sends (dc_execute()). */
 	bool scatter32 = false; /* payloads of <= 32 bytes go into the CQE (inline scatter) */
 	uint8_t resp_err = 0;   /* non-zero: the next receive completes in error, this syndrome */
 	int executed = 0, rnr = 0;
+	int flushed = 0;        /* WQEs completed with WR_FLUSH_ERR (the DCI in ERR) */
+	int dropped = 0;        /* SENDs lost on the fabric or at the target (once per WQE) */
+	int key_violations = 0; /* SENDs a DCT dropped for a wrong DC key */
+	uint64_t now_us = 0;    /* the device's clock (advance_us()); nothing reads the wall's */
+};
+
+/**
+ * Make d a RoCE device: every port Ethernet, the GID table as an mlx5 RoCE port has it:
+ * [0] fe80::<EUI-64 of the GUID> RoCE v1, [1] the same RoCE v2, [2] ::ffff:192.0.2.10 RoCE v1,
+ * [3] ::ffff:192.0.2.10 RoCE v2 (the IPv4-mapped v2 entry is index 3, not 0).
+ */
+void use_roce(FakeDevice &d);
+
+/** Advance the device's clock (transport timeouts in dc_execute()). */
+void advance_us(uint64_t us);
+
+/**
+ * For a test that shows a locked-memory refusal: lowers RLIMIT_MEMLOCK's soft limit to bytes
+ * and drops CAP_IPC_LOCK from the calling thread's effective set (capset; the tests run as
+ * root), restoring both when it goes. Capabilities are per thread: a pin made on another
+ * thread (a driver's control thread) still has the capability.
+ */
+class MemlockLimit {
+public:
+	explicit MemlockLimit(uint64_t bytes);
+	~MemlockLimit();
+	MemlockLimit(const MemlockLimit &) = delete;
+	MemlockLimit &operator=(const MemlockLimit &) = delete;
+	bool ok() const { return ok_; } /* false: the limit or the capability could not be set */
+
+private:
+	struct rlimit old_;
+	bool limit_set_ = false;
+	bool cap_dropped_ = false;
+	bool ok_ = false;
 };
 
 /** The doorbell pages of a fake DCI (what mlx5dv_init_obj(QP) hands out), by its QP number. */
@@ -106,12 +168,33 @@ doorbell_order(const DciPages &p, Fn fn)
 }
 
 /**
- * The device's execution step for every fake DCI: each rung SEND WQE goes to its DCT (by
- * number, DC key checked) through the DCT's SRQ as an mlx5 device does it (the next posted WQE
- * along the list, its data segment's lkey and buffer checked against a live MR), a responder
- * CQE on the DCT's CQ (wqe_counter = SRQ WQE index, byte_cnt, source QPN) and a requester CQE
- * on the DCI's. A SEND that finds no posted receive stays (RNR: counted, retried next call).
- * @return WQEs executed.
+ * The device's execution step for every fake DCI, as a ConnectX does it:
+ *  - a DCI executes only in RTS (in RESET, INIT and RTR its WQEs wait) and in ERR flushes;
+ *  - a WQE runs only when the doorbell record covers it AND the UAR register (the 8 bytes at
+ *    reg: the first 8 of the last rung WQE's control segment) names this DCI's QPN and a
+ *    WQE index at or beyond it; a record without a register write runs nothing;
+ *  - each SEND goes to its DCT (by number) through the DCT's SRQ (the next posted WQE along
+ *    the list, its data segment's lkey and buffer checked against a live MR): a responder CQE
+ *    on the DCT's CQ (wqe_counter = SRQ WQE index, byte_cnt, source QPN), a requester CQE on
+ *    the DCI's. A SEND that finds no posted receive stays (RNR: counted, retried next call);
+ *  - a SEND that is lost — no such DCT, a wrong DC key (counted in key_violations), on RoCE a
+ *    source GID that is not in the table or whose type differs from the DCT's, a hop limit of
+ *    the AV or of the DCT's path below route_hops, RoCE v1 across routers — is dropped
+ *    (counted once) and the DCI retries until its transport timeout has passed on the fake
+ *    clock (4.096 us * 2^timeout * (retry_cnt + 1), from its RTS modify; timeout 0 never
+ *    expires), then completes it with TRANSPORT_RETRY_EXC_ERR (0x15); the WQEs behind wait;
+ *  - after an error completion the DCI is in ERR: every later rung WQE completes with
+ *    WR_FLUSH_ERR (0x05), in order, without being sent, until it is modified to RESET;
+ *  - a WQE whose control segment does not carry the DCI's QPN and the index the device
+ *    expects (a stale WQE, e.g. a producer counter not restarted after RESET) completes with
+ *    LOCAL_QP_OP_ERR, as a malformed one does.
+ *
+ * After RESET (ibv_modify_qp to RESET): the device's SQ consumer counter and its view of the
+ * doorbell go back to 0, and the fake, as libmlx5's mlx5_modify_qp does, zeroes the QP's
+ * doorbell record (both slots) and clears the register's content. The driver must then
+ * restart its SQ producer counter at 0: the first WQE after RESET has index 0 and sits at
+ * BB 0 of the ring, and the record counts from 0 again.
+ * @return WQEs completed (sent, failed or flushed).
  */
 int dc_execute();
 
@@ -124,10 +207,16 @@ FakeDevice &fake();
 /** The fake table. */
 const struct mlx5_qpn_glue *fake_glue();
 
-/** Installs the fake as the process's glue for its lifetime, from a fresh FakeDevice. */
+/** The same table without mlx5dv_reserved_qpn_alloc/dealloc (NULL), as the glue resolves an
+ * rdma-core older than 34. */
+const struct mlx5_qpn_glue *fake_glue_without_reserved_qpn();
+
+/** Installs the fake as the process's glue for its lifetime, from a fresh FakeDevice; at its
+ * end, frees whatever the code under test left behind (live_objects() says what that was). */
 class Scope {
 public:
 	Scope();
+	explicit Scope(const struct mlx5_qpn_glue *table); /* one of the tables above */
 	~Scope();
 	Scope(const Scope &) = delete;
 	Scope &operator=(const Scope &) = delete;

@@ -418,14 +418,18 @@ TEST(HwDcRx, ErrorsRepostAtOnceAndReadNothing)
 	EXPECT_EQ(rx.wqe_counter, 0u);
 	EXPECT_EQ(t.read(0), "after");
 
-	/* Wrong DC key: the requester's error, nothing on the DCT. */
+	/* Wrong DC key: the DCT drops it, the requester times out (retry exceeded), nothing on
+	 * the DCT. */
 	EXPECT_EQ(mlx5_qpn_dci_post_send(t.dci, t.ah, t.dctn, KEY + 1, "bad", 3, 77), 0);
 	mlx5_qpn_dci_ring(t.dci);
+	EXPECT_EQ(hwfake::dc_execute(), 0);
+	EXPECT_EQ(fake().key_violations, 1);
+	hwfake::advance_us(600 * 1000); /* past 4.096 us * 2^14 * 8 */
 	EXPECT_EQ(hwfake::dc_execute(), 1);
 	mlx5_qpn_wc wc[4];
 	ASSERT_EQ(mlx5_qpn_cq_poll(t.cq, wc, 4), 1);
 	EXPECT_EQ(wc[0].opcode, MLX5_QPN_CQE_REQ_ERR);
-	EXPECT_EQ(wc[0].syndrome, MLX5_QPN_SYND_REMOTE_ACCESS_ERR);
+	EXPECT_EQ(wc[0].syndrome, MLX5_QPN_SYND_TRANSPORT_RETRY_EXC_ERR);
 	EXPECT_EQ(wc[0].wr_id, 77u);
 	EXPECT_EQ(hwfake::srq_posted(t.dctn), posted0 + 1);
 }

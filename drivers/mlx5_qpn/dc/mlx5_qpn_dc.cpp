@@ -59,24 +59,6 @@ using mlx5_qpn_dc::load_shared;
 
 } // namespace
 
-struct mlx5_qpn_dci {
-	struct mlx5_qpn_cq *cq;
-	struct mlx5_qpn_dc_dci_info info;
-	uint8_t *sq;
-	uint32_t bb_mask;
-	uint32_t pi_bb;   /* BB producer counter */
-	uint32_t rung_bb; /* last counter published */
-	uint32_t max_wqes;
-	uint32_t posted;
-	uint32_t completed;   /* written by the CQ poller (atomic) */
-	uint8_t last_ctrl[8]; /* first 8 bytes of the last WQE's control segment */
-	uint64_t *wrid;       /* per BB index of a WQE's first BB */
-	/* MLX5_QPN_DCI_READY / _ERROR: written by the CQ poller when it polls an error CQE of
-	 * this DCI (atomic), read by the poster; back to READY only in mlx5_qpn_dci_recover(). */
-	uint32_t state;
-	bool has_path;                /* created with a path (else the port's default) */
-	struct mlx5_qpn_dc_path path; /* what dci_reset brings it back with */
-};
 
 namespace {
 
@@ -293,8 +275,9 @@ mlx5_qpn_cq_poll(struct mlx5_qpn_cq *cq, struct mlx5_qpn_wc *wc, unsigned int n)
 				 * before the completion count, so that whoever sees every WQE
 				 * completed also sees the state. */
 				if (f.opcode == MLX5_QPN_CQE_REQ_ERR)
-					std::atomic_ref<uint32_t>(d->state).store(
-						MLX5_QPN_DCI_ERROR, std::memory_order_release);
+					std::atomic_ref<uint32_t>(d->state)
+						.store(MLX5_QPN_DCI_ERROR,
+						       std::memory_order_release);
 				/* Every WQE completes exactly once (all are signaled; errors
 				 * always complete): its SQ room is free again. */
 				std::atomic_ref<uint32_t>(d->completed)
@@ -585,72 +568,6 @@ mlx5_qpn_dci_destroy(struct mlx5_qpn_dci *dci)
 	dci->cq->nb_qps--;
 	free(dci->wrid);
 	free(dci);
-}
-
-int
-mlx5_qpn_dci_state(const struct mlx5_qpn_dci *dci)
-{
-	if (!dci)
-		return -EINVAL;
-	return int(load_shared(dci->state, std::memory_order_acquire));
-}
-
-int
-mlx5_qpn_dci_recover(struct mlx5_qpn_dci *dci)
-{
-	if (!dci)
-		return -EINVAL;
-	if (load_shared(dci->state, std::memory_order_acquire) == MLX5_QPN_DCI_READY)
-		return 0;
-	const mlx5_qpn_dc_ops *dc = dci->cq->dc;
-	if (!dc_has(dc, "dci_recover", &mlx5_qpn_dc_ops::dci_reset))
-		return -EOPNOTSUPP;
-	/* WQEs posted before the error but never rung would never complete: ring them, so that
-	 * the device flushes them and every posted WQE completes exactly once. */
-	if (dci->rung_bb != dci->pi_bb)
-		mlx5_qpn_dci_ring(dci);
-	/* A WQE still owned by the device would complete into the reset queue's counters. */
-	if (dci->posted != load_shared(dci->completed, std::memory_order_acquire))
-		return -EBUSY;
-	int rc = dc->dci_reset(dci->cq->be, &dci->info, dci->has_path ? &dci->path : nullptr);
-	if (rc) {
-		DC_LOG(ERR, "DCI 0x%x: recovery failed, it stays in ERR: %s", dci->info.qpn,
-		       strerror(-rc));
-		return rc;
-	}
-	/* RESET restarts the send queue at counter 0 (the device's WQE counter too), as
-	 * rdma-core's mlx5 provider does in ibv_modify_qp(RESET): producer, doorbell record and
-	 * the per-BB wr_ids start over. Nothing is outstanding, so no poller touches them. */
-	dci->pi_bb = 0;
-	dci->rung_bb = 0;
-	dci->posted = 0;
-	std::atomic_ref<uint32_t>(dci->completed).store(0, std::memory_order_relaxed);
-	memset(dci->last_ctrl, 0, sizeof(dci->last_ctrl));
-	memset(dci->wrid, 0, (size_t(dci->bb_mask) + 1) * sizeof(uint64_t));
-	std::atomic_ref<uint32_t>(dci->info.dbrec[MLX5_QPN_SND_DBR])
-		.store(0, std::memory_order_release);
-	std::atomic_ref<uint32_t>(dci->state).store(MLX5_QPN_DCI_READY, std::memory_order_release);
-	DC_LOG(INFO, "DCI 0x%x: recovered from ERR (RESET -> RTS)", dci->info.qpn);
-	return 0;
-}
-
-const char *
-mlx5_qpn_wc_syndrome_str(uint8_t syndrome)
-{
-	switch (syndrome) {
-	case MLX5_QPN_SYND_LOCAL_LENGTH:
-		return "local length error";
-	case MLX5_QPN_SYND_LOCAL_QP_OP:
-		return "local QP operation error (malformed WQE)";
-	case MLX5_QPN_SYND_WR_FLUSH:
-		return "work request flushed (the QP is in error)";
-	case MLX5_QPN_SYND_REMOTE_ACCESS:
-		return "remote access error";
-	case MLX5_QPN_SYND_TRANSPORT_RETRY:
-		return "transport retry counter exceeded (no answer from the target)";
-	default:
-		return "unknown syndrome";
-	}
 }
 
 int

@@ -58,9 +58,9 @@ struct alignas(64) SimDcDci {
 	uint32_t cq;
 	uint32_t page;
 	uint32_t npages;
-	uint32_t exec_bb;              /* next BB the device executes (device only) */
-	uint32_t active_pos;           /* index in SimDc::active */
-	uint32_t uar;                  /* UAR page whose register it rings */
+	uint32_t exec_bb;    /* next BB the device executes (device only) */
+	uint32_t active_pos; /* index in SimDc::active */
+	uint32_t uar;        /* UAR page whose register it rings */
 	/* The WQE at exec_bb got no answer (its DCT is unknown, refused the DC key, or the packet
 	 * was lost by dc_err_every): it waits for its retries to run out, which takes until a
 	 * later execution pass than lost_pass, then completes with 0x15. */
@@ -88,8 +88,8 @@ struct SimDcCounters {
 	uint64_t delivered; /* SENDs delivered to a DCT */
 	uint64_t err_cqes;  /* error CQEs written (flushes included) */
 	uint64_t stalls;    /* executions postponed for a full CQ */
-	uint64_t sends;     /* well-formed SENDs of DCIs not in ERR, first attempts (dc_err_every) */
-	uint64_t dropped;   /* SENDs nobody answered (unknown DCT, wrong key, injected loss) */
+	uint64_t sends;   /* well-formed SENDs of DCIs not in ERR, first attempts (dc_err_every) */
+	uint64_t dropped; /* SENDs nobody answered (unknown DCT, wrong key, injected loss) */
 	uint64_t key_violations; /* of those, a DCT's DC key refused */
 	uint64_t faults;         /* of those, lost by dc_err_every */
 	uint64_t resets;         /* DCIs moved back through RESET (dci_reset) */

@@ -253,8 +253,7 @@ sim_dci_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint32_t log
 /* RESET -> INIT -> RTR (path) -> RTS of a DCI of this handle, as one command: out of ERR, its
  * queue restarted at BB 0 (sim_dc.h, dc_dci_reset). */
 int
-sim_dci_reset(mlx5_qpn_backend *be, const mlx5_qpn_dc_dci_info *dci,
-	      const mlx5_qpn_dc_path *path)
+sim_dci_reset(mlx5_qpn_backend *be, const mlx5_qpn_dc_dci_info *dci, const mlx5_qpn_dc_path *path)
 {
 	uint8_t st = 0;
 	if (!be || !dci || !handle_ok(dci->handle, DC_MAX_DCI))
@@ -265,8 +264,7 @@ sim_dci_reset(mlx5_qpn_backend *be, const mlx5_qpn_dc_dci_info *dci,
 	int rc = dc_cmd_begin(be, CMD_MODIFY, &st);
 	if (rc)
 		return rc;
-	rc = dc_dci_reset(&d->shm->dc, d->slot, uint32_t(dci->handle),
-			  uint32_t(dci->handle >> 32));
+	rc = dc_dci_reset(&d->shm->dc, d->slot, uint32_t(dci->handle), uint32_t(dci->handle >> 32));
 	return dc_cmd_end(d, 0, rc, "MODIFY_QP (DCI RESET->RTS)");
 }
 

@@ -61,9 +61,9 @@ extern int mlx5_qpn_sim_logtype;
 namespace mlx5_qpn_sim {
 
 constexpr uint64_t SIM_MAGIC = 0x4d49535135584c4dULL; /* "MLX5QSIM" little endian */
-constexpr uint32_t SIM_VERSION = 4; /* 2: DC data path; 3: owners are ProcIds; 4: DCI time-outs,
-				     * dc_err_every */
-constexpr uint32_t SIM_STATE_READY = 0x52454459;      /* "REDY" */
+/* 2: DC data path; 3: owners are ProcIds; 4: DCI time-outs and dc_err_every. */
+constexpr uint32_t SIM_VERSION = 4;
+constexpr uint32_t SIM_STATE_READY = 0x52454459; /* "REDY" */
 constexpr uint32_t MAX_OWNERS = 64;
 constexpr uint32_t NB_UARS = 64;
 constexpr uint32_t UAR_PAGE = 4096;

@@ -215,9 +215,8 @@ cfg_equal(const SimCfg &a, const SimCfg &b)
 	       a.fault_fw_rate == b.fault_fw_rate && a.fault_fw_after == b.fault_fw_after &&
 	       a.fault_fw_status == b.fault_fw_status && a.slow_cmd_us == b.slow_cmd_us &&
 	       a.limit == b.limit && a.dc_err_every == b.dc_err_every &&
-	       a.table.qpn_inc == b.table.qpn_inc &&
-	       a.table.qos_shift == b.table.qos_shift && a.table.res_start == b.table.res_start &&
-	       a.table.res_count == b.table.res_count;
+	       a.table.qpn_inc == b.table.qpn_inc && a.table.qos_shift == b.table.qos_shift &&
+	       a.table.res_start == b.table.res_start && a.table.res_count == b.table.res_count;
 }
 
 } // namespace mlx5_qpn_sim
