@@ -5,9 +5,10 @@
  * - conn_emu (conn_emu*.cpp): lib/cm's agents over the in-process ring fabric (or the
  *   shared-memory one, --fabric) and the emulated device's DC data path (one DCI per client
  *   lcore, one DCT per peer);
- * - conn_rdmacm (conn_rdmacm.cpp): the kernel's CM through librdmacm on hardware, port space
- *   RDMA_PS_TCP with conn_param.qp_num = the reserved QPN, and the DC data path on the device
- *   (rdmacm_dc.cpp: DCIs, the passive side's DCT named in the REP, AHs from the CM's route).
+ * - conn_rdmacm (conn_rdmacm*.cpp, rdmacm_conn.h): the kernel's CM through librdmacm on
+ *   hardware, port space RDMA_PS_TCP with conn_param.qp_num = the reserved QPN, and the DC data
+ *   path on the device (rdmacm_dc.cpp: DCIs, the passive side's DCT named in the REP, AHs from
+ *   the CM's route).
  * run.cpp picks one per run (conn_select, the one place that looks at the device); the engines
  * are written once against this table.
  *
@@ -53,12 +54,15 @@ enum qpn_conn_event_type : uint8_t {
 /* One event of a poll. */
 struct qpn_conn_event {
 	qpn_conn_event_type type;
-	bool error;      /* COMPLETION: with an error status */
-	bool timewait;   /* CLOSED/REJECTED: the connection is in timewait; TIMEWAIT_EXIT follows */
-	uint16_t reason; /* REJECTED: the REJ reason */
-	unsigned node;   /* passive: the node (peer) of `conn` */
-	uint32_t conn;   /* the connection (not for completions) */
-	uint64_t wr_id;  /* active COMPLETION: what send() was given */
+	bool error;    /* COMPLETION: with an error status */
+	bool timewait; /* CLOSED/REJECTED: the connection is in timewait; TIMEWAIT_EXIT follows */
+	uint8_t syndrome; /* COMPLETION with error: the CQE's syndrome (MLX5_QPN_SYND_*; a
+			     flushed WQE of a DCI in ERR is MLX5_QPN_SYND_WR_FLUSH), else 0 */
+	uint16_t reason;  /* REJECTED: the REJ reason */
+	unsigned node;    /* passive: the node (peer) of `conn` */
+	uint32_t conn;    /* the connection (not for completions) */
+	uint64_t wr_id;   /* active COMPLETION: what send() was given */
+	const char *why;  /* ERROR: why the connection failed (a static string), or null */
 };
 
 /* What the CM itself counted over the runs so far (summary and JSON). */
@@ -72,16 +76,19 @@ struct qpn_conn_active_ops {
 	/* Send a REQ to peer PEER (0 .. ctx->nb_peers - 1) presenting QPN; *conn gets the id.
 	 * -ENOSPC/-ENOBUFS: no CM slot now (retry later); other errors are failures. */
 	int (*start)(run_ctx *ctx, unsigned lcore, unsigned peer, uint32_t qpn, uint32_t *conn);
-	/* Post one SEND to PEER's DC target (only with ctx->data_path). -ENOBUFS: the send queue
-	 * is full (post again after completions). */
-	int (*send)(run_ctx *ctx, unsigned lcore, unsigned peer, uint64_t wr_id);
+	/* Post one SEND on connection CONN to PEER's DC target (only with ctx->data_path). The
+	 * send is tied to its connection: -ENOTCONN when CONN is not established (closed, closing,
+	 * or failed: nothing is posted). -ENOBUFS: the send queue is full; -EAGAIN: the lcore's
+	 * DCI is in error and not recovered yet (both: post again after completions). */
+	int (*send)(run_ctx *ctx, unsigned lcore, uint32_t conn, unsigned peer, uint64_t wr_id);
 	/* Ring the doorbell for the sends posted since the last flush. */
 	void (*flush)(run_ctx *ctx, unsigned lcore);
 	/* Send the DREQ. Non-zero: the connection is already closing (the peer's CLOSED comes). */
 	int (*disconnect)(run_ctx *ctx, unsigned lcore, uint32_t conn);
 	/* The engine is done with CONN (after CLOSED/REJECTED/ERROR, or given up at stop). */
 	void (*release)(run_ctx *ctx, unsigned lcore, uint32_t conn);
-	/* Up to MAX events of this lcore's connections; the CM is advanced on each call. */
+	/* Up to MAX events of this lcore's connections; the CM is advanced on each call. The
+	 * lcore's DCI is recovered here once every WQE it had when it failed has completed. */
 	unsigned (*poll)(run_ctx *ctx, unsigned lcore, qpn_conn_event *ev, unsigned max);
 };
 

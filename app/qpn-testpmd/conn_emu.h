@@ -9,6 +9,7 @@
 
 #include <vector>
 
+#include "dc_dci.h"
 #include "mlx5_qpn_dc.h"
 #include "testpmd.h"
 
@@ -51,15 +52,11 @@ struct server_node {
 };
 
 /* DC resources: per device one DCT per peer, on one CQ per server (peer p's DCTs on CQ
- * p % nb_servers, a CQ being one thread's); per client lcore one DCI on one CQ. */
+ * p % nb_servers, a CQ being one thread's); per client lcore one DCI on one CQ (dc_dci.h). */
 struct dc_dev {
 	std::vector<mlx5_qpn_cq *> cq; /* per server */
 	std::vector<mlx5_qpn_dct *> dct;
 	std::vector<uint32_t> dctn;
-};
-struct dc_lcore {
-	mlx5_qpn_cq *cq = nullptr;
-	mlx5_qpn_dci *dci = nullptr;
 };
 
 /* Events taken from an agent and not yet handed to the engine (poll hands out a burst). */
@@ -85,7 +82,7 @@ struct emu_state {
 	std::vector<client_node *> clients; /* per client lcore, in client_idx order */
 	std::vector<server_node *> servers; /* per peer */
 	std::vector<dc_dev> dcdev;          /* per device */
-	dc_lcore dcl[RTE_MAX_LCORE];
+	app_dci dcl[RTE_MAX_LCORE];
 	ev_queue<mini_ev> mine[RTE_MAX_LCORE];              /* per client lcore */
 	ev_queue<qpn_conn_event> passive[kMaxServerLcores]; /* per server */
 	qpn_conn_totals last; /* of the previous runs (kept after teardown) */
@@ -97,9 +94,10 @@ extern emu_state g_emu;
 /* conn_emu_dc.cpp */
 int emu_dc_init(run_ctx *ctx);
 void emu_dc_fini(run_ctx *ctx);
-int emu_dc_send(run_ctx *ctx, unsigned lcore, unsigned peer, uint64_t wr_id);
+/* conn.h's send: only on an established connection of the lcore's agent (-ENOTCONN). */
+int emu_dc_send(run_ctx *ctx, unsigned lcore, uint32_t conn, unsigned peer, uint64_t wr_id);
 void emu_dc_flush(run_ctx *ctx, unsigned lcore);
-/* Up to MAX completions of the lcore's DCI as events. */
+/* Up to MAX completions of the lcore's DCI as events (and its recovery, dc_dci.h). */
 unsigned emu_dc_send_completions(run_ctx *ctx, unsigned lcore, qpn_conn_event *ev, unsigned max);
 /* The receives of server SERVER's DCTs (server 0 runs the device's doorbell service first), as
  * events on the queue. */

@@ -3,9 +3,11 @@
  * The emulated connections' data path: one DCT per peer on one CQ per device, one DCI on one CQ
  * per client lcore (mlx5_qpn_dc.h), the DCTs of each server lcore's peers on a CQ of its own.
  * The active side's SENDs go from its lcore's DCI through the mapped UAR to the peer's DCT; each
- * server lcore polls its DCTs' CQ, and server 0 runs the device's doorbell service. Every send carries an address handle, as on hardware (the emulated device
- * refuses a send without one): the emulated fabric is one subnet, so the AH of an lcore names
- * its device's port and no further route.
+ * server lcore polls its DCTs' CQ, and server 0 runs the device's doorbell service. Every send
+ * carries an address handle, as on hardware (the emulated device refuses a send without one):
+ * the emulated fabric is one subnet, so the AH of an lcore names its device's port and no
+ * further route. A send is posted only for a connection its CM agent holds established, and the
+ * lcore's DCI is recovered after an error completion (dc_dci.h), as on hardware.
  */
 #include <algorithm>
 #include <cerrno>
@@ -41,7 +43,7 @@ emu_dc_fini(run_ctx *)
 	for (auto &l : g->dcl) {
 		mlx5_qpn_dci_destroy(l.dci);
 		mlx5_qpn_cq_destroy(l.cq);
-		l = dc_lcore{};
+		l = app_dci{};
 	}
 	for (auto &d : g->dcdev) {
 		for (auto *t : d.dct)
@@ -128,13 +130,16 @@ emu_dc_init(run_ctx *ctx)
 }
 
 int
-emu_dc_send(run_ctx *ctx, unsigned lcore, unsigned peer, uint64_t wr_id)
+emu_dc_send(run_ctx *ctx, unsigned lcore, uint32_t conn, unsigned peer, uint64_t wr_id)
 {
+	/* A send belongs to its connection: none once the CM closed it (the peer's DREQ, a stale
+	 * connection's) or before it is established. */
+	mlx5_qpn_cm_conn_info ci;
+	if (mlx5_qpn_cm_conn_get(g_emu.clients[ctx->role[lcore].client_idx]->cm, conn, &ci) != 0 ||
+	    ci.state != MLX5_QPN_CM_STATE_ESTABLISHED)
+		return -ENOTCONN;
 	const uint32_t dctn = g_emu.dcdev[ctx->role[lcore].dev].dctn[peer];
-	uint8_t payload[64];
-	memset(payload, 0x5a, sizeof(payload));
-	return mlx5_qpn_dci_post_send(g_emu.dcl[lcore].dci, g_ah[lcore], dctn, g_emu.peer_key[peer],
-				      payload, sizeof(payload), wr_id);
+	return app_dci_send(g_emu.dcl[lcore], g_ah[lcore], dctn, g_emu.peer_key[peer], wr_id);
 }
 
 void
@@ -144,16 +149,9 @@ emu_dc_flush(run_ctx *, unsigned lcore)
 }
 
 unsigned
-emu_dc_send_completions(run_ctx *, unsigned lcore, qpn_conn_event *ev, unsigned max)
+emu_dc_send_completions(run_ctx *ctx, unsigned lcore, qpn_conn_event *ev, unsigned max)
 {
-	mlx5_qpn_wc wc[32];
-	int n = mlx5_qpn_cq_poll(g_emu.dcl[lcore].cq, wc, std::min(max, 32u));
-	for (int i = 0; i < n; i++)
-		ev[i] = qpn_conn_event{.type = QPN_CONN_EV_COMPLETION,
-				       .error = wc[i].syndrome != 0 ||
-						wc[i].opcode == MLX5_QPN_CQE_REQ_ERR,
-				       .wr_id = wc[i].wr_id};
-	return n > 0 ? static_cast<unsigned>(n) : 0;
+	return app_dci_completions(g_emu.dcl[lcore], ev, max, ctx->lc[lcore], lcore);
 }
 
 void

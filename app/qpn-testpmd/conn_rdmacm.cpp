@@ -8,6 +8,9 @@
  * with rdma_establish() (sending the RTU). The passive side (dct-accept) listens on
  * --hw-bind:--hw-port and answers each request as the engine says.
  *
+ * The passive side (the listener, the requests' cm_ids) is in conn_rdmacm_passive.cpp; what the
+ * two files share, in rdmacm_conn.h.
+ *
  * What happens on each event is decided by rdmacm_fsm_step() (rdmacm_fsm.h, unit-tested); this
  * file carries the decisions out. Before a QPN is presented, the route (active) or the request
  * (passive) must go through the probed device: its QPNs are unique on that device only (on a
@@ -17,6 +20,11 @@
  * so its REQ carries 0). After the REP, the active side routes its DC sends by the connection's
  * resolved AV and sends --msgs-per-conn messages to the named DCT; the passive side reads them
  * (rdmacm_dc.h).
+ *
+ * Edges. RDMA_CM_EVENT_ADDR_CHANGE fails the connections of the ids it comes on (with their
+ * reason) and makes the listener bind its address again; a VF without a node GUID is told
+ * apart by its port's GIDs (rdmacm_identify); a connection's DC sends go to the DCT its own REP
+ * named and stop once it is no longer established (rdmacm_send_gate).
  *
  * Each client lcore has an event channel of its own and the passive side one more, all
  * non-blocking, so the engines poll them as they poll the emulated fabric and --duration holds
@@ -39,42 +47,16 @@
 #include <vector>
 
 #include "rdmacm_addr.h"
+#include "rdmacm_conn.h"
 #include "rdmacm_dc.h"
 #include "rdmacm_fsm.h"
 #include "rdmacm_glue.h"
 #include "testpmd.h"
 
-namespace {
-
-constexpr int kTimeoutMs = 2000;
-constexpr unsigned kLcoreConns = 64; /* an active lcore's slots (engine_active.h kMaxSlots) */
-
-struct cm_conn {
-	rdma_cm_id *id;
-	uint32_t qpn; /* active: the QPN the REQ presents */
-	rdmacm_state st;
-};
-
-struct rdmacm_state_all {
-	const rdmacm_glue *g = nullptr;
-	sockaddr_in dst{};
-	sockaddr_in src{};                 /* --hw-bind / the device's address */
-	uint64_t guid[RTE_MAX_LCORE] = {}; /* the probed device of each client lcore */
-	uint8_t port[RTE_MAX_LCORE] = {};  /* and the port it serves */
-	uint64_t pguid = 0;                /* the passive side's device */
-	uint8_t pport = 0;
-	rdma_event_channel *ch[RTE_MAX_LCORE] = {}; /* per client lcore */
-	cm_conn *conns[RTE_MAX_LCORE] = {};         /* kLcoreConns per client lcore */
-	rdma_event_channel *pch = nullptr;          /* the passive side's */
-	rdma_cm_id *listen_id = nullptr;
-	std::vector<cm_conn> pconns; /* the passive side's, by conn id */
-	/* Touched by every client lcore: the first refusal and the first removal print a line. */
-	std::atomic<uint64_t> refusals{0}; /* requests/routes refused by the checks */
-	std::atomic<bool> closed{false};   /* a device removal was seen */
-};
+namespace rcm {
 
 rdmacm_state_all g_rc;
-run_ctx *g_ctx; /* the run's (set at setup): the AH is made on the lcore's device */
+run_ctx *g_ctx;
 
 /* An event channel whose rdma_get_cm_event() answers EAGAIN instead of blocking. */
 rdma_event_channel *
@@ -131,26 +113,31 @@ rc_teardown(run_ctx *)
 	g_rc.pch = nullptr;
 }
 
-uint64_t
-dev_guid(mlx5_qpn_dev *dev, std::string *name, uint8_t *port = nullptr)
+/* The device's name; with P, what a cm_id's device is compared with (rdmacm_identify): its
+ * GUID and port, and its port's GIDs when the GUID is 0 (a VF without one). */
+std::string
+dev_ident(mlx5_qpn_dev *dev, rdmacm_probed *p)
 {
 	mlx5_qpn_dev_info info{};
 	if (mlx5_qpn_dev_info_get(dev, &info) != 0)
-		return 0;
-	if (name != nullptr)
-		*name = info.name;
-	if (port != nullptr)
-		*port = info.port;
-	return info.node_guid;
+		return "";
+	if (p != nullptr) {
+		*p = rdmacm_probed{};
+		p->guid = info.node_guid;
+		p->port = info.port;
+		if (p->guid == 0)
+			p->nb_gids = rdmacm_port_gids("/sys", info.name, info.port, p->gids,
+						      kRdmacmMaxGids);
+	}
+	return info.name;
 }
 
 /* The listener's address: --hw-bind, else the device's (documented in doc/guides/app.md). */
 int
 source_addr(run_ctx *ctx, bool required)
 {
-	std::string why, name;
+	std::string why, name = dev_ident(ctx->dev);
 	g_rc.src.sin_family = AF_INET;
-	dev_guid(ctx->dev, &name);
 	if (!ctx->cfg->hw_bind.empty())
 		return rdmacm_parse_ipv4(ctx->cfg->hw_bind, &g_rc.src.sin_addr, &why) ? 0 : -EINVAL;
 	if (rdmacm_netdev_ipv4(name, &g_rc.src.sin_addr, &why) || !required)
@@ -158,32 +145,6 @@ source_addr(run_ctx *ctx, bool required)
 	fprintf(stderr, "qpn-testpmd: no address to listen on: %s; give --hw-bind=IP\n",
 		why.c_str());
 	return -EADDRNOTAVAIL;
-}
-
-int
-passive_setup(run_ctx *ctx)
-{
-	const rdmacm_glue *g = g_rc.g;
-	int rc = source_addr(ctx, true);
-	if (rc != 0)
-		return rc;
-	sockaddr_in sa = g_rc.src;
-	sa.sin_port = htons(static_cast<uint16_t>(ctx->cfg->hw_port));
-	g_rc.pguid = dev_guid(ctx->dev, nullptr, &g_rc.pport);
-	g_rc.pconns.reserve(1024);
-	g_rc.pch = channel_create();
-	if (g_rc.pch == nullptr ||
-	    g->create_id(g_rc.pch, &g_rc.listen_id, nullptr, RDMA_PS_TCP) != 0 ||
-	    g->bind_addr(g_rc.listen_id, (sockaddr *)&sa) != 0 ||
-	    g->listen(g_rc.listen_id, 64) != 0) {
-		rc = -errno;
-		char ip[INET_ADDRSTRLEN];
-		inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
-		fprintf(stderr, "qpn-testpmd: cannot listen on %s:%u: %s\n", ip, ctx->cfg->hw_port,
-			strerror(-rc));
-		return rc;
-	}
-	return 0;
 }
 
 int
@@ -202,7 +163,7 @@ active_setup(run_ctx *ctx)
 	{
 		if (!ctx->role[lc].client)
 			continue;
-		g_rc.guid[lc] = dev_guid(ctx->devs[ctx->role[lc].dev], nullptr, &g_rc.port[lc]);
+		dev_ident(ctx->devs[ctx->role[lc].dev], &g_rc.dev[lc]);
 		g_rc.ch[lc] = channel_create();
 		g_rc.conns[lc] = new (std::nothrow) cm_conn[kLcoreConns]();
 		if (g_rc.ch[lc] == nullptr || g_rc.conns[lc] == nullptr) {
@@ -251,27 +212,6 @@ rc_totals(run_ctx *)
 
 /* ---- carrying out the state machine's decisions ---- */
 
-/* One event, copied before its acknowledgement (its private data lives until then). */
-struct cm_input {
-	rdma_cm_id *id;
-	int event;
-	int status;
-	uint8_t pdata_len;
-	uint8_t pdata[64]; /* ours is kRdmacmPdataLen; padding beyond 64 is not needed */
-};
-
-/* Where a connection's events go, and what it is checked against. */
-struct cm_target {
-	bool passive;
-	cm_conn *c;
-	uint32_t conn;
-	unsigned node;
-	uint64_t guid;  /* the probed device's node GUID */
-	uint8_t port;   /* and the port it serves */
-	unsigned lcore; /* active: the client lcore */
-	run_ctx *ctx;
-};
-
 /* The device check (GUID and port) and, on a request or a REP, the private data. false: one
  * line printed for the first refusal (later ones are counted only: a misrouted peer would
  * flood the log). */
@@ -280,13 +220,22 @@ check(const cm_target &t, const cm_input &in)
 {
 	std::string why;
 	rdma_cm_id *id = t.c->id;
-	uint64_t guid = id->verbs != nullptr ? g_rc.g->get_device_guid(id->verbs->device) : 0;
-	bool ok = rdmacm_same_device(guid, id->port_num, t.guid, t.port, &why);
+	bool has_dev = id->verbs != nullptr;
+	uint64_t guid = has_dev ? g_rc.g->get_device_guid(id->verbs->device) : 0;
+	bool ok = rdmacm_identify(has_dev, guid, id->port_num, id->route.addr.addr.ibaddr.sgid.raw,
+				  *t.dev, &why);
 	rdmacm_pdata pd;
 	if (ok && in.event != RDMA_CM_EVENT_ROUTE_RESOLVED)
-		ok = rdmacm_pdata_get(in.pdata, in.pdata_len, &pd, &why) == 0 &&
-		     (t.passive ? rdmacm_pdata_check(pd, false, &why) :
-				  rcdc_active_peer(t.ctx, t.lcore, pd, id, &why) == 0);
+		ok = rdmacm_pdata_get(in.pdata, in.pdata_len, &pd, &why) == 0;
+	if (ok && in.event != RDMA_CM_EVENT_ROUTE_RESOLVED) {
+		/* A request: the DCT its REP will name (made at the first); a REP: the DCT this
+		 * connection sends to (the lcore's DCI and route made at its first). */
+		ok = t.passive ? rdmacm_pdata_check(pd, false, &why) &&
+					 rcdc_passive_request(t.ctx, id, &why) == 0 :
+				 rcdc_active_peer(t.ctx, t.lcore, pd, id, &why) == 0;
+		if (ok && !t.passive)
+			t.c->peer = pd;
+	}
 	if (!ok && g_rc.refusals.fetch_add(1, std::memory_order_relaxed) == 0)
 		fprintf(stderr, "qpn-testpmd: connection refused: %s\n", why.c_str());
 	return ok;
@@ -352,13 +301,15 @@ act(uint16_t a, const cm_target &t, const cm_input &in, int *fail)
 }
 
 qpn_conn_event
-event_for(const cm_target &t, qpn_conn_event_type type, uint16_t reason)
+event_for(const cm_target &t, qpn_conn_event_type type, uint16_t reason, int input)
 {
 	qpn_conn_event e{};
 	e.type = type;
 	e.reason = reason;
 	e.node = t.node;
 	e.conn = t.conn;
+	if (type == QPN_CONN_EV_ERROR)
+		e.why = rdmacm_fail_reason(input);
 	return e;
 }
 
@@ -376,31 +327,10 @@ feed(const cm_target &t, const cm_input &in, int input, int status, qpn_conn_eve
 	}
 	unsigned n = 0;
 	if ((s.actions & RC_ACT_DELIVER) != 0)
-		ev[n++] = event_for(t, s.deliver, s.reason);
+		ev[n++] = event_for(t, s.deliver, s.reason, input);
 	qpn_conn_event_type more[2];
 	for (unsigned i = 0, m = rdmacm_engine_events(t.passive, s.actions, more); i < m; i++)
-		ev[n++] = event_for(t, more[i], 0);
-	return n;
-}
-
-/* Up to MAX events of channel CH, each copied, acknowledged, then fed through ON. */
-template <typename F>
-unsigned
-drain(rdma_event_channel *ch, qpn_conn_event *ev, unsigned max, F on)
-{
-	unsigned n = 0;
-	rdma_cm_event *e;
-	while (n + 2 <= max && g_rc.g->get_cm_event(ch, &e) == 0) {
-		cm_input in{e->id, int(e->event), e->status, 0, {}};
-		const rdma_conn_param &cp = e->param.conn;
-		if (cp.private_data != nullptr) {
-			in.pdata_len =
-				uint8_t(std::min<size_t>(cp.private_data_len, sizeof(in.pdata)));
-			memcpy(in.pdata, cp.private_data, in.pdata_len);
-		}
-		g_rc.g->ack_cm_event(e);
-		n += on(in, ev + n);
-	}
+		ev[n++] = event_for(t, more[i], 0, input);
 	return n;
 }
 
@@ -409,14 +339,7 @@ drain(rdma_event_channel *ch, qpn_conn_event *ev, unsigned max, F on)
 cm_target
 active_target(unsigned lcore, uint32_t conn)
 {
-	return cm_target{false,
-			 &g_rc.conns[lcore][conn],
-			 conn,
-			 0,
-			 g_rc.guid[lcore],
-			 g_rc.port[lcore],
-			 lcore,
-			 g_ctx};
+	return cm_target{false, &g_rc.conns[lcore][conn], conn, 0, &g_rc.dev[lcore], lcore, g_ctx};
 }
 
 int
@@ -440,16 +363,21 @@ rc_start(run_ctx *, unsigned lcore, unsigned, uint32_t qpn, uint32_t *conn)
 		g->destroy_id(id);
 		return rc;
 	}
-	c[i] = cm_conn{id, qpn, RC_ST_FREE};
+	c[i] = cm_conn{id, qpn, RC_ST_FREE, {}};
 	c[i].st = rdmacm_fsm_step(false, RC_ST_FREE, RC_IN_START, 0).next;
 	*conn = i;
 	return 0;
 }
 
 int
-rc_send(run_ctx *, unsigned lcore, unsigned, uint64_t wr_id)
+rc_send(run_ctx *, unsigned lcore, uint32_t conn, unsigned, uint64_t wr_id)
 {
-	return rcdc_active_send(lcore, wr_id);
+	/* The DCI sends for a connection only while its CM connection holds. */
+	if (conn >= kLcoreConns)
+		return -ENOTCONN;
+	const cm_conn &c = g_rc.conns[lcore][conn];
+	int rc = rdmacm_send_gate(c.st, c.peer);
+	return rc != 0 ? rc : rcdc_active_send(lcore, c.peer, wr_id);
 }
 
 void
@@ -476,7 +404,7 @@ rc_active_release(run_ctx *, unsigned lcore, uint32_t conn)
 }
 
 unsigned
-rc_active_poll(run_ctx *, unsigned lcore, qpn_conn_event *ev, unsigned max)
+rc_active_poll(run_ctx *ctx, unsigned lcore, qpn_conn_event *ev, unsigned max)
 {
 	unsigned n =
 		drain(g_rc.ch[lcore], ev, max, [lcore](const cm_input &in, qpn_conn_event *out) {
@@ -485,83 +413,12 @@ rc_active_poll(run_ctx *, unsigned lcore, qpn_conn_event *ev, unsigned max)
 				return 0u;
 			return feed(active_target(lcore, conn), in, in.event, in.status, out);
 		});
-	return n + rcdc_active_completions(lcore, ev + n, max - n);
+	return n + rcdc_active_completions(ctx, lcore, ev + n, max - n);
 }
 
-/* ---- passive side ---- */
+} /* namespace rcm */
 
-cm_target
-passive_target(uint32_t conn)
-{
-	return cm_target{true, &g_rc.pconns[conn], conn, 0, g_rc.pguid, g_rc.pport, 0, g_ctx};
-}
-
-int
-rc_accept(run_ctx *, unsigned, uint32_t conn, uint32_t qpn)
-{
-	cm_conn &c = g_rc.pconns[conn];
-	uint8_t pd[kRdmacmPdataLen];
-	rdma_conn_param p = conn_param(true, qpn, pd);
-	int rc = c.st != RC_ST_REQUESTED ? -ENOTCONN : g_rc.g->accept(c.id, &p) == 0 ? 0 : -errno;
-	c.st = rdmacm_fsm_step(true, c.st, RC_IN_ACCEPT, rc).next;
-	return rc;
-}
-
-void
-rc_reject(run_ctx *, unsigned, uint32_t conn, uint16_t)
-{
-	qpn_conn_event ev[2];
-	feed(passive_target(conn), cm_input{}, RC_IN_REJECT, 0, ev);
-}
-
-void
-rc_passive_release(run_ctx *, unsigned, uint32_t conn)
-{
-	qpn_conn_event ev[2];
-	feed(passive_target(conn), cm_input{}, RC_IN_RELEASE, 0, ev);
-}
-
-/* A connection id for a new request's cm_id: a free one, or one more. */
-uint32_t
-passive_add(rdma_cm_id *id)
-{
-	uint32_t i = 0;
-	while (i < g_rc.pconns.size() && g_rc.pconns[i].id != nullptr)
-		i++;
-	if (i == g_rc.pconns.size())
-		g_rc.pconns.push_back(cm_conn{});
-	g_rc.pconns[i] = cm_conn{id, 0, RC_ST_FREE};
-	id->context = reinterpret_cast<void *>(uintptr_t(i) + 1);
-	return i;
-}
-
-unsigned
-rc_passive_poll(run_ctx *, unsigned, qpn_conn_event *ev, unsigned max)
-{
-	unsigned n = rcdc_passive_receives(ev, max);
-	return n + drain(g_rc.pch, ev + n, max - n, [](const cm_input &in, qpn_conn_event *out) {
-		       if (in.id == g_rc.listen_id) {
-			       /* The listener's own events: only a device removal matters. */
-			       int fail;
-			       cm_conn lc{in.id, 0, RC_ST_FREE};
-			       if (in.event != RDMA_CM_EVENT_DEVICE_REMOVAL)
-				       return 0u;
-			       act(RC_ACT_CLOSE, cm_target{true, &lc, 0, 0, 0, 0, 0, g_ctx}, in,
-				   &fail);
-			       out[0] = qpn_conn_event{.type = QPN_CONN_EV_ERROR,
-						       .conn = UINT32_MAX};
-			       return 1u;
-		       }
-		       uint32_t conn = in.event == RDMA_CM_EVENT_CONNECT_REQUEST ?
-					       passive_add(in.id) :
-					       conn_of(in.id);
-		       if (conn >= g_rc.pconns.size() || g_rc.pconns[conn].id != in.id)
-			       return 0u;
-		       return feed(passive_target(conn), in, in.event, in.status, out);
-	       });
-}
-
-} /* namespace */
+using namespace rcm;
 
 /* The option checks (options.cpp) share the parsers of the runner. */
 bool

@@ -18,6 +18,7 @@
 #include <rte_cycles.h>
 
 #include "engine_active.h"
+#include "mlx5_qpn_dc.h"
 
 namespace {
 
@@ -31,7 +32,8 @@ struct slot {
 	bool owns_qpn = false;
 	bool has_conn = false; /* started: the connection is to be released */
 	bool peer_closed = false;
-	bool abort = false; /* disconnect without sending */
+	bool abort = false;  /* disconnect without sending */
+	bool failed = false; /* a send of it completed in error (or flushed): no cycle counted */
 	uint32_t conn_id = 0;
 	unsigned peer = 0;
 	unsigned msgs = 0;
@@ -49,6 +51,7 @@ struct active_loop {
 	uint64_t quota; /* connections to start (0: unlimited) */
 	uint64_t started = 0;
 	unsigned rr = 0;
+	uint64_t synd_logged = 0; /* syndromes whose failure was logged (synd_slot() bits) */
 	slot slots[kMaxSlots];
 	unsigned active_slots;
 
@@ -119,7 +122,19 @@ struct active_loop {
 		s.state = S_SENDING;
 		s.t_send = now;
 		post_more(s);
-		if (s.msgs == 0)
+		sends_done(s);
+	}
+
+	/* Every send of a SENDING slot completed (or none more will be posted): close it. */
+	void sends_done(slot &s)
+	{
+		if (s.state != S_SENDING || s.done < s.posted || s.posted < s.msgs)
+			return;
+		if (!s.failed && s.posted != 0)
+			st.hist[STEP_SEND_CQE].record(rte_rdtsc() - s.t_send);
+		if (s.peer_closed)
+			release(s, false);
+		else
 			disconnect(s);
 	}
 
@@ -130,9 +145,15 @@ struct active_loop {
 		unsigned before = s.posted;
 		while (s.posted < s.msgs) {
 			uint64_t wr_id = (uint64_t(idx) << 32) | s.posted;
-			int rc = cn.send(ctx, lcore, s.peer, wr_id);
-			if (rc == -ENOBUFS)
-				break; /* send queue full: post the rest after completions */
+			int rc = cn.send(ctx, lcore, s.conn_id, s.peer, wr_id);
+			if (rc == -ENOBUFS || rc == -EAGAIN)
+				break; /* queue full, or the DCI recovering: post after completions */
+			if (rc == -ENOTCONN) {
+				/* The connection closed under its sends (the peer's DREQ): the
+				 * rest go nowhere, and its CLOSED event ends it. */
+				s.msgs = s.posted;
+				break;
+			}
 			if (rc != 0) {
 				st.errors.fetch_add(1, std::memory_order_relaxed);
 				APP_LOG(ERR, "lcore %u: post_send: %s", lcore, strerror(-rc));
@@ -146,25 +167,47 @@ struct active_loop {
 			cn.flush(ctx, lcore);
 	}
 
+	/* A send of slot S completed in error: the connection fails with the syndrome's reason
+	 * (once; its other sends still complete, flushed). A flushed completion is the DCI's
+	 * earlier error reaching this connection, not a new error. */
+	void send_failed(slot &s, uint8_t syndrome)
+	{
+		const bool flushed = syndrome == MLX5_QPN_SYND_WR_FLUSH;
+		(flushed ? st.cqe_flushed : st.cqe_errors).fetch_add(1, std::memory_order_relaxed);
+		if (s.failed || s.state != S_SENDING)
+			return;
+		s.failed = true;
+		s.msgs = s.posted; /* nothing more for a failed connection */
+		st.conn_failed[synd_slot(syndrome)].fetch_add(1, std::memory_order_relaxed);
+		/* One line per syndrome and lcore: a fabric that drops sends would flood the log;
+		 * the summary counts every one. */
+		const uint64_t bit = 1ull << synd_slot(syndrome);
+		if (!flushed && (synd_logged & bit) == 0) {
+			synd_logged |= bit;
+			APP_LOG(ERR,
+				"lcore %u: connection 0x%x failed: DC send: %s (syndrome 0x%02x; "
+				"later ones are counted in the summary)",
+				lcore, s.conn_id, mlx5_qpn_wc_syndrome_str(syndrome), syndrome);
+		}
+	}
+
 	void on_completion(const qpn_conn_event &ev)
 	{
 		unsigned idx = static_cast<unsigned>(ev.wr_id >> 32);
 		st.cqes.fetch_add(1, std::memory_order_relaxed);
-		if (ev.error)
-			st.cqe_errors.fetch_add(1, std::memory_order_relaxed);
-		if (idx >= kMaxSlots || slots[idx].state != S_SENDING)
-			return;
-		slot &s = slots[idx];
-		s.done++;
-		if (s.posted < s.msgs)
-			post_more(s);
-		if (s.done >= s.msgs) {
-			st.hist[STEP_SEND_CQE].record(rte_rdtsc() - s.t_send);
-			if (s.peer_closed)
-				release(s, false);
+		slot *s = idx < kMaxSlots ? &slots[idx] : nullptr;
+		if (ev.error) {
+			if (s != nullptr)
+				send_failed(*s, ev.syndrome);
 			else
-				disconnect(s);
+				st.cqe_errors.fetch_add(1, std::memory_order_relaxed);
 		}
+		if (s == nullptr || s->state != S_SENDING)
+			return;
+		s->done++;
+		if (s->posted < s->msgs)
+			post_more(*s);
+		sends_done(*s);
 	}
 
 	slot *find(uint32_t conn_id)
@@ -197,7 +240,7 @@ struct active_loop {
 		case QPN_CONN_EV_CLOSED:
 			if (s->state == S_DISCONNECTING && !s->peer_closed) {
 				st.hist[STEP_DREQ_DREP].record(rte_rdtsc() - s->t_disc);
-				release(*s, true);
+				release(*s, !s->failed);
 			} else if (s->state == S_SENDING && s->done < s->posted) {
 				/* Closed by the peer (e.g. its stale-connection DREQ) while sends are
 				 * in flight: wait for their completions, then release. */
@@ -210,7 +253,8 @@ struct active_loop {
 			break;
 		case QPN_CONN_EV_ERROR:
 			st.errors.fetch_add(1, std::memory_order_relaxed);
-			APP_LOG(ERR, "lcore %u: connection 0x%x failed", lcore, s->conn_id);
+			APP_LOG(ERR, "lcore %u: connection 0x%x failed: %s", lcore, s->conn_id,
+				ev.why != nullptr ? ev.why : "CM error");
 			release(*s, false);
 			break;
 		default:

@@ -151,6 +151,8 @@ on_event(run_ctx *ctx, unsigned server, const qpn_conn_event &ev)
 		break;
 	case QPN_CONN_EV_ERROR:
 		st.errors.fetch_add(1, std::memory_order_relaxed);
+		if (ev.why != nullptr)
+			APP_LOG(ERR, "connection 0x%x failed: %s", ev.conn, ev.why);
 		break;
 	}
 }

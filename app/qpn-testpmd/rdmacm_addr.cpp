@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <arpa/inet.h>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <dirent.h>
 #include <ifaddrs.h>
@@ -82,4 +84,33 @@ rdmacm_netdev_ipv4(const std::string &ibdev, in_addr *a, std::string *why)
 	if (!found)
 		*why = "no IPv4 address on " + ibdev + "'s netdev " + nd[0];
 	return found;
+}
+
+unsigned
+rdmacm_port_gids(const std::string &sysfs, const std::string &ibdev, unsigned port,
+		 uint8_t (*gids)[16], unsigned max)
+{
+	if (ibdev.empty() || ibdev.find('/') != std::string::npos)
+		return 0;
+	std::string dir = sysfs + "/class/infiniband/" + ibdev + "/ports/" + std::to_string(port) +
+			  "/gids/";
+	static const uint8_t zero[16] = {};
+	unsigned n = 0;
+	/* The table is dense from 0 (entries not in use read as zero, or fail on RoCE). */
+	for (unsigned i = 0; i < 256 && n < max; i++) {
+		FILE *f = fopen((dir + std::to_string(i)).c_str(), "re");
+		if (f == nullptr) {
+			if (errno == ENOENT)
+				break;
+			continue;
+		}
+		char line[64] = {};
+		bool got = fgets(line, sizeof(line), f) != nullptr;
+		fclose(f);
+		line[strcspn(line, "\n")] = '\0';
+		if (got && inet_pton(AF_INET6, line, gids[n]) == 1 &&
+		    memcmp(gids[n], zero, 16) != 0)
+			n++;
+	}
+	return n;
 }

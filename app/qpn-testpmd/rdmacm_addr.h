@@ -8,6 +8,7 @@
 #ifndef QPN_TESTPMD_RDMACM_ADDR_H
 #define QPN_TESTPMD_RDMACM_ADDR_H
 
+#include <cstdint>
 #include <netinet/in.h>
 #include <string>
 #include <vector>
@@ -24,5 +25,11 @@ std::vector<std::string> rdmacm_netdevs(const std::string &sysfs, const std::str
 
 /* The first IPv4 address of IBDEV's netdevs (in rdmacm_netdevs() order); false with *why. */
 bool rdmacm_netdev_ipv4(const std::string &ibdev, in_addr *a, std::string *why);
+
+/* The non-zero GIDs of IBDEV's port PORT (SYSFS/class/infiniband/IBDEV/ports/PORT/gids/N, as the
+ * kernel prints them: eight groups of four hex digits), at most MAX into GIDS in table order;
+ * returns how many. What tells a VF without a node GUID apart (rdmacm_identify). */
+unsigned rdmacm_port_gids(const std::string &sysfs, const std::string &ibdev, unsigned port,
+			  uint8_t (*gids)[16], unsigned max);
 
 #endif /* QPN_TESTPMD_RDMACM_ADDR_H */

@@ -10,20 +10,16 @@
 #include <rte_lcore.h>
 #include <rte_random.h>
 
+#include "dc_dci.h"
 #include "mlx5_qpn_dc.h"
 #include "rdmacm_glue.h"
 #include "testpmd.h"
 
 namespace {
 
-constexpr uint32_t kPayload = 64;
-constexpr uint8_t kFill = 0x5a; /* what every SEND carries, as on the emulated device */
-
 struct rcdc_lcore {
-	mlx5_qpn_cq *cq = nullptr;
-	mlx5_qpn_dci *dci = nullptr;
+	app_dci d;
 	mlx5_qpn_dc_ah *ah = nullptr;
-	rdmacm_pdata peer{}; /* from the first REP */
 };
 
 struct rcdc_all {
@@ -45,6 +41,30 @@ failed(run_ctx *ctx, const char *what, int rc)
 	return rc;
 }
 
+/* What rdma_init_qp_attr() gives at RTR for ID: the AV the REQ/REP took (GID index included)
+ * and the path MTU. It needs the IB CM id, which exists from the REQ on: at a request
+ * (passive) and at the REP (active), not yet at ROUTE_RESOLVED. */
+int
+route_attr(rdma_cm_id *id, ibv_qp_attr *qa, std::string *why)
+{
+	*qa = ibv_qp_attr{};
+	int mask = 0;
+	qa->qp_state = IBV_QPS_RTR;
+	if (rdmacm_glue_get()->init_qp_attr(id, qa, &mask) == 0)
+		return 0;
+	int rc = errno > 0 ? -errno : -EIO;
+	*why = std::string("rdma_init_qp_attr(RTR): ") + strerror(-rc);
+	return rc;
+}
+
+/* A DC call that failed: *why, and its errno. */
+int
+call_failed(const char *what, int rc, std::string *why)
+{
+	*why = std::string(what) + ": " + strerror(-rc);
+	return rc;
+}
+
 } // namespace
 
 int
@@ -61,8 +81,6 @@ rcdc_setup(run_ctx *ctx)
 		g_dc.key = rte_rand() | 1;
 		if ((rc = mlx5_qpn_cq_create(ctx->dev, 12, &g_dc.pcq)) != 0)
 			return failed(ctx, "mlx5_qpn_cq_create", rc);
-		if ((rc = mlx5_qpn_dct_create(ctx->dev, g_dc.pcq, g_dc.key, &g_dc.dct)) != 0)
-			return failed(ctx, "mlx5_qpn_dct_create", rc);
 	}
 	unsigned lc;
 	RTE_LCORE_FOREACH(lc)
@@ -70,10 +88,8 @@ rcdc_setup(run_ctx *ctx)
 		if (!ctx->side_active || !ctx->role[lc].client)
 			continue;
 		mlx5_qpn_dev *dev = ctx->devs[ctx->role[lc].dev];
-		if ((rc = mlx5_qpn_cq_create(dev, 10, &g_dc.lc[lc].cq)) != 0)
+		if ((rc = mlx5_qpn_cq_create(dev, 10, &g_dc.lc[lc].d.cq)) != 0)
 			return failed(ctx, "mlx5_qpn_cq_create", rc);
-		if ((rc = mlx5_qpn_dci_create(dev, g_dc.lc[lc].cq, 8, &g_dc.lc[lc].dci)) != 0)
-			return failed(ctx, "mlx5_qpn_dci_create", rc);
 	}
 	ctx->data_path = true;
 	ctx->data_path_note.clear();
@@ -84,9 +100,9 @@ void
 rcdc_teardown(run_ctx *)
 {
 	for (rcdc_lcore &l : g_dc.lc) {
-		mlx5_qpn_dci_destroy(l.dci);
+		mlx5_qpn_dci_destroy(l.d.dci);
 		mlx5_qpn_dc_ah_destroy(l.ah);
-		mlx5_qpn_cq_destroy(l.cq);
+		mlx5_qpn_cq_destroy(l.d.cq);
 		l = rcdc_lcore{};
 	}
 	mlx5_qpn_dct_destroy(g_dc.dct);
@@ -104,68 +120,68 @@ rcdc_local(bool passive)
 }
 
 int
+rcdc_passive_request(run_ctx *ctx, rdma_cm_id *id, std::string *why)
+{
+	if (g_dc.pcq == nullptr || g_dc.dct != nullptr)
+		return 0; /* no data path, or the DCT exists */
+	ibv_qp_attr qa;
+	mlx5_qpn_dc_path path;
+	int rc = route_attr(id, &qa, why);
+	if (rc != 0)
+		return rc;
+	if (!rdmacm_dc_path(qa.ah_attr, uint8_t(qa.path_mtu), &path, why))
+		return -EINVAL;
+	rc = mlx5_qpn_dct_create_path(ctx->dev, g_dc.pcq, g_dc.key, &path, &g_dc.dct);
+	return rc == 0 ? 0 : call_failed("mlx5_qpn_dct_create_path", rc, why);
+}
+
+int
 rcdc_active_peer(run_ctx *ctx, unsigned lcore, const rdmacm_pdata &p, rdma_cm_id *id,
 		 std::string *why)
 {
 	rcdc_lcore &l = g_dc.lc[lcore];
-	if (l.dci == nullptr)
+	if (l.d.cq == nullptr)
 		return 0; /* no data path: nothing to route */
 	if (!rdmacm_pdata_check(p, true, why))
 		return -EINVAL;
-	if (l.ah == nullptr) {
-		/* The path the REQ/REP took, as the kernel resolved it (GID index included). */
-		ibv_qp_attr qa{};
-		int mask = 0;
-		qa.qp_state = IBV_QPS_RTR;
-		if (rdmacm_glue_get()->init_qp_attr(id, &qa, &mask) != 0) {
-			int rc = errno > 0 ? -errno : -EIO;
-			*why = std::string("rdma_init_qp_attr(RTR): ") + strerror(-rc);
-			return rc;
-		}
-		mlx5_qpn_dc_addr addr;
-		if (!rdmacm_dc_addr(qa.ah_attr, &addr, why))
-			return -EINVAL;
-		int rc = mlx5_qpn_dc_ah_create(ctx->devs[ctx->role[lcore].dev], &addr, &l.ah);
-		if (rc != 0) {
-			*why = std::string("mlx5_qpn_dc_ah_create: ") + strerror(-rc);
-			return rc;
-		}
-	}
-	l.peer = p;
-	return 0;
+	if (l.ah != nullptr)
+		return 0;
+	ibv_qp_attr qa;
+	mlx5_qpn_dc_path path;
+	mlx5_qpn_dc_addr addr;
+	int rc = route_attr(id, &qa, why);
+	if (rc != 0)
+		return rc;
+	if (!rdmacm_dc_path(qa.ah_attr, uint8_t(qa.path_mtu), &path, why) ||
+	    !rdmacm_dc_addr(qa.ah_attr, &addr, why))
+		return -EINVAL;
+	mlx5_qpn_dev *dev = ctx->devs[ctx->role[lcore].dev];
+	if (l.d.dci == nullptr &&
+	    (rc = mlx5_qpn_dci_create_path(dev, l.d.cq, 8, &path, &l.d.dci)) != 0)
+		return call_failed("mlx5_qpn_dci_create_path", rc, why);
+	rc = mlx5_qpn_dc_ah_create(dev, &addr, &l.ah);
+	return rc == 0 ? 0 : call_failed("mlx5_qpn_dc_ah_create", rc, why);
 }
 
 int
-rcdc_active_send(unsigned lcore, uint64_t wr_id)
+rcdc_active_send(unsigned lcore, const rdmacm_pdata &peer, uint64_t wr_id)
 {
 	rcdc_lcore &l = g_dc.lc[lcore];
-	if (l.ah == nullptr || l.peer.dctn == 0)
+	if (l.ah == nullptr || peer.dctn == 0)
 		return -ENOTCONN;
-	uint8_t payload[kPayload];
-	memset(payload, kFill, sizeof(payload));
-	return mlx5_qpn_dci_post_send(l.dci, l.ah, l.peer.dctn, l.peer.dc_key, payload,
-				      sizeof(payload), wr_id);
+	return app_dci_send(l.d, l.ah, peer.dctn, peer.dc_key, wr_id);
 }
 
 void
 rcdc_active_flush(unsigned lcore)
 {
-	mlx5_qpn_dci_ring(g_dc.lc[lcore].dci);
+	mlx5_qpn_dci_ring(g_dc.lc[lcore].d.dci);
 }
 
 unsigned
-rcdc_active_completions(unsigned lcore, qpn_conn_event *ev, unsigned max)
+rcdc_active_completions(run_ctx *ctx, unsigned lcore, qpn_conn_event *ev, unsigned max)
 {
-	if (g_dc.lc[lcore].cq == nullptr)
-		return 0;
-	mlx5_qpn_wc wc[32];
-	int n = mlx5_qpn_cq_poll(g_dc.lc[lcore].cq, wc, std::min(max, 32u));
-	for (int i = 0; i < n; i++)
-		ev[i] = qpn_conn_event{.type = QPN_CONN_EV_COMPLETION,
-				       .error = wc[i].syndrome != 0 ||
-						wc[i].opcode == MLX5_QPN_CQE_REQ_ERR,
-				       .wr_id = wc[i].wr_id};
-	return n > 0 ? unsigned(n) : 0;
+	return app_dci_completions(g_dc.lc[lcore].d, ev, max, ctx->lc[lcore], lcore);
 }
 
 unsigned
@@ -179,10 +195,11 @@ rcdc_passive_receives(qpn_conn_event *ev, unsigned max)
 		bool bad = wc[i].opcode != MLX5_QPN_CQE_RESP_SEND || wc[i].syndrome != 0;
 		if (!bad) {
 			/* The passive side reads what arrived: the active side's fill, whole. */
-			uint8_t b[kPayload + 1];
+			uint8_t b[kDcPayload + 1];
 			int len = mlx5_qpn_dct_read(g_dc.dct, wc[i].wqe_counter, b, sizeof(b));
-			bad = len != int(kPayload) ||
-			      std::any_of(b, b + kPayload, [](uint8_t x) { return x != kFill; });
+			bad = len != int(kDcPayload) ||
+			      std::any_of(b, b + kDcPayload,
+					  [](uint8_t x) { return x != kDcFill; });
 		}
 		ev[i] = qpn_conn_event{.type = QPN_CONN_EV_COMPLETION, .error = bad};
 	}

@@ -60,6 +60,11 @@ common_end(rdmacm_state s, int event, int status, rdmacm_step *out)
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		*out = release(RC_ACT_COUNT_ERROR | RC_ACT_CLOSE);
 		return true;
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+		/* The address the connection was made from is gone (netdev down, address moved,
+		 * bond failover): its route no longer holds, so it fails, at any stage. */
+		*out = release(RC_ACT_COUNT_ERROR);
+		return true;
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
 		/* An established connection closes; before that, a DISCONNECTED is a failure. */
@@ -179,6 +184,34 @@ rdmacm_rej_reason(int status)
 	return status > 0 && status < MLX5_QPN_CM_REJ_REASON_SLOTS ? uint16_t(status) : UINT16_MAX;
 }
 
+const char *
+rdmacm_fail_reason(int input)
+{
+	switch (input) {
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+		return "the local address changed (RDMA_CM_EVENT_ADDR_CHANGE)";
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		return "the RDMA device was removed";
+	case RDMA_CM_EVENT_ADDR_ERROR:
+		return "address resolution failed";
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		return "route resolution failed";
+	case RDMA_CM_EVENT_UNREACHABLE:
+		return "the peer is unreachable";
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		return "connection error";
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+		return "disconnected before it was established";
+	case RC_IN_CALL_FAILED:
+		return "an rdma_cm call failed";
+	case RC_IN_REFUSED:
+		return "refused by the device or private-data check";
+	default:
+		return "failed";
+	}
+}
+
 bool
 rdmacm_same_device(uint64_t id_guid_be, uint8_t id_port, uint64_t probed_guid, uint8_t probed_port,
 		   std::string *why)
@@ -292,6 +325,87 @@ rdmacm_dc_addr(const ibv_ah_attr &a, mlx5_qpn_dc_addr *out, std::string *why)
 		out->traffic_class = a.grh.traffic_class;
 		out->flow_label = a.grh.flow_label;
 		memcpy(out->dgid, a.grh.dgid.raw, sizeof(out->dgid));
+	}
+	return true;
+}
+
+namespace {
+
+void
+gid_str(const uint8_t *g, char *out, size_t len)
+{
+	if (inet_ntop(AF_INET6, g, out, socklen_t(len)) == nullptr)
+		snprintf(out, len, "?");
+}
+
+} /* namespace */
+
+bool
+rdmacm_identify(bool has_device, uint64_t id_guid_be, uint8_t id_port, const uint8_t *id_sgid,
+		const rdmacm_probed &probed, std::string *why)
+{
+	if (!has_device)
+		return rdmacm_same_device(0, id_port, probed.guid, probed.port, why);
+	if (id_guid_be == 0 && probed.guid != 0) {
+		*why = "routes through a device with node GUID 0 (a VF without one), not the "
+		       "probed device";
+		return false;
+	}
+	if (id_guid_be != 0)
+		return rdmacm_same_device(id_guid_be, id_port, probed.guid, probed.port, why);
+	/* Both GUIDs 0 (VFs without one): the port's GIDs tell the VFs apart. */
+	if (probed.port != 0 && id_port != probed.port) {
+		*why = "routes through port " + std::to_string(id_port) + ", not port " +
+		       std::to_string(probed.port);
+		return false;
+	}
+	static const uint8_t zero[16] = {};
+	if (id_sgid == nullptr || memcmp(id_sgid, zero, 16) == 0) {
+		*why = "node GUID 0 (a VF) and no source GID on the connection: cannot tell the "
+		       "device";
+		return false;
+	}
+	for (unsigned i = 0; i < probed.nb_gids && i < kRdmacmMaxGids; i++)
+		if (memcmp(id_sgid, probed.gids[i], 16) == 0)
+			return true;
+	char g[INET6_ADDRSTRLEN];
+	gid_str(id_sgid, g, sizeof(g));
+	*why = std::string("node GUID 0 (a VF): source GID ") + g +
+	       " is not one of the probed port's " + std::to_string(probed.nb_gids) +
+	       " GIDs (another VF's)";
+	return false;
+}
+
+int
+rdmacm_send_gate(rdmacm_state state, const rdmacm_pdata &peer)
+{
+	return state == RC_ST_ESTABLISHED && peer.dctn != 0 ? 0 : -ENOTCONN;
+}
+
+bool
+rdmacm_dc_path(const ibv_ah_attr &a, uint8_t path_mtu, mlx5_qpn_dc_path *out, std::string *why)
+{
+	if (a.port_num == 0) {
+		*why = "the resolved route has no port";
+		return false;
+	}
+	if (a.sl > 15 || a.grh.flow_label > 0xfffff || path_mtu > IBV_MTU_4096) {
+		*why = "the resolved route has SL " + std::to_string(a.sl) + " / flow label " +
+		       std::to_string(a.grh.flow_label) + " / path MTU " +
+		       std::to_string(path_mtu) + " (above 15 / 20 bits / 5)";
+		return false;
+	}
+	*out = mlx5_qpn_dc_path{};
+	out->port = a.port_num;
+	out->sl = a.sl;
+	out->path_mtu = path_mtu;
+	out->static_rate = a.static_rate;
+	out->is_global = a.is_global ? 1 : 0;
+	if (a.is_global) {
+		out->sgid_index = a.grh.sgid_index;
+		out->hop_limit = a.grh.hop_limit;
+		out->traffic_class = a.grh.traffic_class;
+		out->flow_label = a.grh.flow_label;
 	}
 	return true;
 }

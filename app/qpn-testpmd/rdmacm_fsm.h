@@ -8,9 +8,13 @@
  *   rdma_cm event type (or one of the RC_IN_* inputs: what the engine did, or a local call that
  *   failed) and the event's status. Output: the next state, the actions to carry out, and the
  *   event to hand to the engine.
- * - rdmacm_same_device(): whether a cm_id routes through the probed device.
+ * - rdmacm_fail_reason(): the line a failed connection is reported with.
+ * - rdmacm_identify() / rdmacm_same_device(): whether a cm_id routes through the probed device
+ *   (its node GUID and port; a VF without a node GUID by its port GIDs).
  * - rdmacm_pdata_*(): the private data of the REQ and the REP (the DCT number and DC key).
- * - rdmacm_dc_addr(): the DC route to the peer from the connection's resolved AV.
+ * - rdmacm_send_gate(): whether a connection may still have DC sends posted for it.
+ * - rdmacm_dc_addr(), rdmacm_dc_path(): the DC route to the peer and the local path of the DC
+ *   objects, from the connection's resolved AV.
  *
  * Who releases what. The engines own the QPN (conn.h): the passive engine gives it back on
  * REJECTED, CLOSED without timewait and TIMEWAIT_EXIT, after its own reject and after a failed
@@ -95,6 +99,30 @@ unsigned rdmacm_engine_events(bool passive, uint16_t actions, qpn_conn_event_typ
 /* A REJ's status as the engines count it: the IB CM reason, or UINT16_MAX (no reason). */
 uint16_t rdmacm_rej_reason(int status);
 
+/* Why a connection that INPUT (an rdma_cm event or an RC_IN_* input) failed did fail, as the
+ * engine reports it: one line, a static string ("the local address changed ...", ...). */
+const char *rdmacm_fail_reason(int input);
+
+/* The probed device as a cm_id's device is compared with it. */
+constexpr unsigned kRdmacmMaxGids = 32;
+struct rdmacm_probed {
+	uint64_t guid;    /* node GUID, host order; 0: a VF whose node GUID was never set */
+	uint8_t port;     /* the port it serves (0: any) */
+	unsigned nb_gids; /* the port's non-zero GIDs (read when guid is 0) */
+	uint8_t gids[kRdmacmMaxGids][16];
+};
+
+/*
+ * Whether a cm_id routes through the probed device. HAS_DEVICE: the id has a device (verbs);
+ * ID_GUID_BE its node GUID (network order), ID_PORT its port, ID_SGID its source GID (16 bytes,
+ * may be null when unknown). By GUID and port (rdmacm_same_device()); but every VF whose
+ * administrator set no node GUID reports 0, so when the probed device's GUID is 0 too the id's
+ * source GID must be one of the probed port's GIDs (those of its netdev's addresses): a VF with
+ * another address is another VF. false with *why = one line.
+ */
+bool rdmacm_identify(bool has_device, uint64_t id_guid_be, uint8_t id_port, const uint8_t *id_sgid,
+		     const rdmacm_probed &probed, std::string *why);
+
 /*
  * Whether a cm_id's device is the probed one. ID_GUID_BE is ibv_get_device_guid() of the
  * id's device (network order, 0 when the id has no device yet), PROBED_GUID the probed
@@ -132,6 +160,22 @@ int rdmacm_pdata_get(const void *buf, size_t len, rdmacm_pdata *p, std::string *
  * REP must name the peer's DCT when this side sends data (NEED_DCT), a REQ may carry 0 (the
  * active side has DCIs only). false with *why = one line. */
 bool rdmacm_pdata_check(const rdmacm_pdata &p, bool need_dct, std::string *why);
+
+/* Whether a DC send may be posted for a connection in STATE whose REP named PEER: only while it
+ * is established and the REP named a DCT. A connection closed (DISCONNECTED, the peer's DREQ of
+ * a stale connection), closing, failed or released gets -ENOTCONN and nothing is posted: its
+ * CM connection, not the DCI, says whether the peer still expects its data. */
+int rdmacm_send_gate(rdmacm_state state, const rdmacm_pdata &peer);
+
+/*
+ * The local path of a DCT or DCI from the AV the kernel's CM resolved for a connection and its
+ * path MTU (rdma_init_qp_attr() at RTR: ah_attr, path_mtu): the GID index, hop limit, traffic
+ * class, flow label, SL and rate of the route, as UCX takes its DC address from the
+ * interface's GID. false with *why: no port, SL above 15, flow label above 20 bits, a path MTU
+ * that is no enum ibv_mtu (0 is kept: the port's active MTU).
+ */
+bool rdmacm_dc_path(const ibv_ah_attr &a, uint8_t path_mtu, mlx5_qpn_dc_path *out,
+		    std::string *why);
 
 /*
  * The route of a DC send to the peer from the address vector the kernel's CM resolved for the

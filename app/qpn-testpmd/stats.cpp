@@ -135,6 +135,10 @@ lcore_stats::clear()
 	sends = 0;
 	cqes = 0;
 	cqe_errors = 0;
+	cqe_flushed = 0;
+	dci_recoveries = 0;
+	for (auto &f : conn_failed)
+		f = 0;
 	recvs = 0;
 	for (auto &h : hist)
 		h.reset();
@@ -176,6 +180,20 @@ count_alloc_failure(lcore_stats &st, int rc)
 			 st.errors)
 		.fetch_add(1, std::memory_order_relaxed);
 	return rc != -EAGAIN && rc != -ENOSPC;
+}
+
+std::string
+conn_failed_line(const totals &t)
+{
+	std::string out;
+	char buf[96];
+	for (unsigned k = 0; k < kSyndSlots; k++)
+		if (t.conn_failed[k] != 0) {
+			snprintf(buf, sizeof(buf), "%s%s=%" PRIu64, out.empty() ? "" : ", ",
+				 mlx5_qpn_wc_syndrome_str(uint8_t(k)), t.conn_failed[k]);
+			out += buf;
+		}
+	return out.empty() ? "none" : out;
 }
 
 bool
@@ -221,6 +239,10 @@ collect(run_ctx *ctx, const qpn_engine *e, totals &t)
 		t.sends += s.sends.load();
 		t.cqes += s.cqes.load();
 		t.cqe_err += s.cqe_errors.load();
+		t.cqe_flushed += s.cqe_flushed.load();
+		t.dci_recoveries += s.dci_recoveries.load();
+		for (unsigned k = 0; k < kSyndSlots; k++)
+			t.conn_failed[k] += s.conn_failed[k].load();
 		t.errors += s.errors.load();
 		if (e->passive_side)
 			continue;
@@ -498,8 +520,11 @@ cm_lines(FILE *f, run_ctx *ctx, const totals &t)
 		a.fabric_drops, t.peer_disc, t.cm_busy);
 	fprintf(f,
 		"data path: %" PRIu64 " sends, %" PRIu64 " completions, %" PRIu64
-		" error completions, %" PRIu64 " received by DCTs\n",
-		t.sends, t.cqes, t.cqe_err, srv_sum(ctx, &lcore_stats::recvs));
+		" error completions, %" PRIu64 " flushed, %" PRIu64 " DCI recoveries, %" PRIu64
+		" received by DCTs\n",
+		t.sends, t.cqes, t.cqe_err, t.cqe_flushed, t.dci_recoveries,
+		srv_sum(ctx, &lcore_stats::recvs));
+	fprintf(f, "connections failed by DC sends: %s\n", conn_failed_line(t).c_str());
 }
 
 } /* namespace */

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "json_writer.h"
+#include "mlx5_qpn_dc.h"
 #include "run_meta.h"
 #include "stats.h"
 #include "testpmd.h"
@@ -149,7 +150,16 @@ stats_json(const char *path, run_ctx *ctx, const qpn_engine *e)
 	js.kv("sends", t.sends);
 	js.kv("completions", t.cqes);
 	js.kv("error_completions", t.cqe_err);
+	js.kv("flushed_completions", t.cqe_flushed);
+	js.kv("dci_recoveries", t.dci_recoveries);
 	js.kv("received", srv_sum(ctx, &lcore_stats::recvs));
+	/* Connections failed by a DC send error, by the CQE syndrome's name. */
+	js.key("failed_connections");
+	js.obj();
+	for (unsigned k = 0; k < kSyndSlots; k++)
+		if (t.conn_failed[k] != 0)
+			js.kv(mlx5_qpn_wc_syndrome_str(uint8_t(k)), t.conn_failed[k]);
+	js.end_obj();
 	js.end_obj();
 	js.key("errors");
 	js.obj();

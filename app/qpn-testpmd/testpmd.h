@@ -96,6 +96,14 @@ enum step_id {
 };
 extern const char *const step_names[STEP_NB];
 
+constexpr unsigned kSyndSlots = 0x40;
+/* The slot of a CQE syndrome in lcore_stats::conn_failed. */
+inline unsigned
+synd_slot(uint8_t syndrome)
+{
+	return syndrome < kSyndSlots ? syndrome : 0;
+}
+
 /* What one lcore (or the server side) did. Counters are relaxed atomics written by the owner and
  * read by the main lcore at any time; histograms are read only when the owner is done. */
 struct lcore_stats {
@@ -111,7 +119,12 @@ struct lcore_stats {
 	std::atomic<uint64_t> cm_busy{0};       /* connect refused for lack of CM slots (retried) */
 	std::atomic<uint64_t> sends{0};
 	std::atomic<uint64_t> cqes{0};
-	std::atomic<uint64_t> cqe_errors{0};
+	std::atomic<uint64_t> cqe_errors{0};  /* error CQEs, flushed ones not included */
+	std::atomic<uint64_t> cqe_flushed{0}; /* CQEs flushed by a DCI in error */
+	std::atomic<uint64_t> dci_recoveries{0};
+	/* Connections failed by a DC send error, per CQE syndrome (kSyndSlots: the PRM's are all
+	 * below 0x40; slot 0 holds any other). */
+	std::atomic<uint64_t> conn_failed[kSyndSlots]{};
 	std::atomic<uint64_t> recvs{0}; /* server: SENDs received by the DCTs */
 	latency_hist hist[STEP_NB];
 	uint64_t pool_cycles = 0;  /* sum of alloc + release cycles */

@@ -10,8 +10,11 @@
  * them, ringing updates the doorbell record and writes the 64-bit doorbell register of the DCI's
  * mapped UAR page (offset 0x800). The device executes the WQEs, delivers each SEND to its DCT
  * (checking the DC key), and writes 64-byte CQEs whose owner bit flips on each pass of the ring.
- * A WQE the device cannot execute (unknown DCT, wrong DC key, bad segment) completes with an
- * error CQE and its syndrome, as hardware does.
+ * A malformed WQE completes with an error CQE and its syndrome; a SEND nobody answers (unknown
+ * DCT, wrong DC key: the DCT drops it) completes with MLX5_QPN_SYND_TRANSPORT_RETRY once the
+ * sender's retries run out, as hardware does. After an error CQE the DCI is in ERR until
+ * mlx5_qpn_dci_recover() (mlx5_qpn_dci_state()); the DCT's and the DCI's local path (RoCE GID,
+ * hop limit, MTU) is struct mlx5_qpn_dc_path.
  *
  * Every send carries a route: an address handle (struct mlx5_qpn_dc_ah) whose address vector
  * (LID, SL, GRH) the WQE's datagram segment is built from, as rdma-core's mlx5 provider copies
@@ -66,7 +69,12 @@ struct mlx5_qpn_dc_addr {
  * the route (e.g. the RoCE v2 entry of the interface's IPv4 address, rarely index 0).
  * A NULL path to mlx5_qpn_dci_create_path() / mlx5_qpn_dct_create_path() means the port's
  * default: no GRH on InfiniBand; on RoCE the first RoCE v2 GID holding an IPv4 address
- * (hardware), hop limit 64, traffic class 0, the port's active MTU.
+ * (::ffff:a.b.c.d; none: -EINVAL), hop limit 64, traffic class 0; the port's active MTU.
+ * A path_mtu above the port's active MTU is lowered to it (as rdma_cm and UCX take the
+ * smaller). Refused (-EINVAL, one log line) as the kernel refuses them: a port the device has
+ * not, sl above 15, path_mtu above 5, static_rate above 23 (IBV_RATE_800_GBPS), a flow label
+ * above 20 bits, no GRH on RoCE, a GID index with no entry in the port's table. The emulated
+ * device has InfiniBand ports with one GID each (index 0) and checks the same.
  */
 struct mlx5_qpn_dc_path {
 	uint8_t port;          /**< Local port, 1-based (0: the handle's port). */
@@ -83,8 +91,9 @@ struct mlx5_qpn_dc_path {
 
 /** mlx5_qpn_dci_state(): the DCI sends. */
 #define MLX5_QPN_DCI_READY 0
-/** mlx5_qpn_dci_state(): an error CQE moved the DCI to ERR; every WQE posted before it
- * completes flushed (MLX5_QPN_SYND_WR_FLUSH); mlx5_qpn_dci_recover() brings it back. */
+/** mlx5_qpn_dci_state(): an error CQE moved the DCI to ERR; every WQE posted after the failed
+ * one completes flushed (MLX5_QPN_SYND_WR_FLUSH), mlx5_qpn_dci_post_send() refuses new ones
+ * (-EIO), mlx5_qpn_dci_recover() brings it back. */
 #define MLX5_QPN_DCI_ERROR 1
 
 /** Error CQE syndromes (PRM; rdma-core MLX5_CQE_SYNDROME_*) a DC user meets. */
@@ -186,8 +195,12 @@ uint32_t mlx5_qpn_dci_qpn(const struct mlx5_qpn_dci *dci);
  * MLX5_QPN_DC_MAX_INLINE). Not visible to the device until mlx5_qpn_dci_ring().
  * A NULL ah is -EINVAL on every backend: on hardware a WQE with a zero route would go nowhere,
  * and the emulated device refuses it too so that code tested on it runs on a ConnectX.
- * @return 0; -ENOBUFS send queue full; -EINVAL (len too long, NULL, no route where one is
- *         needed, an AH of another device).
+ * A DCI whose CQ polled an error CQE of it is in ERR (mlx5_qpn_dci_state()): a ConnectX would
+ * take the WQE and flush it (MLX5_QPN_SYND_WR_FLUSH); here it is refused with -EIO and nothing
+ * is posted, so every WQE that was posted completes exactly once (the error CQE or a flush)
+ * and the caller learns at once that the DCI needs mlx5_qpn_dci_recover().
+ * @return 0; -ENOBUFS send queue full; -EIO the DCI is in ERR; -EINVAL (len too long, NULL, no
+ *         route where one is needed, an AH of another device).
  */
 int mlx5_qpn_dci_post_send(struct mlx5_qpn_dci *dci, const struct mlx5_qpn_dc_ah *ah, uint32_t dctn,
 			   uint64_t dc_key, const void *buf, uint32_t len, uint64_t wr_id);
@@ -234,12 +247,16 @@ int mlx5_qpn_dci_state(const struct mlx5_qpn_dci *dci);
 
 /**
  * Bring a DCI in ERR back to RTS, as UCX's DC transport does: RESET, then INIT, RTR (its
- * creation path) and RTS; its send queue starts empty. Call it once every WQE posted before
- * the error has completed (the error CQE and the flushed ones polled): WQEs still outstanding
- * are -EBUSY. A READY DCI is left as it is (0). Slow path (device commands).
- * Thread safety: the DCI's thread.
- * @return 0; -EINVAL (NULL); -EBUSY (WQEs of the DCI not completed yet); -EOPNOTSUPP; the
- *         negated errno of a state change the device refused (the DCI stays in ERR).
+ * creation path, kept since mlx5_qpn_dci_create_path()) and RTS; its send queue starts empty
+ * at WQE counter 0, its doorbell record zeroed, as after a hardware RESET. Call it once every
+ * WQE posted before the error has completed (the error CQE and the flushed ones polled): while
+ * some are outstanding it returns -EBUSY (having rung any posted but unrung WQEs, so that the
+ * device flushes them and the next polls complete them). A READY DCI is left as it is (0).
+ * Slow path (device commands). Thread safety: the DCI's thread, with no poll of its CQ running
+ * at the same time.
+ * @return 0; -EINVAL (NULL); -EBUSY (WQEs of the DCI not completed yet: poll, then call again);
+ *         -EOPNOTSUPP (a backend without dci_reset); the negated errno of a state change the
+ *         device refused (the DCI stays in ERR).
  */
 int mlx5_qpn_dci_recover(struct mlx5_qpn_dci *dci);
 

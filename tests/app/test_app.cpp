@@ -21,6 +21,7 @@
 
 #include "common/test_helpers.h"
 #include "mlx5_qpn_cm.h"
+#include "mlx5_qpn_dc.h"
 #include "mp/mp_test_util.h"
 #include "sim/mlx5_qpn_sim.h"
 
@@ -203,6 +204,39 @@ TEST_F(AppTest, AppDciReconnectDefaultHasNoStaleRejects)
 	}
 	EXPECT_NE(r.output.find("pool share of the worker's time"), std::string::npos);
 	EXPECT_NE(r.output.find("] "), std::string::npos) << "no progress line";
+}
+
+/* DCI error recovery: the emulated device loses every 50th SEND (dc_err_every), so its DCI
+ * gets a retry-exceeded error CQE, goes to ERR and flushes what follows. The connection that
+ * owned the lost send fails with the syndrome's reason, the flushed ones are counted apart (not
+ * as new errors), the DCI is recovered, and connections go on being made: no other error, no
+ * stale reject. */
+TEST_F(AppTest, AppDciReconnectRecoversFromDciErrors)
+{
+	std::string dev = next_name();
+	run_result r = run("0-1",
+			   cat("--qpn-dev=", dev, ",dc_err_every=50 --duration=1 --destroy-sim"),
+			   dev);
+	EXPECT_RUN_OK(r);
+	ASSERT_NE(r.json.find("\"data_path\": true"), std::string::npos) << r.output;
+	const double errs = json_num(r.json, "data.error_completions");
+	const double recov = json_num(r.json, "data.dci_recoveries");
+	const std::string retry = mlx5_qpn_wc_syndrome_str(MLX5_QPN_SYND_TRANSPORT_RETRY);
+	const std::string flush = mlx5_qpn_wc_syndrome_str(MLX5_QPN_SYND_WR_FLUSH);
+	EXPECT_GT(errs, 1);
+	EXPECT_EQ(json_num(r.json, cat("data.failed_connections.", retry)), errs) << r.json;
+	EXPECT_GT(json_num(r.json, "data.flushed_completions"), 0);
+	EXPECT_GT(json_num(r.json, cat("data.failed_connections.", flush)), 0) << r.json;
+	/* Every error recovered (the last one may still be pending when the run stops). */
+	EXPECT_GE(recov, errs - 1);
+	EXPECT_LE(recov, errs);
+	/* Connections made after the errors: many more than failed. */
+	EXPECT_GT(json_num(r.json, "connections"), 4 * errs);
+	EXPECT_EQ(json_num(r.json, "data.sends"), json_num(r.json, "data.completions"));
+	EXPECT_EQ(json_num(r.json, "stale_rejects"), 0);
+	EXPECT_EQ(json_num(r.json, "errors.other"), 0) << r.output;
+	EXPECT_NE(r.output.find(cat("failed: DC send: ", retry)), std::string::npos) << r.output;
+	EXPECT_NE(r.output.find(cat("connections failed by DC sends: ")), std::string::npos);
 }
 
 /* Negative control 1: no quarantine, strict policy, a small range: QPNs come back while the

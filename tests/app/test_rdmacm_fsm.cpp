@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * qpn-testpmd's rdma_cm side without a device (app/qpn-testpmd/rdmacm_fsm.h): the state machine
- * driven through every path with a model of the engines' contract (conn.h), the device check,
- * the private data, the addresses (--hw-peer, --hw-bind, the listener's netdev) and the app's
+ * driven through every path with a model of the engines' contract (conn.h), the device check
+ * (by GUID, and by port GID for a VF without one), the send gate, the private data, the DC
+ * route and path, the addresses (--hw-peer, --hw-bind, the listener's netdev) and the app's
  * own librdmacm loader.
  */
 #include <gtest/gtest.h>
@@ -381,6 +382,55 @@ TEST(RdmacmFsm, RandomSequencesNeverLeakNorReleaseTwice)
 	}
 }
 
+/* RDMA_CM_EVENT_ADDR_CHANGE on a connection's id: its address is gone, so the connection fails
+ * (counted, with the reason), at every stage and on both sides, and everything is released. */
+TEST(RdmacmFsm, AddrChangeFailsTheConnectionAtEveryStage)
+{
+	for (int stage = 0; stage <= 4; stage++) {
+		conn_model c = active_at(stage);
+		c.in(RDMA_CM_EVENT_ADDR_CHANGE);
+		std::string what = "active stage " + std::to_string(stage);
+		c.expect_clean(what.c_str());
+		EXPECT_EQ(c.errors, 1) << what;
+	}
+	conn_model a = accepted();
+	a.in(RDMA_CM_EVENT_ADDR_CHANGE);
+	a.expect_clean("passive, accepted");
+	EXPECT_EQ(a.errors, 1);
+	conn_model e = passive_established();
+	e.in(RDMA_CM_EVENT_ADDR_CHANGE);
+	e.expect_clean("passive, established");
+	EXPECT_EQ(e.errors, 1);
+	const char *why = rdmacm_fail_reason(RDMA_CM_EVENT_ADDR_CHANGE);
+	EXPECT_NE(std::string(why).find("address changed"), std::string::npos) << why;
+	EXPECT_STRNE(rdmacm_fail_reason(RDMA_CM_EVENT_UNREACHABLE), why);
+	EXPECT_NE(rdmacm_fail_reason(12345), nullptr);
+}
+
+/* A DC send belongs to its CM connection: posted only while it is established with a REP that
+ * named a DCT; once the connection is closed (the peer's DREQ, a stale connection's DREQ),
+ * failed or released, -ENOTCONN and nothing is posted. */
+TEST(RdmacmSend, GatedByTheConnection)
+{
+	const rdmacm_pdata dct{0x123, 0x77};
+	for (int st = RC_ST_FREE; st <= RC_ST_RELEASING; st++)
+		EXPECT_EQ(rdmacm_send_gate(rdmacm_state(st), dct),
+			  st == RC_ST_ESTABLISHED ? 0 : -ENOTCONN)
+			<< st;
+	EXPECT_EQ(rdmacm_send_gate(RC_ST_ESTABLISHED, rdmacm_pdata{0, 0}), -ENOTCONN);
+
+	/* Driven through the state machine: open, then closed by the peer. */
+	conn_model c = active_at(3);
+	EXPECT_EQ(rdmacm_send_gate(c.st, dct), 0);
+	c.in(RDMA_CM_EVENT_DISCONNECTED);
+	EXPECT_EQ(rdmacm_send_gate(c.st, dct), -ENOTCONN);
+	conn_model d = active_at(4); /* our DREQ sent */
+	EXPECT_EQ(rdmacm_send_gate(d.st, dct), -ENOTCONN);
+	conn_model f = active_at(3);
+	f.in(RDMA_CM_EVENT_ADDR_CHANGE);
+	EXPECT_EQ(rdmacm_send_gate(f.st, dct), -ENOTCONN);
+}
+
 TEST(RdmacmFsm, EngineEvents)
 {
 	qpn_conn_event_type e[2];
@@ -422,6 +472,51 @@ TEST(RdmacmDevice, SameDevice)
 
 	EXPECT_FALSE(rdmacm_same_device(htobe64(guid), 1, guid, 2, &why));
 	EXPECT_NE(why.find("port 1"), std::string::npos) << why;
+}
+
+/* A VF whose node GUID was never set reports 0, as does every other such VF: the probed one
+ * is told apart by its port's GIDs, not refused outright, and not confused with another. */
+TEST(RdmacmDevice, VfWithoutGuidToldApartByPortGid)
+{
+	rdmacm_probed vf{};
+	vf.port = 1;
+	vf.nb_gids = 2;
+	uint8_t mine[16] = {0xfe, 0x80};
+	mine[15] = 0x11;
+	uint8_t v4[16] = {};
+	v4[10] = v4[11] = 0xff;
+	v4[12] = 10;
+	v4[15] = 7;
+	memcpy(vf.gids[0], mine, 16);
+	memcpy(vf.gids[1], v4, 16);
+	std::string why;
+	EXPECT_TRUE(rdmacm_identify(true, 0, 1, v4, vf, &why)) << why;
+	EXPECT_TRUE(rdmacm_identify(true, 0, 1, mine, vf, &why)) << why;
+
+	uint8_t other[16];
+	memcpy(other, v4, 16);
+	other[15] = 8; /* the VF beside it: 10.0.0.8 */
+	EXPECT_FALSE(rdmacm_identify(true, 0, 1, other, vf, &why));
+	EXPECT_NE(why.find("::ffff:10.0.0.8"), std::string::npos) << why;
+	EXPECT_NE(why.find("GUID 0"), std::string::npos) << why;
+	EXPECT_EQ(why.find('\n'), std::string::npos);
+	EXPECT_FALSE(rdmacm_identify(true, 0, 2, v4, vf, &why)); /* another port */
+	EXPECT_NE(why.find("port 2"), std::string::npos) << why;
+	EXPECT_FALSE(rdmacm_identify(true, 0, 1, nullptr, vf, &why));
+	uint8_t zero[16] = {};
+	EXPECT_FALSE(rdmacm_identify(true, 0, 1, zero, vf, &why));
+	EXPECT_FALSE(rdmacm_identify(false, 0, 1, v4, vf, &why)); /* no device at all */
+	EXPECT_NE(why.find("no RDMA device"), std::string::npos) << why;
+
+	/* A device with a GUID is compared by it: a GUID-0 id is another device, GIDs or not. */
+	rdmacm_probed pf = vf;
+	pf.guid = 0x0002c90300a1b2c3ull;
+	EXPECT_FALSE(rdmacm_identify(true, 0, 1, v4, pf, &why));
+	EXPECT_TRUE(rdmacm_identify(true, htobe64(pf.guid), 1, other, pf, &why)) << why;
+	EXPECT_FALSE(rdmacm_identify(true, htobe64(pf.guid + 1), 1, v4, pf, &why));
+	rdmacm_probed vf0 = vf; /* GUID 0 and no GIDs read: nothing matches */
+	vf0.nb_gids = 0;
+	EXPECT_FALSE(rdmacm_identify(true, 0, 1, v4, vf0, &why));
 }
 
 TEST(RdmacmPdata, RoundTripInNetworkOrder)
@@ -556,6 +651,58 @@ TEST(RdmacmDcAddr, FromTheResolvedAv)
 	EXPECT_EQ(memcmp(&keep, &d, sizeof(d)), 0);
 }
 
+/* The DCT's and the DCI's local path from the route the CM resolved (rdma_init_qp_attr at
+ * RTR): on RoCE the route's GID index and hop limit, not index 0 and hop limit 1. */
+TEST(RdmacmDcPath, FromTheResolvedRoute)
+{
+	ibv_ah_attr a{};
+	a.port_num = 1;
+	a.is_global = 1;
+	a.sl = 3;
+	a.static_rate = IBV_RATE_100_GBPS;
+	a.grh.sgid_index = 3; /* the IPv4-mapped RoCE v2 entry */
+	a.grh.hop_limit = 64;
+	a.grh.traffic_class = 106;
+	a.grh.flow_label = 0x12345;
+	mlx5_qpn_dc_path p;
+	std::string why;
+	ASSERT_TRUE(rdmacm_dc_path(a, IBV_MTU_1024, &p, &why)) << why;
+	EXPECT_EQ(p.port, 1);
+	EXPECT_EQ(p.is_global, 1);
+	EXPECT_EQ(p.sgid_index, 3);
+	EXPECT_EQ(p.hop_limit, 64);
+	EXPECT_EQ(p.traffic_class, 106);
+	EXPECT_EQ(p.flow_label, 0x12345u);
+	EXPECT_EQ(p.sl, 3);
+	EXPECT_EQ(p.path_mtu, IBV_MTU_1024);
+	EXPECT_EQ(p.static_rate, IBV_RATE_100_GBPS);
+	EXPECT_EQ(p.rsvd, 0u);
+
+	/* InfiniBand without a GRH: no GRH fields, whatever the AV's grh holds. */
+	a.is_global = 0;
+	a.dlid = 7;
+	ASSERT_TRUE(rdmacm_dc_path(a, IBV_MTU_4096, &p, &why)) << why;
+	EXPECT_EQ(p.is_global, 0);
+	EXPECT_EQ(p.sgid_index, 0);
+	EXPECT_EQ(p.hop_limit, 0);
+	EXPECT_EQ(p.path_mtu, IBV_MTU_4096);
+	ASSERT_TRUE(rdmacm_dc_path(a, 0, &p, &why)) << why; /* 0: the port's active MTU */
+	EXPECT_EQ(p.path_mtu, 0);
+
+	mlx5_qpn_dc_path keep = p;
+	ibv_ah_attr bad = a;
+	bad.port_num = 0;
+	EXPECT_FALSE(rdmacm_dc_path(bad, IBV_MTU_1024, &p, &why));
+	EXPECT_NE(why.find("no port"), std::string::npos) << why;
+	bad = a;
+	bad.sl = 16;
+	EXPECT_FALSE(rdmacm_dc_path(bad, IBV_MTU_1024, &p, &why));
+	EXPECT_FALSE(rdmacm_dc_path(a, 6, &p, &why));
+	EXPECT_NE(why.find("path MTU 6"), std::string::npos) << why;
+	EXPECT_EQ(why.find('\n'), std::string::npos);
+	EXPECT_EQ(memcmp(&keep, &p, sizeof(p)), 0);
+}
+
 TEST(RdmacmAddr, NetdevsFromSysfs)
 {
 	char root[] = "/tmp/qpn_rdmacm_sysfs_XXXXXX";
@@ -571,6 +718,31 @@ TEST(RdmacmAddr, NetdevsFromSysfs)
 	EXPECT_TRUE(rdmacm_netdevs(r, "mlx5_1").empty());
 	EXPECT_TRUE(rdmacm_netdevs(r, "").empty());
 	EXPECT_TRUE(rdmacm_netdevs(r, "../../x").empty());
+	cmd = "rm -rf " + r;
+	ASSERT_EQ(system(cmd.c_str()), 0);
+}
+
+/* The probed port's GIDs as the kernel prints them: dense from 0, zero entries skipped. */
+TEST(RdmacmAddr, PortGidsFromSysfs)
+{
+	char root[] = "/tmp/qpn_rdmacm_gids_XXXXXX";
+	ASSERT_NE(mkdtemp(root), nullptr);
+	std::string r = root;
+	std::string gids = r + "/class/infiniband/mlx5_4/ports/1/gids";
+	std::string cmd = "mkdir -p " + gids + " && cd " + gids +
+			  " && echo fe80:0000:0000:0000:0202:c9ff:fe00:0001 > 0" +
+			  " && echo 0000:0000:0000:0000:0000:0000:0000:0000 > 1" +
+			  " && echo 0000:0000:0000:0000:0000:ffff:0a00:0007 > 2";
+	ASSERT_EQ(system(cmd.c_str()), 0);
+	uint8_t g[4][16];
+	ASSERT_EQ(rdmacm_port_gids(r, "mlx5_4", 1, g, 4), 2u);
+	EXPECT_EQ(g[0][0], 0xfe);
+	EXPECT_EQ(g[0][15], 0x01);
+	EXPECT_EQ(g[1][10], 0xff); /* the IPv4-mapped RoCE v2 entry */
+	EXPECT_EQ(g[1][15], 0x07);
+	EXPECT_EQ(rdmacm_port_gids(r, "mlx5_4", 1, g, 1), 1u); /* at most MAX */
+	EXPECT_EQ(rdmacm_port_gids(r, "mlx5_4", 2, g, 4), 0u);
+	EXPECT_EQ(rdmacm_port_gids(r, "../mlx5_4", 1, g, 4), 0u);
 	cmd = "rm -rf " + r;
 	ASSERT_EQ(system(cmd.c_str()), 0);
 }

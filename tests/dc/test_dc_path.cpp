@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The DC data path end to end on the emulated device: DCI -> DCT delivery, completions on both
- * CQs across several wraps of the CQ ring, error CQEs (wrong DC key, unknown DCT, malformed WQE,
- * flush after an error), a full send queue, several DCIs to one DCT, a DCI of another handle and
+ * CQs across several wraps of the CQ ring, error CQEs (wrong DC key and unknown DCT time out,
+ * malformed WQE, flush after an error), a full send queue, several DCIs to one DCT, a DCI of another handle and
  * of a fork()ed child, destroy paths and a backend without a data path.
  */
 #include <gtest/gtest.h>
@@ -213,7 +213,9 @@ TEST_F(DcPath, OwnerBitAcrossCqWrapsAndSqWraps)
 	mlx5_qpn_cq_destroy(rcq);
 }
 
-TEST_F(DcPath, WrongKeyIsRemoteAccessErrorThenFlush)
+/* A ConnectX's DCT drops a SEND with a wrong DC key and counts it; the sender hears nothing
+ * and its retries run out (0x15), it never gets an answer at once. */
+TEST_F(DcPath, WrongKeyIsDroppedAndTimesOutThenFlush)
 {
 	mlx5_qpn_cq *scq = nullptr, *rcq = nullptr;
 	mlx5_qpn_dci *dci = nullptr;
@@ -230,7 +232,7 @@ TEST_F(DcPath, WrongKeyIsRemoteAccessErrorThenFlush)
 	auto s = drain(scq, 2);
 	ASSERT_EQ(s.size(), 2u);
 	EXPECT_EQ(s[0].opcode, MLX5_QPN_CQE_REQ_ERR);
-	EXPECT_EQ(s[0].syndrome, MLX5_QPN_SYND_REMOTE_ACCESS_ERR);
+	EXPECT_EQ(s[0].syndrome, MLX5_QPN_SYND_TRANSPORT_RETRY_EXC_ERR);
 	EXPECT_EQ(s[0].wr_id, 7u);
 	EXPECT_EQ(s[0].qpn, mlx5_qpn_dci_qpn(dci));
 	/* The DCI is in error: what follows is flushed, not sent. */
@@ -241,6 +243,7 @@ TEST_F(DcPath, WrongKeyIsRemoteAccessErrorThenFlush)
 	EXPECT_EQ(mlx5_qpn_cq_poll(rcq, wc, 4), 0); /* nothing delivered */
 	EXPECT_EQ(stats().dc_delivered, 0u);
 	EXPECT_EQ(stats().dc_err_cqes, 2u);
+	EXPECT_EQ(stats().dc_key_violations, 1u);
 
 	/* A fresh DCI with the right key gets through. */
 	mlx5_qpn_dci *dci2 = nullptr;

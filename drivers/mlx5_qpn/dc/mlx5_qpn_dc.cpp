@@ -59,19 +59,6 @@ using mlx5_qpn_dc::load_shared;
 
 } // namespace
 
-struct mlx5_qpn_dci {
-	struct mlx5_qpn_cq *cq;
-	struct mlx5_qpn_dc_dci_info info;
-	uint8_t *sq;
-	uint32_t bb_mask;
-	uint32_t pi_bb;   /* BB producer counter */
-	uint32_t rung_bb; /* last counter published */
-	uint32_t max_wqes;
-	uint32_t posted;
-	uint32_t completed;   /* written by the CQ poller (atomic) */
-	uint8_t last_ctrl[8]; /* first 8 bytes of the last WQE's control segment */
-	uint64_t *wrid;       /* per BB index of a WQE's first BB */
-};
 
 namespace {
 
@@ -283,6 +270,14 @@ mlx5_qpn_cq_poll(struct mlx5_qpn_cq *cq, struct mlx5_qpn_wc *wc, unsigned int n)
 			mlx5_qpn_dci *d = map_find(cq, f.qpn);
 			if (d) {
 				w.wr_id = d->wrid[f.wqe_counter & d->bb_mask];
+				/* An error CQE means the device moved the DCI to ERR: its
+				 * later WQEs flush until mlx5_qpn_dci_recover(). Stored
+				 * before the completion count, so that whoever sees every WQE
+				 * completed also sees the state. */
+				if (f.opcode == MLX5_QPN_CQE_REQ_ERR)
+					std::atomic_ref<uint32_t>(d->state)
+						.store(MLX5_QPN_DCI_ERROR,
+						       std::memory_order_release);
 				/* Every WQE completes exactly once (all are signaled; errors
 				 * always complete): its SQ room is free again. */
 				std::atomic_ref<uint32_t>(d->completed)
@@ -454,6 +449,10 @@ mlx5_qpn_dci_create_cq_path(struct mlx5_qpn_cq *cq, uint32_t log_sq_depth,
 		return -ENOMEM;
 	}
 	d->cq = cq;
+	if (path) {
+		d->has_path = true;
+		d->path = *path;
+	}
 	d->sq = static_cast<uint8_t *>(d->info.sq);
 	d->bb_mask = (uint32_t(1) << d->info.log_sq_bbs) - 1;
 	d->max_wqes = uint32_t(1) << log_sq_depth;
@@ -501,6 +500,10 @@ mlx5_qpn_dci_post_send(struct mlx5_qpn_dci *dci, const struct mlx5_qpn_dc_ah *ah
 	 * what runs there runs on a ConnectX); never another device's AV. */
 	if (!ah || ah->be != dci->cq->be)
 		return -EINVAL;
+	/* A DCI in ERR would only flush the WQE: refuse it here, so that nothing is posted
+	 * until mlx5_qpn_dci_recover(). */
+	if (load_shared(dci->state, std::memory_order_acquire) != MLX5_QPN_DCI_READY)
+		return -EIO;
 	if (dci->posted - load_shared(dci->completed, std::memory_order_acquire) >= dci->max_wqes)
 		return -ENOBUFS;
 	alignas(16) uint8_t wqe[MLX5_QPN_WQE_MAX_BBS * MLX5_QPN_SEND_WQE_BB];
@@ -565,40 +568,6 @@ mlx5_qpn_dci_destroy(struct mlx5_qpn_dci *dci)
 	dci->cq->nb_qps--;
 	free(dci->wrid);
 	free(dci);
-}
-
-int
-mlx5_qpn_dci_state(const struct mlx5_qpn_dci *dci)
-{
-	/* Not yet modelled by the DC layer: the error CQE does not move it (to be done). */
-	return dci ? MLX5_QPN_DCI_READY : -EINVAL;
-}
-
-int
-mlx5_qpn_dci_recover(struct mlx5_qpn_dci *dci)
-{
-	if (!dci)
-		return -EINVAL;
-	return -EOPNOTSUPP; /* to be done: dci_reset through the ops table */
-}
-
-const char *
-mlx5_qpn_wc_syndrome_str(uint8_t syndrome)
-{
-	switch (syndrome) {
-	case MLX5_QPN_SYND_LOCAL_LENGTH:
-		return "local length error";
-	case MLX5_QPN_SYND_LOCAL_QP_OP:
-		return "local QP operation error (malformed WQE)";
-	case MLX5_QPN_SYND_WR_FLUSH:
-		return "work request flushed (the QP is in error)";
-	case MLX5_QPN_SYND_REMOTE_ACCESS:
-		return "remote access error";
-	case MLX5_QPN_SYND_TRANSPORT_RETRY:
-		return "transport retry counter exceeded (no answer from the target)";
-	default:
-		return "unknown syndrome";
-	}
 }
 
 int

@@ -7,6 +7,7 @@
  * Internal to the DC data path: the process-local objects behind the public handles, shared by
  * its files:
  *  - mlx5_qpn_dc.cpp     CQ, DCI, DCT create/destroy; post, ring, poll; the emulated DCT's read;
+ *  - mlx5_qpn_dc_recover.cpp  a DCI's ERR state and its recovery, syndrome names;
  *  - mlx5_qpn_dc_ah.cpp  address handles;
  *  - mlx5_qpn_dc_rx.cpp  receiving on a DCT whose SRQ the DC layer posts (hardware): the SRQ's
  *                        WQEs, the messages held readable, their reposting, and the read.
@@ -66,6 +67,26 @@ struct mlx5_qpn_dc_rx {
 	uint16_t rsvd;
 	uint32_t msgs;                   /* messages received so far */
 	struct mlx5_qpn_dc_rx_msg *held; /* info.rx_slots entries, message counter % rx_slots */
+};
+
+/* Process-local DCI: the send queue's counters (BBs and WQEs), the wr_ids, its state. */
+struct mlx5_qpn_dci {
+	struct mlx5_qpn_cq *cq;
+	struct mlx5_qpn_dc_dci_info info;
+	uint8_t *sq;
+	uint32_t bb_mask;
+	uint32_t pi_bb;   /* BB producer counter */
+	uint32_t rung_bb; /* last counter published */
+	uint32_t max_wqes;
+	uint32_t posted;
+	uint32_t completed;   /* written by the CQ poller (atomic) */
+	uint8_t last_ctrl[8]; /* first 8 bytes of the last WQE's control segment */
+	uint64_t *wrid;       /* per BB index of a WQE's first BB */
+	/* MLX5_QPN_DCI_READY / _ERROR: written by the CQ poller when it polls an error CQE of
+	 * this DCI (atomic), read by the poster; back to READY only in mlx5_qpn_dci_recover(). */
+	uint32_t state;
+	bool has_path;                /* created with a path (else the port's default) */
+	struct mlx5_qpn_dc_path path; /* what dci_reset brings it back with */
 };
 
 struct mlx5_qpn_dct {

@@ -4,6 +4,7 @@
  * hands out where their queues live, and the DC layer (dc/) posts, rings and polls in them.
  */
 #include "mlx5_qpn_hw_dc.h"
+#include "mlx5_qpn_hw_dc_path.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -27,8 +28,6 @@ using namespace mlx5_qpn_hw;
 
 /* The BB shift of a DC WQE slot: the DC layer gives each WQE 8 BBs (the largest SEND has 6). */
 constexpr uint32_t SQ_BB_SHIFT = 3;
-/* Min RNR NAK timer of a DCT: 12 = 0.64 ms, the IBTA table's middle (UCX's default too). */
-constexpr uint8_t DCT_MIN_RNR_TIMER = 12;
 
 mlx5_qpn_hw_dev *
 to_dev(struct mlx5_qpn_backend *be)
@@ -85,79 +84,6 @@ dc_pd(mlx5_qpn_hw_dev *dev, int *rc)
 	return dev->dc_pd;
 }
 
-/* The active path MTU of the port (IBV_MTU_1024 when the port cannot be queried). */
-void
-port_info(mlx5_qpn_hw_dev *dev, enum ibv_mtu *mtu, bool *roce)
-{
-	struct ibv_port_attr pa;
-	memset(&pa, 0, sizeof(pa));
-	*mtu = IBV_MTU_1024;
-	*roce = false;
-	/* The exported entry fills the legacy prefix of ibv_port_attr (MTU and link layer are in
-	 * it); the header's ibv_query_port macro does the same cast. */
-	if (dev->glue->query_port(dev->ctx, dev->port,
-				  reinterpret_cast<struct _compat_ibv_port_attr *>(&pa)) == 0) {
-		if (pa.active_mtu != 0)
-			*mtu = pa.active_mtu;
-		*roce = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
-	}
-}
-
-/* One ibv_modify_qp step; the failing state is named in the log. */
-int
-modify(mlx5_qpn_hw_dev *dev, struct ibv_qp *qp, struct ibv_qp_attr *a, int mask, const char *what)
-{
-	int rc = neg_errno(dev->glue->modify_qp(qp, a, mask));
-	if (rc != 0)
-		HW_LOG(ERR, "%s: %s: ibv_modify_qp failed (%s)", dev->name, what, strerror(-rc));
-	return rc;
-}
-
-/* RESET -> INIT -> RTR (-> RTS for a DCI), with the masks the kernel requires of each. */
-int
-dc_to_ready(mlx5_qpn_hw_dev *dev, struct ibv_qp *qp, bool dct)
-{
-	enum ibv_mtu mtu;
-	bool roce;
-	port_info(dev, &mtu, &roce);
-	struct ibv_qp_attr a;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.pkey_index = 0;
-	a.port_num = dev->port;
-	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
-	if (dct) /* SENDs only: no remote access, but the kernel wants the mask bit */
-		mask |= IBV_QP_ACCESS_FLAGS;
-	int rc = modify(dev, qp, &a, mask, dct ? "DCT INIT" : "DCI INIT");
-	if (rc)
-		return rc;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = mtu;
-	a.ah_attr.port_num = dev->port;
-	/* RoCE has no LIDs: the DCT's AV is global (GID index 0). */
-	a.ah_attr.is_global = roce ? 1 : 0;
-	a.ah_attr.grh.hop_limit = 1;
-	mask = IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_AV;
-	if (dct) {
-		a.min_rnr_timer = DCT_MIN_RNR_TIMER;
-		mask |= IBV_QP_MIN_RNR_TIMER;
-	}
-	rc = modify(dev, qp, &a, mask, dct ? "DCT RTR" : "DCI RTR");
-	if (rc || dct)
-		return rc;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14; /* 4.096 us * 2^14 = 67 ms per try */
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 0;
-	a.max_rd_atomic = 1;
-	mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-	       IBV_QP_MAX_QP_RD_ATOMIC;
-	return modify(dev, qp, &a, mask, "DCI RTS");
-}
-
 int
 hw_cq_create(struct mlx5_qpn_backend *be, uint32_t log_depth, struct mlx5_qpn_dc_cq_info *cq)
 {
@@ -209,10 +135,10 @@ hw_cq_destroy(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq)
 	return neg_errno(to_dev(be)->glue->destroy_cq(from_handle<ibv_cq>(cq->handle)));
 }
 
-/* mlx5dv_create_qp + the state changes; the QP, or NULL and *rc. */
+/* mlx5dv_create_qp + the state changes (rtr at RTR); the QP, or NULL and *rc. */
 struct ibv_qp *
 dc_qp_create(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_dc_cq_info *cq, struct ibv_srq *srq,
-	     uint32_t log_sq_bbs, uint64_t dc_key, int *rc)
+	     uint32_t log_sq_bbs, uint64_t dc_key, const dc_rtr &rtr, int *rc)
 {
 	struct ibv_pd *pd = dc_pd(dev, rc);
 	if (pd == nullptr)
@@ -230,7 +156,7 @@ dc_qp_create(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_dc_cq_info *cq, struct 
 		       strerror(-*rc));
 		return nullptr;
 	}
-	*rc = dc_to_ready(dev, qp, srq != nullptr);
+	*rc = dc_to_ready(dev, qp, srq != nullptr, rtr);
 	if (*rc != 0) {
 		dev->glue->destroy_qp(qp);
 		return nullptr;
@@ -240,15 +166,18 @@ dc_qp_create(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_dc_cq_info *cq, struct 
 
 int
 hw_dci_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq,
-	      uint32_t log_sq_bbs, const struct mlx5_qpn_dc_path * /* path: to be applied */,
+	      uint32_t log_sq_bbs, const struct mlx5_qpn_dc_path *path,
 	      struct mlx5_qpn_dc_dci_info *dci)
 {
 	if (be == nullptr || cq == nullptr || dci == nullptr || cq->handle == 0 ||
 	    log_sq_bbs < SQ_BB_SHIFT || log_sq_bbs > 16)
 		return -EINVAL;
 	mlx5_qpn_hw_dev *dev = to_dev(be);
-	int rc = 0;
-	struct ibv_qp *qp = dc_qp_create(dev, cq, nullptr, log_sq_bbs, 0, &rc);
+	dc_rtr rtr;
+	int rc = dc_resolve_path(dev, path, "DCI", &rtr);
+	if (rc != 0)
+		return rc;
+	struct ibv_qp *qp = dc_qp_create(dev, cq, nullptr, log_sq_bbs, 0, rtr, &rc);
 	if (qp == nullptr)
 		return rc;
 	struct mlx5dv_qp dv;
@@ -278,6 +207,33 @@ hw_dci_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq,
 	dci->flags = dv.bf.size != 0 ? MLX5_QPN_DC_DCI_UAR_WC : 0;
 	dci->handle = to_handle(qp);
 	return 0;
+}
+
+/*
+ * Recovery of a DCI (in ERR after an error completion): RESET (mask IBV_QP_STATE alone, which
+ * modify_dci_qp_is_ok permits from any state; rdma-core's provider then zeroes the doorbell
+ * record and restarts its queue indices), then the INIT, RTR and RTS of creation with the
+ * same path. The path is resolved first, so a refused one leaves the DCI as it was.
+ */
+int
+hw_dci_reset(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_dci_info *dci,
+	     const struct mlx5_qpn_dc_path *path)
+{
+	if (be == nullptr || dci == nullptr || dci->handle == 0)
+		return -EINVAL;
+	mlx5_qpn_hw_dev *dev = to_dev(be);
+	dc_rtr rtr;
+	int rc = dc_resolve_path(dev, path, "DCI reset", &rtr);
+	if (rc != 0)
+		return rc;
+	struct ibv_qp *qp = from_handle<ibv_qp>(dci->handle);
+	struct ibv_qp_attr a;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RESET;
+	rc = dc_modify(dev, qp, &a, IBV_QP_STATE, "DCI RESET");
+	if (rc != 0)
+		return rc;
+	return dc_to_ready(dev, qp, false, rtr);
 }
 
 int
@@ -362,13 +318,15 @@ dct_rx_setup(mlx5_qpn_hw_dev *dev, struct ibv_pd *pd, hw_dct *t, struct mlx5_qpn
 
 int
 hw_dct_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq, uint64_t dc_key,
-	      const struct mlx5_qpn_dc_path * /* path: to be applied */,
-	      struct mlx5_qpn_dc_dct_info *dct)
+	      const struct mlx5_qpn_dc_path *path, struct mlx5_qpn_dc_dct_info *dct)
 {
 	if (be == nullptr || cq == nullptr || dct == nullptr || cq->handle == 0)
 		return -EINVAL;
 	mlx5_qpn_hw_dev *dev = to_dev(be);
-	int rc = 0;
+	dc_rtr rtr;
+	int rc = dc_resolve_path(dev, path, "DCT", &rtr);
+	if (rc != 0)
+		return rc;
 	struct ibv_pd *pd = dc_pd(dev, &rc);
 	if (pd == nullptr)
 		return rc;
@@ -391,7 +349,7 @@ hw_dct_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq,
 	memset(dct, 0, sizeof(*dct));
 	rc = dct_rx_setup(dev, pd, t, &dct->srq);
 	if (rc == 0)
-		t->qp = dc_qp_create(dev, cq, t->srq, 0, dc_key, &rc);
+		t->qp = dc_qp_create(dev, cq, t->srq, 0, dc_key, rtr, &rc);
 	if (t->qp == nullptr) {
 		dct_free(dev, t);
 		return rc;
@@ -542,7 +500,7 @@ const struct mlx5_qpn_dc_ops mlx5_qpn_hw_dc_ops = {
 	.cq_create = hw_cq_create,
 	.cq_destroy = hw_cq_destroy,
 	.dci_create = hw_dci_create,
-	.dci_reset = nullptr,
+	.dci_reset = hw_dci_reset,
 	.dci_destroy = hw_dci_destroy,
 	.dct_create = hw_dct_create,
 	.dct_destroy = hw_dct_destroy,

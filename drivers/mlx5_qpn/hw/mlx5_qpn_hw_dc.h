@@ -13,17 +13,21 @@
  *    doorbell record, depth and CQN from MLX5DV_OBJ_CQ; 64-byte CQEs only;
  *  - DCI: mlx5dv_create_qp(IBV_QPT_DRIVER, MLX5DV_QP_INIT_ATTR_MASK_DC, MLX5DV_DCTYPE_DCI) on
  *    the CQ, 2^(log_sq_bbs - 3) WRs of up to 256 inline bytes (so rdma-core sizes the SQ to
- *    2^log_sq_bbs BBs), then RESET->INIT (pkey 0, the handle's port) ->RTR (path MTU, port) ->RTS (timeout,
- *    retries, PSN 0) with ibv_modify_qp, as rdma-core's DC tests and UCX do; SQ ring, BB count,
- *    doorbell record and the UAR register (bf.reg; write-combining when bf.size != 0) from
- *    MLX5DV_OBJ_QP;
+ *    2^log_sq_bbs BBs), then RESET->INIT (pkey 0, the path's port) ->RTR (the path: MTU and
+ *    address vector) ->RTS (timeout, retries, PSN 0) with ibv_modify_qp, as rdma-core's DC
+ *    tests and UCX do; SQ ring, BB count, doorbell record and the UAR register (bf.reg;
+ *    write-combining when bf.size != 0) from MLX5DV_OBJ_QP. Recovery (dci_reset): RESET (mask
+ *    IBV_QP_STATE), then the same INIT, RTR and RTS;
  *  - DCT: an SRQ, then mlx5dv_create_qp(MLX5DV_DCTYPE_DCT, dct_access_key = the DC key) on the
- *    CQ and the SRQ, RESET->INIT (access flags, pkey, port) ->RTR (min RNR timer, AV, path
- *    MTU); its number is qp_num after RTR (the kernel creates the DCT at RTR). The SRQ's WQE
+ *    CQ and the SRQ, RESET->INIT (access flags, pkey, port) ->RTR (min RNR timer, the path's
+ *    AV and MTU); its number is qp_num after RTR (the kernel creates the DCT at RTR). The SRQ's WQE
  *    list (MLX5DV_OBJ_SRQ) and one buffer per WQE, registered with ibv_reg_mr, go to the DC
  *    layer, which writes, posts and reposts the receive WQEs itself (dc/mlx5_qpn_dc_rx.cpp
  *    says why), so mlx5_qpn_dct_read() works as on the emulated device;
  *  - AH: ibv_create_ah, its AV (struct mlx5_wqe_av, 48 bytes) copied from MLX5DV_OBJ_AH.
+ * The path (mlx5_qpn_dc.h, struct mlx5_qpn_dc_path) is resolved against the port: its MTU at
+ * most the port's active MTU; NULL on InfiniBand: no GRH; NULL on RoCE: the first RoCE v2 GID
+ * of an IPv4 address (ibv_query_gid_ex), hop limit 64, or -EINVAL when the port has none.
  * There is no execute/poll: the ConnectX executes WQEs itself.
  *
  * The doorbell register of a DCI is whatever rdma-core gave its QP. The DEVX non-cached UAR

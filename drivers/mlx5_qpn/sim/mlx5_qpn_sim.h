@@ -64,6 +64,11 @@ struct mlx5_qpn_sim_stats {
 	uint32_t dc_dcis;      /**< DCIs alive. */
 	uint32_t dc_dcts;      /**< DCTs alive. */
 	uint32_t dc_rsvd;
+	uint64_t dc_sends;          /**< Well-formed SENDs of DCIs not in ERR (dc_err_every's N). */
+	uint64_t dc_dropped;        /**< SENDs nobody answered: they time out (0x15). */
+	uint64_t dc_key_violations; /**< Of those, dropped by a DCT for a wrong DC key. */
+	uint64_t dc_faults;         /**< Of those, lost by dc_err_every. */
+	uint64_t dc_resets;         /**< DCIs moved back through RESET (dci_reset). */
 };
 
 /**
@@ -146,11 +151,16 @@ int mlx5_qpn_sim_test_hold_mutex(struct mlx5_qpn_backend *be);
  *
  * Device behaviour: WQEs of each DCI execute in order. A SEND whose DCT exists and whose DC key
  * matches is copied into the DCT's receive ring and completes with a RESP_SEND CQE on the DCT's
- * CQ and (if signaled) a REQ CQE on the DCI's CQ. Errors complete with a REQ_ERR CQE (syndrome
- * 0x13 remote access for a wrong DC key, 0x15 transport retries exceeded for an unknown DCT,
- * 0x02 local QP operation / 0x01 local length for a malformed WQE) and put the DCI in the error
- * state: every later WQE completes with 0x05 (flush), until it is destroyed. A full CQ (either
- * side) postpones execution of that DCI (receiver not ready) instead of overrunning the CQ.
+ * CQ and (if signaled) a REQ CQE on the DCI's CQ. A SEND nobody answers - an unknown DCT, a
+ * wrong DC key (the DCT drops it and counts a key violation, as a ConnectX's does), or a
+ * packet lost by dc_err_every - times out: the DCI's queue waits behind it, and on a later
+ * execution pass (execute call; the modelled retry time-out) it completes with 0x15 (transport
+ * retries exceeded). A malformed WQE completes at once (0x02 local QP operation, 0x01 local
+ * length). Every error CQE puts the DCI in ERR: every later WQE completes with 0x05 (flush)
+ * until dci_reset (RESET -> RTS, its queue restarted at BB 0) or its destruction. A full CQ
+ * (either side) postpones execution of that DCI (receiver not ready) instead of overrunning
+ * the CQ. dci_create, dci_reset and dct_create check a path as the kernel does for the
+ * InfiniBand ports emulated (one GID each, index 0): -EINVAL otherwise.
  * DCI and DCT numbers come from the device's QPN table, as ordinary QPs. The first DCI of a
  * handle maps the UAR page all its DCIs ring. A DCT's receive ring has 64 slots of 320 bytes.
  *

@@ -46,6 +46,9 @@ struct mlx5_qpn_sim_devargs {
 	uint32_t limit;        /**< limit=N: the device reserves at most N QPNs in total (0 off). */
 	uint32_t fw_first_fit; /**< fw_first_fit=1: RESERVED_QPN objects from the lowest free
 				       block, so a destroyed range comes back at once (default 0). */
+	uint32_t dc_err_every; /**< dc_err_every=N: every N-th SEND the device executes is lost:
+				    it completes with 0x15 (transport retry exceeded) and moves its
+				    DCI to ERR (0 off, the default). */
 };
 
 /** The emulated device's keys inside parsed devargs (their backend must be the emulated one). */

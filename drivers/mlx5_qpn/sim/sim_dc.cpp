@@ -208,9 +208,26 @@ rx_deliver(uint8_t *arena, SimDcDct &t, uint32_t src_qpn, const uint8_t *data, u
 	seq.store((s | 1) + 1, std::memory_order_release);
 }
 
+/*
+ * A SEND nobody answers: an unknown DCT and a DCT whose DC key does not match both drop the
+ * packet without a word (a ConnectX's DCT counts a key violation and answers nothing), and a
+ * packet lost on the wire looks the same. The requester retransmits until its retries run out
+ * and then completes the WQE with 0x15 (transport retry counter exceeded). Modelled time: the
+ * retries run out on a later execution pass than this one, and the DCI's queue waits behind
+ * the WQE until then (it sends nothing after it).
+ */
+void
+send_lost(SimDc *dc, SimDcDci &d)
+{
+	d.lost = 1;
+	d.lost_pass = dc->pass;
+	dc->ctr.dropped++;
+}
+
 /* Execute up to budget WQEs of one DCI. */
 int
-dci_execute(SimDc *dc, uint8_t *arena, SimDcDci &d, DctLookup lookup, void *ctx, uint32_t budget)
+dci_execute(SimDc *dc, uint8_t *arena, SimDcDci &d, DctLookup lookup, void *ctx, uint32_t budget,
+	    uint32_t err_every)
 {
 	SimDcCq &cq = dc->cq[d.cq];
 	uint32_t bb_mask = (uint32_t(1) << d.log_bbs) - 1;
@@ -226,6 +243,7 @@ dci_execute(SimDc *dc, uint8_t *arena, SimDcDci &d, DctLookup lookup, void *ctx,
 		if (!d.err && cq_room(cq) >= 1)
 			req_err(dc, arena, d, cq, uint16_t(d.exec_bb), 0,
 				MLX5_QPN_SYND_LOCAL_QP_OP_ERR);
+		d.lost = 0;
 		d.exec_bb = db & 0xffff;
 		return 1;
 	}
@@ -245,24 +263,37 @@ dci_execute(SimDc *dc, uint8_t *arena, SimDcDci &d, DctLookup lookup, void *ctx,
 			sq_copy(sq, bb_mask, d.exec_bb + 1, nbb - 1, wqe + MLX5_QPN_SEND_WQE_BB);
 		if (d.err) {
 			req_err(dc, arena, d, cq, idx, f.opcode, MLX5_QPN_SYND_WR_FLUSH_ERR);
+		} else if (d.lost) {
+			if (d.lost_pass == dc->pass)
+				break; /* still retrying: its time-out comes on a later pass */
+			d.lost = 0;
+			req_err(dc, arena, d, cq, idx, f.opcode,
+				MLX5_QPN_SYND_TRANSPORT_RETRY_EXC_ERR);
 		} else {
 			int synd = mlx5_qpn_wqe_parse_dc_send(wqe,
 							      size_t(nbb) * MLX5_QPN_SEND_WQE_BB,
 							      &f);
 			uint32_t dctn = f.dqp_dct & 0xffffff;
 			int t = synd ? -1 : lookup(ctx, dctn);
+			bool fault = false;
+			if (!synd) {
+				dc->ctr.sends++;
+				fault = err_every != 0 && dc->ctr.sends % err_every == 0;
+			}
 			if (synd) {
 				req_err(dc, arena, d, cq, idx, f.opcode, uint8_t(synd));
+			} else if (fault) {
+				dc->ctr.faults++;
+				send_lost(dc, d);
+				break;
 			} else if (t < 0 || t >= int(DC_MAX_DCT) || !dc->dct[t].live ||
 				   !dct_ok(dc->dct[t]) || !cq_ok(dc->cq[dc->dct[t].cq])) {
-				/* Nobody answers: the requester's retries run out. */
-				req_err(dc, arena, d, cq, idx, f.opcode,
-					MLX5_QPN_SYND_TRANSPORT_RETRY_EXC_ERR);
+				send_lost(dc, d);
+				break;
 			} else if (dc->dct[t].dc_key != f.dc_key) {
-				/* DC key violation: the DCT refuses; the requester sees a remote
-				 * access error and nothing is delivered. */
-				req_err(dc, arena, d, cq, idx, f.opcode,
-					MLX5_QPN_SYND_REMOTE_ACCESS_ERR);
+				dc->ctr.key_violations++;
+				send_lost(dc, d);
+				break;
 			} else {
 				SimDcDct &dt = dc->dct[t];
 				SimDcCq &rcq = dc->cq[dt.cq];
@@ -374,6 +405,8 @@ dc_dci_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t 
 	d.page = first;
 	d.npages = n;
 	d.exec_bb = 0;
+	d.lost = 0;
+	d.lost_pass = 0;
 	d.uar = uar;
 	d.dbrec[0] = d.dbrec[1] = 0;
 	d.active_pos = dc->nb_active;
@@ -553,9 +586,30 @@ dc_valid(const SimDc *dc, uint32_t max_owner, uint32_t nb_uars)
 }
 
 int
-dc_execute(SimDc *dc, uint8_t *arena, DctLookup lookup, void *ctx)
+dc_dci_reset(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen)
+{
+	if (idx >= DC_MAX_DCI || !dc->dci[idx].live || dc->dci[idx].owner != owner ||
+	    dc->dci[idx].gen != gen)
+		return -EINVAL;
+	SimDcDci &d = dc->dci[idx];
+	/* RESET: the QP forgets its queue (a WQE still waiting for its time-out included), so
+	 * the queue restarts at BB 0 with a zero doorbell record; INIT/RTR/RTS bring it back.
+	 * The record is cleared here, under the device mutex, so no pass ever pairs the old
+	 * record with the new counter. */
+	d.err = 0;
+	d.lost = 0;
+	d.exec_bb = 0;
+	std::atomic_ref<uint32_t>(d.dbrec[0]).store(0, std::memory_order_relaxed);
+	std::atomic_ref<uint32_t>(d.dbrec[MLX5_QPN_SND_DBR]).store(0, std::memory_order_release);
+	dc->ctr.resets++;
+	return 0;
+}
+
+int
+dc_execute(SimDc *dc, uint8_t *arena, DctLookup lookup, void *ctx, uint32_t err_every)
 {
 	uint32_t total = 0;
+	dc->pass++;
 	uint32_t nb = dc->nb_active < DC_MAX_DCI ? dc->nb_active : DC_MAX_DCI;
 
 	for (uint32_t k = 0; k < nb && total < DC_EXEC_BUDGET; k++) {
@@ -569,7 +623,7 @@ dc_execute(SimDc *dc, uint8_t *arena, DctLookup lookup, void *ctx)
 		uint32_t budget = DC_EXEC_BUDGET - total;
 		if (budget > DC_EXEC_BUDGET_PER_DCI)
 			budget = DC_EXEC_BUDGET_PER_DCI;
-		total += uint32_t(dci_execute(dc, arena, d, lookup, ctx, budget));
+		total += uint32_t(dci_execute(dc, arena, d, lookup, ctx, budget, err_every));
 	}
 	return int(total);
 }

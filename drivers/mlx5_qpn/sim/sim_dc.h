@@ -58,9 +58,15 @@ struct alignas(64) SimDcDci {
 	uint32_t cq;
 	uint32_t page;
 	uint32_t npages;
-	uint32_t exec_bb;              /* next BB the device executes (device only) */
-	uint32_t active_pos;           /* index in SimDc::active */
-	uint32_t uar;                  /* UAR page whose register it rings */
+	uint32_t exec_bb;    /* next BB the device executes (device only) */
+	uint32_t active_pos; /* index in SimDc::active */
+	uint32_t uar;        /* UAR page whose register it rings */
+	/* The WQE at exec_bb got no answer (its DCT is unknown, refused the DC key, or the packet
+	 * was lost by dc_err_every): it waits for its retries to run out, which takes until a
+	 * later execution pass than lost_pass, then completes with 0x15. */
+	uint32_t lost_pass;
+	uint8_t lost;
+	uint8_t rsvd8[3];
 	alignas(64) uint32_t dbrec[2]; /* written by the poster: [1] send counter, be32 */
 };
 
@@ -82,6 +88,11 @@ struct SimDcCounters {
 	uint64_t delivered; /* SENDs delivered to a DCT */
 	uint64_t err_cqes;  /* error CQEs written (flushes included) */
 	uint64_t stalls;    /* executions postponed for a full CQ */
+	uint64_t sends;   /* well-formed SENDs of DCIs not in ERR, first attempts (dc_err_every) */
+	uint64_t dropped; /* SENDs nobody answered (unknown DCT, wrong key, injected loss) */
+	uint64_t key_violations; /* of those, a DCT's DC key refused */
+	uint64_t faults;         /* of those, lost by dc_err_every */
+	uint64_t resets;         /* DCIs moved back through RESET (dci_reset) */
 	uint32_t cqs, dcis, dcts;
 	uint32_t rsvd;
 };
@@ -89,7 +100,7 @@ struct SimDcCounters {
 struct SimDc {
 	uint64_t page_bits[DC_NB_PAGES / 64];
 	uint32_t nb_active; /* live DCIs, listed in active[] (atomic read by idle checks) */
-	uint32_t rsvd;
+	uint32_t pass;      /* execution passes (dc_execute calls): the clock of time-outs */
 	SimDcCounters ctr;
 	uint16_t active[DC_MAX_DCI];
 	SimDcCq cq[DC_MAX_CQ];
@@ -124,8 +135,12 @@ void dc_rebuild(SimDc *dc);
  * active list inside the DCI table.
  */
 bool dc_valid(const SimDc *dc, uint32_t max_owner, uint32_t nb_uars);
-/* Execute rung WQEs of every live DCI (bounded). Returns WQEs executed. */
-int dc_execute(SimDc *dc, uint8_t *arena, DctLookup lookup, void *ctx);
+/* Move a DCI of owner through RESET back to RTS: out of ERR, nothing lost, its queue at BB 0
+ * and its doorbell record zeroed. -EINVAL if it is not (owner, gen)'s. */
+int dc_dci_reset(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen);
+/* Execute rung WQEs of every live DCI (bounded), one pass. err_every != 0: every err_every-th
+ * SEND is lost (dc_err_every). Returns WQEs executed. */
+int dc_execute(SimDc *dc, uint8_t *arena, DctLookup lookup, void *ctx, uint32_t err_every);
 
 } // namespace mlx5_qpn_sim
 

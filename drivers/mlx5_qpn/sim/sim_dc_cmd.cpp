@@ -162,9 +162,42 @@ dc_qp_destroy_cmd(mlx5_qpn_backend *be, uint64_t handle, uint32_t max, uint8_t r
 	return dc_cmd_end(d, 0, rc, what);
 }
 
+/*
+ * A local path as the kernel checks it at RTR (ib_modify_qp's AV checks and mlx5's
+ * mlx5_set_path()), for the device this emulates: InfiniBand ports 1..ports, each with one GID
+ * (index 0, the subnet prefix and port GUID), so a GRH may name index 0 only. NULL: the port's
+ * default (no GRH). 0, or -EINVAL with one line.
+ */
+int
+path_check(const SimDev *d, const mlx5_qpn_dc_path *p, const char *what)
+{
+	if (!p)
+		return 0;
+	const char *bad = nullptr;
+	unsigned v = 0;
+	if (p->port > d->shm->cfg.nb_ports)
+		bad = "port", v = p->port;
+	else if (p->sl > 15)
+		bad = "sl", v = p->sl;
+	else if (p->path_mtu > 5)
+		bad = "path_mtu", v = p->path_mtu;
+	else if (p->static_rate > 23)
+		bad = "static_rate", v = p->static_rate;
+	else if (p->is_global > 1)
+		bad = "is_global", v = p->is_global;
+	else if (p->is_global && p->sgid_index != 0)
+		bad = "sgid_index (the port's GID table has index 0 only)", v = p->sgid_index;
+	else if (p->is_global && p->flow_label > 0xfffff)
+		bad = "flow_label", v = p->flow_label;
+	if (!bad)
+		return 0;
+	SIM_LOG(ERR, "device %s: %s: path refused: %s %u", d->name, what, bad, v);
+	return -EINVAL;
+}
+
 int
 sim_dci_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint32_t log_sq_bbs,
-	       const mlx5_qpn_dc_path * /* path */, mlx5_qpn_dc_dci_info *dci)
+	       const mlx5_qpn_dc_path *path, mlx5_qpn_dc_dci_info *dci)
 {
 	uint8_t st = 0;
 	if (!be || !cq || !dci || !handle_ok(cq->handle, DC_MAX_CQ) ||
@@ -173,6 +206,8 @@ sim_dci_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint32_t log
 	SimDev *d = to_dev(be);
 	if (d->dc_off)
 		return -EOPNOTSUPP;
+	if (path_check(d, path, "DCI") != 0)
+		return -EINVAL;
 	/* The UAR page every DCI of this handle rings (mapped once, outside the device mutex:
 	 * uar_map is a command of its own). */
 	pthread_mutex_lock(&d->lock);
@@ -215,6 +250,24 @@ sim_dci_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint32_t log
 	return dc_cmd_end(d, st, rc, "CREATE_QP (DCI)");
 }
 
+/* RESET -> INIT -> RTR (path) -> RTS of a DCI of this handle, as one command: out of ERR, its
+ * queue restarted at BB 0 (sim_dc.h, dc_dci_reset). */
+int
+sim_dci_reset(mlx5_qpn_backend *be, const mlx5_qpn_dc_dci_info *dci, const mlx5_qpn_dc_path *path)
+{
+	uint8_t st = 0;
+	if (!be || !dci || !handle_ok(dci->handle, DC_MAX_DCI))
+		return -EINVAL;
+	SimDev *d = to_dev(be);
+	if (!d->dc_off && path_check(d, path, "DCI reset") != 0)
+		return -EINVAL;
+	int rc = dc_cmd_begin(be, CMD_MODIFY, &st);
+	if (rc)
+		return rc;
+	rc = dc_dci_reset(&d->shm->dc, d->slot, uint32_t(dci->handle), uint32_t(dci->handle >> 32));
+	return dc_cmd_end(d, 0, rc, "MODIFY_QP (DCI RESET->RTS)");
+}
+
 int
 sim_dci_destroy(mlx5_qpn_backend *be, const mlx5_qpn_dc_dci_info *dci)
 {
@@ -225,10 +278,12 @@ sim_dci_destroy(mlx5_qpn_backend *be, const mlx5_qpn_dc_dci_info *dci)
 
 int
 sim_dct_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint64_t dc_key,
-	       const mlx5_qpn_dc_path * /* path */, mlx5_qpn_dc_dct_info *dct)
+	       const mlx5_qpn_dc_path *path, mlx5_qpn_dc_dct_info *dct)
 {
 	uint8_t st = 0;
 	if (!cq || !dct || !handle_ok(cq->handle, DC_MAX_CQ))
+		return -EINVAL;
+	if (be && !to_dev(be)->dc_off && path_check(to_dev(be), path, "DCT") != 0)
 		return -EINVAL;
 	int rc = dc_cmd_begin(be, CMD_CREATE, &st);
 	if (rc)
@@ -282,7 +337,7 @@ sim_dc_execute(mlx5_qpn_backend *be)
 	int rc = dev_lock(s, d->name);
 	if (rc)
 		return rc;
-	rc = dc_execute(&s->dc, s->dc_arena, dct_lookup, s);
+	rc = dc_execute(&s->dc, s->dc_arena, dct_lookup, s, s->cfg.dc_err_every);
 	dev_unlock(s);
 	return rc;
 }
@@ -321,7 +376,7 @@ const struct mlx5_qpn_dc_ops mlx5_qpn_sim_dc_ops = {
 	.cq_create = sim_cq_create,
 	.cq_destroy = sim_cq_destroy,
 	.dci_create = sim_dci_create,
-	.dci_reset = nullptr,
+	.dci_reset = sim_dci_reset,
 	.dci_destroy = sim_dci_destroy,
 	.dct_create = sim_dct_create,
 	.dct_destroy = sim_dct_destroy,

@@ -46,6 +46,7 @@ const mlx5_qpn_devarg_key kSimKeys[] = {
 	SIM_U32(slow_cmd_us, 0, 10 * 1000 * 1000),
 	SIM_U32(limit, 0, 1u << 24),
 	SIM_U32(fw_first_fit, 0, 1),
+	SIM_U32(dc_err_every, 0, 1000000),
 };
 
 void

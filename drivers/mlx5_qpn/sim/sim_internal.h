@@ -61,8 +61,9 @@ extern int mlx5_qpn_sim_logtype;
 namespace mlx5_qpn_sim {
 
 constexpr uint64_t SIM_MAGIC = 0x4d49535135584c4dULL; /* "MLX5QSIM" little endian */
-constexpr uint32_t SIM_VERSION = 3;                   /* 2: DC data path; 3: owners are ProcIds */
-constexpr uint32_t SIM_STATE_READY = 0x52454459;      /* "REDY" */
+/* 2: DC data path; 3: owners are ProcIds; 4: DCI time-outs and dc_err_every. */
+constexpr uint32_t SIM_VERSION = 4;
+constexpr uint32_t SIM_STATE_READY = 0x52454459; /* "REDY" */
 constexpr uint32_t MAX_OWNERS = 64;
 constexpr uint32_t NB_UARS = 64;
 constexpr uint32_t UAR_PAGE = 4096;
@@ -74,7 +75,7 @@ constexpr uint32_t OBJ_TYPE_RESERVED_QPN = 0x2c;
 
 /* DCI and DCT numbers are QPs of the table too; aux holds their DC table index. */
 enum : uint8_t { REC_OBJ = 1, REC_QP = 2, REC_DCI = 3, REC_DCT = 4 };
-enum CmdKind { CMD_QUERY, CMD_CREATE, CMD_DESTROY };
+enum CmdKind { CMD_QUERY, CMD_CREATE, CMD_DESTROY, CMD_MODIFY };
 
 /* An open handle. Kept in the fixed prefix so that a segment of another layout version can still
  * tell whether anyone is using it (pid at offset 0, start time at 8, live at 16 since version 2). */
@@ -129,6 +130,7 @@ struct SimCfg {
 	uint32_t fault_fw_status;
 	uint32_t slow_cmd_us;
 	uint32_t limit;
+	uint32_t dc_err_every; /* every N-th SEND is lost (0 off) */
 	QpnTableCfg table;
 };
 

@@ -102,6 +102,11 @@ mlx5_qpn_sim_stats_get(struct mlx5_qpn_backend *be, struct mlx5_qpn_sim_stats *s
 	st->dc_delivered = s->dc.ctr.delivered;
 	st->dc_err_cqes = s->dc.ctr.err_cqes;
 	st->dc_stalls = s->dc.ctr.stalls;
+	st->dc_sends = s->dc.ctr.sends;
+	st->dc_dropped = s->dc.ctr.dropped;
+	st->dc_key_violations = s->dc.ctr.key_violations;
+	st->dc_faults = s->dc.ctr.faults;
+	st->dc_resets = s->dc.ctr.resets;
 	st->dc_cqs = s->dc.ctr.cqs;
 	st->dc_dcis = s->dc.ctr.dcis;
 	st->dc_dcts = s->dc.ctr.dcts;

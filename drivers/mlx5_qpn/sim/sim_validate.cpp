@@ -155,6 +155,8 @@ validate(const mlx5_qpn_devargs *da)
 		bad = "aip", val = a->aip;
 	else if (a->fault_fw_status >= MLX5_QPN_SIM_NB_STATUS)
 		bad = "fault_fw_status", val = a->fault_fw_status;
+	else if (a->dc_err_every > 1000000)
+		bad = "dc_err_every", val = a->dc_err_every;
 	if (bad) {
 		SIM_LOG(ERR, "invalid device argument %s=%u", bad, val);
 		return -EINVAL;
@@ -194,6 +196,7 @@ cfg_from(const mlx5_qpn_devargs *da, SimCfg *c)
 	c->fault_fw_status = a->fault_fw_status;
 	c->slow_cmd_us = a->slow_cmd_us;
 	c->limit = a->limit;
+	c->dc_err_every = a->dc_err_every;
 	c->table.qpn_inc = a->qpn_inc;
 	c->table.qos_shift = a->qos_shift;
 	c->table.res_start = a->rsvd_first;
@@ -211,9 +214,9 @@ cfg_equal(const SimCfg &a, const SimCfg &b)
 	       a.log_max_qp == b.log_max_qp && a.aip == b.aip && a.fault_nodevx == b.fault_nodevx &&
 	       a.fault_fw_rate == b.fault_fw_rate && a.fault_fw_after == b.fault_fw_after &&
 	       a.fault_fw_status == b.fault_fw_status && a.slow_cmd_us == b.slow_cmd_us &&
-	       a.limit == b.limit && a.table.qpn_inc == b.table.qpn_inc &&
-	       a.table.qos_shift == b.table.qos_shift && a.table.res_start == b.table.res_start &&
-	       a.table.res_count == b.table.res_count;
+	       a.limit == b.limit && a.dc_err_every == b.dc_err_every &&
+	       a.table.qpn_inc == b.table.qpn_inc && a.table.qos_shift == b.table.qos_shift &&
+	       a.table.res_start == b.table.res_start && a.table.res_count == b.table.res_count;
 }
 
 } // namespace mlx5_qpn_sim

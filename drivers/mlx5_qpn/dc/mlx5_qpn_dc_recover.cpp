@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A DCI's ERR state and its recovery (mlx5_qpn_dc.h). The state is what the DCI's CQ polls saw:
+ * mlx5_qpn_cq_poll() marks the DCI in ERR when it polls an error CQE of it (the device moved the
+ * QP to ERR then), and mlx5_qpn_dci_post_send() refuses WQEs from then on. Recovery is what UCX's
+ * DC transport does with a failed DCI: wait until the device has given back every WQE, then
+ * RESET -> INIT -> RTR -> RTS through the backend's dci_reset, and start the send queue over.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <atomic>
+
+#include <rte_log.h>
+
+#include "mlx5_qpn_log.h"
+
+#include "mlx5_qpn_dc.h"
+#include "mlx5_qpn_dc_ops.h"
+#include "common/mlx5_qpn_prm_wqe.h"
+#include "dc/mlx5_qpn_dc_priv.h"
+
+extern int mlx5_qpn_dc_logtype;
+
+#define DC_LOG(level, ...) MLX5_QPN_LOG(dc, level, __VA_ARGS__)
+
+using mlx5_qpn_dc::load_shared;
+
+extern "C" {
+
+int
+mlx5_qpn_dci_state(const struct mlx5_qpn_dci *dci)
+{
+	if (!dci)
+		return -EINVAL;
+	return int(load_shared(dci->state, std::memory_order_acquire));
+}
+
+int
+mlx5_qpn_dci_recover(struct mlx5_qpn_dci *dci)
+{
+	if (!dci)
+		return -EINVAL;
+	if (load_shared(dci->state, std::memory_order_acquire) == MLX5_QPN_DCI_READY)
+		return 0;
+	const mlx5_qpn_dc_ops *dc = dci->cq->dc;
+	if (dc->dci_reset == nullptr) {
+		DC_LOG(ERR, "dci_recover: not supported: the backend has no DC op for it");
+		return -EOPNOTSUPP;
+	}
+	/* WQEs posted before the error but never rung would never complete: ring them, so that
+	 * the device flushes them and every posted WQE completes exactly once. */
+	if (dci->rung_bb != dci->pi_bb)
+		mlx5_qpn_dci_ring(dci);
+	/* A WQE still owned by the device would complete into the reset queue's counters. */
+	if (dci->posted != load_shared(dci->completed, std::memory_order_acquire))
+		return -EBUSY;
+	int rc = dc->dci_reset(dci->cq->be, &dci->info, dci->has_path ? &dci->path : nullptr);
+	if (rc) {
+		DC_LOG(ERR, "DCI 0x%x: recovery failed, it stays in ERR: %s", dci->info.qpn,
+		       strerror(-rc));
+		return rc;
+	}
+	/* RESET restarts the send queue at counter 0 (the device's WQE counter too), as
+	 * rdma-core's mlx5 provider does in ibv_modify_qp(RESET): producer, doorbell record and
+	 * the per-BB wr_ids start over. Nothing is outstanding, so no poller touches them. */
+	dci->pi_bb = 0;
+	dci->rung_bb = 0;
+	dci->posted = 0;
+	std::atomic_ref<uint32_t>(dci->completed).store(0, std::memory_order_relaxed);
+	memset(dci->last_ctrl, 0, sizeof(dci->last_ctrl));
+	memset(dci->wrid, 0, (size_t(dci->bb_mask) + 1) * sizeof(uint64_t));
+	std::atomic_ref<uint32_t>(dci->info.dbrec[MLX5_QPN_SND_DBR])
+		.store(0, std::memory_order_release);
+	std::atomic_ref<uint32_t>(dci->state).store(MLX5_QPN_DCI_READY, std::memory_order_release);
+	DC_LOG(INFO, "DCI 0x%x: recovered from ERR (RESET -> RTS)", dci->info.qpn);
+	return 0;
+}
+
+const char *
+mlx5_qpn_wc_syndrome_str(uint8_t syndrome)
+{
+	switch (syndrome) {
+	case MLX5_QPN_SYND_LOCAL_LENGTH:
+		return "local length error";
+	case MLX5_QPN_SYND_LOCAL_QP_OP:
+		return "local QP operation error (malformed WQE)";
+	case MLX5_QPN_SYND_WR_FLUSH:
+		return "work request flushed (the QP is in error)";
+	case MLX5_QPN_SYND_REMOTE_ACCESS:
+		return "remote access error";
+	case MLX5_QPN_SYND_TRANSPORT_RETRY:
+		return "transport retry counter exceeded (no answer from the target)";
+	default:
+		return "unknown syndrome";
+	}
+}
+
+} /* extern "C" */
