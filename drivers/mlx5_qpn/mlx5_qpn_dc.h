@@ -190,9 +190,16 @@ int mlx5_qpn_dci_create(struct mlx5_qpn_dev *dev, struct mlx5_qpn_cq *cq, uint32
 uint32_t mlx5_qpn_dci_qpn(const struct mlx5_qpn_dci *dci);
 
 /**
+ * The most inline bytes one SEND of this DCI carries: MLX5_QPN_DC_MAX_INLINE, or less where
+ * the device's largest DC send WQE (cmd_hca_cap.max_wqe_sz_sq_dc, in whole 64-byte blocks, less
+ * the control, datagram and inline headers) holds less. 0 for NULL.
+ */
+uint32_t mlx5_qpn_dci_max_inline(const struct mlx5_qpn_dci *dci);
+
+/**
  * Write one SEND WQE (signaled) to DCT `dctn` with DC key `dc_key`, routed by `ah` (its address
  * vector is copied into the WQE's datagram segment), len bytes inline (at most
- * MLX5_QPN_DC_MAX_INLINE). Not visible to the device until mlx5_qpn_dci_ring().
+ * mlx5_qpn_dci_max_inline(), never above MLX5_QPN_DC_MAX_INLINE). Not visible to the device until mlx5_qpn_dci_ring().
  * A NULL ah is -EINVAL on every backend: on hardware a WQE with a zero route would go nowhere,
  * and the emulated device refuses it too so that code tested on it runs on a ConnectX.
  * A DCI whose CQ polled an error CQE of it is in ERR (mlx5_qpn_dci_state()): a ConnectX would

@@ -68,8 +68,10 @@ struct mlx5_qpn_dc_dci_info {
 	void *uar_reg;       /**< 64-bit doorbell register (UAR page + 0x800; on hardware the
 				  register rdma-core gave the QP, mlx5dv_qp::bf.reg). */
 	uint64_t handle;
-	uint32_t flags; /**< MLX5_QPN_DC_DCI_*. */
-	uint32_t rsvd;
+	uint32_t flags;      /**< MLX5_QPN_DC_DCI_*. */
+	uint32_t max_inline; /**< Most inline bytes a SEND of this DCI carries (1 ..
+				  MLX5_QPN_DC_MAX_INLINE): what the device's WQE size limit leaves
+				  (hardware: cmd_hca_cap.max_wqe_sz_sq_dc). */
 };
 
 /** Size of an address vector: the DC datagram segment of a send WQE (struct mlx5_wqe_av). */

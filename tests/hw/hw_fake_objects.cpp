@@ -190,14 +190,15 @@ create_qp(ibv_pd *pd, ibv_qp_init_attr *attr)
 	return &f->qp;
 }
 
-/* The WQE size the kernel computes for a DCI (ctrl, DC datagram, then inline data or the
- * data segments), compared with the firmware's max_wqe_sz_sq_dc. */
+/* The WQE size libmlx5 and the kernel compute for a DCI: ctrl and DC datagram (64 bytes),
+ * then the inline data (its 4-byte header and the data, to 16 bytes) or the data segments, the
+ * whole rounded up to a 64-byte BB; compared with the firmware's max_wqe_sz_sq_dc. */
 static uint32_t
 dci_wqe_size(const ibv_qp_cap &cap)
 {
-	uint32_t inl = (16 + 48 + 4 + cap.max_inline_data + 15) & ~15u;
+	uint32_t inl = 16 + 48 + ((4 + cap.max_inline_data + 15) & ~15u);
 	uint32_t sge = 16 + 48 + 16 * cap.max_send_sge;
-	return inl > sge ? inl : sge;
+	return ((inl > sge ? inl : sge) + 63) & ~63u;
 }
 
 ibv_qp *

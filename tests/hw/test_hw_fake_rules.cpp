@@ -777,9 +777,15 @@ TEST(HwFakeRules, DciWqeAboveMaxWqeSzSqDcIsRefused)
 				    hwfake::cap_max_wqe_sz_sq_dc),
 		  256u);
 	errno = 0;
-	EXPECT_EQ(r.dci(256), nullptr); /* 16 + 48 + 4 + 256 -> 336 bytes */
+	EXPECT_EQ(r.dci(256), nullptr); /* 16 + 48 + 4 + 256 -> 336 -> 384 bytes */
 	EXPECT_EQ(errno, EINVAL);
 	EXPECT_NE(r.dci(188), nullptr); /* 16 + 48 + 4 + 188 = 256 */
+	/* The size is counted in whole 64-byte BBs: 64 + (4 + 260 -> 272) = 336 -> 384 > 336. */
+	fake().max_wqe_sz_sq_dc = 336;
+	errno = 0;
+	EXPECT_EQ(r.dci(260), nullptr);
+	EXPECT_EQ(errno, EINVAL);
+	EXPECT_NE(r.dci(252), nullptr); /* 64 + 256 = 320 */
 }
 
 /* ---- G. Older rdma-core ---- */

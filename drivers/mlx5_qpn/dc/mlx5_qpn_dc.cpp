@@ -434,15 +434,16 @@ mlx5_qpn_dci_create_cq_path(struct mlx5_qpn_cq *cq, uint32_t log_sq_depth,
 	}
 	/* The ring is what the backend made (rdma-core rounds a DCI's SQ up): at least what was
 	 * asked, and the BB counter wraps at its size. */
-	if (d->info.log_sq_bbs < log_bbs || d->info.log_sq_bbs > 16)
+	if (d->info.log_sq_bbs < log_bbs || d->info.log_sq_bbs > 16 || d->info.max_inline == 0 ||
+	    d->info.max_inline > MLX5_QPN_DC_MAX_INLINE)
 		rc = -ENOMEM;
 	else
 		d->wrid = static_cast<uint64_t *>(
 			calloc(size_t(1) << d->info.log_sq_bbs, sizeof(uint64_t)));
 	if (rc || !d->wrid || !map_insert(cq, d)) {
 		if (rc)
-			DC_LOG(ERR, "DCI 0x%x: SQ of 2^%u BBs, 2^%u asked", d->info.qpn,
-			       d->info.log_sq_bbs, log_bbs);
+			DC_LOG(ERR, "DCI 0x%x: SQ of 2^%u BBs (2^%u asked), %u inline bytes",
+			       d->info.qpn, d->info.log_sq_bbs, log_bbs, d->info.max_inline);
 		cq->dc->dci_destroy(cq->be, &d->info);
 		free(d->wrid);
 		free(d);
@@ -490,11 +491,17 @@ mlx5_qpn_dci_qpn(const struct mlx5_qpn_dci *dci)
 	return dci ? dci->info.qpn : 0;
 }
 
+uint32_t
+mlx5_qpn_dci_max_inline(const struct mlx5_qpn_dci *dci)
+{
+	return dci ? dci->info.max_inline : 0;
+}
+
 int
 mlx5_qpn_dci_post_send(struct mlx5_qpn_dci *dci, const struct mlx5_qpn_dc_ah *ah, uint32_t dctn,
 		       uint64_t dc_key, const void *buf, uint32_t len, uint64_t wr_id)
 {
-	if (!dci || len > MLX5_QPN_DC_MAX_INLINE || (!buf && len) || dctn > 0xffffff)
+	if (!dci || len > dci->info.max_inline || (!buf && len) || dctn > 0xffffff)
 		return -EINVAL;
 	/* Never a zero route (a fabric routes by it; the emulated device refuses it too, so that
 	 * what runs there runs on a ConnectX); never another device's AV. */

@@ -73,7 +73,8 @@ mlx5_qpn_dci_recover(struct mlx5_qpn_dci *dci)
 	std::atomic_ref<uint32_t>(dci->info.dbrec[MLX5_QPN_SND_DBR])
 		.store(0, std::memory_order_release);
 	std::atomic_ref<uint32_t>(dci->state).store(MLX5_QPN_DCI_READY, std::memory_order_release);
-	DC_LOG(INFO, "DCI 0x%x: recovered from ERR (RESET -> RTS)", dci->info.qpn);
+	/* DEBUG: at a high error rate one line per recovery would flood the log; the app counts them. */
+	DC_LOG(DEBUG, "DCI 0x%x: recovered from ERR (RESET -> RTS)", dci->info.qpn);
 	return 0;
 }
 

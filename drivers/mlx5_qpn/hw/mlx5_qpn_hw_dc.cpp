@@ -16,7 +16,9 @@
 
 #include "mlx5_qpn_glue.h"
 #include "mlx5_qpn_hw_log.h"
+#include "mlx5_qpn_hw_memlock.h"
 #include "mlx5_qpn_hw_priv.h"
+#include "mlx5_qpn_hw_sizing.h"
 
 static_assert(sizeof(struct mlx5_wqe_av) == MLX5_QPN_DC_AH_AV_SIZE, "AV of rdma-core's size");
 static_assert(MLX5_QPN_HW_DC_MAX_INLINE == MLX5_QPN_DC_MAX_INLINE, "inline limit");
@@ -71,6 +73,25 @@ log2_exact(uint32_t n)
 	return __builtin_ctz(n);
 }
 
+/*
+ * What the kernel pins for a queue of len bytes (ib_umem_get: whole pages) and its doorbell
+ * record (a page of rdma-core's doorbell pool, counted whole: the pool may open a new one).
+ * Checked before each DC object so that RLIMIT_MEMLOCK is named in one line, not met as an
+ * ENOMEM from the Nth call.
+ */
+uint64_t
+queue_pin(uint64_t len)
+{
+	return ((len + 4095) & ~uint64_t(4095)) + 4096;
+}
+
+/* Most inline bytes of this device's DCIs: what cmd_hca_cap.max_wqe_sz_sq_dc leaves. */
+uint32_t
+dci_max_inline(const mlx5_qpn_hw_dev *dev)
+{
+	return mlx5_qpn_hw_dc_max_inline(dev->max_wqe_sz_sq_dc, MLX5_QPN_HW_DC_MAX_INLINE);
+}
+
 /* The DC objects' PD, allocated on first use. */
 struct ibv_pd *
 dc_pd(mlx5_qpn_hw_dev *dev, int *rc)
@@ -90,11 +111,15 @@ hw_cq_create(struct mlx5_qpn_backend *be, uint32_t log_depth, struct mlx5_qpn_dc
 	if (be == nullptr || cq == nullptr || log_depth < 1 || log_depth > 16)
 		return -EINVAL;
 	mlx5_qpn_hw_dev *dev = to_dev(be);
+	int rc = mlx5_qpn_hw_memlock_check(dev->name, queue_pin(uint64_t(64) << log_depth),
+					   "a DC completion queue");
+	if (rc != 0)
+		return rc;
 	errno = 0;
 	struct ibv_cq *c = dev->glue->create_cq(dev->ctx, (1 << log_depth) - 1, nullptr, nullptr,
 						0);
 	if (c == nullptr) {
-		int rc = fail_errno();
+		rc = fail_errno();
 		HW_LOG(ERR, "%s: DC: ibv_create_cq failed (%s)", dev->name, strerror(-rc));
 		return rc;
 	}
@@ -104,7 +129,7 @@ hw_cq_create(struct mlx5_qpn_backend *be, uint32_t log_depth, struct mlx5_qpn_dc
 	memset(&obj, 0, sizeof(obj));
 	obj.cq.in = c;
 	obj.cq.out = &dv;
-	int rc = neg_errno(dev->glue->dv_init_obj(&obj, MLX5DV_OBJ_CQ));
+	rc = neg_errno(dev->glue->dv_init_obj(&obj, MLX5DV_OBJ_CQ));
 	int lg = log2_exact(dv.cqe_cnt);
 	if (rc == 0 && (dv.cqe_size != 64 || lg < int(log_depth))) {
 		/* The DC layer polls 64-byte CQEs (MLX5_CQE_SIZE=128 in the environment). */
@@ -147,6 +172,8 @@ dc_qp_create(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_dc_cq_info *cq, struct 
 	struct mlx5dv_qp_init_attr dv;
 	mlx5_qpn_hw_dc_qp_attr(pd, from_handle<ibv_cq>(cq->handle), srq, log_sq_bbs, dc_key, &attr,
 			       &dv);
+	if (srq == nullptr)
+		mlx5_qpn_hw_dc_dci_cap(log_sq_bbs, dci_max_inline(dev), &attr.cap);
 	errno = 0;
 	struct ibv_qp *qp = dev->glue->dv_create_qp(dev->ctx, &attr, &dv);
 	const char *what = srq ? "DCT" : "DCI";
@@ -173,8 +200,19 @@ hw_dci_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq,
 	    log_sq_bbs < SQ_BB_SHIFT || log_sq_bbs > 16)
 		return -EINVAL;
 	mlx5_qpn_hw_dev *dev = to_dev(be);
+	const uint32_t max_inline = dci_max_inline(dev);
+	if (max_inline == 0) {
+		HW_LOG(ERR,
+		       "%s: DCI: the firmware's largest DC send WQE (max_wqe_sz_sq_dc %u bytes) "
+		       "holds no inline data",
+		       dev->name, dev->max_wqe_sz_sq_dc);
+		return -ENOTSUP;
+	}
 	dc_rtr rtr;
 	int rc = dc_resolve_path(dev, path, "DCI", &rtr);
+	if (rc == 0)
+		rc = mlx5_qpn_hw_memlock_check(dev->name, queue_pin(uint64_t(64) << log_sq_bbs),
+					       "a DCI's send queue");
 	if (rc != 0)
 		return rc;
 	struct ibv_qp *qp = dc_qp_create(dev, cq, nullptr, log_sq_bbs, 0, rtr, &rc);
@@ -205,6 +243,7 @@ hw_dci_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq,
 	dci->uar_reg = dv.bf.reg;
 	/* bf.size != 0: a BlueFlame register, mapped write-combining (flush after the write). */
 	dci->flags = dv.bf.size != 0 ? MLX5_QPN_DC_DCI_UAR_WC : 0;
+	dci->max_inline = max_inline;
 	dci->handle = to_handle(qp);
 	return 0;
 }
@@ -325,6 +364,14 @@ hw_dct_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq,
 	mlx5_qpn_hw_dev *dev = to_dev(be);
 	dc_rtr rtr;
 	int rc = dc_resolve_path(dev, path, "DCT", &rtr);
+	/* The SRQ's WQE list (32 bytes a WQE) and one receive buffer per WQE. */
+	const uint64_t srq_wqes = MLX5_QPN_HW_DC_SRQ_WR + 1;
+	if (rc == 0)
+		rc = mlx5_qpn_hw_memlock_check(dev->name,
+					       queue_pin(srq_wqes * 32) +
+						       queue_pin(srq_wqes *
+								 MLX5_QPN_HW_DC_RX_STRIDE),
+					       "a DCT's SRQ and receive buffers");
 	if (rc != 0)
 		return rc;
 	struct ibv_pd *pd = dc_pd(dev, &rc);
@@ -477,6 +524,20 @@ mlx5_qpn_hw_dc_qp_attr(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_srq *srq
 	attr->cap.max_send_sge = 1;
 	attr->cap.max_inline_data = MLX5_QPN_HW_DC_MAX_INLINE;
 	dv->dc_init_attr.dc_type = MLX5DV_DCTYPE_DCI;
+}
+
+void
+mlx5_qpn_hw_dc_dci_cap(uint32_t log_sq_bbs, uint32_t max_inline, struct ibv_qp_cap *cap)
+{
+	/* libmlx5 sizes the SQ as max_send_wr x the WQE size (ctrl and datagram, 64 bytes, then
+	 * the inline header and data to 16 bytes, in whole 64-byte BBs), rounded up to a power of
+	 * two: with one WR per power-of-two-rounded WQE the ring is the 2^log_sq_bbs BBs asked. */
+	uint32_t bbs = (64 + ((4 + max_inline + 15) & ~15u) + 63) / 64;
+	uint32_t slot = 1;
+	while (slot < bbs)
+		slot <<= 1;
+	cap->max_send_wr = (1u << log_sq_bbs) / slot;
+	cap->max_inline_data = max_inline;
 }
 
 void

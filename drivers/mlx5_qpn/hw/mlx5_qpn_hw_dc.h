@@ -73,6 +73,10 @@ void mlx5_qpn_hw_dc_qp_attr(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_srq
 			    uint32_t log_sq_bbs, uint64_t dc_key, struct ibv_qp_init_attr_ex *attr,
 			    struct mlx5dv_qp_init_attr *dv);
 
+/** The send capabilities of a DCI whose SENDs carry at most max_inline bytes, so that rdma-core
+ * makes its SQ 2^log_sq_bbs BBs (max_send_wr, max_inline_data; max_inline <= 256). */
+void mlx5_qpn_hw_dc_dci_cap(uint32_t log_sq_bbs, uint32_t max_inline, struct ibv_qp_cap *cap);
+
 /** Arguments of ibv_create_ah() for addr (port 0 means MLX5_QPN_HW_DC_PORT here; the backend
  * then puts the handle's port). */
 void mlx5_qpn_hw_dc_ah_attr(const struct mlx5_qpn_dc_addr *addr, struct ibv_ah_attr *attr);

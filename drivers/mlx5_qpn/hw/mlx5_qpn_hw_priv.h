@@ -68,6 +68,7 @@ struct mlx5_qpn_hw_dev {
 	pid_t owner_pid;
 	struct mlx5_qpn_hw_probe probe; /* what the probe learned (mlx5_qpn_hw_sizing.h) */
 	uint8_t raw_log_max_num;        /* as read; caps carry mlx5_qpn_hw_log_max_num() */
+	uint16_t max_wqe_sz_sq_dc;      /* cmd_hca_cap's, bytes (0: unread) */
 	std::atomic<uint8_t> log_ok{0}; /* largest object size the firmware accepted */
 	std::atomic<bool> step_logged{false};
 	/* first_refusal* are written once, by the thread that wins this flag */

@@ -141,6 +141,10 @@ read_caps(mlx5_qpn_hw_dev *dev)
 	int rc = query_hca_cap(dev, MLX5_QPN_HCA_CAP_TYPE_GENERAL, out, outlen);
 	if (rc == 0)
 		rc = mlx5_qpn_prm_parse_hca_cap(out, outlen, &dev->caps);
+	if (rc == 0) {
+		int w = mlx5_qpn_hw_caps_max_wqe_sz_sq_dc(out, outlen);
+		dev->max_wqe_sz_sq_dc = w > 0 ? uint16_t(w) : 0;
+	}
 	if (rc != 0) {
 		/* DEVX context but no commands allowed: behave as without DEVX. */
 		dev->caps.devx = 0;

@@ -16,6 +16,8 @@ namespace {
 /* hca_cap_2 inside the capability union of a QUERY_HCA_CAP outbox (see the header). */
 constexpr mlx5_qpn_prm::field cap_hca_cap_2{MLX5_QPN_HW_CAP_HCA_CAP_2_BIT, 1};
 static_assert(mlx5_qpn_prm::field_ok(cap_hca_cap_2));
+constexpr mlx5_qpn_prm::field cap_max_wqe_sz_sq_dc{MLX5_QPN_HW_CAP_MAX_WQE_SZ_SQ_DC_BIT, 16};
+static_assert(mlx5_qpn_prm::field_ok(cap_max_wqe_sz_sq_dc));
 
 uint8_t
 min_u8(uint8_t a, uint8_t b)
@@ -89,6 +91,30 @@ mlx5_qpn_hw_caps2_advertised(const void *out, size_t outlen)
 		return -EINVAL;
 	const uint8_t *cap = static_cast<const uint8_t *>(out) + MLX5_QPN_PRM_HCA_CAP_OFFSET;
 	return static_cast<int>(mlx5_qpn_prm::get(cap, cap_hca_cap_2));
+}
+
+int
+mlx5_qpn_hw_caps_max_wqe_sz_sq_dc(const void *out, size_t outlen)
+{
+	if (out == nullptr ||
+	    outlen < MLX5_QPN_PRM_HCA_CAP_OFFSET + mlx5_qpn_prm::field_end(cap_max_wqe_sz_sq_dc))
+		return -EINVAL;
+	const uint8_t *cap = static_cast<const uint8_t *>(out) + MLX5_QPN_PRM_HCA_CAP_OFFSET;
+	return static_cast<int>(mlx5_qpn_prm::get(cap, cap_max_wqe_sz_sq_dc));
+}
+
+uint32_t
+mlx5_qpn_hw_dc_max_inline(uint32_t max_wqe, uint32_t cap)
+{
+	if (max_wqe == 0)
+		return cap;
+	/* 64 + align16(4 + inline) <= the limit in whole BBs: inline <= BBs - 68 (the bound is
+	 * a multiple of 16, so the alignment adds nothing). */
+	const uint32_t whole = max_wqe & ~63u;
+	if (whole <= 64 + 4)
+		return 0;
+	const uint32_t inl = whole - 64 - 4;
+	return inl < cap ? inl : cap;
 }
 
 uint8_t

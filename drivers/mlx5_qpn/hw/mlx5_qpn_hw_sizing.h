@@ -39,6 +39,13 @@ extern "C" {
  */
 #define MLX5_QPN_HW_CAP_HCA_CAP_2_BIT 0x20
 
+/**
+ * Bit offset of max_wqe_sz_sq_dc[0x10] in cmd_hca_cap: the kernel's include/linux/mlx5/
+ * mlx5_ifc.h and rdma-core's providers/mlx5/mlx5_ifc.h, DW 22 (bit 0x2c0) holds
+ * max_flow_counter_31_16[0x10] then max_wqe_sz_sq_dc[0x10]. The largest DCI send WQE in bytes.
+ */
+#define MLX5_QPN_HW_CAP_MAX_WQE_SZ_SQ_DC_BIT 0x2d0
+
 /** What the probe learned about RESERVED_QPN objects; the first failing step wins. */
 enum mlx5_qpn_hw_obj_verdict {
 	MLX5_QPN_HW_OBJ_OK = 0,           /**< The trial object was created and destroyed. */
@@ -90,6 +97,21 @@ const char *mlx5_qpn_hw_source_name(enum mlx5_qpn_hw_source src);
  * @return 0/1, or -EINVAL for a NULL or short outbox.
  */
 int mlx5_qpn_hw_caps2_advertised(const void *out, size_t outlen);
+
+/**
+ * cmd_hca_cap.max_wqe_sz_sq_dc of a QUERY_HCA_CAP(general) outbox.
+ * @return the size in bytes (0: the firmware leaves it unset), or -EINVAL for a NULL or short
+ *         outbox.
+ */
+int mlx5_qpn_hw_caps_max_wqe_sz_sq_dc(const void *out, size_t outlen);
+
+/**
+ * The most inline bytes a DCI's SEND may carry under a max_wqe_sz_sq_dc of max_wqe bytes, as
+ * libmlx5 and the kernel size a DCI's WQE: control and DC datagram segments (64 bytes), the
+ * inline header (4) and data to 16 bytes, the whole in 64-byte BBs. 0 (unread) leaves
+ * `cap`; the result is at most `cap`, and 0 when not even one inline byte fits.
+ */
+uint32_t mlx5_qpn_hw_dc_max_inline(uint32_t max_wqe, uint32_t cap);
 
 /**
  * log_max_num_reserved_qpn as a bound: a read of 0 means unknown (caps 2 unread, or firmware

@@ -244,6 +244,7 @@ sim_dci_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint32_t log
 			dci->sq = dc_page_ptr(s->dc_arena, dc->dci[idx].page);
 			dci->dbrec = dc->dci[idx].dbrec;
 			dci->uar_reg = d->dc_uar.reg_addr;
+			dci->max_inline = MLX5_QPN_DC_MAX_INLINE;
 			dci->handle = (uint64_t(gen) << 32) | idx;
 		}
 	}
