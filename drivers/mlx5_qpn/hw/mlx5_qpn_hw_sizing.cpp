@@ -83,24 +83,30 @@ mlx5_qpn_hw_probe_reason(const struct mlx5_qpn_hw_probe *p, char *buf, size_t le
 	return snprintf(buf, len, "unknown verdict %d", static_cast<int>(p->verdict));
 }
 
+namespace {
+
+/* One cmd_hca_cap field of a QUERY_HCA_CAP(general) outbox, or -EINVAL for a NULL or short one. */
+int
+hca_cap_field(const void *out, size_t outlen, mlx5_qpn_prm::field f)
+{
+	if (out == nullptr || outlen < MLX5_QPN_PRM_HCA_CAP_OFFSET + mlx5_qpn_prm::field_end(f))
+		return -EINVAL;
+	const uint8_t *cap = static_cast<const uint8_t *>(out) + MLX5_QPN_PRM_HCA_CAP_OFFSET;
+	return static_cast<int>(mlx5_qpn_prm::get(cap, f));
+}
+
+} // namespace
+
 int
 mlx5_qpn_hw_caps2_advertised(const void *out, size_t outlen)
 {
-	if (out == nullptr ||
-	    outlen < MLX5_QPN_PRM_HCA_CAP_OFFSET + mlx5_qpn_prm::field_end(cap_hca_cap_2))
-		return -EINVAL;
-	const uint8_t *cap = static_cast<const uint8_t *>(out) + MLX5_QPN_PRM_HCA_CAP_OFFSET;
-	return static_cast<int>(mlx5_qpn_prm::get(cap, cap_hca_cap_2));
+	return hca_cap_field(out, outlen, cap_hca_cap_2);
 }
 
 int
 mlx5_qpn_hw_caps_max_wqe_sz_sq_dc(const void *out, size_t outlen)
 {
-	if (out == nullptr ||
-	    outlen < MLX5_QPN_PRM_HCA_CAP_OFFSET + mlx5_qpn_prm::field_end(cap_max_wqe_sz_sq_dc))
-		return -EINVAL;
-	const uint8_t *cap = static_cast<const uint8_t *>(out) + MLX5_QPN_PRM_HCA_CAP_OFFSET;
-	return static_cast<int>(mlx5_qpn_prm::get(cap, cap_max_wqe_sz_sq_dc));
+	return hca_cap_field(out, outlen, cap_max_wqe_sz_sq_dc);
 }
 
 uint32_t
