@@ -188,6 +188,14 @@ dc_backend(mlx5_qpn_dev *dev, const char *what, int *rc)
 	return be;
 }
 
+/* One execution step of a device that executes WQEs in software. An error (a device that cannot
+ * run now) leaves the CQ as it is: what is in it is still read. */
+[[gnu::noinline, gnu::cold]] void
+device_step(mlx5_qpn_cq *cq)
+{
+	cq->exec(cq->be);
+}
+
 } // namespace
 
 extern "C" {
@@ -259,10 +267,10 @@ mlx5_qpn_cq_poll(struct mlx5_qpn_cq *cq, struct mlx5_qpn_wc *wc, unsigned int n)
 	uint32_t mask = (uint32_t(1) << cq->log_depth) - 1;
 	unsigned int k = 0;
 
-	/* The device's progress (mlx5_qpn_dc_ops.h: a table property). An error of the step
-	 * (a device that cannot run now) leaves the CQ as it is: what is in it is still read. */
-	if (cq->exec)
-		cq->exec(cq->be);
+	/* The device's progress (mlx5_qpn_dc_ops.h: a table property), out of line so that a
+	 * table without it (hardware) pays one test. */
+	if (cq->exec) [[unlikely]]
+		device_step(cq);
 	for (; k < n; k++) {
 		uint8_t *cqe = cq->ring + size_t(cq->ci & mask) * MLX5_QPN_CQE_SIZE;
 		uint8_t op_own = load_shared(cqe[MLX5_QPN_CQE_OFF_OP_OWN],
@@ -300,7 +308,8 @@ mlx5_qpn_cq_poll(struct mlx5_qpn_cq *cq, struct mlx5_qpn_wc *wc, unsigned int n)
 				w.byte_len = 0;
 		} else {
 			w.src_qpn = f.src_qpn;
-			mlx5_qpn_dc::rx_complete(cq, cqe, op_own, &f, &w);
+			if (cq->rx_dcts) /* a DCT completes on this CQ */
+				mlx5_qpn_dc::rx_complete(cq, cqe, op_own, &f, &w);
 		}
 		cq->ci++;
 	}

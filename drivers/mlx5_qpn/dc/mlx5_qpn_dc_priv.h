@@ -30,7 +30,7 @@ struct mlx5_qpn_dci;
  * SRQ-backed DCTs completing on it, whose receive WQEs a responder CQE gives back. */
 struct mlx5_qpn_cq {
 	struct mlx5_qpn_backend *be;
-	const struct mlx5_qpn_dc_ops *dc; /* be's, checked at create */
+	const struct mlx5_qpn_dc_ops *dc;         /* be's, checked at create */
 	int (*exec)(struct mlx5_qpn_backend *be); /* dc->execute: run by every poll, or NULL */
 	struct mlx5_qpn_dc_cq_info info;
 	uint8_t *ring;

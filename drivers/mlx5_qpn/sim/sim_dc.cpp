@@ -194,8 +194,9 @@ sq_copy(const uint8_t *sq, uint32_t bb_mask, uint32_t bb, uint32_t n, uint8_t *o
 uint16_t
 srq_posted(const SimDcDct &t)
 {
-	uint32_t be = std::atomic_ref<uint32_t>(const_cast<uint32_t &>(t.srq_dbrec[MLX5_QPN_SRQ_DBR]))
-			      .load(std::memory_order_acquire);
+	uint32_t be =
+		std::atomic_ref<uint32_t>(const_cast<uint32_t &>(t.srq_dbrec[MLX5_QPN_SRQ_DBR]))
+			.load(std::memory_order_acquire);
 	return uint16_t(rte_be_to_cpu_32(be));
 }
 
@@ -356,7 +357,8 @@ dci_execute(SimDc *dc, uint8_t *arena, SimDcDci &d, DctLookup lookup, void *ctx,
 					dc->ctr.stalls++;
 					break;
 				}
-				uint32_t len = f.inl_hdr & ~MLX5_QPN_INLINE_SEG; /* parse bounds it */
+				/* The parse bounds it by MLX5_QPN_WQE_MAX_INLINE. */
+				uint32_t len = f.inl_hdr & ~MLX5_QPN_INLINE_SEG;
 				if (!srq_deliver(dc, arena, dt, rcq, d.qpn, f.data, len))
 					break; /* RNR: retried on a later pass, in order */
 				if (sig) {
