@@ -5,13 +5,15 @@
 /*
  * Internal: the DC data path of the emulated device — tables of CQs, DCIs and DCTs and a queue
  * arena, all inside the device's shared memory (SimShm), and the "firmware" that executes send
- * WQEs. Every function here runs under the device mutex (its callers in sim/ take it); the application
- * side (post, ring, poll) never calls in: it touches only the queue memory handed out at create
- * (SQ ring, CQ ring, doorbell records, UAR register), as with a real HCA.
+ * WQEs. Every function here runs under the device mutex (its callers in sim/ take it). The
+ * application side (post, ring, poll, receive posting) touches only the queue memory handed out
+ * at create (SQ ring, CQ ring, SRQ WQEs and buffers, doorbell records, UAR register), as with a
+ * real HCA; the one call in is the execution step (dc_execute), which the DC layer's CQ poll
+ * runs in place of the HCA's own progress.
  *
- * Cross-process ordering: the application publishes a doorbell record with release order and
- * the device reads it with acquire; the device publishes each CQE's op_own byte with release and
- * the poller reads it with acquire; CQ consumer indices go back the same way.
+ * Cross-process ordering: the application publishes a doorbell record (send or SRQ) with release
+ * order and the device reads it with acquire; the device publishes each CQE's op_own byte with
+ * release and the poller reads it with acquire; CQ consumer indices go back the same way.
  */
 
 #include <stdint.h>
