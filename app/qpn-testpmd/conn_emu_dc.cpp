@@ -155,18 +155,10 @@ emu_dc_send_completions(run_ctx *ctx, unsigned lcore, qpn_conn_event *ev, unsign
 }
 
 void
-emu_dc_receives(run_ctx *ctx, unsigned server, std::vector<qpn_conn_event> &out)
+emu_dc_receives(run_ctx *, unsigned server, std::vector<qpn_conn_event> &out)
 {
-	/* The doorbell service stays on one lcore (server 0) when the peers are split. Any thread
-	 * may call it (mlx5_qpn_dc.h), but the emulated device executes every rung DCI's WQEs under
-	 * its device mutex (sim_dc_cmd.cpp: the HCA doing one thing at a time), whoever's DCTs they
-	 * target: a second caller would only wait on that mutex (or find nothing to do) and cannot
-	 * take a share of the work. Splitting the receives is what is safe and useful: each server
-	 * polls only its own CQ, and the device writes CQEs into it from whichever thread runs the
-	 * service, as it would from the HCA. */
-	if (server == 0)
-		for (mlx5_qpn_dev *d : ctx->devs)
-			mlx5_qpn_dev_service_run(d);
+	/* Each server polls only its own CQ; the poll is also what makes a device that executes
+	 * WQEs in software progress (mlx5_qpn_dc.h), so no other call is needed on any backend. */
 	mlx5_qpn_wc wc[32];
 	for (auto &dd : g_emu.dcdev) {
 		if (server >= dd.cq.size())

@@ -20,16 +20,20 @@
  * (LID, SL, GRH) the WQE's datagram segment is built from, as rdma-core's mlx5 provider copies
  * an ibv_ah's AV into a DC WQE.
  *
- * Backends: the emulated device implements all of it (queues live in the device's shared
- * memory, so a DCI of one process can send to a DCT of another process on the same emulated
- * device). The hardware backend creates mlx5dv DC QPs (a CQ, a DCI, a DCT on an SRQ whose
- * receive WQEs this library posts) and an ibv_ah per address. On both, a send without an AH is
+ * Backends: both implement all of it the same way: a CQ, a DCI, and a DCT on an SRQ whose
+ * receive WQEs this library posts. The hardware backend creates mlx5dv DC QPs and an ibv_ah per
+ * address; the emulated device keeps its queues in its shared memory, so a DCI of one process
+ * can send to a DCT of another process on the same emulated device. On both, a send without an AH is
  * refused (-EINVAL): a real fabric needs the route, and the emulated device is no more lenient.
  *
  * Thread safety: a DCI, a DCT and a CQ are each used by one thread at a time. Different objects
  * may be used concurrently; an AH is read-only after create and may be used by any number of
- * DCIs of its device at once (destroy it only when none still posts with it). The device executes WQEs in mlx5_qpn_dev_service_run(), which any
- * thread may call (the emulated device also registers it as a DPDK service).
+ * DCIs of its device at once (destroy it only when none still posts with it).
+ *
+ * Progress: post, ring, poll drive every backend. A ConnectX executes WQEs by itself; a device
+ * that executes them in software (the emulated one) runs one execution step inside every
+ * mlx5_qpn_cq_poll(), so an application needs no other call and no service lcore, in any
+ * process. mlx5_qpn_dev_service_run() is the same step without a CQ (a no-op on hardware).
  */
 
 #include <stdint.h>
@@ -149,10 +153,10 @@ uint32_t mlx5_qpn_dct_number(const struct mlx5_qpn_dct *dct);
 /**
  * Copy the payload of the message a DCT received with responder completion wqe_counter
  * (struct mlx5_qpn_wc::wqe_counter of a MLX5_QPN_CQE_RESP_SEND completion) into buf (at most
- * len bytes). The last 64 messages of a DCT stay readable. On hardware a received message's
- * receive buffer goes back to the device only when the 64th later message is polled, and the
- * wqe_counter of a responder completion is a message counter of this library (not the SRQ WQE
- * index), so the contract is the emulated device's.
+ * len bytes). The last 64 messages of a DCT stay readable: a received message's receive buffer
+ * goes back to the device only when the 64th later message is polled, and the wqe_counter of a
+ * responder completion is a message counter of this library (not the SRQ WQE index). A message
+ * is readable once its completion has been polled.
  * Thread safety: the DCT's thread, which on hardware also polls the DCT's CQ (polling gives the
  * buffers back to the device).
  * @return the message's byte length (may exceed len: truncated copy); -EINVAL; -EOPNOTSUPP (a
@@ -272,8 +276,11 @@ int mlx5_qpn_dci_recover(struct mlx5_qpn_dci *dci);
 const char *mlx5_qpn_wc_syndrome_str(uint8_t syndrome);
 
 /**
- * Let the device execute rung WQEs once (the body of its doorbell service).
- * @return WQEs executed (>= 0); -EOPNOTSUPP.
+ * Progress of the device without a CQ poll: one execution step of a device that executes WQEs
+ * in software (the step mlx5_qpn_cq_poll() runs too); a no-op returning 0 on hardware, whose
+ * device progresses by itself. Not needed by a loop that polls its CQs. Any thread may call it.
+ * @return WQEs executed (>= 0; 0 on hardware); -EINVAL (NULL); -EOPNOTSUPP (a device without
+ *         a DC data path).
  */
 int mlx5_qpn_dev_service_run(struct mlx5_qpn_dev *dev);
 

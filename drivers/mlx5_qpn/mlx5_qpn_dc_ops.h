@@ -11,8 +11,11 @@
  * The split of work is mlx5dv's: a backend creates and destroys the objects (firmware commands)
  * and hands out where their queues live (the info structs below); the DC layer then writes send
  * WQEs, rings doorbells and polls CQEs in those queues itself, in the mlx5 layouts of
- * common/mlx5_qpn_prm_wqe.h, without calling the backend. Only a device that executes WQEs in
- * software (the emulated one) needs `execute` and `poll` to be driven by someone.
+ * common/mlx5_qpn_prm_wqe.h, without calling the backend. A DCT receives through an SRQ on every
+ * backend: the backend hands out its WQE list and buffers (mlx5_qpn_dc_srq_info) and the DC
+ * layer posts them. A device that executes WQEs in software has an `execute` op; the DC layer
+ * runs it inside mlx5_qpn_cq_poll() (and mlx5_qpn_dev_service_run()), so the application's
+ * loop is the same on every backend.
  *
  * A backend without a DC data path leaves mlx5_qpn_dev_ops::dc NULL; a NULL table or a NULL
  * member makes the DC layer answer -EOPNOTSUPP. The hardware backend's table is
@@ -36,14 +39,6 @@ extern "C" {
 struct mlx5_qpn_backend;
 struct mlx5_qpn_dc_addr;
 struct mlx5_qpn_dc_path;
-
-/**
- * DCT receive ring: rx_slots slots of rx_stride bytes, slot (message counter % rx_slots); in a
- * slot, host-order 32-bit words [0] seqlock (odd while the device writes it), [1] message
- * counter, [2] byte length, [3] source DCI QPN, then the data from byte MLX5_QPN_DC_RX_DATA.
- * mlx5_qpn_dct_read() copies a message out under the seqlock.
- */
-#define MLX5_QPN_DC_RX_DATA 64
 
 /** A CQ as the DC layer uses it. */
 struct mlx5_qpn_dc_cq_info {
@@ -85,9 +80,11 @@ struct mlx5_qpn_dc_ah_info {
 };
 
 /**
- * A DCT that receives into an SRQ whose receive WQEs the DC layer writes and posts itself
- * (hardware): the SRQ's linked list of 2^log_wqes WQEs (common/mlx5_qpn_prm_wqe.h) with none
- * posted yet, its doorbell record, and one registered receive buffer of rx_stride bytes per WQE.
+ * The SRQ a DCT receives into, whose receive WQEs the DC layer writes and posts itself: the
+ * linked list of 2^log_wqes WQEs (common/mlx5_qpn_prm_wqe.h) with none posted yet, its doorbell
+ * record, and one registered receive buffer of rx_stride bytes per WQE. The device takes posted
+ * WQEs in list order, checks each data segment against the region of lkey, and names the WQE's
+ * index in the responder CQE's wqe_counter; with none posted a SEND waits (RNR).
  * The DC layer owns the WQEs because it polls the CQ itself: rdma-core's SRQ bookkeeping
  * (which WQEs are free again) happens only in its own ibv_poll_cq, which nothing calls here.
  */
@@ -101,14 +98,12 @@ struct mlx5_qpn_dc_srq_info {
 	uint32_t rsvd;
 };
 
-/** A DCT as the DC layer uses it. Exactly one of rx (the emulated device writes received
- * messages into a ring) and srq.wqes (hardware: the DC layer posts receive WQEs) is set. */
+/** A DCT as the DC layer uses it. */
 struct mlx5_qpn_dc_dct_info {
 	uint32_t dctn;      /**< DCT number. */
-	uint32_t rx_slots;  /**< Messages kept readable (ring slots; on an SRQ, WQEs held back). */
-	uint32_t rx_stride; /**< Bytes per slot / per receive buffer. */
+	uint32_t rx_slots;  /**< Messages kept readable: WQEs held back (a power of two). */
+	uint32_t rx_stride; /**< Bytes per receive buffer (>= MLX5_QPN_DC_MAX_INLINE). */
 	uint32_t rsvd;
-	const void *rx; /**< The receive ring, or NULL. */
 	struct mlx5_qpn_dc_srq_info srq;
 	uint64_t handle;
 };
@@ -139,7 +134,9 @@ struct mlx5_qpn_dc_ops {
 			  struct mlx5_qpn_dc_dct_info *dct);
 	/** Destroy a DCT and free its number. */
 	int (*dct_destroy)(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_dct_info *dct);
-	/** The device's execution step: run rung WQEs (bounded). @return WQEs executed (>= 0). */
+	/** The device's execution step: run rung WQEs (bounded). NULL: the device executes them
+	 * itself (hardware). The DC layer calls it from mlx5_qpn_cq_poll() and
+	 * mlx5_qpn_dev_service_run(). @return WQEs executed (>= 0). */
 	int (*execute)(struct mlx5_qpn_backend *be);
 	/** Consume doorbell writes (counting them); NULL if the device needs no one to. @return
 	 * doorbells consumed (>= 0). */

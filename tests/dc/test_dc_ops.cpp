@@ -69,7 +69,7 @@ const mlx5_qpn_dev_ops cq_only_ops = {.dc = &cq_only_dc};
 TEST(DcOps, TablesAreWired)
 {
 	EXPECT_EQ(mlx5_qpn_sim_ops.dc, &mlx5_qpn_sim_dc_ops);
-	/* Issue 9: the hardware backend has its DC part (rdma-core objects, no execute step). */
+	/* The hardware backend has its DC part (rdma-core objects, no execute step). */
 	EXPECT_EQ(mlx5_qpn_hw_ops.dc, &mlx5_qpn_hw_dc_ops);
 	const mlx5_qpn_dc_ops &h = mlx5_qpn_hw_dc_ops;
 	EXPECT_TRUE(h.cq_create && h.cq_destroy && h.dci_create && h.dci_destroy && h.dct_create &&
@@ -138,7 +138,8 @@ TEST(DcOps, MissingDcOpIsEopnotsupp)
 	EXPECT_EQ(mlx5_qpn_dct_create_cq(cq, 1, &dct), -EOPNOTSUPP);
 	EXPECT_EQ(dci, nullptr);
 	EXPECT_EQ(dct, nullptr);
-	EXPECT_EQ(mlx5_qpn_dc_service_run_be(&fb.base), -EOPNOTSUPP);
+	/* A table without an execute op: a device that progresses by itself, nothing to run. */
+	EXPECT_EQ(mlx5_qpn_dc_service_run_be(&fb.base), 0);
 
 	mlx5_qpn_cq_destroy(cq);
 	EXPECT_EQ(fb.cq_destroys, 1);

@@ -9,7 +9,15 @@
  * The device is reached through its backend's ops table alone (mlx5_qpn_dev_ops::dc, see
  * mlx5_qpn_dc_ops.h): create/destroy and the execution step. A backend whose table has no DC
  * part answers -EOPNOTSUPP. The route of each send is an address handle's AV
- * (dc/mlx5_qpn_dc_ah.cpp), copied into the WQE.
+ * (dc/mlx5_qpn_dc_ah.cpp), copied into the WQE. A DCT receives through an SRQ whose WQEs this
+ * layer posts (dc/mlx5_qpn_dc_rx.cpp), on every backend.
+ *
+ * One way to drive a device: a device that executes WQEs in software has an execute op in its
+ * table, and mlx5_qpn_cq_poll() runs one execution step before it reads the ring, as a ConnectX
+ * would have progressed meanwhile; a table without one (hardware) costs one predicted branch.
+ * So the loop an application writes for hardware (post, ring, poll) drives every backend, in
+ * any process, with or without EAL service lcores; mlx5_qpn_dev_service_run() is the same
+ * step without a CQ, a no-op on hardware.
  *
  * Memory shared with the device (rings, doorbell records, the UAR register) is written and read
  * with std::atomic_ref: on the emulated device it is another process's memory too.
@@ -180,6 +188,14 @@ dc_backend(mlx5_qpn_dev *dev, const char *what, int *rc)
 	return be;
 }
 
+/* One execution step of a device that executes WQEs in software. An error (a device that cannot
+ * run now) leaves the CQ as it is: what is in it is still read. */
+[[gnu::noinline, gnu::cold]] void
+device_step(mlx5_qpn_cq *cq)
+{
+	cq->exec(cq->be);
+}
+
 } // namespace
 
 extern "C" {
@@ -206,6 +222,7 @@ mlx5_qpn_cq_create_be(struct mlx5_qpn_backend *be, uint32_t log_depth, struct ml
 	}
 	c->be = be;
 	c->dc = dc;
+	c->exec = dc->execute;
 	c->ring = static_cast<uint8_t *>(c->info.ring);
 	c->dbrec = c->info.dbrec;
 	c->log_depth = c->info.log_depth; /* what the device made (rdma-core may round up) */
@@ -250,6 +267,10 @@ mlx5_qpn_cq_poll(struct mlx5_qpn_cq *cq, struct mlx5_qpn_wc *wc, unsigned int n)
 	uint32_t mask = (uint32_t(1) << cq->log_depth) - 1;
 	unsigned int k = 0;
 
+	/* The device's progress (mlx5_qpn_dc_ops.h: a table property), out of line so that a
+	 * table without it (hardware) pays one test. */
+	if (cq->exec) [[unlikely]]
+		device_step(cq);
 	for (; k < n; k++) {
 		uint8_t *cqe = cq->ring + size_t(cq->ci & mask) * MLX5_QPN_CQE_SIZE;
 		uint8_t op_own = load_shared(cqe[MLX5_QPN_CQE_OFF_OP_OWN],
@@ -287,7 +308,7 @@ mlx5_qpn_cq_poll(struct mlx5_qpn_cq *cq, struct mlx5_qpn_wc *wc, unsigned int n)
 				w.byte_len = 0;
 		} else {
 			w.src_qpn = f.src_qpn;
-			if (cq->rx_dcts)
+			if (cq->rx_dcts) /* a DCT completes on this CQ */
 				mlx5_qpn_dc::rx_complete(cq, cqe, op_own, &f, &w);
 		}
 		cq->ci++;
@@ -322,7 +343,7 @@ mlx5_qpn_dct_create_cq_path(struct mlx5_qpn_cq *cq, uint64_t dc_key,
 		return rc;
 	}
 	t->cq = cq;
-	if (t->info.srq.wqes && (rc = mlx5_qpn_dc::rx_init(t)) != 0) {
+	if ((rc = mlx5_qpn_dc::rx_init(t)) != 0) {
 		cq->dc->dct_destroy(cq->be, &t->info);
 		free(t);
 		return rc;
@@ -366,8 +387,7 @@ mlx5_qpn_dct_destroy(struct mlx5_qpn_dct *dct)
 {
 	if (!dct)
 		return;
-	if (dct->info.srq.wqes)
-		mlx5_qpn_dc::rx_fini(dct);
+	mlx5_qpn_dc::rx_fini(dct);
 	int rc = dct->cq->dc->dct_destroy(dct->cq->be, &dct->info);
 	if (rc)
 		DC_LOG(ERR, "DCT 0x%x: device refused to destroy it: %s", dct->info.dctn,
@@ -381,27 +401,7 @@ mlx5_qpn_dct_read(const struct mlx5_qpn_dct *dct, uint16_t wqe_counter, void *bu
 {
 	if (!dct || (!buf && len))
 		return -EINVAL;
-	if (dct->info.srq.wqes)
-		return mlx5_qpn_dc::rx_read(dct, wqe_counter, buf, len);
-	if (!dct->info.rx)
-		return -EOPNOTSUPP;
-	const uint8_t *slot = static_cast<const uint8_t *>(dct->info.rx) +
-			      size_t(wqe_counter % dct->info.rx_slots) * dct->info.rx_stride;
-	const uint32_t *w = reinterpret_cast<const uint32_t *>(slot);
-	/* Seqlock read: the device may reuse the slot for a later message meanwhile. */
-	uint32_t s1 = load_shared(w[0], std::memory_order_acquire);
-	/* Acquire loads throughout: the closing sequence load stays after them (no fence). */
-	uint32_t cnt = load_shared(w[1], std::memory_order_acquire);
-	uint32_t mlen = load_shared(w[2], std::memory_order_acquire);
-	if ((s1 & 1) || s1 == 0 || uint16_t(cnt) != wqe_counter || mlen > MLX5_QPN_DC_MAX_INLINE)
-		return -ESTALE;
-	uint32_t n = RTE_MIN(len, mlen);
-	for (uint32_t i = 0; i < n; i++)
-		static_cast<uint8_t *>(buf)[i] = load_shared(slot[MLX5_QPN_DC_RX_DATA + i],
-							     std::memory_order_acquire);
-	if (load_shared(w[0], std::memory_order_relaxed) != s1)
-		return -ESTALE;
-	return int(mlen);
+	return mlx5_qpn_dc::rx_read(dct, wqe_counter, buf, len);
 }
 
 int
@@ -584,12 +584,14 @@ mlx5_qpn_dc_service_run_be(struct mlx5_qpn_backend *be)
 		return -EINVAL;
 	const mlx5_qpn_dc_ops *dc = dc_of(be);
 	/* Quiet (what = NULL): a loop may call this on any device. */
-	if (!dc_has(dc, nullptr, &mlx5_qpn_dc_ops::execute))
+	if (!dc_has(dc, nullptr))
 		return -EOPNOTSUPP;
+	if (!dc->execute)
+		return 0; /* the device executes WQEs itself (hardware) */
 	int rc = dc->execute(be);
 	if (rc < 0)
 		return rc;
-	/* Count the doorbell writes too, as the registered service does. */
+	/* Count the doorbell writes too, as the doorbell service does. */
 	if (dc->poll)
 		dc->poll(be);
 	return rc;

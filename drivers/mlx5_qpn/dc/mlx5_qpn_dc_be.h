@@ -9,10 +9,7 @@
  *    backend directly (a fork()ed child, a second handle of the same emulated device): the
  *    registry allows one probed device per name and process. The handle leads to its ops
  *    table (struct mlx5_qpn_backend, mlx5_qpn_ops.h) and the DC part of it (mlx5_qpn_dc_ops.h);
- *  - reading what a DCT received (the emulated device copies each delivered SEND into a
- *    receive ring of the DCT; on hardware the DC layer posts the DCT's SRQ itself, see
- *    mlx5_qpn_dc_ops.h and dc/mlx5_qpn_dc_rx.cpp; the responder completion's wqe_counter names
- *    the message either way).
+ *  - progress of a backend handle's device (mlx5_qpn_dev_service_run() on the handle).
  */
 
 #include <stdint.h>

@@ -6,11 +6,11 @@
  * @file
  * Internal to the DC data path: the process-local objects behind the public handles, shared by
  * its files:
- *  - mlx5_qpn_dc.cpp     CQ, DCI, DCT create/destroy; post, ring, poll; the emulated DCT's read;
+ *  - mlx5_qpn_dc.cpp     CQ, DCI, DCT create/destroy; post, ring, poll;
  *  - mlx5_qpn_dc_recover.cpp  a DCI's ERR state and its recovery, syndrome names;
  *  - mlx5_qpn_dc_ah.cpp  address handles;
- *  - mlx5_qpn_dc_rx.cpp  receiving on a DCT whose SRQ the DC layer posts (hardware): the SRQ's
- *                        WQEs, the messages held readable, their reposting, and the read.
+ *  - mlx5_qpn_dc_rx.cpp  receiving on a DCT: its SRQ's WQEs, which the DC layer posts, the
+ *                        messages held readable, their reposting, and the read.
  * Thread safety: as mlx5_qpn_dc.h (each object used by one thread at a time).
  */
 
@@ -30,7 +30,8 @@ struct mlx5_qpn_dci;
  * SRQ-backed DCTs completing on it, whose receive WQEs a responder CQE gives back. */
 struct mlx5_qpn_cq {
 	struct mlx5_qpn_backend *be;
-	const struct mlx5_qpn_dc_ops *dc; /* be's, checked at create */
+	const struct mlx5_qpn_dc_ops *dc;         /* be's, checked at create */
+	int (*exec)(struct mlx5_qpn_backend *be); /* dc->execute: run by every poll, or NULL */
 	struct mlx5_qpn_dc_cq_info info;
 	uint8_t *ring;
 	uint32_t *dbrec;
@@ -53,7 +54,7 @@ struct mlx5_qpn_dc_rx_msg {
 	uint32_t len;
 };
 
-/* The SRQ side of a DCT (srq.wqes set): the list of receive WQEs as rdma-core keeps it (head:
+/* The SRQ side of a DCT: the list of receive WQEs as rdma-core keeps it (head:
  * next to post; tail: the spare at the end of the list, never posted), and the last
  * info.rx_slots messages, whose WQEs are kept back from the device until a later message
  * pushes them out. */
@@ -92,7 +93,7 @@ struct mlx5_qpn_dci {
 struct mlx5_qpn_dct {
 	struct mlx5_qpn_cq *cq;
 	struct mlx5_qpn_dc_dct_info info;
-	struct mlx5_qpn_dc_rx srq; /* when info.srq.wqes */
+	struct mlx5_qpn_dc_rx srq;
 	struct mlx5_qpn_dct *rx_next;
 };
 
@@ -106,7 +107,7 @@ load_shared(const T &x, std::memory_order mo)
 	return std::atomic_ref<T>(const_cast<T &>(x)).load(mo);
 }
 
-/* Set up the SRQ of a DCT with info.srq.wqes: every WQE written, all but the spare posted, the
+/* Set up the SRQ of a DCT: every WQE written, all but the spare posted, the
  * DCT put on its CQ's list. 0; -EINVAL (a layout the DC layer cannot use); -ENOMEM. */
 int rx_init(struct mlx5_qpn_dct *dct);
 
@@ -115,11 +116,11 @@ void rx_fini(struct mlx5_qpn_dct *dct);
 
 /* A responder CQE (RESP_SEND or RESP_ERR) of cq: if it is an SRQ-backed DCT's, take its
  * receive WQE back (hold it readable, or repost it at once for an error), rewrite
- * wc->wqe_counter to the message counter and return true. */
+ * wc->wqe_counter to the message counter and return true; false for a CQE of no DCT here. */
 bool rx_complete(struct mlx5_qpn_cq *cq, const uint8_t *cqe, uint8_t op_own,
 		 const struct mlx5_qpn_cqe_fields *f, struct mlx5_qpn_wc *wc);
 
-/* mlx5_qpn_dct_read() of an SRQ-backed DCT. */
+/* mlx5_qpn_dct_read(). */
 int rx_read(const struct mlx5_qpn_dct *dct, uint16_t msg, void *buf, uint32_t len);
 
 } // namespace mlx5_qpn_dc

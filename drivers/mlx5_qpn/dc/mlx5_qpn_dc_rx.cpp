@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Receiving on a DCT whose SRQ the DC layer posts (hardware; see mlx5_qpn_dc_priv.h).
+ * Receiving on a DCT: every backend hands out an SRQ whose WQEs the DC layer posts (see
+ * mlx5_qpn_dc_ops.h and mlx5_qpn_dc_priv.h).
  *
  * Why the DC layer writes the SRQ's WQEs instead of calling ibv_post_srq_recv(): it polls the
  * CQ itself (mlx5_qpn_cq_poll), and rdma-core learns that an SRQ WQE is free again only in its
@@ -9,8 +10,8 @@
  * the next by index), the device takes posted WQEs in list order, and the doorbell record
  * counts the WQEs posted. Each WQE has one receive buffer of its own, fixed at setup.
  *
- * The contract of mlx5_qpn_dct_read() is the emulated device's: a completion's wqe_counter
- * names a message, the last info.rx_slots messages stay readable, an older one is -ESTALE. So
+ * The contract of mlx5_qpn_dct_read() (mlx5_qpn_dc.h): a completion's wqe_counter names a
+ * message, the last info.rx_slots messages stay readable, an older one is -ESTALE. So
  * a received WQE is not reposted at once: it is held, and goes back to the end of the list
  * (then posted) when the message rx_slots later arrives. The list thus holds rx_slots messages,
  * one spare (its end, never posted, as rdma-core keeps it) and the rest posted to the device.

@@ -404,7 +404,6 @@ hw_dct_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq,
 	dct->dctn = t->qp->qp_num; /* set at RTR, where the kernel creates the DCT */
 	dct->rx_slots = MLX5_QPN_HW_DC_RX_HOLD;
 	dct->rx_stride = MLX5_QPN_HW_DC_RX_STRIDE;
-	dct->rx = nullptr;
 	dct->handle = to_handle(t);
 	return 0;
 }

@@ -69,6 +69,7 @@ struct mlx5_qpn_sim_stats {
 	uint64_t dc_key_violations; /**< Of those, dropped by a DCT for a wrong DC key. */
 	uint64_t dc_faults;         /**< Of those, lost by dc_err_every. */
 	uint64_t dc_resets;         /**< DCIs moved back through RESET (dci_reset). */
+	uint64_t dc_rnr; /**< SENDs that found no receive WQE posted on their DCT's SRQ and wait. */
 };
 
 /**
@@ -150,8 +151,12 @@ int mlx5_qpn_sim_test_hold_mutex(struct mlx5_qpn_backend *be);
  * mlx5_qpn_sim_poll().
  *
  * Device behaviour: WQEs of each DCI execute in order. A SEND whose DCT exists and whose DC key
- * matches is copied into the DCT's receive ring and completes with a RESP_SEND CQE on the DCT's
- * CQ and (if signaled) a REQ CQE on the DCI's CQ. A SEND nobody answers - an unknown DCT, a
+ * matches takes the next receive WQE posted on the DCT's SRQ (the PRM's linked list), is written
+ * into the buffer that WQE names and completes with a RESP_SEND CQE on the DCT's CQ (its
+ * wqe_counter the WQE's index) and (if signaled) a REQ CQE on the DCI's CQ. With no WQE posted
+ * the SEND waits (receiver not ready, counted in dc_rnr) and is retried on a later pass; a WQE
+ * whose data segment does not name the DCT's registered buffers (key, range) or is too short
+ * completes with RESP_ERR (0x04 local protection, 0x01 local length). A SEND nobody answers - an unknown DCT, a
  * wrong DC key (the DCT drops it and counts a key violation, as a ConnectX's does), or a
  * packet lost by dc_err_every - times out: the DCI's queue waits behind it, and on a later
  * execution pass (execute call; the modelled retry time-out) it completes with 0x15 (transport
@@ -162,7 +167,11 @@ int mlx5_qpn_sim_test_hold_mutex(struct mlx5_qpn_backend *be);
  * the CQ. dci_create, dci_reset and dct_create check a path as the kernel does for the
  * InfiniBand ports emulated (one GID each, index 0): -EINVAL otherwise.
  * DCI and DCT numbers come from the device's QPN table, as ordinary QPs. The first DCI of a
- * handle maps the UAR page all its DCIs ring. A DCT's receive ring has 64 slots of 320 bytes.
+ * handle maps the UAR page all its DCIs ring. A DCT's SRQ has 256 WQEs of 32 bytes, each with a
+ * receive buffer of 256 bytes, all in the arena; dct_create hands them out in
+ * mlx5_qpn_dc_dct_info::srq with none posted, as the hardware backend does.
+ * The device executes when someone calls the table's execute: the DC layer does in
+ * mlx5_qpn_cq_poll() and mlx5_qpn_dev_service_run(); the doorbell service does not.
  *
  * Returns beyond mlx5_qpn_dc_ops.h: cq_create -EINVAL for log_depth outside [1, 16];
  * dci_create -EINVAL for log_sq_bbs above 15; -ENOMEM when no QPN is left for a DCI or DCT.

@@ -20,7 +20,13 @@ static_assert(std::atomic_ref<uint32_t>::is_always_lock_free, "lock-free in shar
 
 namespace mlx5_qpn_sim {
 
-static_assert(DC_RX_HDR == MLX5_QPN_DC_RX_DATA, "the DCT receive slot layout of mlx5_qpn_dc_ops.h");
+static_assert(DC_SRQ_STRIDE == MLX5_QPN_SRQ_WQE_MIN_STRIDE, "one data segment per receive WQE");
+static_assert(DC_RX_STRIDE >= MLX5_QPN_WQE_MAX_INLINE, "a receive buffer holds any SEND");
+static_assert(DC_SRQ_WQES >= 2 * DC_RX_HOLD + 1, "the DC layer's held, spare and posted WQEs");
+
+/* A receive WQE whose data segment names memory not registered for it (the PRM's local
+ * protection error; rdma-core's MLX5_CQE_SYNDROME_LOCAL_PROT_ERR). */
+constexpr uint8_t SYND_LOCAL_PROT_ERR = 0x04;
 
 namespace {
 
@@ -54,7 +60,7 @@ dci_ok(const SimDcDci &d)
 bool
 dct_ok(const SimDcDct &t)
 {
-	return t.cq < DC_MAX_CQ && pages_ok(t.page, t.npages, uint64_t(DC_RX_SLOTS) * DC_RX_STRIDE);
+	return t.cq < DC_MAX_CQ && pages_ok(t.page, t.npages, DC_DCT_BYTES);
 }
 
 void
@@ -184,28 +190,74 @@ sq_copy(const uint8_t *sq, uint32_t bb_mask, uint32_t bb, uint32_t n, uint8_t *o
 		       MLX5_QPN_SEND_WQE_BB);
 }
 
-void
-rx_deliver(uint8_t *arena, SimDcDct &t, uint32_t src_qpn, const uint8_t *data, uint32_t len)
+/* The SRQ doorbell record's count of posted WQEs (the poster publishes it with release). */
+uint16_t
+srq_posted(const SimDcDct &t)
 {
-	uint8_t *slot = dc_page_ptr(arena, t.page) + size_t(t.rx_pi % DC_RX_SLOTS) * DC_RX_STRIDE;
-	uint32_t *w = reinterpret_cast<uint32_t *>(slot);
-	std::atomic_ref<uint32_t> seq(w[0]);
+	uint32_t be =
+		std::atomic_ref<uint32_t>(const_cast<uint32_t &>(t.srq_dbrec[MLX5_QPN_SRQ_DBR]))
+			.load(std::memory_order_acquire);
+	return uint16_t(rte_be_to_cpu_32(be));
+}
 
-	/*
-	 * Seqlock: odd while the slot is written, so a reader copying it can tell. No fences (GCC's
-	 * ThreadSanitizer does not model them): the odd value is set by an acq_rel exchange, which
-	 * keeps the stores below after it, and every field is stored with release, so a reader that
-	 * loads (acquire) any new byte also sees the odd sequence and retries.
-	 */
-	uint32_t s = seq.load(std::memory_order_relaxed);
-	seq.exchange(s | 1, std::memory_order_acq_rel);
-	std::atomic_ref<uint32_t>(w[1]).store(t.rx_pi, std::memory_order_release);
-	std::atomic_ref<uint32_t>(w[2]).store(len, std::memory_order_release);
-	std::atomic_ref<uint32_t>(w[3]).store(src_qpn, std::memory_order_release);
+/*
+ * The receive buffer a data segment names, as an MR translates it: the key must be the DCT's and
+ * [addr, addr + len) must fall inside its registered buffers (addr is in the owner's mapping);
+ * the same bytes in this process's mapping of the arena, or NULL.
+ */
+uint8_t *
+srq_buffer(uint8_t *arena, const SimDcDct &t, uint32_t lkey, uint64_t addr, uint32_t len)
+{
+	const uint64_t size = uint64_t(DC_SRQ_WQES) * DC_RX_STRIDE;
+	if (lkey != t.lkey || addr < t.buf_va || addr - t.buf_va > size ||
+	    len > size - (addr - t.buf_va))
+		return nullptr;
+	return dc_page_ptr(arena, t.page) + DC_RX_BUF_OFF + (addr - t.buf_va);
+}
+
+/*
+ * The responder side of a SEND on a DCT, by the PRM's rule for an SRQ: the device takes the next
+ * posted WQE along the list (head, then the WQE's next index). None posted: receiver not ready,
+ * false, and the SEND waits for a later pass. Else the WQE's data segment is checked (the key
+ * and range of the DCT's registered buffers, the length), the payload written through it, and a
+ * responder CQE written whose wqe_counter is the WQE's index; a data segment the device cannot
+ * use completes the WQE with RESP_ERR instead (the payload is dropped, the requester's WQE still
+ * completes, as the strict fake rdma-core models it).
+ */
+bool
+srq_deliver(SimDc *dc, uint8_t *arena, SimDcDct &t, SimDcCq &rcq, uint32_t src_qpn,
+	    const uint8_t *data, uint32_t len)
+{
+	if (srq_posted(t) == t.srq_taken) {
+		dc->ctr.rnr++;
+		return false;
+	}
+	uint16_t idx = uint16_t(t.srq_head & (DC_SRQ_WQES - 1));
+	const uint8_t *w = dc_page_ptr(arena, t.page) + size_t(idx) * DC_SRQ_STRIDE;
+	uint32_t cap = mlx5_qpn_get_be32(w + MLX5_QPN_SRQ_OFF_DSEG);
+	uint32_t lkey = mlx5_qpn_get_be32(w + MLX5_QPN_SRQ_OFF_DSEG + 4);
+	uint64_t addr = mlx5_qpn_get_be64(w + MLX5_QPN_SRQ_OFF_DSEG + 8);
+	t.srq_head = mlx5_qpn_get_be16(w + MLX5_QPN_SRQ_OFF_NEXT);
+	t.srq_taken++;
+	uint8_t *buf = srq_buffer(arena, t, lkey, addr, len);
+	mlx5_qpn_cqe_fields r = {};
+	r.qpn = t.number;
+	r.src_qpn = src_qpn;
+	r.byte_cnt = len;
+	r.wqe_counter = idx;
+	if (len > cap || buf == nullptr) {
+		r.opcode = MLX5_QPN_PRM_CQE_RESP_ERR;
+		r.syndrome = len > cap ? MLX5_QPN_SYND_LOCAL_LENGTH_ERR : SYND_LOCAL_PROT_ERR;
+		cqe_write(dc, arena, rcq, r);
+		return true;
+	}
+	/* Another process reads the buffer once it has seen the CQE (released after this). */
 	for (uint32_t i = 0; i < len; i++)
-		std::atomic_ref<uint8_t>(slot[DC_RX_HDR + i])
-			.store(data[i], std::memory_order_release);
-	seq.store((s | 1) + 1, std::memory_order_release);
+		std::atomic_ref<uint8_t>(buf[i]).store(data[i], std::memory_order_relaxed);
+	r.opcode = MLX5_QPN_PRM_CQE_RESP_SEND;
+	cqe_write(dc, arena, rcq, r);
+	dc->ctr.delivered++;
+	return true;
 }
 
 /*
@@ -305,20 +357,10 @@ dci_execute(SimDc *dc, uint8_t *arena, SimDcDci &d, DctLookup lookup, void *ctx,
 					dc->ctr.stalls++;
 					break;
 				}
+				/* The parse bounds it by MLX5_QPN_WQE_MAX_INLINE. */
 				uint32_t len = f.inl_hdr & ~MLX5_QPN_INLINE_SEG;
-				if (len > DC_RX_STRIDE - DC_RX_HDR)
-					len = DC_RX_STRIDE -
-					      DC_RX_HDR; /* parse bounds it already */
-				rx_deliver(arena, dt, d.qpn, f.data, len);
-				mlx5_qpn_cqe_fields r = {};
-				r.opcode = MLX5_QPN_PRM_CQE_RESP_SEND;
-				r.qpn = dt.number;
-				r.src_qpn = d.qpn;
-				r.byte_cnt = len;
-				r.wqe_counter = uint16_t(dt.rx_pi);
-				cqe_write(dc, arena, rcq, r);
-				dt.rx_pi++;
-				dc->ctr.delivered++;
+				if (!srq_deliver(dc, arena, dt, rcq, d.qpn, f.data, len))
+					break; /* RNR: retried on a later pass, in order */
 				if (sig) {
 					mlx5_qpn_cqe_fields q = {};
 					q.opcode = MLX5_QPN_PRM_CQE_REQ;
@@ -422,7 +464,7 @@ dc_dci_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t 
 
 int
 dc_dct_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t number, uint32_t cq,
-	      uint64_t dc_key, uint32_t *idx)
+	      uint64_t dc_key, uint32_t lkey, uint32_t *idx)
 {
 	if (cq >= DC_MAX_CQ || !dc->cq[cq].live || dc->cq[cq].owner != owner)
 		return -EINVAL;
@@ -431,7 +473,7 @@ dc_dct_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t 
 		return -ENOMEM;
 	SimDcDct &t = dc->dct[i];
 	uint32_t first, n;
-	int rc = pages_alloc(dc, arena, uint64_t(DC_RX_SLOTS) * DC_RX_STRIDE, &first, &n);
+	int rc = pages_alloc(dc, arena, DC_DCT_BYTES, &first, &n);
 	if (rc)
 		return rc;
 	t.owner = owner;
@@ -440,8 +482,13 @@ dc_dct_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t 
 	t.cq = cq;
 	t.page = first;
 	t.npages = n;
-	t.rx_pi = 0;
 	t.dc_key = dc_key;
+	/* The owner registers the buffers where its own mapping of the arena has them. */
+	t.buf_va = uint64_t(uintptr_t(dc_page_ptr(arena, first) + DC_RX_BUF_OFF));
+	t.lkey = lkey;
+	t.srq_head = 0;
+	t.srq_taken = 0;
+	t.srq_dbrec[0] = t.srq_dbrec[1] = 0;
 	std::atomic_ref<uint32_t>(t.live).store(1, std::memory_order_release);
 	dc->cq[cq].refs++;
 	dc->ctr.dcts++;

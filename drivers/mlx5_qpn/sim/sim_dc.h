@@ -5,13 +5,15 @@
 /*
  * Internal: the DC data path of the emulated device — tables of CQs, DCIs and DCTs and a queue
  * arena, all inside the device's shared memory (SimShm), and the "firmware" that executes send
- * WQEs. Every function here runs under the device mutex (its callers in sim/ take it); the application
- * side (post, ring, poll) never calls in: it touches only the queue memory handed out at create
- * (SQ ring, CQ ring, doorbell records, UAR register), as with a real HCA.
+ * WQEs. Every function here runs under the device mutex (its callers in sim/ take it). The
+ * application side (post, ring, poll, receive posting) touches only the queue memory handed out
+ * at create (SQ ring, CQ ring, SRQ WQEs and buffers, doorbell records, UAR register), as with a
+ * real HCA; the one call in is the execution step (dc_execute), which the DC layer's CQ poll
+ * runs in place of the HCA's own progress.
  *
- * Cross-process ordering: the application publishes a doorbell record with release order and
- * the device reads it with acquire; the device publishes each CQE's op_own byte with release and
- * the poller reads it with acquire; CQ consumer indices go back the same way.
+ * Cross-process ordering: the application publishes a doorbell record (send or SRQ) with release
+ * order and the device reads it with acquire; the device publishes each CQE's op_own byte with
+ * release and the poller reads it with acquire; CQ consumer indices go back the same way.
  */
 
 #include <stdint.h>
@@ -29,9 +31,21 @@ constexpr uint32_t DC_LOG_SQ_MAX = 12;
 /* Send queues hold 8 BBs per WQE (the largest DC SEND is 6): a full queue of the largest WQEs
  * fits, so "full" is decided by the WQE count alone. */
 constexpr uint32_t DC_SQ_BB_SHIFT = 3;
-constexpr uint32_t DC_RX_SLOTS = 64; /* DCT receive ring, see mlx5_qpn_dc_ops.h */
-constexpr uint32_t DC_RX_STRIDE = 320;
-constexpr uint32_t DC_RX_HDR = 64;
+/*
+ * A DCT receives through an SRQ, as a ConnectX's does: a linked list of 2^DC_SRQ_LOG_WQES receive
+ * WQEs of DC_SRQ_STRIDE bytes (common/mlx5_qpn_prm_wqe.h) that the DC layer writes and posts, and
+ * one receive buffer of DC_RX_STRIDE bytes per WQE, registered for that DCT alone. Both live in
+ * the DCT's pages of the arena: WQEs first, then the buffers, so a DCI of any process delivers.
+ * DC_RX_HOLD is what the DC layer keeps readable (mlx5_qpn_dc_dct_info::rx_slots): 64 held, one
+ * spare, the other 191 posted.
+ */
+constexpr uint32_t DC_SRQ_LOG_WQES = 8;
+constexpr uint32_t DC_SRQ_WQES = uint32_t(1) << DC_SRQ_LOG_WQES;
+constexpr uint32_t DC_SRQ_STRIDE = 32;
+constexpr uint32_t DC_RX_HOLD = 64;
+constexpr uint32_t DC_RX_STRIDE = 256;
+constexpr uint32_t DC_RX_BUF_OFF = DC_SRQ_WQES * DC_SRQ_STRIDE;
+constexpr uint64_t DC_DCT_BYTES = DC_RX_BUF_OFF + uint64_t(DC_SRQ_WQES) * DC_RX_STRIDE;
 constexpr uint32_t DC_EXEC_BUDGET_PER_DCI = 64;
 constexpr uint32_t DC_EXEC_BUDGET = 8192;
 
@@ -79,8 +93,15 @@ struct alignas(64) SimDcDct {
 	uint32_t cq;
 	uint32_t page;
 	uint32_t npages;
-	uint32_t rx_pi; /* messages delivered (device only) */
 	uint64_t dc_key;
+	/* The receive buffers' region as registered by the owner: an address in ITS mapping
+	 * (what its WQEs name) and the key its WQEs must carry; the device translates an address
+	 * to an arena offset as an MR does. */
+	uint64_t buf_va;
+	uint32_t lkey;
+	uint16_t srq_head;  /* next WQE the device takes (device only) */
+	uint16_t srq_taken; /* WQEs taken so far (device only), against srq_dbrec's count */
+	alignas(64) uint32_t srq_dbrec[2]; /* written by the poster: [0] WQEs posted, be32 */
 };
 
 struct SimDcCounters {
@@ -93,6 +114,7 @@ struct SimDcCounters {
 	uint64_t key_violations; /* of those, a DCT's DC key refused */
 	uint64_t faults;         /* of those, lost by dc_err_every */
 	uint64_t resets;         /* DCIs moved back through RESET (dci_reset) */
+	uint64_t rnr;            /* SENDs that found no receive WQE posted and wait */
 	uint32_t cqs, dcis, dcts;
 	uint32_t rsvd;
 };
@@ -118,8 +140,10 @@ int dc_cq_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32
 		 uint32_t *idx);
 int dc_dci_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t qpn,
 		  uint32_t cq, uint32_t log_bbs, uint32_t uar, uint32_t *idx);
+/* A DCT's receive buffers are registered at buf_va (their address in the owner's mapping)
+ * under lkey; its SRQ starts with nothing posted. */
 int dc_dct_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t number,
-		  uint32_t cq, uint64_t dc_key, uint32_t *idx);
+		  uint32_t cq, uint64_t dc_key, uint32_t lkey, uint32_t *idx);
 /* Destroy; -EINVAL if it is not (owner, gen)'s; a CQ still used by QPs: -EBUSY. */
 int dc_cq_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen);
 int dc_dci_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen);

@@ -277,6 +277,27 @@ sim_dci_destroy(mlx5_qpn_backend *be, const mlx5_qpn_dc_dci_info *dci)
 	return dc_qp_destroy_cmd(be, dci->handle, DC_MAX_DCI, REC_DCI, "DESTROY_QP (DCI)");
 }
 
+/* What the DC layer receives a DCT's messages by: its SRQ as mlx5dv hands one out (the WQE
+ * list, none posted; its doorbell record) and the registered receive buffers. */
+void
+dct_info_fill(SimShm *s, uint32_t idx, uint32_t gen, mlx5_qpn_dc_dct_info *dct)
+{
+	SimDcDct &t = s->dc.dct[idx];
+	uint8_t *q = dc_page_ptr(s->dc_arena, t.page);
+	rec_find(s, index_of(s, t.number) + 1)->aux = idx;
+	memset(dct, 0, sizeof(*dct));
+	dct->dctn = t.number;
+	dct->rx_slots = DC_RX_HOLD;
+	dct->rx_stride = DC_RX_STRIDE;
+	dct->srq.wqes = q;
+	dct->srq.dbrec = t.srq_dbrec;
+	dct->srq.log_wqes = DC_SRQ_LOG_WQES;
+	dct->srq.stride = DC_SRQ_STRIDE;
+	dct->srq.buf = q + DC_RX_BUF_OFF;
+	dct->srq.lkey = t.lkey;
+	dct->handle = (uint64_t(gen) << 32) | idx;
+}
+
 int
 sim_dct_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint64_t dc_key,
 	       const mlx5_qpn_dc_path *path, mlx5_qpn_dc_dct_info *dct)
@@ -300,18 +321,13 @@ sim_dct_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint64_t dc_
 		st = qp_alloc_locked(d, REC_DCT, 0, &number);
 	if (!st && !rc) {
 		uint32_t idx = 0, gen = ++s->gen_next;
-		rc = dc_dct_create(dc, s->dc_arena, d->slot, gen, number, cqi, dc_key, &idx);
-		if (rc) {
+		/* The region key of the DCT's receive buffers: its generation, as an MR's key
+		 * is unique while it lives. */
+		rc = dc_dct_create(dc, s->dc_arena, d->slot, gen, number, cqi, dc_key, gen, &idx);
+		if (rc)
 			dc_qpn_free(d, number, REC_DCT);
-		} else {
-			rec_find(s, index_of(s, number) + 1)->aux = idx;
-			memset(dct, 0, sizeof(*dct));
-			dct->dctn = number;
-			dct->rx_slots = DC_RX_SLOTS;
-			dct->rx_stride = DC_RX_STRIDE;
-			dct->rx = dc_page_ptr(s->dc_arena, dc->dct[idx].page);
-			dct->handle = (uint64_t(gen) << 32) | idx;
-		}
+		else
+			dct_info_fill(s, idx, gen, dct);
 	}
 	return dc_cmd_end(d, st, rc, "CREATE_DCT");
 }

@@ -41,6 +41,8 @@
 #include "sim_qpn_table.h"
 #include "sim_dc.h"
 #include "qpn_shm.h"
+#include "common/mlx5_qpn_prm.h"
+#include "common/mlx5_qpn_prm_wqe.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -61,17 +63,16 @@ extern int mlx5_qpn_sim_logtype;
 namespace mlx5_qpn_sim {
 
 constexpr uint64_t SIM_MAGIC = 0x4d49535135584c4dULL; /* "MLX5QSIM" little endian */
-/* 2: DC data path; 3: owners are ProcIds; 4: DCI time-outs and dc_err_every. */
-constexpr uint32_t SIM_VERSION = 4;
+/* 2: DC data path; 3: owners are ProcIds; 4: DCI time-outs and dc_err_every; 5: DCTs receive
+ * through an SRQ. */
+constexpr uint32_t SIM_VERSION = 5;
 constexpr uint32_t SIM_STATE_READY = 0x52454459; /* "REDY" */
 constexpr uint32_t MAX_OWNERS = 64;
 constexpr uint32_t NB_UARS = 64;
 constexpr uint32_t UAR_PAGE = 4096;
-constexpr uint32_t UAR_DB_OFFSET = 0x800;
 constexpr uint32_t REC_BITS = 18;
 constexpr uint32_t REC_CAP = 1u << REC_BITS;
 constexpr uint32_t REC_MAX_LIVE = REC_CAP / 2; /* keeps linear probing short */
-constexpr uint32_t OBJ_TYPE_RESERVED_QPN = 0x2c;
 
 /* DCI and DCT numbers are QPs of the table too; aux holds their DC table index. */
 enum : uint8_t { REC_OBJ = 1, REC_QP = 2, REC_DCI = 3, REC_DCT = 4 };

@@ -107,6 +107,7 @@ mlx5_qpn_sim_stats_get(struct mlx5_qpn_backend *be, struct mlx5_qpn_sim_stats *s
 	st->dc_key_violations = s->dc.ctr.key_violations;
 	st->dc_faults = s->dc.ctr.faults;
 	st->dc_resets = s->dc.ctr.resets;
+	st->dc_rnr = s->dc.ctr.rnr;
 	st->dc_cqs = s->dc.ctr.cqs;
 	st->dc_dcis = s->dc.ctr.dcis;
 	st->dc_dcts = s->dc.ctr.dcts;

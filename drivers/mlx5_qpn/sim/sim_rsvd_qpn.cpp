@@ -83,7 +83,7 @@ create_rsvd_qpn(SimDev *d, uint32_t log_size, mlx5_qpn_range_obj *obj)
 		obj->log_size = uint8_t(log_size);
 		obj->single = 0;
 		obj->rsvd = 0;
-		obj->handle = (uint64_t(r.gen) << 32) | OBJ_TYPE_RESERVED_QPN;
+		obj->handle = (uint64_t(r.gen) << 32) | MLX5_QPN_OBJ_TYPE_RESERVED_QPN;
 	}
 	dev_unlock(s);
 	return 0;

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The emulated device's UAR pages and doorbell service. uar_map hands out one of NB_UARS 4-KiB
- * pages in the segment (the doorbell/BlueFlame register at UAR_DB_OFFSET); the first map of a
+ * pages in the segment (the doorbell/BlueFlame register at MLX5_QPN_UAR_DB_OFFSET); the first map of a
  * handle registers an rte_service whose body, mlx5_qpn_sim_poll(), consumes every new doorbell
- * value once across all pollers of all processes, and runs the DC data path (sim_dc_cmd.cpp).
+ * value once across all pollers of all processes. The DC data path does not run here: the
+ * device executes DC WQEs inside the CQ poll of the DC layer (mlx5_qpn_dc.h), one way for
+ * every backend.
  */
 #include "sim_internal.h"
 #include "common/mlx5_qpn_prm_status.h"
@@ -51,16 +53,7 @@ sim_register_atfork()
 int32_t
 svc_run(void *arg)
 {
-	mlx5_qpn_backend *be = static_cast<mlx5_qpn_backend *>(arg);
-	SimDev *d = to_dev(be);
-	int n = mlx5_qpn_sim_poll(be);
-	int w = 0;
-
-	/* Skip the device mutex when no DCI exists anywhere. */
-	if (std::atomic_ref<uint32_t>(d->shm->dc.nb_active).load(std::memory_order_relaxed) != 0 &&
-	    !d->dc_off)
-		w = mlx5_qpn_sim_dc_ops.execute(be);
-	return (n > 0 || w > 0) ? 0 : -EAGAIN;
+	return mlx5_qpn_sim_poll(static_cast<mlx5_qpn_backend *>(arg)) > 0 ? 0 : -EAGAIN;
 }
 
 void
@@ -129,7 +122,7 @@ sim_uar_map(mlx5_qpn_backend *be, mlx5_qpn_uar *uar)
 			std::atomic_ref<uint32_t>(m.in_use).store(1, std::memory_order_release);
 			s->ctr.uars_live++;
 			uar->base_addr = s->uar[i];
-			uar->reg_addr = s->uar[i] + UAR_DB_OFFSET;
+			uar->reg_addr = s->uar[i] + MLX5_QPN_UAR_DB_OFFSET;
 			uar->page_id = i;
 			uar->mmap_off = offsetof(SimShm, uar) + uint64_t(i) * UAR_PAGE;
 			uar->handle = (uint64_t(m.gen) << 32) | i;
@@ -189,7 +182,7 @@ mlx5_qpn_sim_poll(struct mlx5_qpn_backend *be)
 		SimUarMeta &m = s->uar_meta[i];
 		if (!std::atomic_ref<uint32_t>(m.in_use).load(std::memory_order_acquire))
 			continue;
-		auto *reg = reinterpret_cast<uint64_t *>(s->uar[i] + UAR_DB_OFFSET);
+		auto *reg = reinterpret_cast<uint64_t *>(s->uar[i] + MLX5_QPN_UAR_DB_OFFSET);
 		uint64_t v = std::atomic_ref<uint64_t>(*reg).load(std::memory_order_acquire);
 		std::atomic_ref<uint64_t> last_seen(m.last_seen);
 		uint64_t seen = last_seen.load(std::memory_order_acquire);
