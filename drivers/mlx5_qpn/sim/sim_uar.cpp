@@ -6,7 +6,7 @@
  * value once across all pollers of all processes, and runs the DC data path (sim_dc_cmd.cpp).
  */
 #include "sim_internal.h"
-#include "common/mlx5_qpn_prm_status.h"
+#include "mlx5_qpn_prm_status.h"
 
 #include <errno.h>
 #include <pthread.h>
