@@ -5,10 +5,14 @@
 #
 # The layers point one way: app -> drivers -> lib. A lib/ file that includes a header of
 # drivers/ or app/, or a drivers/ file that includes one of app/, fails (run by the test command).
-# Inside the driver, as in DPDK's drivers/common/mlx5: common/ (the mlx5 layouts) is the lowest
-# layer and includes none of sim/, hw/, dc/; the DC data path (dc/) reaches a backend through the
-# ops table only, so it includes nothing of sim/ or hw/; the two backends include nothing of each
-# other or of dc/. Headers are matched by file name against the files each forbidden folder holds.
+# Inside the driver (drivers/mlx5_qpn/meson.build has its floors), as in DPDK's
+# drivers/common/mlx5: common/ (the mlx5 layouts, the caps struct) is the lowest floor and
+# includes nothing of the driver; ops/ (the backend seam) names no backend; lease/ sees lib/ only;
+# the DC data path (dc/) reaches a backend through the seam only; the two backends include nothing
+# of each other, of dc/ or of the generic layer (dev/), which includes nothing of sim/, hw/, dc/.
+# Headers are matched by file name against the files each forbidden folder holds. The build
+# refuses the same includes by its include paths (devtools/check-probe.sh); this grep also
+# catches a relative "../sim/..." that no include path can refuse.
 set -euo pipefail
 cd "${1:-$(dirname "$0")/..}"
 fail=0
@@ -35,9 +39,12 @@ check() { # folder, forbidden folders...
 }
 check lib drivers app
 check drivers app
-check $drv/common $drv/sim $drv/hw $drv/dc
-check $drv/dc $drv/sim $drv/hw
-check $drv/sim $drv/hw $drv/dc
-check $drv/hw $drv/sim $drv/dc
-[ $fail -eq 0 ] && echo "check-layering: OK (app -> drivers -> lib; common <- sim, hw, dc)"
+check $drv/common $drv/ops $drv/lease $drv/dc $drv/hw $drv/sim $drv/dev
+check $drv/ops $drv/lease $drv/dc $drv/hw $drv/sim $drv/dev
+check $drv/lease $drv/common $drv/ops $drv/dc $drv/hw $drv/sim $drv/dev
+check $drv/dc $drv/sim $drv/hw $drv/lease $drv/dev
+check $drv/sim $drv/hw $drv/dc $drv/dev
+check $drv/hw $drv/sim $drv/dc $drv/lease $drv/dev
+check $drv/dev $drv/sim $drv/hw $drv/dc
+[ $fail -eq 0 ] && echo "check-layering: OK (app -> drivers -> lib; the driver's floors of drivers/mlx5_qpn/meson.build)"
 exit $fail

@@ -5,13 +5,24 @@
 #
 # The layering as the build enforces it (run by devtools/check.sh). For each component library
 # it takes the exact compiler command of that target from the build (meson-info), and tries to
-# compile a one-line probe `#include "<header>"` for every header the component must not see:
+# compile a one-line probe `#include "<header>"` for every header the component must not see
+# (drivers/mlx5_qpn/meson.build has the driver's floors; drv below is drivers/mlx5_qpn):
 #   qpn_shm  (lib/shm):   nothing of lib/pool, lib/cm, drivers/, app/
 #   qpn_pool (lib/pool):  nothing of lib/cm, drivers/, app/
 #   qpn_cm   (lib/cm):    nothing of lib/pool, drivers/, app/
-#   qpn_drv  (drivers/):  nothing of app/
+#   qpn_mlx5_common (drv/common): nothing of lib/, app/ or the driver's other floors, the public
+#            headers included
+#   qpn_lease (drv/lease): nothing of lib/cm, app/ or the driver's other floors
+#   qpn_dc   (drv/dc):    nothing of lib/shm, lib/pool, lib/cm, app/, drv/sim, hw, lease, dev
+#   qpn_hw   (drv/hw):    nothing of lib/shm, lib/pool, lib/cm, app/, drv/sim, dc, lease, dev
+#   qpn_sim  (drv/sim):   nothing of lib/pool, lib/cm, app/, drv/hw, dc, dev
+#   qpn_dev  (drv/dev, the generic layer): nothing of app/, drv/sim, hw, dc
 #   c_abi    (the public face, C11): no header of lib/, drivers/, app/ by its bare name, only
 #            <mlx5_qpn/...>
+# Each floor's own folder is on its include path and holds no sub-folder, so a probe compiled
+# from a temporary folder finds exactly what a file of that floor finds (a quoted include also
+# searches the includer's folder). The public headers a floor may see resolve to their staged
+# copies under the build dir, never to the source file, and are not counted as leaks.
 # A probe must fail to find the header (or find a system header of the same name, never one of
 # the forbidden folder). One positive probe per target proves that a failure means the include
 # path and not a broken command. devtools/check-layering.sh still greps the sources, which also
@@ -112,8 +123,37 @@ check_target() { # target language ext positive-include forbidden-folders...
 check_target qpn_shm cpp cpp '"qpn_shm.h"' lib/pool lib/cm drivers app
 check_target qpn_pool cpp cpp '"qpn_pool_internal.h"' lib/cm drivers app
 check_target qpn_cm cpp cpp '"cm_internal.h"' lib/pool drivers app
-check_target qpn_drv cpp cpp '"mlx5_qpn_ops.h"' app
+drv=drivers/mlx5_qpn
+pub="$drv/mlx5_qpn.h $drv/mlx5_qpn_dc.h"
+# shellcheck disable=SC2086 # $pub: two file names
+check_target qpn_mlx5_common cpp cpp '"mlx5_qpn_prm.h"' lib/shm lib/pool lib/cm app \
+	$drv/ops $drv/lease $drv/dc $drv/hw $drv/sim $drv/dev $pub
+# shellcheck disable=SC2086
+check_target qpn_lease cpp cpp '"mlx5_qpn_lease.h"' lib/cm app \
+	$drv/common $drv/ops $drv/dc $drv/hw $drv/sim $drv/dev $pub
+check_target qpn_dc cpp cpp '"mlx5_qpn_dc_priv.h"' lib/shm lib/pool lib/cm app \
+	$drv/sim $drv/hw $drv/lease $drv/dev
+check_target qpn_hw cpp cpp '"mlx5_qpn_hw_priv.h"' lib/shm lib/pool lib/cm app \
+	$drv/sim $drv/dc $drv/lease $drv/dev
+check_target qpn_sim cpp cpp '"sim_internal.h"' lib/pool lib/cm app $drv/hw $drv/dc $drv/dev
+check_target qpn_dev cpp cpp '"mlx5_qpn_dev_priv.h"' app $drv/sim $drv/hw $drv/dc
 check_target c_abi c c '<mlx5_qpn/mlx5_qpn_dc.h>' lib drivers app
+
+# Two refusals shown as the compiler prints them: the generic layer reaching into the emulator,
+# and common/ reaching up to the seam.
+show_refusal() { # target include
+	local cmd=()
+	target_cmd "$1" cpp "$tmp/cmd" || return 0
+	mapfile -d '' cmd < "$tmp/cmd"
+	if probe "$1" cpp cpp "#include $2" "${cmd[@]}"; then
+		echo "check-probe: $1 compiles '#include $2'"
+		fail=1
+	else
+		echo "check-probe: $1 refuses '#include $2': $(grep -m1 -o 'fatal error: .*' "$tmp/probe.err")"
+	fi
+}
+show_refusal qpn_dev '"sim/sim_internal.h"'
+show_refusal qpn_mlx5_common '"mlx5_qpn_ops.h"'
 
 [ $fail -eq 0 ] && echo "check-probe: OK ($probes forbidden includes refused by the build's include paths)"
 exit $fail

@@ -12,7 +12,8 @@
 #  3. library      the exported symbols, the SONAME and the installed headers
 #                  (devtools/check-library.sh; needs BUILD_DIR);
 #  4. layering     the include direction by grep (devtools/check-layering.sh) and as the build
-#                  enforces it, by compile probes (devtools/check-probe.sh; needs BUILD_DIR);
+#                  enforces it, by compile probes against every library's include path, the
+#                  driver's floors included (devtools/check-probe.sh; needs BUILD_DIR);
 #  5. dialect      no atomic builtins (C++ atomics only) and no rte_log call outside the one log
 #                  macro family in lib/ and drivers/;
 #  6. nothrow      no allocation that can throw in lib/ and drivers/: no std::string, std::vector,

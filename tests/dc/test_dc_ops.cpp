@@ -13,6 +13,7 @@
 #include "common/mlx5_qpn_prm_wqe.h"
 #include "dc/mlx5_qpn_dc_be.h"
 #include "hw/mlx5_qpn_hw_dc.h"
+#include "hw/mlx5_qpn_hw.h"
 #include "mlx5_qpn.h"
 #include "mlx5_qpn_dc.h"
 #include "mlx5_qpn_dc_ops.h"

@@ -24,6 +24,7 @@
 #include "mlx5_qpn_dev_internal.h"
 #include "mlx5_qpn_devargs.h"
 #include "mlx5_qpn_ops.h"
+#include "hw/mlx5_qpn_hw.h"
 #include "sim/mlx5_qpn_sim.h"
 #include "sim/mlx5_qpn_sim_devargs.h"
 

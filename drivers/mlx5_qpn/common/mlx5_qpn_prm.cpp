@@ -3,7 +3,7 @@
  * PRM command builders and parsers. Pure functions over caller buffers: no device, no log,
  * so both the hardware backend and the emulated device use them.
  */
-#include "common/mlx5_qpn_prm.h"
+#include "mlx5_qpn_prm.h"
 
 #include <errno.h>
 #include <string.h>

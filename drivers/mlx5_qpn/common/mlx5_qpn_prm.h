@@ -24,8 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mlx5_qpn_ops.h"
-#include "common/mlx5_qpn_prm_status.h"
+#include "mlx5_qpn_caps.h"
+#include "mlx5_qpn_prm_status.h"
 
 #ifdef __cplusplus
 extern "C" {

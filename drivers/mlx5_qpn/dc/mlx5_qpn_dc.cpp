@@ -36,12 +36,11 @@
 
 #include "mlx5_qpn_dc.h"
 #include "mlx5_qpn_dc_ops.h"
-#include "mlx5_qpn_dev_internal.h"
 #include "mlx5_qpn_ops.h"
-#include "common/mlx5_qpn_prm_wqe.h"
-#include "dc/mlx5_qpn_dc_ah.h"
-#include "dc/mlx5_qpn_dc_be.h"
-#include "dc/mlx5_qpn_dc_priv.h"
+#include "mlx5_qpn_prm_wqe.h"
+#include "mlx5_qpn_dc_ah.h"
+#include "mlx5_qpn_dc_be.h"
+#include "mlx5_qpn_dc_priv.h"
 
 RTE_LOG_REGISTER(mlx5_qpn_dc_logtype, mlx5_qpn.dc, INFO);
 

@@ -14,11 +14,10 @@
 #include "mlx5_qpn_log.h"
 
 #include "mlx5_qpn_dc.h"
-#include "mlx5_qpn_dev_internal.h"
 #include "mlx5_qpn_ops.h"
-#include "common/mlx5_qpn_prm_wqe.h"
-#include "dc/mlx5_qpn_dc_ah.h"
-#include "dc/mlx5_qpn_dc_be.h"
+#include "mlx5_qpn_prm_wqe.h"
+#include "mlx5_qpn_dc_ah.h"
+#include "mlx5_qpn_dc_be.h"
 
 extern int mlx5_qpn_dc_logtype;
 #define DC_LOG(level, ...) MLX5_QPN_LOG(dc, level, __VA_ARGS__)

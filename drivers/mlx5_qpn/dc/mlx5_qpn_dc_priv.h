@@ -20,7 +20,7 @@
 
 #include "mlx5_qpn_dc.h"
 #include "mlx5_qpn_dc_ops.h"
-#include "common/mlx5_qpn_prm_wqe.h"
+#include "mlx5_qpn_prm_wqe.h"
 
 struct mlx5_qpn_backend;
 struct mlx5_qpn_dci;

@@ -17,8 +17,8 @@
 
 #include "mlx5_qpn_dc.h"
 #include "mlx5_qpn_dc_ops.h"
-#include "common/mlx5_qpn_prm_wqe.h"
-#include "dc/mlx5_qpn_dc_priv.h"
+#include "mlx5_qpn_prm_wqe.h"
+#include "mlx5_qpn_dc_priv.h"
 
 extern int mlx5_qpn_dc_logtype;
 

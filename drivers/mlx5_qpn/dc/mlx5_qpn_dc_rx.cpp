@@ -27,7 +27,7 @@
 
 #include "mlx5_qpn_log.h"
 
-#include "dc/mlx5_qpn_dc_priv.h"
+#include "mlx5_qpn_dc_priv.h"
 
 extern int mlx5_qpn_dc_logtype;
 #define DC_LOG(level, ...) MLX5_QPN_LOG(dc, level, __VA_ARGS__)

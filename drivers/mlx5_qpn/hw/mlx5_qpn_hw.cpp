@@ -23,7 +23,7 @@
 #include "mlx5_qpn_hw_memlock.h"
 #include "mlx5_qpn_hw_priv.h" /* the device, the QP source, the sizing decisions */
 #include "mlx5_qpn_hw_dc.h"   /* the DC table */
-#include "common/mlx5_qpn_prm.h"
+#include "mlx5_qpn_prm.h"
 
 RTE_LOG_REGISTER(mlx5_qpn_hw_logtype, mlx5_qpn.hw, INFO);
 

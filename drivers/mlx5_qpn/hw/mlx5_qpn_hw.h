@@ -4,7 +4,7 @@
 
 /**
  * @file
- * Internal: the rdma-core hardware backend, `mlx5_qpn_hw_ops` (declared in mlx5_qpn_ops.h),
+ * Internal: the rdma-core hardware backend, `mlx5_qpn_hw_ops` (declared below),
  * registered at load as backend "hw" for devices named "ib=<ibv device name>"
  * (mlx5_qpn_backend.h). Its one key of its own is `port=N` (struct mlx5_qpn_hw_devargs): the
  * 1-based physical port the handle serves (default 1). Its DC objects, AHs and port queries use
@@ -77,6 +77,9 @@ extern "C" {
 struct mlx5_qpn_hw_devargs {
 	uint32_t port; /**< port=N: the physical port the handle serves, 1-based (0 means 1). */
 };
+
+/** The hardware backend's table; the generic layer finds it through the registry alone. */
+extern const struct mlx5_qpn_dev_ops mlx5_qpn_hw_ops;
 
 #ifdef __cplusplus
 }

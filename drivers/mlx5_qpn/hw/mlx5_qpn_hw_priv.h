@@ -20,7 +20,7 @@
 
 #include "mlx5_qpn_hw_qp.h"
 #include "mlx5_qpn_hw_sizing.h"
-#include "mlx5_qpn_ops.h"
+#include "mlx5_qpn_hw.h"
 
 namespace mlx5_qpn_hw {
 

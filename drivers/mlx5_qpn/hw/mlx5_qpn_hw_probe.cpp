@@ -13,7 +13,7 @@
 
 #include "mlx5_qpn_hw_log.h"
 #include "mlx5_qpn_hw_priv.h"
-#include "common/mlx5_qpn_prm.h"
+#include "mlx5_qpn_prm.h"
 
 namespace mlx5_qpn_hw {
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/mlx5_qpn_prm.h"
+#include "mlx5_qpn_prm.h"
 
 namespace {
 

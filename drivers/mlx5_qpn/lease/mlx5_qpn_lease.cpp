@@ -28,8 +28,13 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "mlx5_qpn_dev_log.h"
+#include "mlx5_qpn_log.h"
 #include "mlx5_qpn_pool.h"
+
+/* The lease file serves the generic layer: its lines go to that layer's log type (mlx5_qpn.dev,
+ * registered in dev/), declared here because lease/ sees lib/ and nothing of dev/. */
+extern "C" int mlx5_qpn_dev_logtype;
+#define DEV_LOG(level, ...) MLX5_QPN_LOG(dev, level, __VA_ARGS__)
 
 namespace qpn::lease {
 

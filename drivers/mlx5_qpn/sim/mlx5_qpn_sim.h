@@ -177,6 +177,9 @@ int mlx5_qpn_sim_test_hold_mutex(struct mlx5_qpn_backend *be);
  * dci_create -EINVAL for log_sq_bbs above 15; -ENOMEM when no QPN is left for a DCI or DCT.
  */
 
+/** The emulated device's table; the generic layer finds it through the registry alone. */
+extern const struct mlx5_qpn_dev_ops mlx5_qpn_sim_ops;
+
 /** The emulated device's DC operations (wired as mlx5_qpn_sim_ops.dc). */
 extern const struct mlx5_qpn_dc_ops mlx5_qpn_sim_dc_ops;
 

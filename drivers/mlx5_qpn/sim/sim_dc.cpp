@@ -6,7 +6,7 @@
  * executing one thing at a time. See sim_dc.h.
  */
 #include "sim_dc.h"
-#include "common/mlx5_qpn_prm_wqe.h"
+#include "mlx5_qpn_prm_wqe.h"
 #include "mlx5_qpn_dc_ops.h"
 
 #include <errno.h>

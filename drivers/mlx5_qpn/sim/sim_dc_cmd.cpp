@@ -9,7 +9,7 @@
 #include "sim_internal.h"
 
 #include "mlx5_qpn_dc.h"
-#include "common/mlx5_qpn_prm_wqe.h"
+#include "mlx5_qpn_prm_wqe.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -7,7 +7,7 @@
  * status into an errno and counts it.
  */
 #include "sim_internal.h"
-#include "common/mlx5_qpn_prm_status.h"
+#include "mlx5_qpn_prm_status.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -5,7 +5,7 @@
  * the special QP0/QP1, all from the device-global QPN table (sim_qpn_table.h).
  */
 #include "sim_internal.h"
-#include "common/mlx5_qpn_prm_status.h"
+#include "mlx5_qpn_prm_status.h"
 
 #include <errno.h>
 #include <inttypes.h>

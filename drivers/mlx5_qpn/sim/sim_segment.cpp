@@ -8,7 +8,7 @@
 #include "sim_internal.h"
 
 #include <atomic>
-#include "lease/mlx5_qpn_lease.h"
+#include "mlx5_qpn_lease.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -8,7 +8,7 @@
  * every backend.
  */
 #include "sim_internal.h"
-#include "common/mlx5_qpn_prm_status.h"
+#include "mlx5_qpn_prm_status.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -7,7 +7,7 @@
 
 #include <atomic>
 
-#include "common/mlx5_qpn_prm_status.h"
+#include "mlx5_qpn_prm_status.h"
 
 namespace mlx5_qpn_sim {
 

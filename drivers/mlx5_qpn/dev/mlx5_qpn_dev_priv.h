@@ -38,7 +38,7 @@
 #include "mlx5_qpn_dev_log.h"
 #include "mlx5_qpn_devargs.h"
 #include "mlx5_qpn_ops.h"
-#include "lease/mlx5_qpn_lease.h"
+#include "mlx5_qpn_lease.h"
 
 struct mlx5_qpn_mp;
 

@@ -5,9 +5,9 @@
 /**
  * @file
  * Internal: the backend operations table of an mlx5_qpn device (the shape of DPDK's
- * eth_dev_ops). One table per backend: the emulated device (sim/) and the rdma-core hardware
- * backend (hw/). The generic layer (mlx5_qpn_dev.cpp) holds the pool and calls these only on
- * slow paths, never while holding anything the fast path takes.
+ * eth_dev_ops). One table per backend, which the backend registers itself with its descriptor
+ * (mlx5_qpn_backend.h): this header names none of them. The generic layer (dev/) holds the pool
+ * and calls these only on slow paths, never while holding anything the fast path takes.
  *
  * All functions return 0 or a negative errno. Firmware status codes are mapped the way
  * rdma-core maps them (see common/mlx5_qpn_prm.h: mlx5_qpn_fw_status_to_errno()).
@@ -15,28 +15,12 @@
 
 #include <stdint.h>
 
+#include "mlx5_qpn_caps.h"
 #include "mlx5_qpn_devargs.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/** Device capabilities that matter for QPN reservation (HCA caps and caps 2). */
-struct mlx5_qpn_caps {
-	uint64_t node_guid;                   /**< Node GUID (host order). */
-	uint64_t general_obj_types;           /**< HCA caps general_obj_types bit mask. */
-	uint8_t reserved_qpn_obj;             /**< general_obj_types bit 44 (RESERVED_QPN) set. */
-	uint8_t log_reserved_qpn_granularity; /**< Smallest object: 2^g QPNs (caps 2). */
-	uint8_t log_reserved_qpn_max_alloc;   /**< Largest object: 2^m QPNs (caps 2). */
-	uint8_t log_max_num_reserved_qpn;     /**< Most reserved QPNs in total: 2^n (caps 2). */
-	uint8_t log_max_qp;                   /**< log2 of the number of QPs. */
-	uint8_t nb_ports;                     /**< Physical ports. */
-	uint8_t devx;                         /**< DEVX commands available on the context. */
-	uint8_t port; /**< The 1-based physical port this handle serves (0 is taken as 1). */
-	/** Most QPNs this handle may take from the device in all, reserved or ordinary (the
-	 * emulated device's limit= devarg); 0: only the log_max_* caps bound it. */
-	uint32_t qpn_limit;
-};
 
 /** One reserved range as the device gave it. */
 struct mlx5_qpn_range_obj {
@@ -97,10 +81,12 @@ struct mlx5_qpn_backend {
 	const struct mlx5_qpn_dev_ops *ops;
 };
 
-/** The emulated mlx5 device (drivers/mlx5_qpn/sim/). */
-extern const struct mlx5_qpn_dev_ops mlx5_qpn_sim_ops;
-/** The rdma-core hardware backend (drivers/mlx5_qpn/hw/). */
-extern const struct mlx5_qpn_dev_ops mlx5_qpn_hw_ops;
+/**
+ * The backend handle of a probed device: how the DC layer (dc/) reaches the device's table
+ * (mlx5_qpn_dev_ops::dc) without seeing the generic layer's device. Defined by the generic layer.
+ */
+struct mlx5_qpn_dev;
+struct mlx5_qpn_backend *mlx5_qpn_dev_backend(struct mlx5_qpn_dev *dev);
 
 #ifdef __cplusplus
 }
