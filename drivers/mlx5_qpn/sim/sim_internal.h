@@ -41,8 +41,8 @@
 #include "sim_qpn_table.h"
 #include "sim_dc.h"
 #include "qpn_shm.h"
-#include "common/mlx5_qpn_prm.h"
-#include "common/mlx5_qpn_prm_wqe.h"
+#include "mlx5_qpn_prm.h"
+#include "mlx5_qpn_prm_wqe.h"
 
 #include <pthread.h>
 #include <stddef.h>
