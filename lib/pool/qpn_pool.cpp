@@ -320,7 +320,7 @@ alloc_bulk_hit(Pool &pool, Cache *c, uint32_t *qpns, unsigned int n)
 	c->ready.count.store(left, rlx);
 	if (left != 0)
 		c->ready.head.store(s, rlx);
-	QPN_TEST_HOOK(bulk_taken, qpns, n);
+	QPN_TEST_HOOK_HOT(bulk_taken, qpns, n);
 	for (unsigned int i = 0; i < n; i++) {
 		auto &sw = pool.slot(qpns[i]);
 		sw.store(slot_with_aux(sw.load(rlx), holder), rlx);

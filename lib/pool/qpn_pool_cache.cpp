@@ -471,7 +471,7 @@ wait_thief(const Cache *c)
 	uint64_t now = now_ns();
 	if (t_thief_timeout_at != 0 && now - t_thief_timeout_at < kThiefBackoffNs)
 		return false;
-	QPN_TEST_HOOK(thief_wait);
+	QPN_TEST_HOOK_HOT(thief_wait);
 	const uint64_t until = now + kThiefWaitNs;
 	for (unsigned spins = 1;; spins++) {
 		if ((c->gate.load(acq) & kGateThief) == 0)

@@ -358,9 +358,12 @@ QPN_HOT bool
 RangeMap::qpn_to_slot(uint32_t qpn, uint32_t *slot_out, std::atomic<uint32_t> *hint) const
 {
 	if (hint != nullptr) {
+		/* p_ read into a local: GCC then keeps it in a register across the callers' loop
+		 * instead of reloading it (callgrind counts one instruction less per bulk call). */
+		const mlx5_qpn_pool *p = p_;
 		uint32_t h = hint->load(rlx);
-		if (h < p_->nb_ranges.load(acq)) {
-			const Range &r = p_->ranges[h];
+		if (h < p->nb_ranges.load(acq)) {
+			const Range &r = p->ranges[h];
 			uint32_t f = r.first.load(rlx);
 			if (qpn - f < r.count.load(rlx)) {
 				*slot_out = r.base.load(rlx) + (qpn - f);
@@ -374,9 +377,10 @@ RangeMap::qpn_to_slot(uint32_t qpn, uint32_t *slot_out, std::atomic<uint32_t> *h
 QPN_HOT uint32_t
 RangeMap::slot_to_qpn(uint32_t s, std::atomic<uint32_t> *hint) const
 {
+	const mlx5_qpn_pool *p = p_; /* in a local: as in qpn_to_slot() */
 	uint32_t h = hint != nullptr ? hint->load(rlx) : 0;
-	if (h < p_->nb_ranges.load(acq)) {
-		const Range &r = p_->ranges[h];
+	if (h < p->nb_ranges.load(acq)) {
+		const Range &r = p->ranges[h];
 		uint32_t b = r.base.load(rlx);
 		if (s - b < r.count.load(rlx))
 			return r.first.load(rlx) + (s - b);

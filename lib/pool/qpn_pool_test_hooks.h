@@ -58,25 +58,30 @@ extern TestHooks g_test_hooks;
 
 } /* namespace qpn */
 
-/* Call hook `name` of g_test_hooks with the arguments, if a test set it (QPN_TEST_HOOK_RLX:
- * the hook loaded relaxed, where an acquire load would order the fast path's own loads);
- * QPN_TEST_COUNT: count in a counter of g_test_hooks; QPN_TEST_FLAG: a flag of g_test_hooks
- * (false without hooks). */
+/* Call hook `name` of g_test_hooks with the arguments, if a test set it. QPN_TEST_HOOK_HOT: on
+ * a path the compiler is to lay out for the hook's absence (QPN_TEST_HOOK_RLX: loaded relaxed,
+ * where an acquire load would order the path's own loads). QPN_TEST_COUNT: count in a counter of
+ * g_test_hooks; QPN_TEST_FLAG: a flag of g_test_hooks (false without hooks). */
 #ifdef QPN_POOL_TEST_HOOKS
-#define QPN_TEST_HOOK_MO(mo, name, ...)                                                            \
+#define QPN_TEST_UNLIKELY_(x) __builtin_expect(!!(x), 0)
+#define QPN_TEST_HOOK_IF(cond, mo, name, ...)                                                      \
 	do {                                                                                       \
 		auto qpn_hook_ = ::qpn::g_test_hooks.name.load(mo);                                \
-		if (__builtin_expect(qpn_hook_ != nullptr, 0))                                     \
+		if (cond(qpn_hook_ != nullptr))                                                    \
 			qpn_hook_(__VA_ARGS__);                                                    \
 	} while (0)
-#define QPN_TEST_HOOK(name, ...)     QPN_TEST_HOOK_MO(std::memory_order_acquire, name, __VA_ARGS__)
-#define QPN_TEST_HOOK_RLX(name, ...) QPN_TEST_HOOK_MO(std::memory_order_relaxed, name, __VA_ARGS__)
-#define QPN_TEST_COUNT(counter)      ::qpn::g_test_hooks.counter.fetch_add(1, std::memory_order_relaxed)
-#define QPN_TEST_FLAG(flag)          ::qpn::g_test_hooks.flag.load(std::memory_order_relaxed)
+#define QPN_TEST_HOOK(name, ...) QPN_TEST_HOOK_IF(, std::memory_order_acquire, name, __VA_ARGS__)
+#define QPN_TEST_HOOK_HOT(name, ...)                                                               \
+	QPN_TEST_HOOK_IF(QPN_TEST_UNLIKELY_, std::memory_order_acquire, name, __VA_ARGS__)
+#define QPN_TEST_HOOK_RLX(name, ...)                                                               \
+	QPN_TEST_HOOK_IF(QPN_TEST_UNLIKELY_, std::memory_order_relaxed, name, __VA_ARGS__)
+#define QPN_TEST_COUNT(counter) ::qpn::g_test_hooks.counter.fetch_add(1, std::memory_order_relaxed)
+#define QPN_TEST_FLAG(flag)     ::qpn::g_test_hooks.flag.load(std::memory_order_relaxed)
 #else
 #define QPN_TEST_HOOK(name, ...)                                                                   \
 	do {                                                                                       \
 	} while (0)
+#define QPN_TEST_HOOK_HOT(name, ...) QPN_TEST_HOOK(name)
 #define QPN_TEST_HOOK_RLX(name, ...) QPN_TEST_HOOK(name)
 #define QPN_TEST_COUNT(counter)      ((void)0)
 #define QPN_TEST_FLAG(flag)          false
