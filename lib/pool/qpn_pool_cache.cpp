@@ -643,7 +643,7 @@ bind_cache(mlx5_qpn_pool *p)
 		if (p->caches[i].owner.load(rlx) == 0 &&
 		    p->caches[i].owner.compare_exchange_strong(expect, me, sc, rlx)) {
 			/* Read after the claim, sequentially consistent: a remote freer that holds the
-			 * cache because it saw it unclaimed (Pool::try_hold) is seen here or in enter(),
+			 * cache because it saw it unclaimed (RemoteQueue::try_hold) is seen here or in enter(),
 			 * which then bypasses it until it lets go. */
 			(void)p->caches[i].gate.load(sc);
 			tc.b[tc.n++] = tc.b[0];
