@@ -33,8 +33,10 @@ namespace qpn::detail {
 
 /* ---- clock ---------------------------------------------------------------------------------- */
 
-/* Test seam (qpn_pool_test_hooks.h): 0 outside tests. */
+#ifdef QPN_POOL_TEST_HOOKS
+/* Test seam (qpn_pool_test_hooks.h). */
 std::atomic<int64_t> g_clock_offset{0};
+#endif
 
 } /* namespace qpn::detail */
 
@@ -318,9 +320,7 @@ alloc_bulk_hit(Pool &pool, Cache *c, uint32_t *qpns, unsigned int n)
 	c->ready.count.store(left, rlx);
 	if (left != 0)
 		c->ready.head.store(s, rlx);
-	auto hook = g_test_hooks.bulk_taken.load(acq);
-	if (unlikely(hook != nullptr))
-		hook(qpns, n);
+	QPN_TEST_HOOK_HOT(bulk_taken, qpns, n);
 	for (unsigned int i = 0; i < n; i++) {
 		auto &sw = pool.slot(qpns[i]);
 		sw.store(slot_with_aux(sw.load(rlx), holder), rlx);
@@ -349,11 +349,8 @@ alloc_bulk_in(Pool &pool, Cache *c, uint32_t *qpns, unsigned int n)
 		if (rc != 0)
 			break;
 	}
-	if (rc != 0 && got != 0) {
-		auto hook = g_test_hooks.bulk_rollback.load(acq);
-		if (hook != nullptr)
-			hook(qpns, got);
-	}
+	if (rc != 0 && got != 0)
+		QPN_TEST_HOOK(bulk_rollback, qpns, got);
 	std::atomic<uint32_t> *hint = c != nullptr ? &c->range_hint : nullptr;
 	for (unsigned int i = 0; i < got; i++) {
 		uint32_t s;
@@ -553,6 +550,7 @@ mlx5_qpn_pool_name(const struct mlx5_qpn_pool *p)
 
 /* ---- test seams ----------------------------------------------------------------------------- */
 
+#ifdef QPN_POOL_TEST_HOOKS
 namespace qpn {
 
 TestHooks g_test_hooks;
@@ -569,3 +567,4 @@ test_clock_offset_get()
 }
 
 } /* namespace qpn */
+#endif /* QPN_POOL_TEST_HOOKS */

@@ -90,7 +90,9 @@ heavy_barrier(Scope s)
 	Barrier b = barrier_kind();
 	if (b == Barrier::kNone)
 		return false;
-	auto issued = [](Scope k) { g_test_hooks.barriers[static_cast<int>(k)].fetch_add(1, rlx); };
+	auto issued = []([[maybe_unused]] Scope k) {
+		QPN_TEST_COUNT(barriers[static_cast<int>(k)]);
+	};
 	switch (s) {
 	case Scope::kProcess:
 		issued(s);
@@ -122,7 +124,7 @@ self_token(uint32_t proc_plus1)
 
 /* Give a cache chain of free QPNs back to the free stack. */
 void
-Pool::give_back(Chain &c)
+CacheChains::give_back(Chain &c)
 {
 	uint32_t n = c.count.load(rlx);
 	if (n == 0)
@@ -136,7 +138,7 @@ Pool::give_back(Chain &c)
 }
 
 void
-Pool::flush_cache(Cache &c)
+CacheChains::flush_cache(Cache &c)
 {
 	if (c.ready.count.load(rlx) != 0 || c.spare.count.load(rlx) != 0)
 		bump(c.flushes);
@@ -223,9 +225,7 @@ Pool::nothing_anywhere(const Cache *self) const
 	auto stack = [this] { return head_idx(p_->free_top.load(sc)) != kNil; };
 	if (quarantine_next(&when))
 		return false;
-	auto hook = g_test_hooks.verdict_scan.load(acq);
-	if (hook != nullptr)
-		hook();
+	QPN_TEST_HOOK(verdict_scan);
 	if (announced() || stack() || anything_held(self) || announced() || stack())
 		return false;
 	return !quarantine_next(&when);
@@ -271,7 +271,7 @@ Pool::wait_collector(Cache *self)
  * cache that took that batch back refilled and flushed on every alloc/free pair.)
  */
 QPN_COLD void
-Pool::rotate_full(Cache &c, uint32_t s)
+CacheChains::rotate_full(Cache &c, uint32_t s)
 {
 	if (c.spare.count.load(rlx) != 0) {
 		give_back(c.spare);
@@ -304,7 +304,7 @@ Pool::rotate_full(Cache &c, uint32_t s)
  * lag.
  */
 void
-Pool::seal_at_refill(Cache &c)
+CacheChains::seal_at_refill(Cache &c)
 {
 	if (p_->quarantine_ns == 0)
 		return;
@@ -326,7 +326,7 @@ Pool::seal_at_refill(Cache &c)
  * announced the move (`moving`): the popped batches are in no home until linked.
  */
 void
-Pool::join_short(Cache &c)
+CacheChains::join_short(Cache &c)
 {
 	Chain &ready = c.ready;
 	for (int k = 0; k < 8 && ready.count.load(rlx) < p_->batch; k++) {
@@ -471,8 +471,7 @@ wait_thief(const Cache *c)
 	uint64_t now = now_ns();
 	if (t_thief_timeout_at != 0 && now - t_thief_timeout_at < kThiefBackoffNs)
 		return false;
-	if (auto hook = g_test_hooks.thief_wait.load(acq); unlikely(hook != nullptr))
-		hook();
+	QPN_TEST_HOOK_HOT(thief_wait);
 	const uint64_t until = now + kThiefWaitNs;
 	for (unsigned spins = 1;; spins++) {
 		if ((c->gate.load(acq) & kGateThief) == 0)
@@ -644,7 +643,7 @@ bind_cache(mlx5_qpn_pool *p)
 		if (p->caches[i].owner.load(rlx) == 0 &&
 		    p->caches[i].owner.compare_exchange_strong(expect, me, sc, rlx)) {
 			/* Read after the claim, sequentially consistent: a remote freer that holds the
-			 * cache because it saw it unclaimed (Pool::try_hold) is seen here or in enter(),
+			 * cache because it saw it unclaimed (RemoteQueue::try_hold) is seen here or in enter(),
 			 * which then bypasses it until it lets go. */
 			(void)p->caches[i].gate.load(sc);
 			tc.b[tc.n++] = tc.b[0];

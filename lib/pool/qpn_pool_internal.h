@@ -263,7 +263,7 @@ struct alignas(64) Cache {
 	std::atomic<uint32_t> refill_seq; /* refills so far: paces the quarantine drain */
 	std::atomic<uint16_t> moving;     /* a refill is taking a batch off the free stack */
 	/* `open` holds frees taken from the remote queue: a refill does not seal it
-	 * (Pool::seal_at_refill()). Written by the cache's holder only. */
+	 * (CacheChains::seal_at_refill()). Written by the cache's holder only. */
 	std::atomic<uint16_t> open_remote;
 	std::atomic<uint64_t> misses;
 	std::atomic<uint64_t> refills;
@@ -309,7 +309,7 @@ constexpr uint32_t kGateThief = ~kGateRemote;
  * from 0; it is cleared only by a reclaim, after every QPN the process held was recovered. */
 struct alignas(64) ProcEntry {
 	std::atomic<uint64_t> ident;
-	std::atomic<uint32_t> busy; /* its threads inside a cacheless call (see Pool::Bypass) */
+	std::atomic<uint32_t> busy; /* its threads inside a cacheless call (see Bypass) */
 	/* 1: registered for MEMBARRIER_CMD_GLOBAL_EXPEDITED before it claimed any cache, so a
 	 * thief of another process fences its threads with IPIs (fence_scope()); stored after
 	 * `ident` is claimed, before the process writes its index into an owner word. */
@@ -379,7 +379,7 @@ struct mlx5_qpn_pool {
 
 	qpn::EventBase stats_base; /* mlx5_qpn_pool_stats_reset() snapshot */
 
-	/* Crash recovery (Pool::reclaim). `stw`: identity of a reclaimer that holds every cache and
+	/* Crash recovery (Recovery::reclaim). `stw`: identity of a reclaimer that holds every cache and
 	 * keeps cacheless calls out while it audits the pool, 0: none. */
 	alignas(64) qpn::ProcEntry procs[qpn::kMaxProcs];
 	std::atomic<uint64_t> stw;

@@ -21,7 +21,7 @@ namespace qpn::detail {
  * (or that was already recycled for a newer one) is released late, never early.
  */
 void
-Pool::push_quarantine(uint32_t head, uint32_t tail, uint64_t stamp)
+Quarantine::push_quarantine(uint32_t head, uint32_t tail, uint64_t stamp)
 {
 	uint64_t e = (stamp > p_->t0_ns ? (stamp - p_->t0_ns) / p_->epoch_ns : 0) & kTagMask;
 	auto &b = p_->bucket[e % kBuckets];
@@ -51,7 +51,7 @@ Pool::push_quarantine(uint32_t head, uint32_t tail, uint64_t stamp)
  * The result saturates at UINT64_MAX instead of wrapping.
  */
 uint64_t
-Pool::bucket_expiry(uint64_t tag, uint64_t now) const
+Quarantine::bucket_expiry(uint64_t tag, uint64_t now) const
 {
 	const uint64_t now_e = now > p_->t0_ns ? (now - p_->t0_ns) / p_->epoch_ns : 0;
 	const uint64_t ahead = (tag - now_e) & kTagMask;
@@ -77,7 +77,7 @@ Pool::bucket_expiry(uint64_t tag, uint64_t now) const
  * Returns the number of QPNs released.
  */
 uint64_t
-Pool::drain(uint64_t now)
+Quarantine::drain(uint64_t now)
 {
 	uint64_t total = 0;
 	for (auto &b : p_->bucket) {
@@ -92,9 +92,7 @@ Pool::drain(uint64_t now)
 				p_->transit.fetch_sub(1, sc);
 				continue;
 			}
-			auto hook = g_test_hooks.drain_holding.load(acq);
-			if (hook != nullptr)
-				hook();
+			QPN_TEST_HOOK(drain_holding);
 			/* Walk the chain batch by batch (head -> tail -> next head: two loads per
 			 * batch, none per slot) to count it and find its last tail. The slot words
 			 * keep kQuarantine: a slot is free because of its home (the free stack, then
@@ -120,7 +118,7 @@ Pool::drain(uint64_t now)
 }
 
 bool
-Pool::quarantine_next(uint64_t *when) const
+Quarantine::quarantine_next(uint64_t *when) const
 {
 	bool any = false;
 	uint64_t best = UINT64_MAX;
@@ -150,7 +148,7 @@ Pool::quarantine_next(uint64_t *when) const
 /* Seal a cache's open chain: stamp it now (after every release in it) and hand it to the
  * shared quarantine. */
 void
-Pool::seal(Chain &open, uint64_t stamp)
+Quarantine::seal(Chain &open, uint64_t stamp)
 {
 	uint32_t n = open.count.load(rlx);
 	if (n == 0)

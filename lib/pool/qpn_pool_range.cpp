@@ -14,7 +14,7 @@ using namespace qpn::detail;
 namespace qpn::detail {
 
 QPN_COLD bool
-Pool::qpn_to_slot_slow(uint32_t qpn, uint32_t *slot_out, std::atomic<uint32_t> *hint) const
+RangeMap::qpn_to_slot_slow(uint32_t qpn, uint32_t *slot_out, std::atomic<uint32_t> *hint) const
 {
 	uint32_t n;
 	/* Binary search of the sorted index under its seqlock (ranges are added rarely). */
@@ -56,7 +56,7 @@ Pool::qpn_to_slot_slow(uint32_t qpn, uint32_t *slot_out, std::atomic<uint32_t> *
 }
 
 QPN_COLD uint32_t
-Pool::slot_to_qpn_slow(uint32_t s, std::atomic<uint32_t> *hint) const
+RangeMap::slot_to_qpn_slow(uint32_t s, std::atomic<uint32_t> *hint) const
 {
 	/* The live range whose slot region holds s. A linear scan: regions of removed ranges are
 	 * taken again by later ranges, so bases are not ordered by index (slow path only). */
@@ -196,11 +196,138 @@ namespace {
 enum RemoveStage { kStageHolding = 1, kStageRetiring = 2 };
 
 void
-remove_stage(int stage)
+remove_stage([[maybe_unused]] int stage)
 {
-	auto hook = g_test_hooks.remove_stage.load(acq);
-	if (hook != nullptr)
-		hook(stage);
+	QPN_TEST_HOOK(remove_stage, stage);
+}
+
+/* The live range that starts at `first`, or UINT32_MAX. Range lock held. */
+uint32_t
+find_live_range(const mlx5_qpn_pool *p, uint32_t first)
+{
+	uint32_t n = p->nb_ranges.load(rlx), ri = UINT32_MAX;
+	for (uint32_t i = 0; i < n; i++)
+		if (p->ranges[i].count.load(rlx) != 0 && p->ranges[i].first.load(rlx) == first)
+			ri = i;
+	return ri;
+}
+
+/*
+ * Hold the whole free stack privately while it is examined: allocations that find the shared
+ * pool empty meanwhile wait for `collecting` to clear (see refill()), so none fails for want of
+ * QPNs that are only being looked at. Returns the stack's first batch.
+ */
+uint32_t
+hold_free_stack(mlx5_qpn_pool *p)
+{
+	int32_t me = my_proc(p);
+	p->collecting.store(me >= 0 ? static_cast<uint32_t>(me) + 1 : kAnyThief, rel);
+	uint64_t top = p->free_top.load(acq);
+	while (!p->free_top.compare_exchange_weak(top,
+						  head_make(kNil, (head_tag(top) + 1) & kTagMask),
+						  acq_rel, acq))
+		;
+	return head_idx(top);
+}
+
+/* Pass 1: how many of the slots [base, base + cnt) the batches from `head` on hold. */
+uint32_t
+count_held(const Pool &pool, uint32_t head, uint32_t base, uint32_t cnt)
+{
+	uint32_t found = 0;
+	for (uint32_t b = head; b != kNil;) {
+		uint32_t t = slot_aux(pool.slot(b).load(rlx));
+		for (uint32_t s = b;;) {
+			uint64_t w = pool.slot(s).load(rlx);
+			found += s - base < cnt;
+			if (s == t)
+				break;
+			s = slot_next(w);
+		}
+		b = slot_next(pool.slot(t).load(rlx));
+	}
+	return found;
+}
+
+/* The last tail of the batches from `head` on (head != kNil). */
+uint32_t
+last_tail(const Pool &pool, uint32_t head)
+{
+	uint32_t tail = kNil;
+	for (uint32_t b = head; b != kNil;) {
+		uint32_t t = slot_aux(pool.slot(b).load(rlx));
+		tail = t;
+		b = slot_next(pool.slot(t).load(rlx));
+	}
+	return tail;
+}
+
+/* Pass 2's output: the slots it keeps, linked again into batches of at most `batch`. */
+struct Relinked {
+	const Pool &pool;
+	const uint32_t batch;
+	uint32_t head = kNil, tail = kNil;     /* the batches made so far */
+	uint32_t bh = kNil, bt = kNil, bn = 0; /* the batch being made */
+
+	void add(uint32_t s)
+	{
+		if (bn == 0) {
+			bh = s;
+		} else {
+			auto &ps = pool.slot(bt);
+			ps.store(slot_with_next(ps.load(rlx), s), rlx);
+		}
+		bt = s;
+		if (++bn == batch)
+			close();
+	}
+	void close()
+	{
+		if (bn == 0)
+			return;
+		auto &hs = pool.slot(bh);
+		hs.store(slot_with_aux(hs.load(rlx), bt), rlx);
+		if (bt != bh) {
+			auto &ts = pool.slot(bt);
+			ts.store(slot_with_aux(ts.load(rlx), bn), rlx);
+		}
+		if (head == kNil) {
+			head = bh;
+		} else {
+			auto &ps = pool.slot(tail);
+			ps.store(slot_with_next(ps.load(rlx), bh), rlx);
+		}
+		tail = bt;
+		bh = bt = kNil;
+		bn = 0;
+	}
+};
+
+/* Pass 2: retire the slots [base, base + cnt), relink everything else into `out`. */
+void
+retire_range(const Pool &pool, uint32_t head, uint32_t base, uint32_t cnt, Relinked &out)
+{
+	for (uint32_t b = head; b != kNil;) {
+		uint32_t t = slot_aux(pool.slot(b).load(rlx));
+		uint32_t next_batch = slot_next(pool.slot(t).load(rlx));
+		for (uint32_t s = b;;) {
+			uint64_t w = pool.slot(s).load(rlx);
+			uint32_t nx = slot_next(w);
+			if (s - base < cnt) {
+				pool.slot(s).store(slot_make(kNil, kNil, kRetired, slot_gen(w)),
+						   rlx);
+				if (s == base)
+					remove_stage(kStageRetiring);
+			} else {
+				out.add(s);
+			}
+			if (s == t)
+				break;
+			s = nx;
+		}
+		b = next_batch;
+	}
+	out.close();
 }
 
 } // namespace
@@ -217,115 +344,31 @@ mlx5_qpn_pool_range_remove(struct mlx5_qpn_pool *p, uint32_t first)
 	lock_ranges(p, true, &died);
 	if (died)
 		pool.reclaim_locked(nullptr);
-	uint32_t n = p->nb_ranges.load(rlx), ri = UINT32_MAX;
-	for (uint32_t i = 0; i < n; i++)
-		if (p->ranges[i].count.load(rlx) != 0 && p->ranges[i].first.load(rlx) == first)
-			ri = i;
+	const uint32_t ri = find_live_range(p, first);
 	if (ri == UINT32_MAX) {
 		pthread_mutex_unlock(&p->range_lock);
 		return -ENOENT;
 	}
 	Range &r = p->ranges[ri];
 	const uint32_t base = r.base.load(rlx), cnt = r.count.load(rlx);
-	auto in_range = [&](uint32_t s) { return s - base < cnt; };
 	/* QPNs of the range left in idle caches go to the free stack first. */
 	pool.steal(nullptr);
-	/*
-	 * Hold the whole free stack privately while it is examined: allocations that find the
-	 * shared pool empty meanwhile wait for `collecting` to clear (see refill()), so none fails
-	 * for want of QPNs that are only being looked at.
-	 */
-	int32_t me = my_proc(p);
-	p->collecting.store(me >= 0 ? static_cast<uint32_t>(me) + 1 : kAnyThief, rel);
-	uint64_t top = p->free_top.load(acq);
-	while (!p->free_top.compare_exchange_weak(top,
-						  head_make(kNil, (head_tag(top) + 1) & kTagMask),
-						  acq_rel, acq))
-		;
-	uint32_t head = head_idx(top);
+	const uint32_t head = hold_free_stack(p);
 	remove_stage(kStageHolding);
-	/* Pass 1: are all the range's QPNs here? */
-	uint32_t found = 0;
-	for (uint32_t b = head; b != kNil;) {
-		uint64_t hw = pool.slot(b).load(rlx);
-		uint32_t t = slot_aux(hw);
-		for (uint32_t s = b;;) {
-			uint64_t w = pool.slot(s).load(rlx);
-			found += in_range(s);
-			if (s == t)
-				break;
-			s = slot_next(w);
-		}
-		b = slot_next(pool.slot(t).load(rlx));
-	}
 	int rc = -EBUSY;
 	uint32_t new_head = head, new_tail = kNil;
-	if (found == cnt) {
-		/* Pass 2: relink everything else into batches, retire the range's slots. */
-		new_head = kNil;
-		uint32_t bh = kNil, bt = kNil, bn = 0;
-		auto close_batch = [&]() {
-			if (bn == 0)
-				return;
-			auto &hs = pool.slot(bh);
-			hs.store(slot_with_aux(hs.load(rlx), bt), rlx);
-			if (bt != bh) {
-				auto &ts = pool.slot(bt);
-				ts.store(slot_with_aux(ts.load(rlx), bn), rlx);
-			}
-			if (new_head == kNil)
-				new_head = bh;
-			else {
-				auto &ps = pool.slot(new_tail);
-				ps.store(slot_with_next(ps.load(rlx), bh), rlx);
-			}
-			new_tail = bt;
-			bh = bt = kNil;
-			bn = 0;
-		};
-		for (uint32_t b = head; b != kNil;) {
-			uint64_t hw = pool.slot(b).load(rlx);
-			uint32_t t = slot_aux(hw);
-			uint32_t next_batch = slot_next(pool.slot(t).load(rlx));
-			for (uint32_t s = b;;) {
-				uint64_t w = pool.slot(s).load(rlx);
-				uint32_t nx = slot_next(w);
-				if (in_range(s)) {
-					pool.slot(s).store(slot_make(kNil, kNil, kRetired,
-								     slot_gen(w)),
-							   rlx);
-					if (s == base)
-						remove_stage(kStageRetiring);
-				} else {
-					if (bn == 0)
-						bh = s;
-					else {
-						auto &ps = pool.slot(bt);
-						ps.store(slot_with_next(ps.load(rlx), s), rlx);
-					}
-					bt = s;
-					if (++bn == p->batch)
-						close_batch();
-				}
-				if (s == t)
-					break;
-				s = nx;
-			}
-			b = next_batch;
-		}
-		close_batch();
+	if (count_held(pool, head, base, cnt) == cnt) {
+		Relinked kept{pool, p->batch};
+		retire_range(pool, head, base, cnt, kept);
+		new_head = kept.head;
+		new_tail = kept.tail;
 		r.removed_ns.store(now_ns(), rlx);
 		r.count.store(0, rel);
 		p->live_slots.fetch_sub(cnt, rel);
 		sorted_remove(p, ri);
 		rc = 0;
 	} else if (head != kNil) {
-		/* Not all here: put the stack back as it was. Find its last tail. */
-		for (uint32_t b = head; b != kNil;) {
-			uint32_t t = slot_aux(pool.slot(b).load(rlx));
-			new_tail = t;
-			b = slot_next(pool.slot(t).load(rlx));
-		}
+		new_tail = last_tail(pool, head); /* not all here: put the stack back as it was */
 	}
 	if (new_head != kNil)
 		pool.push_free(new_head, new_tail);

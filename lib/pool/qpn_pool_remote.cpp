@@ -50,7 +50,7 @@ Pool::free_shared(Cache *c, uint32_t s, uint64_t w, bool check_gen, uint32_t gen
 }
 
 bool
-Pool::remote_empty(const Cache &v) const
+RemoteQueue::remote_empty(const Cache &v) const
 {
 	for (const auto &q : v.rq)
 		if (q.load(acq) != 0)
@@ -64,7 +64,7 @@ Pool::remote_empty(const Cache &v) const
  * race, or a QPN handed out again since, is refused and counted).
  */
 QPN_COLD void
-Pool::drain_remote(Cache &c, bool own)
+RemoteQueue::drain_remote(Cache &c, bool own)
 {
 	/* Cleared before the scan: an entry queued after the scan passed it sets the flag again. */
 	c.gate.fetch_and(~kGateRemote, acq_rel);
@@ -79,7 +79,7 @@ Pool::drain_remote(Cache &c, bool own)
 	 */
 	uint64_t got[kRemoteEntries];
 	unsigned n = 0;
-	const bool cell_order = g_test_hooks.remote_cell_order.load(rlx);
+	const bool cell_order = QPN_TEST_FLAG(remote_cell_order);
 	for (auto &q : c.rq) {
 		if (q.load(rlx) == 0)
 			continue;
@@ -109,7 +109,7 @@ Pool::drain_remote(Cache &c, bool own)
  * reads `gate` (sequentially consistent, in bind_cache) and bypasses it while we hold it.
  */
 bool
-Pool::try_hold(Cache &v)
+RemoteQueue::try_hold(Cache &v)
 {
 	int32_t me = my_proc(p_);
 	const uint32_t thief = me >= 0 ? static_cast<uint32_t>(me) + 1 : kAnyThief;
@@ -127,7 +127,7 @@ Pool::try_hold(Cache &v)
 /* Nobody owns v but its remote queue has entries: apply them and give the QPNs back, so that
  * none is stranded in an unclaimed cache. */
 void
-Pool::rescue(Cache &v)
+RemoteQueue::rescue(Cache &v)
 {
 	for (unsigned spins = 0; v.owner.load(sc) == 0 && !remote_empty(v); spins++) {
 		if (try_hold(v)) {
@@ -151,7 +151,7 @@ Pool::rescue(Cache &v)
  * room in it just as we wait for room in its.
  */
 QPN_COLD int
-Pool::free_remote(Cache *self, uint32_t s, uint64_t w)
+RemoteQueue::free_remote(Cache *self, uint32_t s, uint64_t w)
 {
 	if (slot_next(w) >= p_->nb_caches)
 		return -EINVAL; /* not a cache index: not a slot we handed out */

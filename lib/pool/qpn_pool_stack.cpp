@@ -11,7 +11,7 @@ namespace qpn::detail {
 
 /* Mark [head..tail] (count long, linked by next) as a batch: head.aux = tail, tail.aux = count. */
 void
-Pool::chain_write_batch(uint32_t head, uint32_t tail, uint32_t count)
+FreeStack::chain_write_batch(uint32_t head, uint32_t tail, uint32_t count)
 {
 	auto &hs = slot(head);
 	hs.store(slot_with_aux(hs.load(rlx), tail), rlx);
@@ -26,7 +26,7 @@ Pool::chain_write_batch(uint32_t head, uint32_t tail, uint32_t count)
  * publishes every slot word written before it.
  */
 void
-Pool::push_free(uint32_t head, uint32_t last_tail)
+FreeStack::push_free(uint32_t head, uint32_t last_tail)
 {
 	auto &ts = slot(last_tail);
 	uint64_t top = p_->free_top.load(rlx);
@@ -44,7 +44,7 @@ Pool::push_free(uint32_t head, uint32_t last_tail)
  * then fails, so garbage is never acted upon.
  */
 bool
-Pool::pop_free(Chain &into)
+FreeStack::pop_free(Chain &into)
 {
 	uint64_t top = p_->free_top.load(acq);
 	uint32_t cap = p_->capacity;

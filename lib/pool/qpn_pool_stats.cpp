@@ -112,7 +112,7 @@ mlx5_qpn_pool_stats_get(struct mlx5_qpn_pool *p, struct mlx5_qpn_pool_stats *st)
  * census but not for the counters.
  */
 void
-qpn::detail::Pool::fix_counters(uint64_t in_use, uint64_t in_quarantine)
+qpn::detail::Recovery::fix_counters(uint64_t in_use, uint64_t in_quarantine)
 {
 	uint64_t a, f, q;
 	uint32_t cl;
