@@ -299,7 +299,7 @@ CacheChains::rotate_full(Cache &c, uint32_t s)
  * come as late as the freer is behind, by a lag that varies, so a refill cuts them at a
  * different place at every pass, and the cuts pile up (qpn-perf's cross-lcore run, with the
  * owner's wait for a thief in: 7-18 runs per 8192 frees growing to 99-354 over one run with the
- * cut, 37-67 and flat without it; benchmark.md, issue 11's seventh round). Such a chain is
+ * cut, 37-67 and flat without it; results.md). Such a chain is
  * sealed when it reaches a batch, a window of the freer's order as long as a batch, whatever the
  * lag.
  */
@@ -455,9 +455,9 @@ Pool::alloc_bypass(uint32_t *qpn, uint32_t *gen, uint32_t flags)
  * QPN at a time, for good. qpn-perf's cross-lcore run (the allocator waits on a full ring, away
  * from the pool, so the freer holds its cache) made 3 000-8 000 cacheless allocations per
  * repetition, and the quarantine pool's batches were runs of 1-10 QPNs from all over the range
- * ever after (benchmark.md, issue 11's seventh round). Bounded (kThiefWaitNs), and not again
+ * ever after (results.md). Bounded (kThiefWaitNs), and not again
  * for kThiefBackoffNs after a wait that timed out, so a thief that was preempted or died costs
- * the cacheless path, as before, and not a wait per call.
+ * the cacheless path once, not a wait per call.
  */
 namespace {
 constexpr uint64_t kThiefWaitNs = 50 * 1000;

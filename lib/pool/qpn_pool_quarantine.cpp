@@ -43,8 +43,8 @@ Quarantine::push_quarantine(uint32_t head, uint32_t tail, uint64_t stamp)
  * gave `now`. The full epoch is rebuilt as the one with these 40 bits nearest to now's epoch
  * (within [-2^39, 2^39) epochs), so it is never earlier than the real one:
  * - a batch sealed *after* the drainer read its clock carries an epoch newer than now's. It must
- *   read as "not yet", never as 2^40 epochs old: that reading (the code before this one) released
- *   such a bucket at once, and its 64-bit product wrapped into an arbitrary time;
+ *   read as "not yet", never as 2^40 epochs old: that reading would release such a bucket at
+ *   once, and its 64-bit product would wrap into an arbitrary time;
  * - a real epoch is never 2^39 epochs ahead of a clock read (centuries at the smallest epoch), so
  *   the largest value with these bits below now_e + 2^39 is at least the real epoch;
  * - a bucket left for more than 2^39 epochs (6 days at the 1 us minimum) reads too late, not early.

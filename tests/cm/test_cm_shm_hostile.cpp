@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The shared-memory CM fabric against hostile and broken segments (issue 7): a trap file, an
+ * The shared-memory CM fabric against hostile and broken segments: a trap file, an
  * unprivileged user, corrupted header fields, ring indices and random bytes while a user lives,
  * a sender killed between taking a queue position and publishing it, a reused pid, and the
  * last close. Second openers run in fork()ed children with an alarm, so a hang or a crash shows

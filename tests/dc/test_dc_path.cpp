@@ -314,7 +314,7 @@ TEST_F(DcPath, FullSendQueueIsEnobufsAndArgumentsAreChecked)
 		  -EINVAL);
 	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, ah_, dctn, KEY, nullptr, 4, 0), -EINVAL);
 	EXPECT_EQ(mlx5_qpn_dci_post_send(nullptr, ah_, dctn, KEY, big, 4, 0), -EINVAL);
-	/* No route: refused here as on hardware (issue 9: the emulated device is no more
+	/* No route: refused here as on hardware (the emulated device is no more
 	 * lenient), and nothing was written to the send queue. */
 	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, dctn, KEY, "no route", 8, 0), -EINVAL);
 	EXPECT_EQ(mlx5_qpn_dev_service_run(dev_), 0);

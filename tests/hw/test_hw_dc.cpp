@@ -434,7 +434,7 @@ TEST(HwDcRx, ErrorsRepostAtOnceAndReadNothing)
 	EXPECT_EQ(hwfake::srq_posted(t.dctn), posted0 + 1);
 }
 
-/* port=N (issue 9): the handle serves that port; its DC objects, port queries and AHs use it,
+/* port=N: the handle serves that port; its DC objects, port queries and AHs use it,
  * dev_info says it, and a port the device lacks is refused at open in one line. */
 TEST(HwDc, PortDevargIsTheHandlesPort)
 {

@@ -259,7 +259,7 @@ TEST(HwFidelity, DcSendWqeMatchesMlx5dvSetters)
 			    static_cast<uint8_t>(ds), 0, 0);
 	auto *dg = reinterpret_cast<struct mlx5_wqe_datagram_seg *>(theirs + sizeof(*ctrl));
 	uint8_t zero_mac[6] = {}, zero_gid[16] = {};
-	/* The DC path writes no route yet (issue 9 item 1): zero route fields on both sides. */
+	/* A zero route on both sides: this compares the segment's layout, not a route. */
 	mlx5dv_set_dgram_seg(dg, key, dctn, 1, 0, 0, 0, zero_mac, 0, 0, 0, zero_gid);
 	auto *inl = reinterpret_cast<struct mlx5_wqe_inl_data_seg *>(theirs + sizeof(*ctrl) +
 								     sizeof(*dg));

@@ -302,7 +302,7 @@ TEST(HwOps, TableShape)
 	EXPECT_NE(mlx5_qpn_hw_ops.uar_map, nullptr);
 	EXPECT_NE(mlx5_qpn_hw_ops.uar_unmap, nullptr);
 	EXPECT_NE(mlx5_qpn_hw_ops.close, nullptr);
-	/* The ordinary-QP source (issue 9): one UD QP per QPN where objects cannot be made. */
+	/* The ordinary-QP source: one UD QP per QPN where objects cannot be made. */
 	EXPECT_NE(mlx5_qpn_hw_ops.qp_create, nullptr);
 	EXPECT_NE(mlx5_qpn_hw_ops.qp_destroy, nullptr);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Thread bindings (issue 7, item 4): a thread keeps its cache bindings of at most 8 pools. Those
+ * Thread bindings: a thread keeps its cache bindings of at most 8 pools. Those
  * of pools freed since must not occupy the table for good: a thread that used 8 pools, all freed
  * by another thread, still gets a cache in the next one.
  */

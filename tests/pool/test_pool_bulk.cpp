@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * alloc_bulk() is all or nothing (issue 7, item 2): a free racing a bulk that fails part-way must
+ * alloc_bulk() is all or nothing: a free racing a bulk that fails part-way must
  * not be accepted for a QPN the bulk took and never handed out. The race is made deterministic
  * with the bulk_rollback test hook: another thread frees the bulk's QPNs just before the rollback.
  */

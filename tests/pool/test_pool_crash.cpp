@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Crash recovery of a pool shared by processes (issue 7, item 6; BRIEF §4.5). The pool is built in
+ * Crash recovery of a pool shared by processes (BRIEF §4.5). The pool is built in
  * MAP_SHARED memory (qpn_pool_init_at) and used by fork()ed children, which call nothing of EAL
  * but what the pool itself uses (rte_log, rte_lcore_id's TLS, rte_pause). Children are SIGKILLed
  * at random points, also inside pool calls; the parent reclaims and keeps allocating. Every act is

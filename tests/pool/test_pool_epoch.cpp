@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The quarantine's epoch tags over long uptimes (issue 7, item 1). A bucket head keeps 40 bits of
+ * The quarantine's epoch tags over long uptimes. A bucket head keeps 40 bits of
  * the epoch; a drainer that read its clock just before a batch was sealed into a newer epoch must
  * not read that tag as 2^40 epochs old. Reproduced deterministically with the pool's test clock
  * (qpn_pool_test_hooks.h): the clock is moved hours ahead, and then one step back to play the

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Cache hysteresis (issue 11, item 1): a cache must not exchange a batch with the shared pool on
+ * Cache hysteresis: a cache must not exchange a batch with the shared pool on
  * every alloc/free pair. It once flushed cache_size + 1 QPNs down to cache_size, so a cache that
  * took that batch back refilled and flushed on every pair. Now a cache holds 0..2*cache_size:
  * between two exchanges with the free stack come at least cache_size net allocs or frees. The

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The inline fast path of mlx5_qpn_pool.h (issue 11): a cache hit and an owner's free run in the
+ * The inline fast path of mlx5_qpn_pool.h: a cache hit and an owner's free run in the
  * caller's code against the thread's binding (mlx5_qpn_pool_tls); everything else must reach the
  * out-of-line path, which decides exactly as before. These tests drive the cases where the
  * binding points at something that is no longer what it was: another pool, a pool recreated at

@@ -240,8 +240,8 @@ pair_moving_clock(struct mlx5_qpn_pool *p, uint64_t quarantine_ns, uint32_t *q)
  * still hand out runs of consecutive QPNs many passes later, also when two threads take turns
  * (so that one thread's consecutive refills get batches from far apart). Sealed only when `open`
  * reached a batch, the end of one batch was spliced onto the start of another at every pass,
- * and the runs shrank until the alloc met a new slot line every few QPNs (issue 11: the
- * quarantine's cost grew with the run). The clock is moved on whenever everything is in
+ * and the runs would shrink until the alloc met a new slot line every few QPNs (the
+ * quarantine's cost growing with the run). The clock is moved on whenever everything is in
  * quarantine.
  */
 TEST(PoolQuarantine, BatchesStayWholeThroughTheQuarantine)
@@ -294,10 +294,10 @@ TEST(PoolQuarantine, BatchesStayWholeThroughTheQuarantine)
 /*
  * Fragments join up again. Threads that exit after a few allocations leave batches shorter than
  * cache_size behind (the rest of their ready chain, flushed; their open chain, sealed). A refill
- * seals what the cache released, so a fragment used to come back through the quarantine as the
- * same fragment, for ever: every fragment cost a refill per pass, and a pool whose threads come
- * and go accumulated them (qpn-perf's quarantine pair: 7935 -> 8703 refills per 2 million pairs
- * over six repetitions that started and ended threads). A refill that pops a short batch now joins the
+ * sealing only what the cache released would bring a fragment back through the quarantine as the
+ * same fragment, for ever: every fragment would cost a refill per pass, and a pool whose threads
+ * come and go would accumulate them (qpn-perf's quarantine pair: 7935 -> 8703 refills per 2 million pairs
+ * over six repetitions that started and ended threads). A refill that pops a short batch joins the
  * next ones onto it, so that what it releases is sealed as whole batches and at most one short
  * one; the number of fragments never grows and falls when two meet.
  */

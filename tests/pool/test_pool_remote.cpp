@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Frees from a thread other than the allocating one (issue 11, item 1). The owner frees with a
+ * Frees from a thread other than the allocating one. The owner frees with a
  * plain store; another thread queues the free for the allocating cache, whose holder applies it
  * on its next call, or empties the queue itself when the owner is idle or gone. A racing double
  * free across threads may return 0 twice: the pool releases the QPN once and counts the other

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * -ENOSPC means no QPN exists anywhere (issue 7, item 3): while a drain holds an expired batch
+ * -ENOSPC means no QPN exists anywhere: while a drain holds an expired batch
  * privately, between taking its bucket and pushing it onto the free stack, an allocation that
  * finds nothing must get -EAGAIN. Made deterministic with the drain_holding test hook and the
  * pool's test clock.

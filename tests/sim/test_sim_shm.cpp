@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The emulated device's shared memory against hostile and broken segments (issue 7): a trap file
+ * The emulated device's shared memory against hostile and broken segments: a trap file
  * another user pre-created, an unprivileged user next to a live device, fields corrupted and
  * random bytes written while a holder lives, a holder that hangs with the device mutex, a
  * refused probe and the last close (nothing left in /dev/shm), QPN 0xFFFFFF (multicast).
