@@ -35,6 +35,14 @@
 
 #include "mlx5_qpn_pool.h"
 
+/* Marks a public name kept for one ABI as an alias of its successor: a call compiles, with a
+ * warning that names the successor. */
+#if defined(__GNUC__) || defined(__clang__)
+#define MLX5_QPN_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define MLX5_QPN_DEPRECATED(msg)
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -163,8 +171,21 @@ int mlx5_qpn_devargs_check(const char *devargs, char *why, size_t len);
  */
 int mlx5_qpn_dev_purge(const char *name);
 
-/** Find a probed device by name; NULL if none. */
-struct mlx5_qpn_dev *mlx5_qpn_dev_get(const char *name);
+/**
+ * Find a probed device by name (as mlx5_qpn_pool_lookup() finds a pool).
+ *
+ * @param name  the device's name as probed ("sim0", "mlx5_0").
+ * @return the device; NULL if none of that name is probed in this process (or name is NULL).
+ * Thread safety: any thread; the device stays valid until it is closed.
+ */
+struct mlx5_qpn_dev *mlx5_qpn_dev_lookup(const char *name);
+
+/**
+ * Deprecated name of mlx5_qpn_dev_lookup(), kept exported (the same function) for applications
+ * built against the 2.0 ABI; it leaves with the next ABI number.
+ */
+struct mlx5_qpn_dev *mlx5_qpn_dev_get(const char *name)
+	MLX5_QPN_DEPRECATED("use mlx5_qpn_dev_lookup()");
 
 /**
  * Close a device: stops its control thread, frees its pool and returns every range to the device.
