@@ -28,6 +28,12 @@
  * secondary's slow paths (probe, an allocation that finds the pool empty, grow) fail with
  * -ENODEV and one log line; until it meets one, its fast path may still hand out QPNs already in
  * the pool. The primary must close the device last.
+ *
+ * Names, in every public header: mlx5_qpn_<object>_<verb>. A lookup by name is _lookup
+ * (mlx5_qpn_dev_lookup(), mlx5_qpn_pool_lookup()); a getter that fills a struct is _get and
+ * returns 0 or a negative errno (mlx5_qpn_dev_info_get()); a getter of one value is named for
+ * the value and returns it (mlx5_qpn_dev_pool()). A renamed call keeps its old name for the
+ * rest of its ABI as an exported alias marked MLX5_QPN_DEPRECATED.
  */
 
 #include <stddef.h>
