@@ -8,7 +8,7 @@
 #     of the installed headers (node MLX5_QPN_0)
 #     plus the INTERNAL node of config/mlx5_qpn.map if there is one (today: none), and nothing
 #     else;
-#  2. it carries a versioned SONAME;
+#  2. it carries a versioned SONAME, and its file name begins with it;
 #  3. installed with `meson install`, the README's C snippet (`#include <mlx5_qpn/mlx5_qpn.h>`)
 #     compiles and links as C11 with -Wall -Wextra -Werror through `pkg-config mlx5-qpn`.
 set -euo pipefail
@@ -17,7 +17,9 @@ build=$2
 fail=0
 headers=(lib/pool/mlx5_qpn_pool.h lib/pool/mlx5_qpn_pool_core.h lib/cm/mlx5_qpn_cm.h drivers/mlx5_qpn/mlx5_qpn.h
 	 drivers/mlx5_qpn/mlx5_qpn_dc.h)
-so=$(ls "$build"/libmlx5_qpn.so.*.*.* | head -1)
+# The file the development link points at (a stale libmlx5_qpn.so.X.Y.Z of an older build may lie
+# beside it).
+so=$(readlink -f "$build/libmlx5_qpn.so")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -50,6 +52,12 @@ echo "check-library: $(wc -l < "$tmp/exported") exported symbols ($(wc -l < "$tm
 soname=$(readelf -d "$so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
 if ! [[ "$soname" =~ ^libmlx5_qpn\.so\.[0-9]+$ ]]; then
 	echo "check-library: SONAME '$soname' is not versioned"
+	fail=1
+fi
+# The file is named for its SONAME (libmlx5_qpn.so.2 -> libmlx5_qpn.so.2.x.y), so that ldconfig's
+# link and the file agree on the ABI.
+if [[ "$(basename "$so")" != "$soname".* ]]; then
+	echo "check-library: the file $(basename "$so") does not carry its SONAME '$soname'"
 	fail=1
 fi
 

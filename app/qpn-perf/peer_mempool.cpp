@@ -2,7 +2,7 @@
 /*
  * Peer "mempool": DPDK's rte_mempool with a per-lcore cache, the usual DPDK answer to "hand
  * out objects fast". One 4-byte element per QPN carries the QPN; get reads it (the caller
- * needs the number) and put returns the element. Issue 11's aim: ours at most half of it.
+ * needs the number) and put returns the element. The aim: ours at most half of its cycles.
  *
  * Peer "mempool-packed": the same, configured the way a careful user packs small objects: no
  * cache-line alignment of elements, no spreading over memory channels, no IOVA-contiguous

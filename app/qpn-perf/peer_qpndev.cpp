@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include <mlx5_qpn.h>
+#include <mlx5_qpn/mlx5_qpn.h>
 
 #include "json_writer.h"
 #include "perf_loop.h"

@@ -13,7 +13,7 @@
 #include <rte_errno.h>
 #include <rte_memory.h>
 
-#include <mlx5_qpn_pool.h>
+#include <mlx5_qpn/mlx5_qpn_pool.h>
 
 #include "perf_loop.h"
 #include "json_writer.h"

@@ -37,8 +37,8 @@
 #include <rte_pause.h>
 #include <rte_version.h>
 
-#include <mlx5_qpn_config.h>
-#include <mlx5_qpn_pool.h>
+#include <mlx5_qpn/mlx5_qpn_config.h>
+#include <mlx5_qpn/mlx5_qpn_pool.h>
 
 #include "perf.h"
 #include "json_writer.h"
@@ -51,7 +51,7 @@ struct perf_opts {
 	uint32_t cache = 256;
 	uint32_t range = 65536;
 	uint32_t range_q = 1u << 20;   /* range of qpnpool-q: large enough for its quarantine */
-	uint64_t quarantine_us = 1000; /* issue 11's aim holds for 1 ms..1 s */
+	uint64_t quarantine_us = 1000; /* the quarantine aim holds for 1 ms..1 s */
 	unsigned int burst = 32;
 	unsigned int hold = 1024;    /* QPNs held live by the hold workload */
 	unsigned int storm = 256;    /* connections per reconnect storm */

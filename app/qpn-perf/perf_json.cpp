@@ -266,23 +266,10 @@ perf_json_counts(json_writer &js, const struct perf_opts *o, std::vector<perf_st
 	js.end_obj();
 }
 
-int
-perf_write_json(const struct perf_opts *o, std::vector<perf_state> &st, double elapsed_s)
+/* Where the figures were measured. */
+static void
+perf_json_machine(json_writer &js)
 {
-	FILE *f = fopen(o->json.c_str(), "w");
-
-	if (f == nullptr) {
-		PERF_LOG(ERR, "cannot write %s: %s", o->json.c_str(), strerror(errno));
-		return -errno;
-	}
-	json_writer js(f);
-
-	js.obj();
-	js.kv("tool", "qpn-perf");
-	js.kv("version", MLX5_QPN_VERSION);
-	js.kv("unit", "ns and TSC cycles per QPN allocated and freed; throughput in Mops/s");
-	run_meta_json(js, "qpn-perf");
-
 	js.key("machine");
 	js.obj();
 	js.kv("cpu_model", perf_cpu_model().c_str());
@@ -294,8 +281,12 @@ perf_write_json(const struct perf_opts *o, std::vector<perf_state> &st, double e
 	js.kv("loadavg_1min_at_start", perf_load_at_start);
 	js.kv("loadavg_1min_at_end", perf_loadavg());
 	js.end_obj();
-	perf_json_params(js, o);
+}
 
+/* Each peer: what it is, whether it ran, its own counters. */
+static void
+perf_json_peers(json_writer &js, std::vector<perf_state> &st)
+{
 	js.key("peers");
 	js.obj();
 	for (auto &s : st) {
@@ -317,13 +308,12 @@ perf_write_json(const struct perf_opts *o, std::vector<perf_state> &st, double e
 		js.end_obj();
 	}
 	js.end_obj();
+}
 
-	js.key("results");
-	js.obj();
-	perf_json_phases(js, o, st);
-	perf_json_scaling(js, st);
-	js.end_obj();
-
+/* Per-operation latency histograms. */
+static void
+perf_json_latency(json_writer &js, std::vector<perf_state> &st)
+{
 	js.key("latency");
 	js.obj();
 	js.kv("method", "each alloc and each free timed alone with rdtsc (its cost included)");
@@ -337,8 +327,12 @@ perf_write_json(const struct perf_opts *o, std::vector<perf_state> &st, double e
 		js.end_obj();
 	}
 	js.end_obj();
-	perf_json_counts(js, o, st);
+}
 
+/* Memory per QPN and fixed, per peer. */
+static void
+perf_json_memory(json_writer &js, std::vector<perf_state> &st)
+{
 	js.key("memory");
 	js.obj();
 	for (auto &s : st) {
@@ -354,8 +348,12 @@ perf_write_json(const struct perf_opts *o, std::vector<perf_state> &st, double e
 		js.end_obj();
 	}
 	js.end_obj();
+}
 
-	/* Repetitions the machine disturbed (perf_disturbed()); absent without the floor peer. */
+/* Repetitions the machine disturbed (perf_disturbed()); absent without the floor peer. */
+static void
+perf_json_disturbance(json_writer &js, std::vector<perf_state> &st)
+{
 	const perf_disturbance dist = perf_disturbed(st);
 	if (dist.measured) {
 		js.key("disturbance");
@@ -374,8 +372,12 @@ perf_write_json(const struct perf_opts *o, std::vector<perf_state> &st, double e
 			js.kv("pair_vs_mempool_undisturbed", (const char *)nullptr); /* null */
 		js.end_obj();
 	}
+}
 
-	/* The order of the hand-outs at the end of each repetition (perf_order()). */
+/* The order of the hand-outs at the end of each repetition (perf_order()). */
+static void
+perf_json_order(json_writer &js, std::vector<perf_state> &st)
+{
 	js.key("order");
 	js.obj();
 	js.kv("what", "QPNs taken one by one at the end of each repetition: neighbours one "
@@ -392,8 +394,12 @@ perf_write_json(const struct perf_opts *o, std::vector<perf_state> &st, double e
 		js.end_obj();
 	}
 	js.end_obj();
+}
 
-	/* The quarantine's cost after the repetitions' other workloads (perf_aged()). */
+/* The quarantine's cost after the repetitions' other workloads (perf_aged()). */
+static void
+perf_json_history(json_writer &js, std::vector<perf_state> &st)
+{
 	const perf_history aged = perf_aged(st);
 	if (aged.ratio > 0) {
 		js.key("history");
@@ -404,8 +410,12 @@ perf_write_json(const struct perf_opts *o, std::vector<perf_state> &st, double e
 		js.kv("without_cycles", aged.without_cycles);
 		js.end_obj();
 	}
+}
 
-	/* The aims, each met or not with the figures it comes from (null: not measured). */
+/* The aims, each met or not with the figures it comes from (null: not measured). */
+static void
+perf_json_aims(json_writer &js, std::vector<perf_state> &st)
+{
 	js.key("aims");
 	js.obj();
 	for (const auto &a : perf_aims(st)) {
@@ -422,6 +432,39 @@ perf_write_json(const struct perf_opts *o, std::vector<perf_state> &st, double e
 		js.end_obj();
 	}
 	js.end_obj();
+}
+
+int
+perf_write_json(const struct perf_opts *o, std::vector<perf_state> &st, double elapsed_s)
+{
+	FILE *f = fopen(o->json.c_str(), "w");
+
+	if (f == nullptr) {
+		PERF_LOG(ERR, "cannot write %s: %s", o->json.c_str(), strerror(errno));
+		return -errno;
+	}
+	json_writer js(f);
+
+	js.obj();
+	js.kv("tool", "qpn-perf");
+	js.kv("version", MLX5_QPN_VERSION);
+	js.kv("unit", "ns and TSC cycles per QPN allocated and freed; throughput in Mops/s");
+	run_meta_json(js, "qpn-perf");
+	perf_json_machine(js);
+	perf_json_params(js, o);
+	perf_json_peers(js, st);
+	js.key("results");
+	js.obj();
+	perf_json_phases(js, o, st);
+	perf_json_scaling(js, st);
+	js.end_obj();
+	perf_json_latency(js, st);
+	perf_json_counts(js, o, st);
+	perf_json_memory(js, st);
+	perf_json_disturbance(js, st);
+	perf_json_order(js, st);
+	perf_json_history(js, st);
+	perf_json_aims(js, st);
 	js.kv("elapsed_s", elapsed_s);
 	js.end_obj();
 

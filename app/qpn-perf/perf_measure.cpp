@@ -141,7 +141,7 @@ perf_self_check(const struct perf_opts *, perf_state *s)
 /*
  * The order a peer hands out its QPNs in, untimed: what the next loop of pairs will walk
  * through. Ours keeps one 8-byte slot word per QPN, so QPNs 512 apart are a 4 KB page of slots
- * apart; a pool whose past scattered its free batches (issue 11's sixth round) changes page far
+ * apart; a pool whose past scattered its free batches changes page far
  * more often than the range's size divided by 512. The QPNs are freed at once (with a
  * quarantine they go back to it, as after any hold).
  */

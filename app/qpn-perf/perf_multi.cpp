@@ -143,21 +143,11 @@ perf_thread_entry(void *arg)
 
 uint64_t perf_multi_limit_ms = 2000;
 
-double
-perf_run_multi(perf_state *s, perf_multi_mode mode, const std::vector<unsigned int> &lc, uint64_t n,
-	       perf_point *pt)
+/* The job's parameters; in cross mode a producer, a consumer and the ring between them.
+ * @return false if the ring cannot be made. */
+static bool
+perf_mjob_init(perf_mjob &j, perf_state *s, perf_multi_mode mode, unsigned int k, uint64_t n)
 {
-	unsigned int k = (unsigned int)lc.size(), main_lc = rte_get_main_lcore();
-	perf_mjob j;
-	std::vector<perf_marg> args(k);
-	std::vector<pthread_t> tids(k);
-	std::vector<bool> started(k, false);
-	int main_idx = -1;
-	bool launch_failed = false;
-	char name[RTE_RING_NAMESIZE];
-
-	if (k == 0 || k > perf_max_slots || (mode == PM_CROSS && k != 2))
-		return -1;
 	j.s = s;
 	j.n = n;
 	j.warm = std::clamp<uint64_t>(n / 8, 1000, 20000);
@@ -165,76 +155,55 @@ perf_run_multi(perf_state *s, perf_multi_mode mode, const std::vector<unsigned i
 	j.fini_after = mode == PM_THREADS;
 	j.limit = perf_multi_limit_ms * rte_get_tsc_hz() / 1000;
 	j.slot.assign(k, perf_slot{ROLE_PAIRS, 0, 0, 0, 0});
-	if (mode == PM_CROSS) {
-		j.slot[0].role = ROLE_PRODUCE;
-		j.slot[1].role = ROLE_CONSUME;
-		snprintf(name, sizeof(name), "perf_x%u", perf_seq++);
-		/* Small enough that the QPNs in flight stay a sliver of the range. */
-		j.ring = rte_ring_create_elem(name, sizeof(uint64_t), 1024, SOCKET_ID_ANY,
-					      RING_F_SP_ENQ | RING_F_SC_DEQ);
-		if (j.ring == nullptr)
-			return -1;
+	if (mode != PM_CROSS)
+		return true;
+	j.slot[0].role = ROLE_PRODUCE;
+	j.slot[1].role = ROLE_CONSUME;
+	char name[RTE_RING_NAMESIZE];
+	snprintf(name, sizeof(name), "perf_x%u", perf_seq++);
+	/* Small enough that the QPNs in flight stay a sliver of the range. */
+	j.ring = rte_ring_create_elem(name, sizeof(uint64_t), 1024, SOCKET_ID_ANY,
+				      RING_F_SP_ENQ | RING_F_SC_DEQ);
+	return j.ring != nullptr;
+}
+
+/* The runners wait for the start line; the main lcore, when it is one of them, warms up and
+ * runs its own slot (main_idx, else -1). */
+static void
+perf_mjob_start(perf_mjob &j, unsigned int want, int main_idx)
+{
+	if (main_idx >= 0) {
+		/* The main lcore is a runner too: it warms up, then opens the start line. */
+		perf_loop_res warm = {};
+
+		perf_slot_warm(&j, &warm);
+		j.ready.fetch_add(1, std::memory_order_acq_rel);
+		j.slot[main_idx].fails = warm.failures;
 	}
-	for (unsigned int i = 0; i < k; i++) {
-		args[i] = {&j, i};
-		if (mode != PM_THREADS && lc[i] == main_lc) {
-			main_idx = (int)i;
-			continue;
-		}
-		if (mode == PM_THREADS)
-			started[i] = pthread_create(&tids[i], nullptr, perf_thread_entry,
-						    &args[i]) == 0;
+	/* Not a runner itself (threads): wait without taking a CPU from them. */
+	while (j.ready.load(std::memory_order_acquire) < want)
+		if (main_idx < 0)
+			usleep(50);
 		else
-			started[i] = rte_eal_remote_launch(perf_lcore_entry, &args[i], lc[i]) == 0;
-		if (!started[i]) {
-			launch_failed = true;
-			break;
-		}
+			rte_pause();
+	j.go.store(true, std::memory_order_release);
+	if (main_idx >= 0) {
+		perf_slot &sl = j.slot[main_idx];
+		perf_loop_res res = {};
+
+		sl.t0 = rte_rdtsc_precise();
+		perf_slot_run(&j, sl, &res);
+		sl.t1 = rte_rdtsc_precise();
+		sl.ops = res.ops;
+		sl.fails += res.failures;
 	}
-	if (!launch_failed) {
-		unsigned int want = k;
+}
 
-		if (main_idx >= 0) {
-			/* The main lcore is a runner too: it warms up, then opens the start line. */
-			perf_loop_res warm = {};
-
-			perf_slot_warm(&j, &warm);
-			j.ready.fetch_add(1, std::memory_order_acq_rel);
-			j.slot[main_idx].fails = warm.failures;
-		}
-		/* Not a runner itself (threads): wait without taking a CPU from them. */
-		while (j.ready.load(std::memory_order_acquire) < want)
-			if (main_idx < 0)
-				usleep(50);
-			else
-				rte_pause();
-		j.go.store(true, std::memory_order_release);
-		if (main_idx >= 0) {
-			perf_slot &sl = j.slot[main_idx];
-			perf_loop_res res = {};
-
-			sl.t0 = rte_rdtsc_precise();
-			perf_slot_run(&j, sl, &res);
-			sl.t1 = rte_rdtsc_precise();
-			sl.ops = res.ops;
-			sl.fails += res.failures;
-		}
-	} else {
-		/* Let the runners already waiting go, so that they can be joined. */
-		j.go.store(true, std::memory_order_release);
-	}
-	for (unsigned int i = 0; i < k; i++) {
-		if (!started[i])
-			continue;
-		if (mode == PM_THREADS)
-			pthread_join(tids[i], nullptr);
-		else
-			rte_eal_wait_lcore(lc[i]);
-	}
-	rte_ring_free(j.ring);
-	if (launch_failed)
-		return -1;
-
+/* The point's figures from the slots: pairs per second over the span of all runners, and each
+ * slot's ns per pair. */
+static double
+perf_mjob_point(const perf_mjob &j, unsigned int k, perf_point *pt)
+{
 	uint64_t start = UINT64_MAX, end = 0, ops = 0, fails = 0;
 
 	if (pt->slot_ns.size() < k)
@@ -258,4 +227,54 @@ perf_run_multi(perf_state *s, perf_multi_mode mode, const std::vector<unsigned i
 	pt->mops.push_back(mops);
 	pt->failures += fails;
 	return mops;
+}
+
+double
+perf_run_multi(perf_state *s, perf_multi_mode mode, const std::vector<unsigned int> &lc, uint64_t n,
+	       perf_point *pt)
+{
+	unsigned int k = (unsigned int)lc.size(), main_lc = rte_get_main_lcore();
+	perf_mjob j;
+	std::vector<perf_marg> args(k);
+	std::vector<pthread_t> tids(k);
+	std::vector<bool> started(k, false);
+	int main_idx = -1;
+	bool launch_failed = false;
+
+	if (k == 0 || k > perf_max_slots || (mode == PM_CROSS && k != 2))
+		return -1;
+	if (!perf_mjob_init(j, s, mode, k, n))
+		return -1;
+	for (unsigned int i = 0; i < k; i++) {
+		args[i] = {&j, i};
+		if (mode != PM_THREADS && lc[i] == main_lc) {
+			main_idx = (int)i;
+			continue;
+		}
+		if (mode == PM_THREADS)
+			started[i] = pthread_create(&tids[i], nullptr, perf_thread_entry,
+						    &args[i]) == 0;
+		else
+			started[i] = rte_eal_remote_launch(perf_lcore_entry, &args[i], lc[i]) == 0;
+		if (!started[i]) {
+			launch_failed = true;
+			break;
+		}
+	}
+	if (!launch_failed)
+		perf_mjob_start(j, k, main_idx);
+	else /* Let the runners already waiting go, so that they can be joined. */
+		j.go.store(true, std::memory_order_release);
+	for (unsigned int i = 0; i < k; i++) {
+		if (!started[i])
+			continue;
+		if (mode == PM_THREADS)
+			pthread_join(tids[i], nullptr);
+		else
+			rte_eal_wait_lcore(lc[i]);
+	}
+	rte_ring_free(j.ring);
+	if (launch_failed)
+		return -1;
+	return perf_mjob_point(j, k, pt);
 }

@@ -7,79 +7,6 @@
 
 namespace {
 
-enum {
-	OPT_ITER = 256,
-	OPT_REPEAT,
-	OPT_CACHE,
-	OPT_RANGE,
-	OPT_QUAR,
-	OPT_BURST,
-	OPT_LCORES,
-	OPT_JSON,
-	OPT_ONLY,
-	OPT_QUICK,
-	OPT_BLOCK_LOG,
-	OPT_BUDGET,
-	OPT_RANGE_Q,
-	OPT_HOLD,
-	OPT_STORM,
-	OPT_IDLE,
-	OPT_COUNT,
-	OPT_COUNT_CHILD,
-	OPT_HELP,
-};
-
-const struct option perf_long_opts[] = {
-	{"iterations", required_argument, nullptr, OPT_ITER},
-	{"repeat", required_argument, nullptr, OPT_REPEAT},
-	{"cache", required_argument, nullptr, OPT_CACHE},
-	{"range", required_argument, nullptr, OPT_RANGE},
-	{"quarantine-us", required_argument, nullptr, OPT_QUAR},
-	{"burst", required_argument, nullptr, OPT_BURST},
-	{"lcores", required_argument, nullptr, OPT_LCORES},
-	{"json", required_argument, nullptr, OPT_JSON},
-	{"only", required_argument, nullptr, OPT_ONLY},
-	{"quick", no_argument, nullptr, OPT_QUICK},
-	{"block-log", required_argument, nullptr, OPT_BLOCK_LOG},
-	{"budget-ms", required_argument, nullptr, OPT_BUDGET},
-	{"range-q", required_argument, nullptr, OPT_RANGE_Q},
-	{"hold", required_argument, nullptr, OPT_HOLD},
-	{"storm", required_argument, nullptr, OPT_STORM},
-	{"idle-us", required_argument, nullptr, OPT_IDLE},
-	{"count", required_argument, nullptr, OPT_COUNT},
-	{"count-child", required_argument, nullptr, OPT_COUNT_CHILD},
-	{"help", no_argument, nullptr, OPT_HELP},
-	{nullptr, 0, nullptr, 0},
-};
-
-void
-perf_usage(const char *prog)
-{
-	printf("usage: %s [EAL options] -- [options]\n"
-	       "  --iterations=N     most alloc+free pairs per timed run (default 2000000)\n"
-	       "  --repeat=N         repetitions; figures are medians (default 5)\n"
-	       "  --cache=N          per-lcore cache of ours and of rte_mempool (default 256)\n"
-	       "  --range=N          QPNs in the range every peer hands out (default 65536)\n"
-	       "  --range-q=N        range of qpnpool-q, room for its quarantine (default 1048576)\n"
-	       "  --quarantine-us=N  quarantine of the qpnpool-q peer (default 1000)\n"
-	       "  --burst=N          bulk size of the burst loop, 0 = no burst loop (default 32)\n"
-	       "  --hold=K           QPNs held live by the hold-and-release loop (default 1024)\n"
-	       "  --storm=S          connections per reconnect storm (default 256)\n"
-	       "  --idle-us=N        idle sleep before each storm (default 1000)\n"
-	       "  --lcores=on|off    also run on 1..N lcores at once, cross-lcore and non-EAL\n"
-	       "                     threads (default on; N = the lcores of -l)\n"
-	       "  --json=FILE        write every figure as JSON (qpn-perf-report draws it)\n"
-	       "  --only=LIST        comma-separated peers: floor,floor-inl,mempool,mempool-pk,\n"
-	       "                     ring,stack,rdmacore,rdmavt,qpnpool,qpnpool-q,qpndev\n"
-	       "  --block-log=G      rdma-core model: 2^G QPNs per block (default 8)\n"
-	       "  --budget-ms=N      target length of one timed run (default 200)\n"
-	       "  --count=instructions  also count instructions per op on one lcore under\n"
-	       "                     valgrind's callgrind (and hardware counters where the\n"
-	       "                     kernel allows perf_event_open)\n"
-	       "  --quick            short run: 200000 pairs, 3 repetitions, 10 ms budget\n",
-	       prog);
-}
-
 /* Numeric options: the apps' one number parser (app/common/opt_num.h); one line naming the
  * option and the value as typed. */
 bool
@@ -100,143 +27,186 @@ perf_bad(const char *opt, const char *value, const char *why)
 	return -EINVAL;
 }
 
-} // namespace
+struct perf_row;
+/* @return 0; -EINVAL after one line naming the option (as --NAME) and the value; 1: --help. */
+using perf_setter = int (*)(perf_opts *o, const perf_row &r, const char *name, const char *v);
 
-/* Returns 0, or -EINVAL after one readable error line. */
+/*
+ * One option: its name, its argument (nullptr: none), what sets it, and its help (nullptr: not
+ * shown, for the internal --count-child). A number goes to u64 or u within [lo, hi].
+ */
+struct perf_row {
+	const char *name;
+	const char *arg;
+	perf_setter set;
+	uint64_t lo, hi;
+	uint64_t perf_opts::*u64;
+	unsigned int perf_opts::*u;
+	const char *help; /* '\n' continues in the help column */
+};
+
 int
-perf_parse_args(int argc, char **argv, struct perf_opts *o)
+set_num(perf_opts *o, const perf_row &r, const char *name, const char *v)
 {
-	bool set_iter = false, set_repeat = false, set_budget = false;
-	uint64_t v;
-	int opt;
-
-	optind = 1;
-	opterr = 0;
-	int li = -1;
-	while ((opt = getopt_long(argc, argv, ":", perf_long_opts, &li)) != -1) {
-		/* The option's name as --NAME (the value may be in the next argument). */
-		std::string long_name = li >= 0 ? std::string("--") + perf_long_opts[li].name : "";
-		const char *name = li >= 0 ?
-					   long_name.c_str() :
-					   (optind > 0 && optind <= argc ? argv[optind - 1] : "?");
-		li = -1;
-
-		switch (opt) {
-		case OPT_ITER:
-			if (!perf_parse_u64(name, optarg, 1000, UINT64_C(10000000000), &v))
-				return -EINVAL;
-			o->iterations = v;
-			set_iter = true;
-			break;
-		case OPT_REPEAT:
-			if (!perf_parse_u64(name, optarg, 1, 1000, &v))
-				return -EINVAL;
-			o->repeat = (unsigned int)v;
-			set_repeat = true;
-			break;
-		case OPT_CACHE:
-			if (!perf_parse_u64(name, optarg, 1, 65536, &v))
-				return -EINVAL;
-			o->cache = (uint32_t)v;
-			break;
-		case OPT_RANGE:
-			if (!perf_parse_u64(name, optarg, 1024, MLX5_QPN_MAX - perf_first_qpn, &v))
-				return -EINVAL;
-			o->range = (uint32_t)v;
-			break;
-		case OPT_QUAR:
-			if (!perf_parse_u64(name, optarg, 0, 10000000, &v))
-				return -EINVAL;
-			o->quarantine_us = v;
-			break;
-		case OPT_BURST:
-			if (!perf_parse_u64(name, optarg, 0, PERF_MAX_BURST, &v))
-				return -EINVAL;
-			o->burst = (unsigned int)v;
-			break;
-		case OPT_LCORES:
-			if (optarg != nullptr && strcmp(optarg, "on") == 0)
-				o->lcores = true;
-			else if (optarg != nullptr && strcmp(optarg, "off") == 0)
-				o->lcores = false;
-			else
-				return perf_bad(name, optarg, "expected on or off");
-			break;
-		case OPT_JSON:
-			if (optarg == nullptr || *optarg == '\0')
-				return perf_bad(name, optarg, "empty; expected a file name");
-			o->json = optarg;
-			break;
-		case OPT_ONLY:
-			if (optarg == nullptr || *optarg == '\0')
-				return perf_bad(name, optarg, "empty; expected a list of peers");
-			o->only = optarg;
-			break;
-		case OPT_QUICK:
-			o->quick = true;
-			break;
-		case OPT_BLOCK_LOG:
-			if (!perf_parse_u64(name, optarg, 0, 20, &v))
-				return -EINVAL;
-			o->block_log = (unsigned int)v;
-			break;
-		case OPT_BUDGET:
-			if (!perf_parse_u64(name, optarg, 1, 60000, &v))
-				return -EINVAL;
-			o->budget_ms = v;
-			set_budget = true;
-			break;
-		case OPT_RANGE_Q:
-			if (!perf_parse_u64(name, optarg, 1024, MLX5_QPN_MAX - perf_first_qpn, &v))
-				return -EINVAL;
-			o->range_q = (uint32_t)v;
-			break;
-		case OPT_HOLD:
-			if (!perf_parse_u64(name, optarg, 1, 1u << 20, &v))
-				return -EINVAL;
-			o->hold = (unsigned int)v;
-			break;
-		case OPT_STORM:
-			if (!perf_parse_u64(name, optarg, 1, 1u << 16, &v))
-				return -EINVAL;
-			o->storm = (unsigned int)v;
-			break;
-		case OPT_IDLE:
-			if (!perf_parse_u64(name, optarg, 1, 10000000, &v))
-				return -EINVAL;
-			o->idle_us = (unsigned int)v;
-			break;
-		case OPT_COUNT:
-			if (optarg == nullptr || strcmp(optarg, "instructions") != 0)
-				return perf_bad(name, optarg, "expected instructions");
-			o->count_instructions = true;
-			break;
-		case OPT_COUNT_CHILD:
-			/* Internal: set by --count=instructions for its run under callgrind. */
-			o->count_child = optarg != nullptr ? optarg : "";
-			break;
-		case OPT_HELP:
-			perf_usage(argv[0]);
-			return 1;
-		case ':':
-			fprintf(stderr, "qpn-perf: option \"%s\" needs a value (see --help)\n",
-				argv[optind - 1]);
-			return -EINVAL;
-		default:
-			PERF_LOG(ERR, "unknown option '%s' (see --help)", name);
-			return -EINVAL;
-		}
-	}
-	if (optind < argc) {
-		PERF_LOG(ERR, "unexpected argument '%s' (see --help)", argv[optind]);
+	uint64_t x;
+	if (!perf_parse_u64(name, v, r.lo, r.hi, &x))
 		return -EINVAL;
+	if (r.u64 != nullptr)
+		o->*r.u64 = x;
+	else
+		o->*r.u = static_cast<unsigned int>(x);
+	return 0;
+}
+
+int
+set_lcores(perf_opts *o, const perf_row &, const char *name, const char *v)
+{
+	if (v != nullptr && strcmp(v, "on") == 0)
+		o->lcores = true;
+	else if (v != nullptr && strcmp(v, "off") == 0)
+		o->lcores = false;
+	else
+		return perf_bad(name, v, "expected on or off");
+	return 0;
+}
+
+int
+set_json(perf_opts *o, const perf_row &, const char *name, const char *v)
+{
+	if (v == nullptr || *v == '\0')
+		return perf_bad(name, v, "empty; expected a file name");
+	o->json = v;
+	return 0;
+}
+
+int
+set_only(perf_opts *o, const perf_row &, const char *name, const char *v)
+{
+	if (v == nullptr || *v == '\0')
+		return perf_bad(name, v, "empty; expected a list of peers");
+	o->only = v;
+	return 0;
+}
+
+int
+set_count(perf_opts *o, const perf_row &, const char *name, const char *v)
+{
+	if (v == nullptr || strcmp(v, "instructions") != 0)
+		return perf_bad(name, v, "expected instructions");
+	o->count_instructions = true;
+	return 0;
+}
+
+/* Internal: set by --count=instructions for its run under callgrind. */
+int
+set_count_child(perf_opts *o, const perf_row &, const char *, const char *v)
+{
+	o->count_child = v != nullptr ? v : "";
+	return 0;
+}
+
+int
+set_quick(perf_opts *o, const perf_row &, const char *, const char *)
+{
+	o->quick = true;
+	return 0;
+}
+
+int
+set_help(perf_opts *, const perf_row &, const char *, const char *)
+{
+	return 1;
+}
+
+constexpr uint64_t kMaxRange = MLX5_QPN_MAX - perf_first_qpn;
+
+/* clang-format off */
+const perf_row perf_rows[] = {
+	{"iterations", "N", set_num, 1000, UINT64_C(10000000000), &perf_opts::iterations, nullptr,
+	 "most alloc+free pairs per timed run (default 2000000)"},
+	{"repeat", "N", set_num, 1, 1000, nullptr, &perf_opts::repeat,
+	 "repetitions; figures are medians (default 5)"},
+	{"cache", "N", set_num, 1, 65536, nullptr, &perf_opts::cache,
+	 "per-lcore cache of ours and of rte_mempool (default 256)"},
+	{"range", "N", set_num, 1024, kMaxRange, nullptr, &perf_opts::range,
+	 "QPNs in the range every peer hands out (default 65536)"},
+	{"range-q", "N", set_num, 1024, kMaxRange, nullptr, &perf_opts::range_q,
+	 "range of qpnpool-q, room for its quarantine (default 1048576)"},
+	{"quarantine-us", "N", set_num, 0, 10000000, &perf_opts::quarantine_us, nullptr,
+	 "quarantine of the qpnpool-q peer (default 1000)"},
+	{"burst", "N", set_num, 0, PERF_MAX_BURST, nullptr, &perf_opts::burst,
+	 "bulk size of the burst loop, 0 = no burst loop (default 32)"},
+	{"hold", "K", set_num, 1, 1u << 20, nullptr, &perf_opts::hold,
+	 "QPNs held live by the hold-and-release loop (default 1024)"},
+	{"storm", "S", set_num, 1, 1u << 16, nullptr, &perf_opts::storm,
+	 "connections per reconnect storm (default 256)"},
+	{"idle-us", "N", set_num, 1, 10000000, nullptr, &perf_opts::idle_us,
+	 "idle sleep before each storm (default 1000)"},
+	{"lcores", "on|off", set_lcores, 0, 0, nullptr, nullptr,
+	 "also run on 1..N lcores at once, cross-lcore and non-EAL\n"
+	 "threads (default on; N = the lcores of -l)"},
+	{"json", "FILE", set_json, 0, 0, nullptr, nullptr,
+	 "write every figure as JSON (qpn-perf-report draws it)"},
+	{"only", "LIST", set_only, 0, 0, nullptr, nullptr,
+	 "comma-separated peers: floor,floor-inl,mempool,mempool-pk,\n"
+	 "ring,stack,rdmacore,rdmavt,qpnpool,qpnpool-q,qpndev"},
+	{"block-log", "G", set_num, 0, 20, nullptr, &perf_opts::block_log,
+	 "rdma-core model: 2^G QPNs per block (default 8)"},
+	{"budget-ms", "N", set_num, 1, 60000, &perf_opts::budget_ms, nullptr,
+	 "target length of one timed run (default 200)"},
+	{"count", "instructions", set_count, 0, 0, nullptr, nullptr,
+	 "also count instructions per op on one lcore under\n"
+	 "valgrind's callgrind (and hardware counters where the\n"
+	 "kernel allows perf_event_open)"},
+	{"quick", nullptr, set_quick, 0, 0, nullptr, nullptr,
+	 "short run: 200000 pairs, 3 repetitions, 10 ms budget"},
+	{"count-child", "DIR", set_count_child, 0, 0, nullptr, nullptr, nullptr},
+	{"help", nullptr, set_help, 0, 0, nullptr, nullptr, nullptr},
+};
+/* clang-format on */
+
+constexpr size_t kRows = sizeof(perf_rows) / sizeof(perf_rows[0]);
+
+void
+perf_usage(const char *prog)
+{
+	printf("usage: %s [EAL options] -- [options]\n", prog);
+	for (const perf_row &r : perf_rows) {
+		if (r.help == nullptr)
+			continue;
+		char left[40];
+		snprintf(left, sizeof(left), "--%s%s%s", r.name, r.arg ? "=" : "",
+			 r.arg ? r.arg : "");
+		printf(strlen(left) < 19 ? "  %-19s" : "  %s  ", left);
+		for (const char *h = r.help; *h != '\0'; h++)
+			if (*h == '\n')
+				printf("\n  %-19s", "");
+			else
+				putchar(*h);
+		putchar('\n');
 	}
+}
+
+/* Whether the option NAME was given (gv: one flag per row). */
+bool
+given(const bool *gv, const char *name)
+{
+	for (size_t i = 0; i < kRows; i++)
+		if (strcmp(perf_rows[i].name, name) == 0)
+			return gv[i];
+	return false;
+}
+
+/* What --quick sets unless given, and the checks across options. */
+int
+perf_finish(struct perf_opts *o, const bool *gv)
+{
 	if (o->quick) {
-		if (!set_iter)
+		if (!given(gv, "iterations"))
 			o->iterations = 200000;
-		if (!set_repeat)
+		if (!given(gv, "repeat"))
 			o->repeat = 3;
-		if (!set_budget)
+		if (!given(gv, "budget-ms"))
 			o->budget_ms = 10;
 	}
 	if ((o->range >> o->block_log) < 2) {
@@ -245,6 +215,49 @@ perf_parse_args(int argc, char **argv, struct perf_opts *o)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+} // namespace
+
+/* Returns 0, 1 (--help) or -EINVAL after one readable error line. */
+int
+perf_parse_args(int argc, char **argv, struct perf_opts *o)
+{
+	struct option longs[kRows + 1];
+	for (size_t i = 0; i < kRows; i++)
+		longs[i] = {perf_rows[i].name, perf_rows[i].arg ? required_argument : no_argument,
+			    nullptr, int(256 + i)};
+	longs[kRows] = {nullptr, 0, nullptr, 0};
+	bool gv[kRows] = {};
+	int opt;
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":", longs, nullptr)) != -1) {
+		if (opt == ':') {
+			fprintf(stderr, "qpn-perf: option \"%s\" needs a value (see --help)\n",
+				argv[optind - 1]);
+			return -EINVAL;
+		}
+		if (opt < 256 || size_t(opt - 256) >= kRows) {
+			PERF_LOG(ERR, "unknown option '%s' (see --help)",
+				 optind > 0 && optind <= argc ? argv[optind - 1] : "?");
+			return -EINVAL;
+		}
+		/* The option's name as --NAME (the value may be in the next argument). */
+		const perf_row &r = perf_rows[opt - 256];
+		const std::string name = std::string("--") + r.name;
+		gv[opt - 256] = true;
+		int rc = r.set(o, r, name.c_str(), optarg);
+		if (rc == 1)
+			perf_usage(argv[0]);
+		if (rc != 0)
+			return rc;
+	}
+	if (optind < argc) {
+		PERF_LOG(ERR, "unexpected argument '%s' (see --help)", argv[optind]);
+		return -EINVAL;
+	}
+	return perf_finish(o, gv);
 }
 
 /* Every name of --only must be a peer. */

@@ -72,8 +72,9 @@ perf_print_scaling(const struct perf_opts *o, std::vector<perf_state> &st)
 	}
 }
 
-void
-perf_print_tables(const struct perf_opts *o, std::vector<perf_state> &st)
+/* One table per workload: each peer against ours. */
+static void
+perf_print_phases(const struct perf_opts *o, std::vector<perf_state> &st)
 {
 	perf_state *ours = perf_find(st, "qpnpool");
 
@@ -97,6 +98,12 @@ perf_print_tables(const struct perf_opts *o, std::vector<perf_state> &st)
 			       perf_max(r.ns), ref > 0 ? med / ref : 0.0, r.failures, s.instr[ph]);
 		}
 	}
+}
+
+/* Latency percentiles of each operation alone, per peer. */
+static void
+perf_print_latency(std::vector<perf_state> &st)
+{
 	printf("\nlatency of each operation alone (ns, TSC read included)\n");
 	printf("  %-10s %-5s %8s %8s %8s %8s %9s %10s\n", "peer", "op", "min", "p50", "p90", "p99",
 	       "p99.9", "max");
@@ -106,8 +113,12 @@ perf_print_tables(const struct perf_opts *o, std::vector<perf_state> &st)
 		perf_print_hist_line(s.peer->name, "alloc", s.lat_alloc);
 		perf_print_hist_line(s.peer->name, "free", s.lat_free);
 	}
-	if (perf_lcores.size() >= 2 && ours != nullptr && !ours->scaling.empty())
-		perf_print_scaling(o, st);
+}
+
+/* Memory per peer. */
+static void
+perf_print_memory(const struct perf_opts *o, std::vector<perf_state> &st)
+{
 	printf("\nmemory for a range of %u QPNs (qpnpool-q: %u)\n", o->range,
 	       std::max(o->range, o->range_q));
 	printf("  %-10s %12s %14s %14s  %s\n", "peer", "bytes/QPN", "fixed bytes", "total bytes",
@@ -118,8 +129,12 @@ perf_print_tables(const struct perf_opts *o, std::vector<perf_state> &st)
 		printf("  %-10s %12.2f %14.0f %14" PRIu64 "  %s\n", s.peer->name,
 		       s.mem.bytes_per_qpn, s.mem.fixed_bytes, s.mem.total_bytes, s.mem.method);
 	}
-	if (o->count_instructions && !perf_hw_error.empty())
-		printf("\nhardware counters: %s\n", perf_hw_error.c_str());
+}
+
+/* The repetitions the machine disturbed, and the hand-out order. */
+static void
+perf_print_disturbance(std::vector<perf_state> &st)
+{
 	const perf_disturbance dist = perf_disturbed(st);
 	if (dist.measured) {
 		printf("\ndisturbance: repetitions in which the floor's pair took more than %.2fx "
@@ -143,6 +158,12 @@ perf_print_tables(const struct perf_opts *o, std::vector<perf_state> &st)
 			       s.peer->name, perf_median(s.order_adjacent_pct),
 			       perf_median(s.order_pages), perf_min(s.order_pages),
 			       perf_max(s.order_pages));
+}
+
+/* The quarantine after the other workloads, and the aims met or not. */
+static void
+perf_print_aims(std::vector<perf_state> &st)
+{
 	const perf_history aged = perf_aged(st);
 	if (aged.ratio > 0)
 		printf("\nhistory: ours with / without quarantine per pair at the end of each "
@@ -158,4 +179,20 @@ perf_print_tables(const struct perf_opts *o, std::vector<perf_state> &st)
 			printf("  %-48s %8s  aim %-6s %-7s  %s\n", a.what.c_str(), "n/a",
 			       a.aim.c_str(), "", a.figures.c_str());
 	}
+}
+
+void
+perf_print_tables(const struct perf_opts *o, std::vector<perf_state> &st)
+{
+	perf_state *ours = perf_find(st, "qpnpool");
+
+	perf_print_phases(o, st);
+	perf_print_latency(st);
+	if (perf_lcores.size() >= 2 && ours != nullptr && !ours->scaling.empty())
+		perf_print_scaling(o, st);
+	perf_print_memory(o, st);
+	if (o->count_instructions && !perf_hw_error.empty())
+		printf("\nhardware counters: %s\n", perf_hw_error.c_str());
+	perf_print_disturbance(st);
+	perf_print_aims(st);
 }

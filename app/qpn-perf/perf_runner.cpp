@@ -248,6 +248,95 @@ perf_rep_multi(const struct perf_opts *o, perf_state &s, unsigned int rep)
 	return true;
 }
 
+/* The run's parameters in one line, and what will skew its figures. */
+static void
+perf_announce(const struct perf_opts *o, bool scaling)
+{
+	if (o->lcores && !scaling)
+		PERF_LOG(WARNING, "one EAL lcore only: no scaling (run with -l 0-1 or more)");
+	perf_load_at_start = perf_loadavg();
+	if (perf_load_at_start > 0.5 * sysconf(_SC_NPROCESSORS_ONLN))
+		PERF_LOG(WARNING,
+			 "load average %.2f on %ld CPUs: other work will skew the figures, "
+			 "above all the multi-lcore ones",
+			 perf_load_at_start, sysconf(_SC_NPROCESSORS_ONLN));
+	printf("qpn-perf: range %u QPNs (qpnpool-q %u), cache %u, quarantine %" PRIu64
+	       " us, burst %u, hold %u, storm %u after %u us, %u repetitions, %zu lcores, "
+	       "TSC %" PRIu64 " Hz, %s\n",
+	       o->range, std::max(o->range, o->range_q), o->cache, o->quarantine_us, o->burst,
+	       o->hold, o->storm, o->idle_us, o->repeat, perf_lcores.size(), rte_get_tsc_hz(),
+	       rte_version());
+}
+
+/* One repetition: every workload of every peer, latency, scaling (*scaling goes false if the
+ * lcores cannot be launched), the aged pair and the hand-out order. */
+static void
+perf_repetition(const struct perf_opts *o, std::vector<perf_state> &st, unsigned int rep,
+		bool *scaling)
+{
+	for (auto &s : st)
+		if (s.ok)
+			perf_renew(o, s);
+	for (int ph = 0; ph < PH_NB; ph++) {
+		if ((ph == PH_BURST && o->burst == 0) || ph == PH_AGED)
+			continue;
+		for (auto &s : st)
+			if (s.ok)
+				perf_rep_phase(o, s, (perf_phase)ph, rep);
+	}
+	/* Latency: every operation timed alone; the histograms add up over repetitions. */
+	for (auto &s : st) {
+		perf_loop_res res = {};
+
+		if (s.ok)
+			s.peer->run_lat(s.ctx, std::min<uint64_t>(s.ph[PH_PAIR].n, 1000000),
+					&s.lat_alloc, &s.lat_free, &res);
+	}
+	for (auto &s : st) {
+		if (!*scaling || !s.ok || !(s.peer->flags & PERF_F_SCALING))
+			continue;
+		if (!perf_rep_multi(o, s, rep)) {
+			PERF_LOG(ERR, "cannot launch the lcores: no scaling figures");
+			*scaling = false;
+			break;
+		}
+	}
+	for (auto &s : st)
+		if (s.ok)
+			perf_rep_phase(o, s, PH_AGED, rep);
+	for (auto &s : st)
+		if (s.ok)
+			perf_order(&s);
+}
+
+/* After the tables: instruction counts, memory, and a warning per peer that failed some. */
+static void
+perf_after_runs(const struct perf_opts *o, std::vector<perf_state> &st)
+{
+	if (o->count_instructions) {
+		perf_count_hw(o, st);
+		if (perf_count_instructions(o, st) != 0)
+			PERF_LOG(WARNING, "instructions not counted: %s", perf_instr_error.c_str());
+	}
+	for (auto &s : st)
+		if (s.ok && !(s.peer->flags & PERF_F_HEAP_MEM))
+			perf_measure_memory(o, &s, 0);
+	perf_print_tables(o, st);
+	for (auto &s : st) {
+		bool failed = false;
+
+		for (const auto &r : s.ph)
+			failed = failed || r.failures != 0;
+		for (const auto &p : s.scaling)
+			failed = failed || p.failures != 0;
+		if (s.ok && failed)
+			PERF_LOG(WARNING,
+				 "%s: some allocations failed (see failures); for "
+				 "qpnpool-q the range may be too small for the quarantine",
+				 s.peer->name);
+	}
+}
+
 int
 perf_main(const struct perf_opts *o)
 {
@@ -273,21 +362,7 @@ perf_main(const struct perf_opts *o)
 		perf_teardown_all(st);
 		return ret != 0 ? ret : rc;
 	}
-	if (o->lcores && !scaling)
-		PERF_LOG(WARNING, "one EAL lcore only: no scaling (run with -l 0-1 or more)");
-	perf_load_at_start = perf_loadavg();
-	if (perf_load_at_start > 0.5 * sysconf(_SC_NPROCESSORS_ONLN))
-		PERF_LOG(WARNING,
-			 "load average %.2f on %ld CPUs: other work will skew the figures, "
-			 "above all the multi-lcore ones",
-			 perf_load_at_start, sysconf(_SC_NPROCESSORS_ONLN));
-	printf("qpn-perf: range %u QPNs (qpnpool-q %u), cache %u, quarantine %" PRIu64
-	       " us, burst %u, hold %u, storm %u after %u us, %u repetitions, %zu lcores, "
-	       "TSC %" PRIu64 " Hz, %s\n",
-	       o->range, std::max(o->range, o->range_q), o->cache, o->quarantine_us, o->burst,
-	       o->hold, o->storm, o->idle_us, o->repeat, perf_lcores.size(), rte_get_tsc_hz(),
-	       rte_version());
-
+	perf_announce(o, scaling);
 	/* Twenty budgets, at least 250 ms: a bound for stalls, not a target. */
 	perf_multi_limit_ms = std::max<uint64_t>(250, 20 * o->budget_ms);
 	rc = perf_setup_all(o, st, false);
@@ -295,66 +370,10 @@ perf_main(const struct perf_opts *o)
 	for (auto &s : st)
 		if (s.ok)
 			perf_calibrate(o, s, scaling);
-
-	for (unsigned int rep = 0; rep < o->repeat; rep++) {
-		for (auto &s : st)
-			if (s.ok)
-				perf_renew(o, s);
-		for (int ph = 0; ph < PH_NB; ph++) {
-			if ((ph == PH_BURST && o->burst == 0) || ph == PH_AGED)
-				continue;
-			for (auto &s : st)
-				if (s.ok)
-					perf_rep_phase(o, s, (perf_phase)ph, rep);
-		}
-		/* Latency: every operation timed alone; the histograms add up over repetitions. */
-		for (auto &s : st) {
-			perf_loop_res res = {};
-
-			if (s.ok)
-				s.peer->run_lat(s.ctx, std::min<uint64_t>(s.ph[PH_PAIR].n, 1000000),
-						&s.lat_alloc, &s.lat_free, &res);
-		}
-		for (auto &s : st) {
-			if (!scaling || !s.ok || !(s.peer->flags & PERF_F_SCALING))
-				continue;
-			if (!perf_rep_multi(o, s, rep)) {
-				PERF_LOG(ERR, "cannot launch the lcores: no scaling figures");
-				scaling = false;
-				break;
-			}
-		}
-		for (auto &s : st)
-			if (s.ok)
-				perf_rep_phase(o, s, PH_AGED, rep);
-		for (auto &s : st)
-			if (s.ok)
-				perf_order(&s);
-	}
+	for (unsigned int rep = 0; rep < o->repeat; rep++)
+		perf_repetition(o, st, rep, &scaling);
 	fflush(stdout);
-
-	if (o->count_instructions) {
-		perf_count_hw(o, st);
-		if (perf_count_instructions(o, st) != 0)
-			PERF_LOG(WARNING, "instructions not counted: %s", perf_instr_error.c_str());
-	}
-	for (auto &s : st)
-		if (s.ok && !(s.peer->flags & PERF_F_HEAP_MEM))
-			perf_measure_memory(o, &s, 0);
-	perf_print_tables(o, st);
-	for (auto &s : st) {
-		bool failed = false;
-
-		for (const auto &r : s.ph)
-			failed = failed || r.failures != 0;
-		for (const auto &p : s.scaling)
-			failed = failed || p.failures != 0;
-		if (s.ok && failed)
-			PERF_LOG(WARNING,
-				 "%s: some allocations failed (see failures); for "
-				 "qpnpool-q the range may be too small for the quarantine",
-				 s.peer->name);
-	}
+	perf_after_runs(o, st);
 
 	/* Figures of the peers' own counters are read before teardown. */
 	if (!o->json.empty()) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * qpn-perf's statistics: medians over repetitions, percentiles of the latency histograms, and
- * the aims of issue 11 (the benchmark guide's "Aims"), each with the figures it comes from.
+ * the aims (the benchmark guide's "Aims"), each with the figures it comes from.
  */
 #include "perf_app.h"
 
@@ -105,7 +105,7 @@ perf_paired(const perf_state *a, const perf_state *b, perf_phase ph, double *lo,
 	return perf_median(r);
 }
 
-/* Issue 11's aims, from this run's figures only; NaN where a figure was not measured. */
+/* The benchmark guide's aims, from this run's figures only; NaN where a figure was not measured. */
 std::vector<perf_aim>
 perf_aims(std::vector<perf_state> &st)
 {

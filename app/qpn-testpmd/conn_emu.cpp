@@ -189,40 +189,40 @@ emu_teardown(run_ctx *ctx)
 	g->shm = nullptr;
 }
 
+/* The CM fabric: the shared-memory one named by --fabric, else an in-process one. */
 int
-emu_setup(run_ctx *ctx)
+emu_open_fabric(run_ctx *ctx)
 {
 	emu_state *g = &g_emu;
 	const run_config &cfg = *ctx->cfg;
-	char name[64];
-	g->peer_guid.clear();
-	g->peer_dctn.clear();
-	g->peer_key.clear();
 	if (!cfg.fabric.empty()) {
 		int rc = mlx5_qpn_cm_shm_fabric_open(cfg.fabric.c_str(), MLX5_QPN_CM_SHM_MAX_NODES,
 						     kShmSlots, &g->shm);
-		if (rc != 0) {
+		if (rc != 0)
 			fprintf(stderr, "qpn-testpmd: cannot open the CM fabric \"%s\": %s\n",
 				cfg.fabric.c_str(), strerror(-rc));
-			return rc;
-		}
-	} else {
-		snprintf(name, 16, "tp%u_%u", static_cast<unsigned>(getpid() % 100000),
-			 g->fabric_seq++);
-		unsigned nodes = ctx->nb_clients + cfg.peers;
-		g->fabric = mlx5_qpn_cm_fabric_create(name, nodes, 4096);
-		if (g->fabric == nullptr) {
-			fprintf(stderr, "qpn-testpmd: cannot create the CM fabric: %s\n",
-				rte_strerror(rte_errno));
-			return -ENOMEM;
-		}
+		return rc;
 	}
-	int rc = 0;
-	if (!ctx->side_passive)
-		rc = peers_from_directory(ctx);
-	if (ctx->side_active)
-		g->clients.assign(ctx->nb_clients, nullptr);
-	for (unsigned lc = 0; lc < RTE_MAX_LCORE && rc == 0 && ctx->side_active; lc++) {
+	char name[16];
+	snprintf(name, sizeof(name), "tp%u_%u", static_cast<unsigned>(getpid() % 100000),
+		 g->fabric_seq++);
+	unsigned nodes = ctx->nb_clients + cfg.peers;
+	g->fabric = mlx5_qpn_cm_fabric_create(name, nodes, 4096);
+	if (g->fabric == nullptr) {
+		fprintf(stderr, "qpn-testpmd: cannot create the CM fabric: %s\n",
+			rte_strerror(rte_errno));
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* One CM agent per client lcore, on the GUID of its lcore's device (a rank per device). */
+int
+emu_create_clients(run_ctx *ctx)
+{
+	emu_state *g = &g_emu;
+	g->clients.assign(ctx->nb_clients, nullptr);
+	for (unsigned lc = 0; lc < RTE_MAX_LCORE; lc++) {
 		const lcore_role &r = ctx->role[lc];
 		if (!r.client)
 			continue;
@@ -232,27 +232,82 @@ emu_setup(run_ctx *ctx)
 		g->clients[r.client_idx] = c;
 		const uint64_t rank = r.client_idx / ctx->devs.size();
 		c->guid = info.node_guid ^ (rank << 40);
+		char name[64];
 		snprintf(name, sizeof(name), "client%u-%.24s", r.client_idx, info.name);
-		c->cm = agent_create(ctx, name, c->guid, &c->tp, agent_conns(cfg));
+		c->cm = agent_create(ctx, name, c->guid, &c->tp, agent_conns(*ctx->cfg));
 		if (c->cm == nullptr)
-			rc = -ENOMEM;
+			return -ENOMEM;
 	}
+	return 0;
+}
+
+/* One listening CM agent per peer (DC target), each a remote node of its own. */
+int
+emu_create_servers(run_ctx *ctx)
+{
+	emu_state *g = &g_emu;
+	const run_config &cfg = *ctx->cfg;
 	mlx5_qpn_dev_info info0;
 	mlx5_qpn_dev_info_get(ctx->dev, &info0);
-	for (unsigned p = 0; p < cfg.peers && rc == 0 && ctx->side_passive; p++) {
+	for (unsigned p = 0; p < cfg.peers; p++) {
 		auto *s = new server_node();
 		g->servers.push_back(s);
 		/* A GUID of its own, as a remote node: the device GUID with the top byte flipped. */
 		s->guid = (info0.node_guid ^ (0xA5ull << 56)) + p + 1;
+		char name[64];
 		snprintf(name, sizeof(name), "server-%u", p);
 		/* The clients spread their connections over the peers: each needs its share. */
 		s->cm = agent_create(ctx, name, s->guid, &s->tp,
 				     std::max(kAgentConnsMin, agent_conns(cfg) / cfg.peers));
 		if (s->cm == nullptr)
-			rc = -ENOMEM;
-		else if ((rc = mlx5_qpn_cm_listen(s->cm, kServiceId)) != 0)
+			return -ENOMEM;
+		int rc = mlx5_qpn_cm_listen(s->cm, kServiceId);
+		if (rc != 0) {
 			fprintf(stderr, "qpn-testpmd: listen: %s\n", strerror(-rc));
+			return rc;
+		}
 	}
+	return 0;
+}
+
+/* Publish each peer on the shared fabric for client processes (DCT 0: no data path here). */
+int
+emu_publish_servers(run_ctx *ctx)
+{
+	emu_state *g = &g_emu;
+	for (size_t p = 0; p < g->servers.size(); p++) {
+		mlx5_qpn_cm_shm_service svc{};
+		svc.service_id = kServiceId;
+		svc.node_guid = g->servers[p]->guid;
+		svc.dc_key = kDcKey;
+		svc.dct_number = ctx->data_path ? g->dcdev[0].dctn[p] : 0;
+		int rc = mlx5_qpn_cm_shm_publish(g->shm, &svc);
+		if (rc != 0) {
+			fprintf(stderr,
+				"qpn-testpmd: cannot publish server %zu on fabric \"%s\": %s\n", p,
+				ctx->cfg->fabric.c_str(), strerror(-rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
+int
+emu_setup(run_ctx *ctx)
+{
+	emu_state *g = &g_emu;
+	g->peer_guid.clear();
+	g->peer_dctn.clear();
+	g->peer_key.clear();
+	int rc = emu_open_fabric(ctx);
+	if (rc != 0)
+		return rc;
+	if (!ctx->side_passive)
+		rc = peers_from_directory(ctx);
+	if (rc == 0 && ctx->side_active)
+		rc = emu_create_clients(ctx);
+	if (rc == 0 && ctx->side_passive)
+		rc = emu_create_servers(ctx);
 	for (server_node *s : g->servers) {
 		g->peer_guid.push_back(s->guid);
 		g->peer_key.push_back(kDcKey);
@@ -260,22 +315,8 @@ emu_setup(run_ctx *ctx)
 	ctx->nb_peers = static_cast<unsigned>(g->peer_guid.size());
 	if (rc == 0)
 		rc = emu_dc_init(ctx);
-	if (rc == 0 && ctx->side_passive && g->shm != nullptr) {
-		/* Publish each peer for client processes (DCT 0: no data path here). */
-		for (size_t p = 0; p < g->servers.size() && rc == 0; p++) {
-			mlx5_qpn_cm_shm_service svc{};
-			svc.service_id = kServiceId;
-			svc.node_guid = g->servers[p]->guid;
-			svc.dc_key = kDcKey;
-			svc.dct_number = ctx->data_path ? g->dcdev[0].dctn[p] : 0;
-			rc = mlx5_qpn_cm_shm_publish(g->shm, &svc);
-			if (rc != 0)
-				fprintf(stderr,
-					"qpn-testpmd: cannot publish server %zu on fabric "
-					"\"%s\": %s\n",
-					p, cfg.fabric.c_str(), strerror(-rc));
-		}
-	}
+	if (rc == 0 && ctx->side_passive && g->shm != nullptr)
+		rc = emu_publish_servers(ctx);
 	if (rc != 0) {
 		emu_teardown(ctx);
 		return rc;

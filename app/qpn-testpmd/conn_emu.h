@@ -9,8 +9,9 @@
 
 #include <vector>
 
+#include <mlx5_qpn/mlx5_qpn_dc.h>
+
 #include "dc_dci.h"
-#include "mlx5_qpn_dc.h"
 #include "testpmd.h"
 
 constexpr uint64_t kServiceId = 0x0106'0000'0000'4450ull; /* RDMA_PS_TCP-like service id */

@@ -19,8 +19,9 @@
 
 #include <cstdint>
 
+#include <mlx5_qpn/mlx5_qpn_dc.h>
+
 #include "conn.h"
-#include "mlx5_qpn_dc.h"
 
 struct lcore_stats;
 

@@ -17,8 +17,9 @@
 
 #include <rte_cycles.h>
 
+#include <mlx5_qpn/mlx5_qpn_dc.h>
+
 #include "engine_active.h"
-#include "mlx5_qpn_dc.h"
 
 namespace {
 

@@ -14,7 +14,8 @@
 
 #include <rte_log.h>
 
-#include "mlx5_qpn.h"
+#include <mlx5_qpn/mlx5_qpn.h>
+
 #include "opt_num.h"
 #include "testpmd.h"
 
@@ -25,52 +26,6 @@ cm_timewait_ms(const run_config &cfg)
 }
 
 namespace {
-
-void
-usage(const char *prog)
-{
-	printf("usage: %s [EAL options] -- [options]\n"
-	       "  --qpn-dev=DEVARGS     device (repeatable; default sim0), e.g. sim0,max_qpns=4096\n"
-	       "                        or ib=mlx5_0 (hardware; see doc/guides/app.md)\n"
-	       "  --engine=NAME         engine (default dci-reconnect):",
-	       prog);
-	for (const qpn_engine *e : engine_list)
-		printf(" %s", e->name);
-	printf("\n  --duration=SEC        run time (default 3)\n"
-	       "  --connections=N       stop after N connections in total (alloc: per lcore)\n"
-	       "  --peers=N             DC targets, each a CM node of its own (default 1, max 32)\n"
-	       "  --server-lcores=N     lcores the peers are split among on the passive side\n"
-	       "                        (default 1, max 16; at most --peers, one client lcore left)\n"
-	       "  --idle-yield          server lcores yield the CPU after an idle round (more\n"
-	       "                        lcores than CPUs; default: spin)\n"
-	       "  --co-poll             no server lcore: the first --server-lcores client lcores\n"
-	       "                        each poll one server in their own loop\n"
-	       "  --msgs-per-conn=N     SENDs per connection (default 4; 0: none)\n"
-	       "  --inflight=N          connections open at once per client lcore (default 4)\n"
-	       "  --quarantine-us=N     quarantine of released QPNs (default: the CM timewait)\n"
-	       "  --cm-policy=P         live | strict (default strict: pairs held through timewait)\n"
-	       "  --cm-plt=N            CM packet life time exponent (default 10)\n"
-	       "  --cm-ack-delay=N      CA ACK delay exponent (default 10); with the default\n"
-	       "                        both give a timewait of 16 ms\n"
-	       "  --force-shared-qpn    negative control: two connections share one QPN\n"
-	       "  --seed=N              random seed of churn (default 1)\n"
-	       "  --burst=N, --hold=N   alloc engine: QPNs per burst (8), QPNs held per lcore (64)\n"
-	       "  --json=FILE           write the summary as JSON\n"
-	       "  --stats-period=S      a progress line every S seconds (default 1; 0: none)\n"
-	       "  --destroy-sim         remove the emulated devices' shared memory at exit\n"
-	       "  --hw-peer=IP:PORT     hardware mode, active side: the passive qpn-testpmd\n"
-	       "  --hw-port=PORT        hardware mode, passive side: port to listen on (18515)\n"
-	       "  --hw-bind=IP          hardware mode: the probed device's IPv4 address to listen\n"
-	       "                        on / connect from (default: the first IPv4 address of the\n"
-	       "                        device's netdev)\n"
-	       "  --role=R              both | client | server (default both: one process); client\n"
-	       "                        and server are two processes sharing --fabric and the device\n"
-	       "  --fabric=NAME         CM over the shared-memory fabric NAME (default: in-process)\n"
-	       "  -i, --interactive     interactive prompt\n"
-	       "  -h, --help            this text\n");
-	for (const qpn_engine *e : engine_list)
-		printf("engine %s: %s\n", e->name, e->help);
-}
 
 /* Numeric options: app/common/opt_num.h, one line naming the option and the value as typed. */
 bool
@@ -125,35 +80,6 @@ check_devargs(const char *v)
 			.c_str());
 	return false;
 }
-
-enum {
-	O_DEV = 256,
-	O_ENGINE,
-	O_DURATION,
-	O_CONNS,
-	O_BURST,
-	O_HOLD,
-	O_JSON,
-	O_PEERS,
-	O_MSGS,
-	O_INFLIGHT,
-	O_QUAR,
-	O_POLICY,
-	O_PLT,
-	O_ACK,
-	O_SHARED,
-	O_SEED,
-	O_DESTROY,
-	O_HWPEER,
-	O_HWPORT,
-	O_HWBIND,
-	O_ROLE,
-	O_FABRIC,
-	O_STATS,
-	O_SERVERS,
-	O_YIELD,
-	O_COPOLL,
-};
 
 /* The run parameters that a number sets, by their option's name: the command line and the
  * prompt's `set NAME VALUE` check them here, alike. */
@@ -253,241 +179,297 @@ config_show(FILE *f, const run_config &cfg)
 
 namespace {
 
-/* A run parameter given as an option: config_set, and its one line naming the option. */
-bool
-opt_param(run_config *cfg, int code, const char *v)
-{
-	static const std::pair<int, const char *> names[] = {
-		{O_DURATION, "duration"}, {O_CONNS, "connections"},  {O_BURST, "burst"},
-		{O_HOLD, "hold"},         {O_PEERS, "peers"},        {O_MSGS, "msgs-per-conn"},
-		{O_INFLIGHT, "inflight"}, {O_PLT, "cm-plt"},         {O_ACK, "cm-ack-delay"},
-		{O_SEED, "seed"},         {O_STATS, "stats-period"}, {O_SERVERS, "server-lcores"},
-	};
-	for (auto &n : names) {
-		if (n.first != code)
-			continue;
-		std::string why;
-		if (config_set(cfg, n.second, v, &why) == 0)
-			return true;
-		fprintf(stderr, "%s\n",
-			opt_num_error("qpn-testpmd", ("--" + std::string(n.second)).c_str(), v, why)
-				.c_str());
-		return false;
-	}
-	return false;
-}
+/* What the options set, and what the checks after them need to know. */
+struct parse_state {
+	run_config *cfg;
+	bool engine_set;
+};
 
-} /* namespace */
+struct opt_row;
+/* @return 0; -EINVAL after one line naming the option and the value; 1: exit at once (help). */
+using opt_setter = int (*)(parse_state &st, const opt_row &o, const char *v);
+
+/*
+ * One option, as testpmd's lgopts and usage are one list: its name, its argument (nullptr: a
+ * flag), the range of a number the row checks itself (the run parameters' ranges are in
+ * num_params, shared with the prompt), what sets it, the flag it turns on, its help.
+ */
+struct opt_row {
+	const char *name;
+	char short_name; /* 0: long only */
+	const char *arg; /* "N", "SEC", ...; nullptr: no argument */
+	uint64_t lo, hi;
+	opt_setter set;
+	bool run_config::*flag;
+	const char *help; /* '\n' continues in the help column */
+};
 
 int
-parse_args(int argc, char **argv, run_config *cfg)
+set_flag(parse_state &st, const opt_row &o, const char *)
 {
-	static const struct option opts[] = {
-		{"qpn-dev", required_argument, nullptr, O_DEV},
-		{"engine", required_argument, nullptr, O_ENGINE},
-		{"duration", required_argument, nullptr, O_DURATION},
-		{"connections", required_argument, nullptr, O_CONNS},
-		{"burst", required_argument, nullptr, O_BURST},
-		{"hold", required_argument, nullptr, O_HOLD},
-		{"json", required_argument, nullptr, O_JSON},
-		{"peers", required_argument, nullptr, O_PEERS},
-		{"msgs-per-conn", required_argument, nullptr, O_MSGS},
-		{"inflight", required_argument, nullptr, O_INFLIGHT},
-		{"quarantine-us", required_argument, nullptr, O_QUAR},
-		{"cm-policy", required_argument, nullptr, O_POLICY},
-		{"cm-plt", required_argument, nullptr, O_PLT},
-		{"cm-ack-delay", required_argument, nullptr, O_ACK},
-		{"force-shared-qpn", no_argument, nullptr, O_SHARED},
-		{"seed", required_argument, nullptr, O_SEED},
-		{"destroy-sim", no_argument, nullptr, O_DESTROY},
-		{"hw-peer", required_argument, nullptr, O_HWPEER},
-		{"hw-port", required_argument, nullptr, O_HWPORT},
-		{"hw-bind", required_argument, nullptr, O_HWBIND},
-		{"role", required_argument, nullptr, O_ROLE},
-		{"fabric", required_argument, nullptr, O_FABRIC},
-		{"stats-period", required_argument, nullptr, O_STATS},
-		{"server-lcores", required_argument, nullptr, O_SERVERS},
-		{"idle-yield", no_argument, nullptr, O_YIELD},
-		{"co-poll", no_argument, nullptr, O_COPOLL},
-		{"interactive", no_argument, nullptr, 'i'},
-		{"help", no_argument, nullptr, 'h'},
-		{nullptr, 0, nullptr, 0},
-	};
-	int c;
+	st.cfg->*o.flag = true;
+	return 0;
+}
+
+/* A run parameter given as an option: config_set, and its one line naming the option. */
+int
+set_param(parse_state &st, const opt_row &o, const char *v)
+{
 	std::string why;
-	bool engine_set = false;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":hi", opts, nullptr)) != -1) {
-		switch (c) {
-		case O_DEV:
-			if (!check_devargs(optarg))
-				return -EINVAL;
-			cfg->devargs.push_back(optarg);
-			break;
-		case O_ENGINE:
-			cfg->engine = optarg;
-			engine_set = true;
-			break;
-		case O_ROLE:
-			if (strcmp(optarg, "both") != 0 && strcmp(optarg, "client") != 0 &&
-			    strcmp(optarg, "server") != 0) {
-				fprintf(stderr,
-					"qpn-testpmd: bad value for --role: \"%s\" (expected "
-					"both, client or server)\n",
-					optarg);
-				return -EINVAL;
-			}
-			cfg->role = optarg;
-			break;
-		case O_FABRIC:
-			if (optarg[0] == '\0' || strlen(optarg) > MLX5_QPN_CM_SHM_NAMESIZE ||
-			    strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-					   "0123456789_.-") != strlen(optarg)) {
-				fprintf(stderr,
-					"qpn-testpmd: bad value for --fabric: \"%s\" (1..%d "
-					"characters from [A-Za-z0-9_.-])\n",
-					optarg, MLX5_QPN_CM_SHM_NAMESIZE);
-				return -EINVAL;
-			}
-			cfg->fabric = optarg;
-			break;
-		case O_DURATION:
-		case O_CONNS:
-		case O_BURST:
-		case O_HOLD:
-		case O_STATS:
-		case O_SERVERS:
-			if (!opt_param(cfg, c, optarg))
-				return -EINVAL;
-			break;
-		case O_JSON:
-			cfg->json = optarg;
-			break;
-		case O_PEERS:
-		case O_MSGS:
-		case O_INFLIGHT:
-			if (!opt_param(cfg, c, optarg))
-				return -EINVAL;
-			break;
-		case O_QUAR:
-			if (!opt_uint("--quarantine-us", optarg, 0, kMaxQuarantineUs,
-				      &cfg->quarantine_us))
-				return -EINVAL;
-			break;
-		case O_POLICY:
-			if (strcmp(optarg, "live") == 0) {
-				cfg->policy = MLX5_QPN_CM_POLICY_LIVE;
-			} else if (strcmp(optarg, "strict") == 0) {
-				cfg->policy = MLX5_QPN_CM_POLICY_STRICT;
-			} else {
-				fprintf(stderr,
-					"qpn-testpmd: bad value for --cm-policy: \"%s\" "
-					"(expected live or strict)\n",
-					optarg);
-				return -EINVAL;
-			}
-			break;
-		case O_PLT:
-		case O_ACK:
-			if (!opt_param(cfg, c, optarg))
-				return -EINVAL;
-			break;
-		case O_SHARED:
-			cfg->force_shared_qpn = true;
-			break;
-		case O_YIELD:
-			cfg->idle_yield = true;
-			break;
-		case O_COPOLL:
-			cfg->co_poll = true;
-			break;
-		case O_SEED:
-			if (!opt_param(cfg, c, optarg))
-				return -EINVAL;
-			break;
-		case O_DESTROY:
-			cfg->destroy_sim = true;
-			break;
-		case O_HWPEER:
-			if (!opt_addr("--hw-peer", optarg, hw_peer_valid, &cfg->hw_peer))
-				return -EINVAL;
-			break;
-		case O_HWPORT:
-			if (!opt_uint("--hw-port", optarg, 1, 65535, &cfg->hw_port))
-				return -EINVAL;
-			break;
-		case O_HWBIND:
-			if (!opt_addr("--hw-bind", optarg, hw_bind_valid, &cfg->hw_bind))
-				return -EINVAL;
-			break;
-		case 'i':
-			cfg->interactive = true;
-			break;
-		case 'h':
-			usage(argv[0]);
-			return 1;
-		case ':':
-			fprintf(stderr, "qpn-testpmd: option \"%s\" needs a value (see --help)\n",
-				argv[optind - 1]);
-			return -EINVAL;
-		default:
-			fprintf(stderr, "qpn-testpmd: unknown option \"%s\" (see --help)\n",
-				argv[optind - 1]);
-			return -EINVAL;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "qpn-testpmd: unexpected argument \"%s\"\n", argv[optind]);
+	if (config_set(st.cfg, o.name, v, &why) == 0)
+		return 0;
+	fprintf(stderr, "%s\n",
+		opt_num_error("qpn-testpmd", ("--" + std::string(o.name)).c_str(), v, why).c_str());
+	return -EINVAL;
+}
+
+int
+set_dev(parse_state &st, const opt_row &, const char *v)
+{
+	if (!check_devargs(v))
+		return -EINVAL;
+	st.cfg->devargs.push_back(v);
+	return 0;
+}
+
+int
+set_engine(parse_state &st, const opt_row &, const char *v)
+{
+	st.cfg->engine = v;
+	st.engine_set = true;
+	return 0;
+}
+
+int
+set_json(parse_state &st, const opt_row &, const char *v)
+{
+	st.cfg->json = v;
+	return 0;
+}
+
+int
+set_quarantine(parse_state &st, const opt_row &o, const char *v)
+{
+	return opt_uint("--quarantine-us", v, o.lo, o.hi, &st.cfg->quarantine_us) ? 0 : -EINVAL;
+}
+
+int
+set_hw_port(parse_state &st, const opt_row &o, const char *v)
+{
+	return opt_uint("--hw-port", v, o.lo, o.hi, &st.cfg->hw_port) ? 0 : -EINVAL;
+}
+
+int
+set_hw_peer(parse_state &st, const opt_row &, const char *v)
+{
+	return opt_addr("--hw-peer", v, hw_peer_valid, &st.cfg->hw_peer) ? 0 : -EINVAL;
+}
+
+int
+set_hw_bind(parse_state &st, const opt_row &, const char *v)
+{
+	return opt_addr("--hw-bind", v, hw_bind_valid, &st.cfg->hw_bind) ? 0 : -EINVAL;
+}
+
+int
+set_policy(parse_state &st, const opt_row &, const char *v)
+{
+	if (strcmp(v, "live") == 0) {
+		st.cfg->policy = MLX5_QPN_CM_POLICY_LIVE;
+	} else if (strcmp(v, "strict") == 0) {
+		st.cfg->policy = MLX5_QPN_CM_POLICY_STRICT;
+	} else {
+		fprintf(stderr,
+			"qpn-testpmd: bad value for --cm-policy: \"%s\" (expected live or "
+			"strict)\n",
+			v);
 		return -EINVAL;
 	}
-	if (cfg->devargs.empty())
-		cfg->devargs.push_back("sim0");
-	if (cfg->role != "both") {
-		/* Two processes: the CM fabric must be the shared one and both sides must open the
-		 * same (one) device; the server runs the passive side whatever the engine. */
-		if (cfg->fabric.empty()) {
-			fprintf(stderr,
-				"qpn-testpmd: --role=%s needs --fabric=NAME (the same in both "
-				"processes)\n",
-				cfg->role.c_str());
-			return -EINVAL;
-		}
-		if (cfg->devargs.size() != 1) {
-			fprintf(stderr, "qpn-testpmd: --role=%s takes exactly one --qpn-dev\n",
-				cfg->role.c_str());
-			return -EINVAL;
-		}
-		if (cfg->role == "server") {
-			if (engine_set && cfg->engine != "dct-accept" &&
-			    cfg->engine != "dci-reconnect") {
-				fprintf(stderr,
-					"qpn-testpmd: --role=server runs the passive side: "
-					"--engine=%s does not apply\n",
-					cfg->engine.c_str());
-				return -EINVAL;
-			}
-			cfg->engine = "dct-accept";
-		} else if (cfg->engine != "dci-reconnect" && cfg->engine != "churn") {
-			fprintf(stderr, "qpn-testpmd: --role=client runs the active side: use "
-					"--engine=dci-reconnect or churn\n");
-			return -EINVAL;
-		}
+	return 0;
+}
+
+int
+set_role(parse_state &st, const opt_row &, const char *v)
+{
+	if (strcmp(v, "both") != 0 && strcmp(v, "client") != 0 && strcmp(v, "server") != 0) {
+		fprintf(stderr,
+			"qpn-testpmd: bad value for --role: \"%s\" (expected both, client or "
+			"server)\n",
+			v);
+		return -EINVAL;
 	}
+	st.cfg->role = v;
+	return 0;
+}
+
+int
+set_fabric(parse_state &st, const opt_row &, const char *v)
+{
+	if (v[0] == '\0' || strlen(v) > MLX5_QPN_CM_SHM_NAMESIZE ||
+	    strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+		    strlen(v)) {
+		fprintf(stderr,
+			"qpn-testpmd: bad value for --fabric: \"%s\" (1..%d characters from "
+			"[A-Za-z0-9_.-])\n",
+			v, MLX5_QPN_CM_SHM_NAMESIZE);
+		return -EINVAL;
+	}
+	st.cfg->fabric = v;
+	return 0;
+}
+
+int set_help(parse_state &st, const opt_row &o, const char *v);
+
+/* clang-format off */
+const opt_row opt_table[] = {
+	{"qpn-dev", 0, "DEVARGS", 0, 0, set_dev, nullptr,
+	 "device (repeatable; default sim0), e.g. sim0,max_qpns=4096\n"
+	 "or ib=mlx5_0 (hardware; see doc/guides/app.md)"},
+	{"engine", 0, "NAME", 0, 0, set_engine, nullptr, "engine (default dci-reconnect):"},
+	{"duration", 0, "SEC", 0, 0, set_param, nullptr, "run time (default 3)"},
+	{"connections", 0, "N", 0, 0, set_param, nullptr,
+	 "stop after N connections in total (alloc: per lcore)"},
+	{"peers", 0, "N", 0, 0, set_param, nullptr,
+	 "DC targets, each a CM node of its own (default 1, max 32)"},
+	{"server-lcores", 0, "N", 0, 0, set_param, nullptr,
+	 "lcores the peers are split among on the passive side\n"
+	 "(default 1, max 16; at most --peers, one client lcore left)"},
+	{"idle-yield", 0, nullptr, 0, 0, set_flag, &run_config::idle_yield,
+	 "server lcores yield the CPU after an idle round (more\n"
+	 "lcores than CPUs; default: spin)"},
+	{"co-poll", 0, nullptr, 0, 0, set_flag, &run_config::co_poll,
+	 "no server lcore: the first --server-lcores client lcores\n"
+	 "each poll one server in their own loop"},
+	{"msgs-per-conn", 0, "N", 0, 0, set_param, nullptr,
+	 "SENDs per connection (default 4; 0: none)"},
+	{"inflight", 0, "N", 0, 0, set_param, nullptr,
+	 "connections open at once per client lcore (default 4)"},
+	{"quarantine-us", 0, "N", 0, kMaxQuarantineUs, set_quarantine, nullptr,
+	 "quarantine of released QPNs (default: the CM timewait)"},
+	{"cm-policy", 0, "P", 0, 0, set_policy, nullptr,
+	 "live | strict (default strict: pairs held through timewait)"},
+	{"cm-plt", 0, "N", 0, 0, set_param, nullptr, "CM packet life time exponent (default 10)"},
+	{"cm-ack-delay", 0, "N", 0, 0, set_param, nullptr,
+	 "CA ACK delay exponent (default 10); with the default\n"
+	 "both give a timewait of 16 ms"},
+	{"force-shared-qpn", 0, nullptr, 0, 0, set_flag, &run_config::force_shared_qpn,
+	 "negative control: two connections share one QPN"},
+	{"seed", 0, "N", 0, 0, set_param, nullptr, "random seed of churn (default 1)"},
+	{"burst", 0, "N", 0, 0, set_param, nullptr, "alloc engine: QPNs per burst (default 8)"},
+	{"hold", 0, "N", 0, 0, set_param, nullptr, "alloc engine: QPNs held per lcore (default 64)"},
+	{"json", 0, "FILE", 0, 0, set_json, nullptr, "write the summary as JSON"},
+	{"stats-period", 0, "S", 0, 0, set_param, nullptr,
+	 "a progress line every S seconds (default 1; 0: none)"},
+	{"destroy-sim", 0, nullptr, 0, 0, set_flag, &run_config::destroy_sim,
+	 "remove the emulated devices' shared memory at exit"},
+	{"hw-peer", 0, "IP:PORT", 0, 0, set_hw_peer, nullptr,
+	 "hardware mode, active side: the passive qpn-testpmd"},
+	{"hw-port", 0, "PORT", 1, 65535, set_hw_port, nullptr,
+	 "hardware mode, passive side: port to listen on (18515)"},
+	{"hw-bind", 0, "IP", 0, 0, set_hw_bind, nullptr,
+	 "hardware mode: the probed device's IPv4 address to listen\n"
+	 "on / connect from (default: the first IPv4 address of the\n"
+	 "device's netdev)"},
+	{"role", 0, "R", 0, 0, set_role, nullptr,
+	 "both | client | server (default both: one process); client\n"
+	 "and server are two processes sharing --fabric and the device"},
+	{"fabric", 0, "NAME", 0, 0, set_fabric, nullptr,
+	 "CM over the shared-memory fabric NAME (default: in-process)"},
+	{"interactive", 'i', nullptr, 0, 0, set_flag, &run_config::interactive,
+	 "interactive prompt"},
+	{"help", 'h', nullptr, 0, 0, set_help, nullptr, "this text"},
+};
+/* clang-format on */
+
+constexpr size_t kOpts = sizeof(opt_table) / sizeof(opt_table[0]);
+
+/* The usage text, from the table: the option and its argument in one column, the help in the
+ * next (a help's '\n' continues there), the engines after --engine's line. */
+void
+usage(const char *prog)
+{
+	printf("usage: %s [EAL options] -- [options]\n", prog);
+	for (const opt_row &o : opt_table) {
+		char left[40];
+		int at = 0;
+		if (o.short_name != 0)
+			at = snprintf(left, sizeof(left), "-%c, ", o.short_name);
+		snprintf(left + at, sizeof(left) - at, "--%s%s%s", o.name, o.arg ? "=" : "",
+			 o.arg ? o.arg : "");
+		printf("  %-22s", left);
+		for (const char *h = o.help; *h != '\0'; h++)
+			if (*h == '\n')
+				printf("\n  %-22s", "");
+			else
+				putchar(*h);
+		if (o.set == set_engine)
+			for (const qpn_engine *e : engine_list)
+				printf(" %s", e->name);
+		putchar('\n');
+	}
+	for (const qpn_engine *e : engine_list)
+		printf("engine %s: %s\n", e->name, e->help);
+}
+
+int
+set_help(parse_state &, const opt_row &, const char *)
+{
+	return 1;
+}
+
+/* Two processes (--role=client|server): the CM fabric must be the shared one and both sides
+ * must open the same (one) device; the server runs the passive side whatever the engine. */
+int
+check_role(parse_state &st)
+{
+	run_config *cfg = st.cfg;
+	if (cfg->role == "both")
+		return 0;
+	if (cfg->fabric.empty()) {
+		fprintf(stderr,
+			"qpn-testpmd: --role=%s needs --fabric=NAME (the same in both processes)\n",
+			cfg->role.c_str());
+		return -EINVAL;
+	}
+	if (cfg->devargs.size() != 1) {
+		fprintf(stderr, "qpn-testpmd: --role=%s takes exactly one --qpn-dev\n",
+			cfg->role.c_str());
+		return -EINVAL;
+	}
+	if (cfg->role == "server") {
+		if (st.engine_set && cfg->engine != "dct-accept" &&
+		    cfg->engine != "dci-reconnect") {
+			fprintf(stderr,
+				"qpn-testpmd: --role=server runs the passive side: --engine=%s does "
+				"not apply\n",
+				cfg->engine.c_str());
+			return -EINVAL;
+		}
+		cfg->engine = "dct-accept";
+	} else if (cfg->engine != "dci-reconnect" && cfg->engine != "churn") {
+		fprintf(stderr, "qpn-testpmd: --role=client runs the active side: use "
+				"--engine=dci-reconnect or churn\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The quarantine is given once; by default it is the CM timewait, which the CM options can make
+ * longer than the driver takes: say so in the options' terms, not as a devarg the user never
+ * typed. */
+int
+check_quarantine(const run_config *cfg)
+{
 	for (auto &d : cfg->devargs)
 		if (devargs_has_key(d, "quarantine_us") && cfg->quarantine_us >= 0) {
-			fprintf(stderr,
-				"qpn-testpmd: give the quarantine once: --quarantine-us or the "
-				"devarg quarantine_us, not both\n");
+			fprintf(stderr, "qpn-testpmd: give the quarantine once: --quarantine-us or "
+					"the devarg quarantine_us, not both\n");
 			return -EINVAL;
 		}
-	/* The default quarantine is the CM timewait, which the CM options can make longer than the
-	 * driver takes: say so in the options' terms, not as a devarg the user never typed. */
-	if (cfg->quarantine_us < 0 && uint64_t(cm_timewait_ms(*cfg)) * 1000u > kMaxQuarantineUs) {
-		bool all_set = true;
-		for (auto &d : cfg->devargs)
-			all_set &= devargs_has_key(d, "quarantine_us");
-		if (!all_set) {
+	if (cfg->quarantine_us >= 0 || uint64_t(cm_timewait_ms(*cfg)) * 1000u <= kMaxQuarantineUs)
+		return 0;
+	for (auto &d : cfg->devargs)
+		if (!devargs_has_key(d, "quarantine_us")) {
 			fprintf(stderr,
 				"qpn-testpmd: --cm-plt=%u --cm-ack-delay=%u give a CM timewait of "
 				"%u ms, longer than the longest quarantine (%" PRIu64 " ms) that "
@@ -497,8 +479,75 @@ parse_args(int argc, char **argv, run_config *cfg)
 				kMaxQuarantineUs / 1000);
 			return -EINVAL;
 		}
-	}
 	return 0;
+}
+
+/* getopt_long's view of the table: an option's code is its row's index + 256; the short
+ * options map to their rows too. */
+void
+getopt_tables(struct option *longs, char *shorts)
+{
+	size_t n = 0;
+	*shorts++ = ':';
+	for (size_t i = 0; i < kOpts; i++) {
+		const opt_row &o = opt_table[i];
+		longs[i] = {o.name, o.arg ? required_argument : no_argument, nullptr, int(256 + i)};
+		if (o.short_name != 0)
+			shorts[n++] = o.short_name;
+	}
+	longs[kOpts] = {nullptr, 0, nullptr, 0};
+	shorts[n] = '\0';
+}
+
+const opt_row *
+row_of(int c)
+{
+	if (c >= 256 && size_t(c - 256) < kOpts)
+		return &opt_table[c - 256];
+	for (const opt_row &o : opt_table)
+		if (o.short_name != 0 && o.short_name == c)
+			return &o;
+	return nullptr;
+}
+
+} /* namespace */
+
+int
+parse_args(int argc, char **argv, run_config *cfg)
+{
+	struct option longs[kOpts + 1];
+	char shorts[kOpts + 2];
+	getopt_tables(longs, shorts);
+	parse_state st = {cfg, false};
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, shorts, longs, nullptr)) != -1) {
+		const opt_row *o = row_of(c);
+		if (c == ':') {
+			fprintf(stderr, "qpn-testpmd: option \"%s\" needs a value (see --help)\n",
+				argv[optind - 1]);
+			return -EINVAL;
+		}
+		if (o == nullptr) {
+			fprintf(stderr, "qpn-testpmd: unknown option \"%s\" (see --help)\n",
+				argv[optind - 1]);
+			return -EINVAL;
+		}
+		int rc = o->set(st, *o, optarg);
+		if (rc == 1)
+			usage(argv[0]);
+		if (rc != 0)
+			return rc;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "qpn-testpmd: unexpected argument \"%s\"\n", argv[optind]);
+		return -EINVAL;
+	}
+	if (cfg->devargs.empty())
+		cfg->devargs.push_back("sim0");
+	int rc = check_role(st);
+	return rc != 0 ? rc : check_quarantine(cfg);
 }
 
 /* The devargs a device is probed with: the quarantine is a probe-time devarg of the driver;

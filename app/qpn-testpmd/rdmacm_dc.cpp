@@ -10,8 +10,9 @@
 #include <rte_lcore.h>
 #include <rte_random.h>
 
+#include <mlx5_qpn/mlx5_qpn_dc.h>
+
 #include "dc_dci.h"
-#include "mlx5_qpn_dc.h"
 #include "rdmacm_glue.h"
 #include "testpmd.h"
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <endian.h>
 
-#include "mlx5_qpn_cm.h"
+#include <mlx5_qpn/mlx5_qpn_cm.h>
 
 namespace {
 

@@ -36,8 +36,9 @@
 
 #include <rdma/rdma_cma.h>
 
+#include <mlx5_qpn/mlx5_qpn_dc.h>
+
 #include "conn.h"
-#include "mlx5_qpn_dc.h"
 
 enum rdmacm_state : uint8_t {
 	RC_ST_FREE,          /* no connection */

@@ -17,7 +17,8 @@
 #include <cinttypes>
 #include <cstring>
 
-#include "mlx5_qpn_dc.h"
+#include <mlx5_qpn/mlx5_qpn_dc.h>
+
 #include "stats.h"
 #include "testpmd.h"
 

@@ -15,8 +15,9 @@
 #include <cinttypes>
 #include <cstring>
 
+#include <mlx5_qpn/mlx5_qpn_dc.h>
+
 #include "json_writer.h"
-#include "mlx5_qpn_dc.h"
 #include "run_meta.h"
 #include "stats.h"
 #include "testpmd.h"
@@ -88,29 +89,12 @@ servers_json(json_writer &js, const run_ctx *ctx, double secs)
 	js.end_arr();
 }
 
-} /* namespace */
-
-int
-stats_json(const char *path, run_ctx *ctx, const qpn_engine *e)
+/* The run: what ran, with which parameters, and its headline counts. */
+void
+run_json(json_writer &js, run_ctx *ctx, const qpn_engine *e, const totals &t, double secs,
+	 const mlx5_qpn_dev_info &info)
 {
-	FILE *f = fopen(path, "w");
-	if (f == nullptr) {
-		fprintf(stderr, "qpn-testpmd: cannot write %s: %s\n", path, strerror(errno));
-		return -errno;
-	}
-	totals t;
-	collect(ctx, e, t);
-	const uint64_t hz = ctx->tsc_hz;
-	const double secs = ctx->run_secs > 0 ? ctx->run_secs : 1e-9;
 	const run_config &cfg = *ctx->cfg;
-	struct mlx5_qpn_dev_info info;
-	mlx5_qpn_dev_info_get(ctx->dev, &info);
-	struct mlx5_qpn_dev_stats ds;
-	dev_stats(ctx, &ds);
-	qpn_conn_totals a = conn_totals(ctx);
-
-	json_writer js(f);
-	js.obj();
 	run_meta_json(js, "qpn-testpmd");
 	js.kv("engine", e->name);
 	js.kv("duration_s", ctx->run_secs);
@@ -129,6 +113,13 @@ stats_json(const char *path, run_ctx *ctx, const qpn_engine *e)
 	      static_cast<double>(t.conns) / secs / (t.measured_lcores ? t.measured_lcores : 1));
 	js.kv("pool_share", pool_share(t));
 	js.kv("stale_rejects", t.stale);
+}
+
+/* The CM: REJ reasons seen, then the connections' CM counters. */
+void
+cm_json(json_writer &js, run_ctx *ctx, const totals &t)
+{
+	qpn_conn_totals a = conn_totals(ctx);
 	js.key("rej");
 	js.obj();
 	for (unsigned r = 0; r < MLX5_QPN_CM_REJ_REASON_SLOTS; r++)
@@ -145,6 +136,12 @@ stats_json(const char *path, run_ctx *ctx, const qpn_engine *e)
 	js.kv("fabric_drops", a.fabric_drops);
 	js.kv("closed_by_peer", t.peer_disc);
 	js.end_obj();
+}
+
+/* The DC data path, then the engines' allocation errors. */
+void
+data_json(json_writer &js, run_ctx *ctx, const totals &t)
+{
 	js.key("data");
 	js.obj();
 	js.kv("sends", t.sends);
@@ -167,6 +164,11 @@ stats_json(const char *path, run_ctx *ctx, const qpn_engine *e)
 	js.kv("enospc", t.enospc);
 	js.kv("other", t.errors);
 	js.end_obj();
+}
+
+void
+per_lcore_json(json_writer &js, run_ctx *ctx, double secs)
+{
 	js.key("per_lcore");
 	js.arr();
 	unsigned lc;
@@ -183,21 +185,27 @@ stats_json(const char *path, run_ctx *ctx, const qpn_engine *e)
 		js.end_obj();
 	}
 	js.end_arr();
-	servers_json(js, ctx, secs);
-	steps_json(js, t, hz);
-	monitor_timeline_json(js);
-	if (!e->uses_cm) {
-		/* The pool engine: what it does, in its own terms. */
-		js.key("alloc_engine");
-		js.obj();
-		js.kv("pairs", t.conns);
-		js.kv("pairs_per_sec", static_cast<double>(t.conns) / secs);
-		js.kv("allocs", t.allocs);
-		js.kv("frees", t.frees);
-		js.kv("alloc_p50_ns", ns(t.hist[STEP_ALLOC].percentile(50), hz));
-		js.kv("free_p50_ns", ns(t.hist[STEP_RELEASE].percentile(50), hz));
-		js.end_obj();
-	}
+}
+
+/* The pool engine: what it does, in its own terms. */
+void
+alloc_engine_json(json_writer &js, const totals &t, double secs, uint64_t hz)
+{
+	js.key("alloc_engine");
+	js.obj();
+	js.kv("pairs", t.conns);
+	js.kv("pairs_per_sec", static_cast<double>(t.conns) / secs);
+	js.kv("allocs", t.allocs);
+	js.kv("frees", t.frees);
+	js.kv("alloc_p50_ns", ns(t.hist[STEP_ALLOC].percentile(50), hz));
+	js.kv("free_p50_ns", ns(t.hist[STEP_RELEASE].percentile(50), hz));
+	js.end_obj();
+}
+
+/* The device and its pool, from the driver's own counters. */
+void
+device_json(json_writer &js, const mlx5_qpn_dev_info &info, const mlx5_qpn_dev_stats &ds)
+{
 	js.key("pool");
 	js.obj();
 	js.kv("capacity", ds.pool.capacity);
@@ -229,6 +237,39 @@ stats_json(const char *path, run_ctx *ctx, const qpn_engine *e)
 	else
 		js.num(uint64_t(info.numa_node));
 	js.end_obj();
+}
+
+} /* namespace */
+
+int
+stats_json(const char *path, run_ctx *ctx, const qpn_engine *e)
+{
+	FILE *f = fopen(path, "w");
+	if (f == nullptr) {
+		fprintf(stderr, "qpn-testpmd: cannot write %s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	totals t;
+	collect(ctx, e, t);
+	const uint64_t hz = ctx->tsc_hz;
+	const double secs = ctx->run_secs > 0 ? ctx->run_secs : 1e-9;
+	struct mlx5_qpn_dev_info info;
+	mlx5_qpn_dev_info_get(ctx->dev, &info);
+	struct mlx5_qpn_dev_stats ds;
+	dev_stats(ctx, &ds);
+
+	json_writer js(f);
+	js.obj();
+	run_json(js, ctx, e, t, secs, info);
+	cm_json(js, ctx, t);
+	data_json(js, ctx, t);
+	per_lcore_json(js, ctx, secs);
+	servers_json(js, ctx, secs);
+	steps_json(js, t, hz);
+	monitor_timeline_json(js);
+	if (!e->uses_cm)
+		alloc_engine_json(js, t, secs, hz);
+	device_json(js, info, ds);
 	js.end_obj();
 	bool ok = js.ok();
 	int rc = fclose(f) == 0 && ok ? 0 : -EIO;

@@ -41,10 +41,11 @@
 #include <rte_lcore.h>
 #include <rte_log.h>
 
+#include <mlx5_qpn/mlx5_qpn.h>
+#include <mlx5_qpn/mlx5_qpn_cm.h>
+
 #include "conn.h"
 #include "latency.h"
-#include "mlx5_qpn.h"
-#include "mlx5_qpn_cm.h"
 
 /* Everything the options set. */
 struct run_config {

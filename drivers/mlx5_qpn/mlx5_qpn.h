@@ -28,12 +28,26 @@
  * secondary's slow paths (probe, an allocation that finds the pool empty, grow) fail with
  * -ENODEV and one log line; until it meets one, its fast path may still hand out QPNs already in
  * the pool. The primary must close the device last.
+ *
+ * Names, in every public header: mlx5_qpn_<object>_<verb>. A lookup by name is _lookup
+ * (mlx5_qpn_dev_lookup(), mlx5_qpn_pool_lookup()); a getter that fills a struct is _get and
+ * returns 0 or a negative errno (mlx5_qpn_dev_info_get()); a getter of one value is named for
+ * the value and returns it (mlx5_qpn_dev_pool()). A renamed call keeps its old name for the
+ * rest of its ABI as an exported alias marked MLX5_QPN_DEPRECATED.
  */
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "mlx5_qpn_pool.h"
+
+/* Marks a public name kept for one ABI as an alias of its successor: a call compiles, with a
+ * warning that names the successor. */
+#if defined(__GNUC__) || defined(__clang__)
+#define MLX5_QPN_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define MLX5_QPN_DEPRECATED(msg)
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -163,8 +177,21 @@ int mlx5_qpn_devargs_check(const char *devargs, char *why, size_t len);
  */
 int mlx5_qpn_dev_purge(const char *name);
 
-/** Find a probed device by name; NULL if none. */
-struct mlx5_qpn_dev *mlx5_qpn_dev_get(const char *name);
+/**
+ * Find a probed device by name (as mlx5_qpn_pool_lookup() finds a pool).
+ *
+ * @param name  the device's name as probed ("sim0", "mlx5_0").
+ * @return the device; NULL if none of that name is probed in this process (or name is NULL).
+ * Thread safety: any thread; the device stays valid until it is closed.
+ */
+struct mlx5_qpn_dev *mlx5_qpn_dev_lookup(const char *name);
+
+/**
+ * Deprecated name of mlx5_qpn_dev_lookup(), kept exported (the same function) for applications
+ * built against the 2.0 ABI; it leaves with the next ABI number.
+ */
+struct mlx5_qpn_dev *mlx5_qpn_dev_get(const char *name)
+	MLX5_QPN_DEPRECATED("use mlx5_qpn_dev_lookup()");
 
 /**
  * Close a device: stops its control thread, frees its pool and returns every range to the device.

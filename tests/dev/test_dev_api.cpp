@@ -266,7 +266,7 @@ TEST(DevProbe, HardwareWithoutDeviceIsEnodev)
 	struct mlx5_qpn_dev *dev = nullptr;
 	EXPECT_EQ(mlx5_qpn_dev_probe("ib=mlx5_0", &dev), -ENODEV);
 	EXPECT_EQ(dev, nullptr);
-	EXPECT_EQ(mlx5_qpn_dev_get("mlx5_0"), nullptr);
+	EXPECT_EQ(mlx5_qpn_dev_lookup("mlx5_0"), nullptr);
 }
 
 TEST(DevProbe, BadDevargsAreEinvalAndLeaveNothing)
@@ -283,7 +283,7 @@ TEST(DevProbe, AllocDeallocThroughTheDriver)
 	struct mlx5_qpn_dev *dev = nullptr;
 	std::string args = n.str() + ",quarantine_us=0,log_max_alloc=6,max_qpns=256";
 	ASSERT_EQ(mlx5_qpn_dev_probe(args.c_str(), &dev), 0);
-	EXPECT_EQ(mlx5_qpn_dev_get(n.str().c_str()), dev);
+	EXPECT_EQ(mlx5_qpn_dev_lookup(n.str().c_str()), dev);
 	struct mlx5_qpn_dev *dup = nullptr;
 	EXPECT_EQ(mlx5_qpn_dev_probe(args.c_str(), &dup), -EEXIST);
 	struct mlx5_qpn_dev_info in;
@@ -321,7 +321,22 @@ TEST(DevProbe, AllocDeallocThroughTheDriver)
 	EXPECT_EQ(mlx5_qpn_reserved_alloc_bulk(dev, bulk, 32), 0);
 	EXPECT_EQ(mlx5_qpn_reserved_dealloc_bulk(dev, bulk, 32), 0);
 	mlx5_qpn_dev_close(dev);
+	EXPECT_EQ(mlx5_qpn_dev_lookup(n.str().c_str()), nullptr);
+}
+
+/* The 2.0 name of the lookup stays callable for one ABI and finds what the new name finds. */
+TEST(DevProbe, DeprecatedLookupNameIsTheSameFunction)
+{
+	SimName n;
+	struct mlx5_qpn_dev *dev = nullptr;
+	ASSERT_EQ(mlx5_qpn_dev_probe((n.str() + ",quarantine_us=0").c_str(), &dev), 0);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	EXPECT_EQ(mlx5_qpn_dev_get(n.str().c_str()), dev);
+	EXPECT_EQ(mlx5_qpn_dev_get(nullptr), nullptr);
+	mlx5_qpn_dev_close(dev);
 	EXPECT_EQ(mlx5_qpn_dev_get(n.str().c_str()), nullptr);
+#pragma GCC diagnostic pop
 }
 
 TEST(DevProbe, RangesGoBackToTheDeviceAtClose)

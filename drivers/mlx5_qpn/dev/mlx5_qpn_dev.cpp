@@ -23,7 +23,7 @@ extern "C" {
 struct mlx5_qpn_backend *
 mlx5_qpn_dev_backend(struct mlx5_qpn_dev *d)
 {
-	return d != nullptr ? d->be : nullptr;
+	return d != nullptr ? d->id.be : nullptr;
 }
 
 int
@@ -31,7 +31,7 @@ mlx5_qpn_reserved_alloc(struct mlx5_qpn_dev *d, uint32_t *qpn)
 {
 	if (unlikely(d == nullptr || qpn == nullptr))
 		return -EINVAL;
-	int rc = mlx5_qpn_pool_alloc(d->pool, qpn);
+	int rc = mlx5_qpn_pool_alloc(d->sup.pool, qpn);
 	if (likely(rc == 0))
 		return 0;
 	/*
@@ -40,8 +40,8 @@ mlx5_qpn_reserved_alloc(struct mlx5_qpn_dev *d, uint32_t *qpn)
 	 * the next pass sees the new count (a range can be consumed before its count is bumped).
 	 */
 	for (int pass = 0; pass < 4 && (rc == -ENOSPC || rc == -EAGAIN); pass++) {
-		uint64_t seen = d->grown.load(std::memory_order_acquire);
-		rc = mlx5_qpn_pool_alloc(d->pool, qpn);
+		uint64_t seen = d->sup.grown.load(std::memory_order_acquire);
+		rc = mlx5_qpn_pool_alloc(d->sup.pool, qpn);
 		if (rc == 0 || (rc != -ENOSPC && rc != -EAGAIN))
 			break;
 		int g = grow(d, seen);
@@ -49,10 +49,10 @@ mlx5_qpn_reserved_alloc(struct mlx5_qpn_dev *d, uint32_t *qpn)
 			rc = g == -ENODEV ? g : rc; /* a secondary whose primary is gone */
 			break;
 		}
-		d->sync_reserves.fetch_add(1, rlx);
-		rc = mlx5_qpn_pool_alloc(d->pool, qpn);
+		d->cnt.sync_reserves.fetch_add(1, rlx);
+		rc = mlx5_qpn_pool_alloc(d->sup.pool, qpn);
 	}
-	if (rc == -ENOSPC && d->cooling_qpns.load(rlx) != 0)
+	if (rc == -ENOSPC && d->lease.cooling_qpns.load(rlx) != 0)
 		rc = -EAGAIN; /* QPNs exist; they are cooling (invariant 5) */
 	return rc;
 }
@@ -62,7 +62,7 @@ mlx5_qpn_reserved_dealloc(struct mlx5_qpn_dev *d, uint32_t qpn)
 {
 	if (unlikely(d == nullptr))
 		return -EINVAL;
-	return mlx5_qpn_pool_free(d->pool, qpn);
+	return mlx5_qpn_pool_free(d->sup.pool, qpn);
 }
 
 int
@@ -70,10 +70,10 @@ mlx5_qpn_reserved_alloc_bulk(struct mlx5_qpn_dev *d, uint32_t *qpns, unsigned in
 {
 	if (d == nullptr || (qpns == nullptr && n != 0))
 		return -EINVAL;
-	int rc = mlx5_qpn_pool_alloc_bulk(d->pool, qpns, n);
+	int rc = mlx5_qpn_pool_alloc_bulk(d->sup.pool, qpns, n);
 	for (int pass = 0; (rc == -ENOSPC || rc == -EAGAIN) && pass < 64; pass++) {
-		uint64_t seen = d->grown.load(std::memory_order_acquire);
-		rc = mlx5_qpn_pool_alloc_bulk(d->pool, qpns, n);
+		uint64_t seen = d->sup.grown.load(std::memory_order_acquire);
+		rc = mlx5_qpn_pool_alloc_bulk(d->sup.pool, qpns, n);
 		if (rc != -ENOSPC && rc != -EAGAIN)
 			break;
 		int g = grow(d, seen);
@@ -81,10 +81,10 @@ mlx5_qpn_reserved_alloc_bulk(struct mlx5_qpn_dev *d, uint32_t *qpns, unsigned in
 			rc = g == -ENODEV ? g : rc;
 			break;
 		}
-		d->sync_reserves.fetch_add(1, rlx);
-		rc = mlx5_qpn_pool_alloc_bulk(d->pool, qpns, n);
+		d->cnt.sync_reserves.fetch_add(1, rlx);
+		rc = mlx5_qpn_pool_alloc_bulk(d->sup.pool, qpns, n);
 	}
-	if (rc == -ENOSPC && d->cooling_qpns.load(rlx) != 0)
+	if (rc == -ENOSPC && d->lease.cooling_qpns.load(rlx) != 0)
 		rc = -EAGAIN;
 	return rc;
 }
@@ -94,13 +94,13 @@ mlx5_qpn_reserved_dealloc_bulk(struct mlx5_qpn_dev *d, const uint32_t *qpns, uns
 {
 	if (d == nullptr)
 		return -EINVAL;
-	return mlx5_qpn_pool_free_bulk(d->pool, qpns, n);
+	return mlx5_qpn_pool_free_bulk(d->sup.pool, qpns, n);
 }
 
 struct mlx5_qpn_pool *
 mlx5_qpn_dev_pool(struct mlx5_qpn_dev *d)
 {
-	return d != nullptr ? d->pool : nullptr;
+	return d != nullptr ? d->sup.pool : nullptr;
 }
 
 int
@@ -109,25 +109,25 @@ mlx5_qpn_dev_info_get(struct mlx5_qpn_dev *d, struct mlx5_qpn_dev_info *info)
 	if (d == nullptr || info == nullptr)
 		return -EINVAL;
 	memset(info, 0, sizeof(*info));
-	snprintf(info->name, sizeof(info->name), "%s", d->da.name);
-	info->backend = d->backend->name;
-	info->node_guid = d->caps.node_guid;
-	info->source = d->supply->source;
-	info->reserved_qpn_cap = d->caps.reserved_qpn_obj;
-	info->log_reserved_qpn_granularity = d->caps.log_reserved_qpn_granularity;
-	info->log_reserved_qpn_max_alloc = d->caps.log_reserved_qpn_max_alloc;
-	info->log_max_num_reserved_qpn = d->caps.log_max_num_reserved_qpn;
-	info->log_range = d->log_range;
-	info->max_qpns = static_cast<uint32_t>(d->limit);
-	info->quarantine_us = d->da.quarantine_us;
-	info->numa_node = d->numa_node;
-	snprintf(info->cores, sizeof(info->cores), "%s", d->cores);
-	info->pool_name = d->pool_name;
-	info->secondary = d->secondary;
-	mlx5_qpn_mp_counters(d->mp, nullptr, nullptr, nullptr, &info->primary_pid);
-	if (d->backend->flags & MLX5_QPN_BACKEND_F_EMULATED)
+	snprintf(info->name, sizeof(info->name), "%s", d->id.da.name);
+	info->backend = d->id.backend->name;
+	info->node_guid = d->id.caps.node_guid;
+	info->source = d->sup.ops->source;
+	info->reserved_qpn_cap = d->id.caps.reserved_qpn_obj;
+	info->log_reserved_qpn_granularity = d->id.caps.log_reserved_qpn_granularity;
+	info->log_reserved_qpn_max_alloc = d->id.caps.log_reserved_qpn_max_alloc;
+	info->log_max_num_reserved_qpn = d->id.caps.log_max_num_reserved_qpn;
+	info->log_range = d->sup.log_range;
+	info->max_qpns = static_cast<uint32_t>(d->sup.limit);
+	info->quarantine_us = d->id.da.quarantine_us;
+	info->numa_node = d->id.numa_node;
+	snprintf(info->cores, sizeof(info->cores), "%s", d->id.cores);
+	info->pool_name = d->sup.pool_name;
+	info->secondary = d->proc.secondary;
+	mlx5_qpn_mp_counters(d->proc.mp, nullptr, nullptr, nullptr, &info->primary_pid);
+	if (d->id.backend->flags & MLX5_QPN_BACKEND_F_EMULATED)
 		info->flags |= MLX5_QPN_DEV_F_EMULATED;
-	info->port = d->caps.port != 0 ? d->caps.port : 1;
+	info->port = d->id.caps.port != 0 ? d->id.caps.port : 1;
 	return 0;
 }
 
@@ -137,19 +137,19 @@ mlx5_qpn_dev_stats_get(struct mlx5_qpn_dev *d, struct mlx5_qpn_dev_stats *st)
 	if (d == nullptr || st == nullptr)
 		return -EINVAL;
 	memset(st, 0, sizeof(*st));
-	mlx5_qpn_pool_stats_get(d->pool, &st->pool);
-	st->ranges_reserved = d->ranges_reserved.load(rlx);
-	st->ranges_released = d->ranges_released.load(rlx);
-	st->qpns_reserved = d->qpns_reserved.load(rlx);
-	st->reserve_failures = d->reserve_failures.load(rlx);
-	st->sync_reserves = d->sync_reserves.load(rlx);
-	st->bg_reserves = d->bg_reserves.load(rlx);
-	st->last_error = d->last_error.load(rlx);
-	st->backoff_skips = d->backoff_skips.load(rlx);
-	st->cooling_qpns = d->cooling_qpns.load(rlx);
-	st->cooled_ranges = d->cooled_ranges.load(rlx);
-	st->lease_errors = d->lease_errors.load(rlx);
-	mlx5_qpn_mp_counters(d->mp, &st->mp_grow_requests, &st->mp_ipc_grows,
+	mlx5_qpn_pool_stats_get(d->sup.pool, &st->pool);
+	st->ranges_reserved = d->cnt.ranges_reserved.load(rlx);
+	st->ranges_released = d->cnt.ranges_released.load(rlx);
+	st->qpns_reserved = d->cnt.qpns_reserved.load(rlx);
+	st->reserve_failures = d->cnt.reserve_failures.load(rlx);
+	st->sync_reserves = d->cnt.sync_reserves.load(rlx);
+	st->bg_reserves = d->cnt.bg_reserves.load(rlx);
+	st->last_error = d->cnt.last_error.load(rlx);
+	st->backoff_skips = d->backoff.skips.load(rlx);
+	st->cooling_qpns = d->lease.cooling_qpns.load(rlx);
+	st->cooled_ranges = d->lease.cooled_ranges.load(rlx);
+	st->lease_errors = d->lease.errors.load(rlx);
+	mlx5_qpn_mp_counters(d->proc.mp, &st->mp_grow_requests, &st->mp_ipc_grows,
 			     &st->mp_dead_reclaimed, nullptr);
 	return 0;
 }
@@ -182,7 +182,7 @@ mlx5_qpn_dev_dump(FILE *f, struct mlx5_qpn_dev *d)
 		"  lease: %" PRIu64 " QPNs cooling, %" PRIu64
 		" ranges cooled into the pool, %" PRIu64 " lease errors\n",
 		st.cooling_qpns, st.cooled_ranges, st.lease_errors);
-	mlx5_qpn_pool_dump(f, d->pool);
+	mlx5_qpn_pool_dump(f, d->sup.pool);
 }
 
 } /* extern "C" */

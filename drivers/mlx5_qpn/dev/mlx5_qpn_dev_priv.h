@@ -17,9 +17,6 @@
  *  - mlx5_qpn_devargs.cpp   devargs (generic keys; a backend's own through its descriptor),
  *                           in bounded buffers; its text helpers (quoting) in mlx5_qpn_text.h.
  *
- * Everything that talks to the device (the backend's ops) runs under dev->grow_mutex, which
- * the allocation fast path (the pool) never takes.
- *
  * Invariant 5 (a QPN let go by a process that closed, crashed or was killed is not handed out
  * by anyone before its quarantine has passed) is kept through the per-device lease file
  * (lease/mlx5_qpn_lease.h), for every backend: each range the device gives is recorded there
@@ -63,59 +60,106 @@ struct mlx5_qpn_supply_ops {
 /* The supply of that source (mlx5_qpn_supply.cpp); never NULL for a valid source. */
 const struct mlx5_qpn_supply_ops *mlx5_qpn_supply_of(enum mlx5_qpn_source source);
 
-struct mlx5_qpn_dev {
-	struct mlx5_qpn_dev *reg_next = nullptr; /* the registry's list (mlx5_qpn_registry.cpp) */
+/*
+ * The device, in the parts it holds. Each part is written by one concern (the file in
+ * brackets) and read by the others:
+ *  - id      what the device is: devargs, backend, capabilities, locality (probe; read-only
+ *            after);
+ *  - sup     where its QPNs come from and what it holds: the supply, the pool, the device
+ *            objects, under grow_mutex (probe, grow);
+ *  - cnt     the counters mlx5_qpn_dev_stats reports (grow, supply);
+ *  - backoff the back-off after failed reservations (grow);
+ *  - shrink  giving ranges back when the pool holds far more than it uses (grow);
+ *  - ctrl    the control thread (probe starts and joins it, grow runs it);
+ *  - proc    the multi-process side (probe; mlx5_qpn_mp.cpp);
+ *  - lease   invariant 5 across processes: the lease file and the ranges cooling (grow, probe).
+ */
+namespace mlx5_qpn_dev_impl {
+
+struct Identity {
 	struct mlx5_qpn_devargs da;
 	const struct mlx5_qpn_backend_desc *backend = nullptr; /* = da.backend */
 	const struct mlx5_qpn_dev_ops *ops = nullptr;
 	struct mlx5_qpn_backend *be = nullptr;
 	struct mlx5_qpn_caps caps = {};
-	const struct mlx5_qpn_supply_ops *supply = nullptr;
+	int numa_node = -1;
+	char cores[128] = {};
+};
+
+/* Everything that talks to the device (the backend's ops) runs under grow_mutex, which the
+ * allocation fast path (the pool) never takes. */
+struct Supply {
+	const struct mlx5_qpn_supply_ops *ops = nullptr;
 	uint32_t log_range = 0;
 	uint64_t limit = 0; /* most QPNs we may hold from the device */
 	struct mlx5_qpn_pool *pool = nullptr;
 	char pool_name[MLX5_QPN_POOL_NAMESIZE + 1] = {};
-	int numa_node = -1;
-	char cores[128] = {};
-
-	std::mutex grow_mutex; /* device commands; never taken by the fast path */
-	mlx5_qpn_dev_impl::NtVec<mlx5_qpn_range_obj> objs; /* under grow_mutex */
-	std::atomic<uint64_t> held{0};                     /* QPNs reserved from the device now */
+	std::mutex grow_mutex;
+	NtVec<mlx5_qpn_range_obj> objs; /* under grow_mutex */
+	std::atomic<uint64_t> held{0};  /* QPNs reserved from the device now */
 	std::atomic<uint64_t> grown{
 		0}; /* successful reservations: lets a waiter see it lost a race */
+};
 
+struct Counters {
 	std::atomic<uint64_t> ranges_reserved{0}, ranges_released{0}, qpns_reserved{0};
 	std::atomic<uint64_t> reserve_failures{0}, sync_reserves{0}, bg_reserves{0};
 	std::atomic<int> last_error{0};
+};
 
-	/* Back-off after a failed reservation (see backoff_failed()): no device command before
-	 * backoff_until (mlx5_qpn_clock_ns()); read without the mutex by the allocation path. */
-	std::atomic<uint64_t> backoff_until{0};
-	std::atomic<uint64_t> backoff_skips{0};
-	uint64_t backoff_ns = 0;   /* current step, 0: not backing off (grow_mutex) */
+/* Back-off after a failed reservation (see backoff_failed()): no device command before `until`
+ * (mlx5_qpn_clock_ns()); read without the mutex by the allocation path. */
+struct Backoff {
+	std::atomic<uint64_t> until{0};
+	std::atomic<uint64_t> skips{0};
+	uint64_t step_ns = 0;      /* current step, 0: not backing off (grow_mutex) */
 	uint64_t fail_streak = 0;  /* failed reservations in a row (grow_mutex) */
 	uint64_t fail_logged = 0;  /* fail_streak at the last warning (grow_mutex) */
 	uint64_t warn_next_ns = 0; /* no warning before this (grow_mutex) */
-	/* Shrinking (shrink_locked()): the last time the pool asked for more (no range goes back
-	 * within a settle time of it) and the next range to try (one walk of the free list per
-	 * attempt, so at most one per attempt). grow_mutex. */
-	uint64_t last_demand_ns = 0;
-	size_t shrink_next = SIZE_MAX;
+};
 
+/* Shrinking (shrink_locked()): the last time the pool asked for more (no range goes back within
+ * a settle time of it) and the next range to try (one walk of the free list per attempt, so at
+ * most one per attempt). grow_mutex. */
+struct Shrink {
+	uint64_t last_demand_ns = 0;
+	size_t next = SIZE_MAX;
+};
+
+struct Ctrl {
 	std::atomic<bool> stop{false};
-	pthread_t ctrl{};
-	bool ctrl_running = false;
+	pthread_t thread{};
+	bool running = false;
+};
+
+struct Proc {
 	struct mlx5_qpn_mp *mp = nullptr; /* multi-process: mlx5_qpn_mp.cpp */
 	bool secondary = false;           /* attached to a primary's device: never reserves */
+};
 
-	/* Invariant 5 across processes. Under grow_mutex. */
-	qpn::lease::Lease lease;
+/* Invariant 5 across processes. Under grow_mutex. */
+struct LeaseState {
+	qpn::lease::Lease file;
 	struct Cooling {
 		uint32_t first, count; /* QPNs the device gave us that may not feed the pool yet */
 		uint64_t until_ns;     /* when to look at the lease again */
 	};
-	mlx5_qpn_dev_impl::NtVec<Cooling> cooling;
-	std::atomic<uint64_t> cooling_qpns{0}, cooled_ranges{0}, lease_errors{0};
+	NtVec<Cooling> cooling;
+	std::atomic<uint64_t> cooling_qpns{0}, cooled_ranges{0}, errors{0};
+};
+
+} /* namespace mlx5_qpn_dev_impl */
+
+struct mlx5_qpn_dev {
+	struct mlx5_qpn_dev *reg_next = nullptr; /* the registry's list (mlx5_qpn_registry.cpp) */
+	mlx5_qpn_dev_impl::Identity id;
+	mlx5_qpn_dev_impl::Supply sup;
+	mlx5_qpn_dev_impl::Counters cnt;
+	mlx5_qpn_dev_impl::Backoff backoff;
+	mlx5_qpn_dev_impl::Shrink shrink;
+	mlx5_qpn_dev_impl::Ctrl ctrl;
+	mlx5_qpn_dev_impl::Proc proc;
+	mlx5_qpn_dev_impl::LeaseState lease;
 };
 
 namespace mlx5_qpn_dev_impl {

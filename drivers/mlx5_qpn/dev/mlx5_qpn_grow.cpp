@@ -3,7 +3,7 @@
  * Feeding a device's pool from its QPN supply (mlx5_qpn_supply.cpp): growth on demand and
  * ahead of need (the control thread), the back-off after failures, the lease file and the
  * ranges held aside while they cool (invariant 5, see mlx5_qpn_dev_priv.h), and giving ranges
- * back when the pool holds far more than it uses. Everything here runs under dev->grow_mutex
+ * back when the pool holds far more than it uses. Everything here runs under dev->sup.grow_mutex
  * unless it says otherwise.
  */
 #include <algorithm>
@@ -25,19 +25,19 @@ std::atomic<int> g_test_pass_push_backs{0};
 void
 release_obj(mlx5_qpn_dev *d, const mlx5_qpn_range_obj &o)
 {
-	int rc = d->supply->release(d->ops, d->be, &o);
+	int rc = d->sup.ops->release(d->id.ops, d->id.be, &o);
 	if (rc != 0)
-		DEV_LOG(WARNING, "%s: returning QPN 0x%06x to the device failed: %s", d->da.name,
+		DEV_LOG(WARNING, "%s: returning QPN 0x%06x to the device failed: %s", d->id.da.name,
 			o.first_qpn, strerror(-rc));
-	d->held.fetch_sub(1ull << o.log_size, rlx);
-	d->ranges_released.fetch_add(1, rlx);
+	d->sup.held.fetch_sub(1ull << o.log_size, rlx);
+	d->cnt.ranges_released.fetch_add(1, rlx);
 }
 
 void
 lease_error(mlx5_qpn_dev *d, int rc, const char *what)
 {
-	d->lease_errors.fetch_add(1, rlx);
-	DEV_LOG(ERR, "%s: lease file: %s failed: %s", d->da.name, what, strerror(-rc));
+	d->lease.errors.fetch_add(1, rlx);
+	DEV_LOG(ERR, "%s: lease file: %s failed: %s", d->id.da.name, what, strerror(-rc));
 }
 
 namespace {
@@ -45,7 +45,7 @@ namespace {
 /*
  * The device gave us [first, first + 2^log): record it in the lease as ours and either add it
  * to the pool (no cooling entry overlaps it) or hold it aside until the lease lets it go.
- * The object is already in d->objs (close returns it whatever happens here).
+ * The object is already in d->sup.objs (close returns it whatever happens here).
  * @return 0 in the pool; 1 held aside; negative errno (lease full or unusable, or the pool
  *         refused): the QPNs are in neither, the caller gives the object back.
  */
@@ -53,27 +53,27 @@ int
 take_block(mlx5_qpn_dev *d, uint32_t first, uint32_t log)
 {
 	uint64_t until = 0;
-	int rc = d->lease.acquire(first, log, &until);
+	int rc = d->lease.file.acquire(first, log, &until);
 	if (rc != 0) {
 		lease_error(d, rc, "recording a range");
 		return rc;
 	}
 	if (until != 0) {
-		if (!d->cooling.push_back({first, 1u << log, until})) {
-			d->lease.drop(first, log);
+		if (!d->lease.cooling.push_back({first, 1u << log, until})) {
+			d->lease.file.drop(first, log);
 			return -ENOMEM;
 		}
-		d->cooling_qpns.fetch_add(1ull << log, rlx);
+		d->lease.cooling_qpns.fetch_add(1ull << log, rlx);
 		DEV_LOG(INFO,
 			"%s: QPNs 0x%06x..0x%06x were let go by a process less than a quarantine ago: cooling for %" PRIu64
 			" ms",
-			d->da.name, first, first + (1u << log) - 1,
+			d->id.da.name, first, first + (1u << log) - 1,
 			(until - mlx5_qpn_clock_ns()) / 1000000);
 		return 1;
 	}
-	rc = mlx5_qpn_pool_range_add(d->pool, first, 1u << log);
+	rc = mlx5_qpn_pool_range_add(d->sup.pool, first, 1u << log);
 	if (rc != 0)
-		d->lease.drop(first, log);
+		d->lease.file.drop(first, log);
 	return rc;
 }
 
@@ -83,18 +83,18 @@ take_block(mlx5_qpn_dev *d, uint32_t first, uint32_t log)
 int
 promote_locked(mlx5_qpn_dev *d)
 {
-	if (d->cooling.empty())
+	if (d->lease.cooling.empty())
 		return 0;
 	uint64_t now = mlx5_qpn_clock_ns();
 	int n = 0;
-	for (size_t i = 0; i < d->cooling.size();) {
-		auto &c = d->cooling[i];
+	for (size_t i = 0; i < d->lease.cooling.size();) {
+		auto &c = d->lease.cooling[i];
 		uint64_t until = 0;
 		if (c.until_ns > now) {
 			i++;
 			continue;
 		}
-		int rc = d->lease.check(c.first, c.count, &until);
+		int rc = d->lease.file.check(c.first, c.count, &until);
 		if (rc != 0) {
 			lease_error(d, rc, "checking a cooling range");
 			c.until_ns = now +
@@ -107,14 +107,14 @@ promote_locked(mlx5_qpn_dev *d)
 			i++;
 			continue;
 		}
-		if (mlx5_qpn_pool_range_add(d->pool, c.first, c.count) != 0) {
+		if (mlx5_qpn_pool_range_add(d->sup.pool, c.first, c.count) != 0) {
 			c.until_ns = now + qpn::lease::Lease::kRecheckNs;
 			i++;
 			continue;
 		}
-		d->cooling_qpns.fetch_sub(c.count, rlx);
-		d->cooled_ranges.fetch_add(1, rlx);
-		d->cooling.erase(d->cooling.begin() + i);
+		d->lease.cooling_qpns.fetch_sub(c.count, rlx);
+		d->lease.cooled_ranges.fetch_add(1, rlx);
+		d->lease.cooling.erase(d->lease.cooling.begin() + i);
 		n++;
 	}
 	return n;
@@ -131,16 +131,16 @@ grow_singles(mlx5_qpn_dev *d, uint32_t n)
 	int rc = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		mlx5_qpn_range_obj o;
-		rc = d->supply->reserve(d->ops, d->be, 0, &o);
+		rc = d->sup.ops->reserve(d->id.ops, d->id.be, 0, &o);
 		if (rc != 0)
 			break;
-		d->held.fetch_add(1, rlx);
+		d->sup.held.fetch_add(1, rlx);
 		if (!got.push_back(o.first_qpn)) {
 			release_obj(d, o);
 			rc = -ENOMEM;
 			break;
 		}
-		if (!d->objs.push_back(o)) {
+		if (!d->sup.objs.push_back(o)) {
 			got.pop_back();
 			release_obj(d, o);
 			rc = -ENOMEM;
@@ -173,21 +173,21 @@ grow_singles(mlx5_qpn_dev *d, uint32_t n)
 			/* Pool's range table or the lease is full: give the failed block and every
 			 * later QPN back (the earlier blocks are in the pool or cooling). */
 			for (size_t k = start; k < got.size(); k++)
-				for (auto it = d->objs.begin();
-				     it != d->objs.end() && got[k] >= fail_from; ++it)
+				for (auto it = d->sup.objs.begin();
+				     it != d->sup.objs.end() && got[k] >= fail_from; ++it)
 					if (it->first_qpn == got[k]) {
 						release_obj(d, *it);
-						d->objs.erase(it);
+						d->sup.objs.erase(it);
 						break;
 					}
 			return arc;
 		}
 		start = i;
 	}
-	d->ranges_reserved.fetch_add(got.size(), rlx); /* one device object per QPN here */
-	d->qpns_reserved.fetch_add(got.size(), rlx);
+	d->cnt.ranges_reserved.fetch_add(got.size(), rlx); /* one device object per QPN here */
+	d->cnt.qpns_reserved.fetch_add(got.size(), rlx);
 	if (!any_pool) {
-		d->grown.fetch_add(1, std::memory_order_release);
+		d->sup.grown.fetch_add(1, std::memory_order_release);
 		return -EAGAIN; /* all of it must cool first */
 	}
 	return 0;
@@ -212,10 +212,10 @@ constexpr uint64_t kBackoffWarnNs = 10000000000ull; /* 10 s between warnings */
 bool
 backoff_running(mlx5_qpn_dev *d)
 {
-	uint64_t until = d->backoff_until.load(std::memory_order_acquire);
+	uint64_t until = d->backoff.until.load(std::memory_order_acquire);
 	if (until == 0 || mlx5_qpn_clock_ns() >= until)
 		return false;
-	d->backoff_skips.fetch_add(1, rlx);
+	d->backoff.skips.fetch_add(1, rlx);
 	return true;
 }
 
@@ -226,24 +226,26 @@ void
 backoff_failed(mlx5_qpn_dev *d, int rc)
 {
 	uint64_t now = mlx5_qpn_clock_ns();
-	d->backoff_ns = d->backoff_ns == 0 ? kBackoffMinNs :
-					     std::min(d->backoff_ns * 2, kBackoffMaxNs);
-	d->backoff_until.store(now + d->backoff_ns, std::memory_order_release);
-	d->fail_streak++;
-	if (d->fail_streak == 1 || now >= d->warn_next_ns) {
-		if (d->fail_streak == 1)
+	d->backoff.step_ns = d->backoff.step_ns == 0 ?
+				     kBackoffMinNs :
+				     std::min(d->backoff.step_ns * 2, kBackoffMaxNs);
+	d->backoff.until.store(now + d->backoff.step_ns, std::memory_order_release);
+	d->backoff.fail_streak++;
+	if (d->backoff.fail_streak == 1 || now >= d->backoff.warn_next_ns) {
+		if (d->backoff.fail_streak == 1)
 			DEV_LOG(WARNING,
 				"%s: reserving QPNs from the device failed (%s); retrying with "
 				"back-off from 1 ms up to 1 s",
-				d->da.name, strerror(-rc));
+				d->id.da.name, strerror(-rc));
 		else
 			DEV_LOG(WARNING,
 				"%s: reserving QPNs still fails (%s): %" PRIu64 " failures "
 				"since the last message, retrying every %" PRIu64 " ms",
-				d->da.name, strerror(-rc), d->fail_streak - d->fail_logged,
-				d->backoff_ns / 1000000);
-		d->fail_logged = d->fail_streak;
-		d->warn_next_ns = now + kBackoffWarnNs;
+				d->id.da.name, strerror(-rc),
+				d->backoff.fail_streak - d->backoff.fail_logged,
+				d->backoff.step_ns / 1000000);
+		d->backoff.fail_logged = d->backoff.fail_streak;
+		d->backoff.warn_next_ns = now + kBackoffWarnNs;
 	}
 }
 
@@ -251,14 +253,14 @@ backoff_failed(mlx5_qpn_dev *d, int rc)
 void
 backoff_reset(mlx5_qpn_dev *d)
 {
-	if (d->fail_streak != 0)
+	if (d->backoff.fail_streak != 0)
 		DEV_LOG(NOTICE, "%s: reserving QPNs works again after %" PRIu64 " failures",
-			d->da.name, d->fail_streak);
-	d->backoff_ns = 0;
-	d->fail_streak = 0;
-	d->fail_logged = 0;
-	d->warn_next_ns = 0;
-	d->backoff_until.store(0, std::memory_order_release);
+			d->id.da.name, d->backoff.fail_streak);
+	d->backoff.step_ns = 0;
+	d->backoff.fail_streak = 0;
+	d->backoff.fail_logged = 0;
+	d->backoff.warn_next_ns = 0;
+	d->backoff.until.store(0, std::memory_order_release);
 }
 
 /* Ranges (RESERVED_QPN objects): one of 2^log_range, smaller near the limit. A range that must
@@ -269,21 +271,21 @@ grow_ranges(mlx5_qpn_dev *d)
 {
 	int rc = -ENOSPC;
 	for (int attempt = 0; attempt < 4; attempt++) {
-		uint64_t held = d->held.load(rlx);
-		uint64_t room = held < d->limit ? d->limit - held : 0;
-		uint32_t log = d->log_range;
-		while (log > d->caps.log_reserved_qpn_granularity && (1ull << log) > room)
+		uint64_t held = d->sup.held.load(rlx);
+		uint64_t room = held < d->sup.limit ? d->sup.limit - held : 0;
+		uint32_t log = d->sup.log_range;
+		while (log > d->id.caps.log_reserved_qpn_granularity && (1ull << log) > room)
 			log--;
 		if ((1ull << log) > room) {
 			rc = -ENOSPC;
 			break;
 		}
 		mlx5_qpn_range_obj o = {};
-		rc = d->supply->reserve(d->ops, d->be, log, &o);
+		rc = d->sup.ops->reserve(d->id.ops, d->id.be, log, &o);
 		if (rc != 0)
 			break;
-		d->held.fetch_add(1ull << o.log_size, rlx);
-		if (!d->objs.push_back(o)) {
+		d->sup.held.fetch_add(1ull << o.log_size, rlx);
+		if (!d->sup.objs.push_back(o)) {
 			release_obj(d, o); /* held, ranges_released */
 			rc = -ENOMEM;
 			break;
@@ -291,11 +293,11 @@ grow_ranges(mlx5_qpn_dev *d)
 		rc = take_block(d, o.first_qpn, o.log_size);
 		if (rc < 0) {
 			release_obj(d, o); /* held, ranges_released */
-			d->objs.pop_back();
+			d->sup.objs.pop_back();
 			break;
 		}
-		d->ranges_reserved.fetch_add(1, rlx);
-		d->qpns_reserved.fetch_add(1ull << o.log_size, rlx);
+		d->cnt.ranges_reserved.fetch_add(1, rlx);
+		d->cnt.qpns_reserved.fetch_add(1ull << o.log_size, rlx);
 		if (rc == 0)
 			break;
 	}
@@ -308,34 +310,35 @@ grow_ranges(mlx5_qpn_dev *d)
 int
 grow_locked(mlx5_qpn_dev *d)
 {
-	d->last_demand_ns = mlx5_qpn_clock_ns();
+	d->shrink.last_demand_ns = mlx5_qpn_clock_ns();
 	if (promote_locked(d) > 0) {
-		d->grown.fetch_add(1, std::memory_order_release);
+		d->sup.grown.fetch_add(1, std::memory_order_release);
 		return 0;
 	}
-	uint64_t held = d->held.load(rlx);
-	if (held >= d->limit)
-		return d->cooling.empty() ? -ENOSPC : -EAGAIN;
+	uint64_t held = d->sup.held.load(rlx);
+	if (held >= d->sup.limit)
+		return d->lease.cooling.empty() ? -ENOSPC : -EAGAIN;
 	int rc;
-	if (d->supply->ranges) {
+	if (d->sup.ops->ranges) {
 		rc = grow_ranges(d);
-		if (rc != 0 && !d->cooling.empty() && (rc == 1 || rc == -ENOSPC)) {
+		if (rc != 0 && !d->lease.cooling.empty() && (rc == 1 || rc == -ENOSPC)) {
 			/* Nothing new for the pool now, but QPNs will come out of cooling. */
-			d->grown.fetch_add(1, std::memory_order_release);
+			d->sup.grown.fetch_add(1, std::memory_order_release);
 			return -EAGAIN;
 		}
 	} else {
-		uint64_t n = std::min<uint64_t>(1ull << d->log_range, d->limit - held);
+		uint64_t n = std::min<uint64_t>(1ull << d->sup.log_range, d->sup.limit - held);
 		rc = grow_singles(d, static_cast<uint32_t>(n));
 		if (rc == -EAGAIN)
 			return rc; /* reserved, but cooling (grown already bumped) */
 	}
 	if (rc != 0) {
-		d->reserve_failures.fetch_add(1, rlx);
-		d->last_error.store(rc, rlx);
+		d->cnt.reserve_failures.fetch_add(1, rlx);
+		d->cnt.last_error.store(rc, rlx);
 		backoff_failed(d, rc);
 	} else {
-		mlx5_qpn_mp_note_grow(d->mp, d->grown.fetch_add(1, std::memory_order_release) + 1);
+		mlx5_qpn_mp_note_grow(d->proc.mp,
+				      d->sup.grown.fetch_add(1, std::memory_order_release) + 1);
 		backoff_reset(d);
 	}
 	return rc;
@@ -346,12 +349,13 @@ grow_locked(mlx5_qpn_dev *d)
 int
 grow(mlx5_qpn_dev *d, uint64_t seen)
 {
-	if (d->secondary)
-		return mlx5_qpn_mp_grow(d->mp, 0); /* the primary grows; its counter, not ours */
+	if (d->proc.secondary)
+		return mlx5_qpn_mp_grow(d->proc.mp,
+					0); /* the primary grows; its counter, not ours */
 	if (backoff_running(d))
 		return -EAGAIN; /* checked before the mutex too: waiting for it would be a stall */
-	std::lock_guard<std::mutex> g(d->grow_mutex);
-	if (d->grown.load(std::memory_order_acquire) != seen)
+	std::lock_guard<std::mutex> g(d->sup.grow_mutex);
+	if (d->sup.grown.load(std::memory_order_acquire) != seen)
 		return 0;
 	if (backoff_running(d))
 		return -EAGAIN;
@@ -374,33 +378,34 @@ namespace {
 int
 shrink_locked(mlx5_qpn_dev *d, uint64_t free_now)
 {
-	if (!d->supply->ranges || d->objs.size() < 2)
+	if (!d->sup.ops->ranges || d->sup.objs.size() < 2)
 		return -ENOENT;
-	uint64_t rsize = 1ull << d->log_range;
-	if (free_now < d->da.low_water + 2 * rsize)
+	uint64_t rsize = 1ull << d->sup.log_range;
+	if (free_now < d->id.da.low_water + 2 * rsize)
 		return -ENOENT;
-	const uint64_t settle = std::max<uint64_t>(1000000000ull, 2 * d->da.quarantine_us * 1000);
-	if (mlx5_qpn_clock_ns() - d->last_demand_ns < settle)
+	const uint64_t settle = std::max<uint64_t>(1000000000ull,
+						   2 * d->id.da.quarantine_us * 1000);
+	if (mlx5_qpn_clock_ns() - d->shrink.last_demand_ns < settle)
 		return -EAGAIN;
-	size_t n = d->objs.size();
-	size_t k = d->shrink_next < n && d->shrink_next > 0 ? d->shrink_next : n - 1;
+	size_t n = d->sup.objs.size();
+	size_t k = d->shrink.next < n && d->shrink.next > 0 ? d->shrink.next : n - 1;
 	for (; k > 0; k--) /* the first range stays */
-		if ((1ull << d->objs[k].log_size) + d->da.low_water <= free_now)
+		if ((1ull << d->sup.objs[k].log_size) + d->id.da.low_water <= free_now)
 			break;
 	if (k == 0) {
-		d->shrink_next = SIZE_MAX;
+		d->shrink.next = SIZE_MAX;
 		return -ENOENT;
 	}
-	mlx5_qpn_range_obj o = d->objs[k];
-	if (mlx5_qpn_pool_range_remove(d->pool, o.first_qpn) != 0) {
-		d->shrink_next = k - 1; /* 0: start again from the newest */
+	mlx5_qpn_range_obj o = d->sup.objs[k];
+	if (mlx5_qpn_pool_range_remove(d->sup.pool, o.first_qpn) != 0) {
+		d->shrink.next = k - 1; /* 0: start again from the newest */
 		return -EBUSY;
 	}
 	/* Wholly free and out of quarantine: it may go at once. */
-	d->lease.drop(o.first_qpn, o.log_size);
+	d->lease.file.drop(o.first_qpn, o.log_size);
 	release_obj(d, o); /* held, ranges_released */
-	d->objs.erase(d->objs.begin() + k);
-	d->shrink_next = SIZE_MAX;
+	d->sup.objs.erase(d->sup.objs.begin() + k);
+	d->shrink.next = SIZE_MAX;
 	return 0;
 }
 
@@ -413,20 +418,21 @@ ctrl_main(void *arg)
 {
 	auto *d = static_cast<mlx5_qpn_dev *>(arg);
 	unsigned tick = 0;
-	while (!d->stop.load(std::memory_order_acquire)) {
+	while (!d->ctrl.stop.load(std::memory_order_acquire)) {
 		struct mlx5_qpn_pool_stats st;
 		/* Expired quarantine counts as free: release it before judging the low-water mark. */
-		mlx5_qpn_pool_drain(d->pool);
-		mlx5_qpn_mp_tick(d->mp, d->pool);
-		if (mlx5_qpn_pool_stats_get(d->pool, &st) == 0) {
-			std::unique_lock<std::mutex> g(d->grow_mutex, std::try_to_lock);
+		mlx5_qpn_pool_drain(d->sup.pool);
+		mlx5_qpn_mp_tick(d->proc.mp, d->sup.pool);
+		if (mlx5_qpn_pool_stats_get(d->sup.pool, &st) == 0) {
+			std::unique_lock<std::mutex> g(d->sup.grow_mutex, std::try_to_lock);
 			if (!g.owns_lock()) {
 				/* someone else is talking to the device */
 			} else if (promote_locked(d) > 0) {
-				d->grown.fetch_add(1, std::memory_order_release);
-			} else if (st.free < d->da.low_water && d->held.load(rlx) < d->limit) {
+				d->sup.grown.fetch_add(1, std::memory_order_release);
+			} else if (st.free < d->id.da.low_water &&
+				   d->sup.held.load(rlx) < d->sup.limit) {
 				if (!backoff_running(d) && grow_locked(d) == 0)
-					d->bg_reserves.fetch_add(1, rlx);
+					d->cnt.bg_reserves.fetch_add(1, rlx);
 			} else if (++tick % 100 == 0) {
 				/* A removal walks the free list once: at most every 100 ms. */
 				shrink_locked(d, st.free);
@@ -446,17 +452,17 @@ extern "C" {
 int
 mlx5_qpn_dev_grow_if(struct mlx5_qpn_dev *d, uint64_t seen, int force, uint64_t *grown)
 {
-	std::lock_guard<std::mutex> g(d->grow_mutex);
+	std::lock_guard<std::mutex> g(d->sup.grow_mutex);
 	int rc = 0;
 	if (!force && backoff_running(d))
 		rc = -EAGAIN; /* as the primary's own allocation path: no device command meanwhile */
-	else if (force || d->grown.load(std::memory_order_acquire) == seen) {
+	else if (force || d->sup.grown.load(std::memory_order_acquire) == seen) {
 		rc = grow_locked(d);
 		rc = rc == 0 ? 1 : rc;
 	}
 	if (rc == 1)
-		d->sync_reserves.fetch_add(1, rlx);
-	*grown = d->grown.load(std::memory_order_acquire);
+		d->cnt.sync_reserves.fetch_add(1, rlx);
+	*grown = d->sup.grown.load(std::memory_order_acquire);
 	return rc;
 }
 
@@ -465,9 +471,9 @@ mlx5_qpn_dev_grow(struct mlx5_qpn_dev *d)
 {
 	if (d == nullptr)
 		return -EINVAL;
-	if (d->secondary)
-		return mlx5_qpn_mp_grow(d->mp, 1);
-	std::lock_guard<std::mutex> g(d->grow_mutex);
+	if (d->proc.secondary)
+		return mlx5_qpn_mp_grow(d->proc.mp, 1);
+	std::lock_guard<std::mutex> g(d->sup.grow_mutex);
 	return grow_locked(d);
 }
 

@@ -38,90 +38,91 @@ std::atomic<uint32_t> g_lease_tag{0};
 int
 choose_source(mlx5_qpn_dev *d)
 {
-	if (d->da.reserved_qpn != MLX5_QPN_RSVD_NO) {
-		if (d->caps.reserved_qpn_obj) {
-			d->supply = mlx5_qpn_supply_of(MLX5_QPN_SRC_OBJECTS);
+	if (d->id.da.reserved_qpn != MLX5_QPN_RSVD_NO) {
+		if (d->id.caps.reserved_qpn_obj) {
+			d->sup.ops = mlx5_qpn_supply_of(MLX5_QPN_SRC_OBJECTS);
 			int rc = grow_locked(d);
-			if (rc == 0 || (rc == -EAGAIN && !d->objs.empty()))
+			if (rc == 0 || (rc == -EAGAIN && !d->sup.objs.empty()))
 				return 0; /* proven, even if what it gave must cool first */
 			if (rc == -ENOMEM)
 				return rc;
 			DEV_LOG(INFO,
 				"%s: RESERVED_QPN object creation failed (%s); trying "
 				"mlx5dv_reserved_qpn_alloc",
-				d->da.name, strerror(-rc));
+				d->id.da.name, strerror(-rc));
 		}
-		d->supply = mlx5_qpn_supply_of(MLX5_QPN_SRC_SINGLE);
+		d->sup.ops = mlx5_qpn_supply_of(MLX5_QPN_SRC_SINGLE);
 		int rc = grow_locked(d);
-		if (rc == 0 || (rc == -EAGAIN && !d->objs.empty()))
+		if (rc == 0 || (rc == -EAGAIN && !d->sup.objs.empty()))
 			return 0;
 		if (rc == -ENOMEM)
 			return rc;
-		if (d->da.reserved_qpn == MLX5_QPN_RSVD_YES) {
+		if (d->id.da.reserved_qpn == MLX5_QPN_RSVD_YES) {
 			DEV_LOG(ERR, "%s: no reserved-QPN support (%s) and reserved_qpn=yes",
-				d->da.name, strerror(-rc));
+				d->id.da.name, strerror(-rc));
 			return -EOPNOTSUPP;
 		}
 		DEV_LOG(NOTICE,
 			"%s: no reserved-QPN support (%s): using ordinary QPs (reserved_qpn=try)",
-			d->da.name, strerror(-rc));
+			d->id.da.name, strerror(-rc));
 	}
-	d->supply = mlx5_qpn_supply_of(MLX5_QPN_SRC_ORDINARY);
-	if (d->ops->qp_create == nullptr) {
+	d->sup.ops = mlx5_qpn_supply_of(MLX5_QPN_SRC_ORDINARY);
+	if (d->id.ops->qp_create == nullptr) {
 		DEV_LOG(ERR, "%s: ordinary QP numbers are not available on this backend",
-			d->da.name);
+			d->id.da.name);
 		return -EOPNOTSUPP;
 	}
-	d->limit = std::min<uint64_t>(d->da.max_qpns, 1ull << d->caps.log_max_qp);
-	if (d->caps.qpn_limit != 0)
-		d->limit = std::min<uint64_t>(d->limit, d->caps.qpn_limit);
+	d->sup.limit = std::min<uint64_t>(d->id.da.max_qpns, 1ull << d->id.caps.log_max_qp);
+	if (d->id.caps.qpn_limit != 0)
+		d->sup.limit = std::min<uint64_t>(d->sup.limit, d->id.caps.qpn_limit);
 	int rc = grow_locked(d);
-	return rc == -EAGAIN && !d->objs.empty() ? 0 : rc;
+	return rc == -EAGAIN && !d->sup.objs.empty() ? 0 : rc;
 }
 
 void
 destroy(mlx5_qpn_dev *d)
 {
-	if (d->ctrl_running) {
-		d->stop.store(true, std::memory_order_release);
-		pthread_join(d->ctrl, nullptr);
+	if (d->ctrl.running) {
+		d->ctrl.stop.store(true, std::memory_order_release);
+		pthread_join(d->ctrl.thread, nullptr);
 	}
-	/* After the control thread (it uses d->mp), before the pool goes: primary: no more IPC
+	/* After the control thread (it uses d->proc.mp), before the pool goes: primary: no more IPC
 	 * grows (waits for one in progress); secondary: detach. */
-	mlx5_qpn_mp_close(d->mp);
-	d->mp = nullptr;
+	mlx5_qpn_mp_close(d->proc.mp);
+	d->proc.mp = nullptr;
 	{
-		std::lock_guard<std::mutex> g(d->grow_mutex);
+		std::lock_guard<std::mutex> g(d->sup.grow_mutex);
 		/*
 		 * Invariant 5: the lease learns when our QPNs may be reused before the device gets
 		 * them back. A range the pool can take out whole (every QPN free, none in
 		 * quarantine) may go at once; every other one cools from now for our quarantine.
 		 */
-		if (d->lease.is_open()) {
-			if (d->pool != nullptr && d->supply != nullptr && d->supply->ranges) {
-				mlx5_qpn_pool_drain(d->pool);
-				for (auto &o : d->objs) {
+		if (d->lease.file.is_open()) {
+			if (d->sup.pool != nullptr && d->sup.ops != nullptr && d->sup.ops->ranges) {
+				mlx5_qpn_pool_drain(d->sup.pool);
+				for (auto &o : d->sup.objs) {
 					bool aside = false;
-					for (auto &c : d->cooling)
+					for (auto &c : d->lease.cooling)
 						aside |= c.first == o.first_qpn;
-					if (!aside &&
-					    mlx5_qpn_pool_range_remove(d->pool, o.first_qpn) == 0)
-						d->lease.drop(o.first_qpn, o.log_size);
+					if (!aside && mlx5_qpn_pool_range_remove(d->sup.pool,
+										 o.first_qpn) == 0)
+						d->lease.file.drop(o.first_qpn, o.log_size);
 				}
 			}
-			int rc = d->lease.release_all();
+			int rc = d->lease.file.release_all();
 			if (rc != 0)
 				lease_error(d, rc, "recording the close");
 		}
-		if (d->pool != nullptr && !d->secondary) /* a secondary's pool is the primary's */
-			mlx5_qpn_pool_destroy(d->pool);
-		d->pool = nullptr;
-		for (auto &o : d->objs)
+		if (d->sup.pool != nullptr &&
+		    !d->proc.secondary) /* a secondary's pool is the primary's */
+			mlx5_qpn_pool_destroy(d->sup.pool);
+		d->sup.pool = nullptr;
+		for (auto &o : d->sup.objs)
 			release_obj(d, o);
-		d->objs.clear();
+		d->sup.objs.clear();
 	}
-	if (d->be != nullptr && d->ops->close != nullptr)
-		d->ops->close(d->be);
+	if (d->id.be != nullptr && d->id.ops->close != nullptr)
+		d->id.ops->close(d->id.be);
 	delete d;
 }
 
@@ -129,11 +130,11 @@ destroy(mlx5_qpn_dev *d)
 int
 open_backend(mlx5_qpn_dev *d)
 {
-	d->backend = d->da.backend;
-	d->ops = d->backend->ops;
-	int rc = d->ops->open(&d->da, &d->be);
+	d->id.backend = d->id.da.backend;
+	d->id.ops = d->id.backend->ops;
+	int rc = d->id.ops->open(&d->id.da, &d->id.be);
 	if (rc != 0) {
-		d->be = nullptr;
+		d->id.be = nullptr;
 		destroy(d);
 	}
 	return rc;
@@ -144,16 +145,16 @@ void
 publish(mlx5_qpn_dev *d, const char *devargs)
 {
 	mlx5_qpn_mp_devinfo di = {};
-	di.caps = d->caps;
-	di.source = d->supply->source;
-	di.log_range = d->log_range;
-	di.limit = d->limit;
-	di.numa_node = d->numa_node;
-	snprintf(di.cores, sizeof(di.cores), "%s", d->cores);
-	snprintf(di.pool_name, sizeof(di.pool_name), "%s", d->pool_name);
-	int rc = mlx5_qpn_mp_publish(d, d->da.name, devargs, &di, &d->mp);
+	di.caps = d->id.caps;
+	di.source = d->sup.ops->source;
+	di.log_range = d->sup.log_range;
+	di.limit = d->sup.limit;
+	di.numa_node = d->id.numa_node;
+	snprintf(di.cores, sizeof(di.cores), "%s", d->id.cores);
+	snprintf(di.pool_name, sizeof(di.pool_name), "%s", d->sup.pool_name);
+	int rc = mlx5_qpn_mp_publish(d, d->id.da.name, devargs, &di, &d->proc.mp);
 	if (rc != 0)
-		DEV_LOG(WARNING, "%s: secondary processes cannot attach: %s", d->da.name,
+		DEV_LOG(WARNING, "%s: secondary processes cannot attach: %s", d->id.da.name,
 			strerror(-rc));
 }
 
@@ -162,28 +163,157 @@ publish(mlx5_qpn_dev *d, const char *devargs)
 int
 probe_secondary(mlx5_qpn_dev *d, const char *devargs, mlx5_qpn_dev **out)
 {
-	mlx5_qpn_devargs mine = d->da;
+	mlx5_qpn_devargs mine = d->id.da;
 	mlx5_qpn_mp_devinfo di;
-	int rc = mlx5_qpn_mp_attach(&mine, devargs, &d->da, &di, &d->pool, &d->mp);
+	int rc = mlx5_qpn_mp_attach(&mine, devargs, &d->id.da, &di, &d->sup.pool, &d->proc.mp);
 	if (rc != 0) {
 		delete d;
 		return rc;
 	}
-	d->secondary = true;
-	d->caps = di.caps;
-	d->supply = mlx5_qpn_supply_of(static_cast<mlx5_qpn_source>(di.source));
-	d->log_range = di.log_range;
-	d->limit = di.limit;
-	d->numa_node = di.numa_node;
-	snprintf(d->cores, sizeof(d->cores), "%s", di.cores);
-	snprintf(d->pool_name, sizeof(d->pool_name), "%s", di.pool_name);
+	d->proc.secondary = true;
+	d->id.caps = di.caps;
+	d->sup.ops = mlx5_qpn_supply_of(static_cast<mlx5_qpn_source>(di.source));
+	d->sup.log_range = di.log_range;
+	d->sup.limit = di.limit;
+	d->id.numa_node = di.numa_node;
+	snprintf(d->id.cores, sizeof(d->id.cores), "%s", di.cores);
+	snprintf(d->sup.pool_name, sizeof(d->sup.pool_name), "%s", di.pool_name);
 	rc = open_backend(d);
 	if (rc != 0)
 		return rc;
 	DEV_LOG(INFO, "%s: secondary process attached to the primary's device (pool %s)",
-		d->da.name, d->pool_name);
+		d->id.da.name, d->sup.pool_name);
 	registry_add(d);
 	*out = d;
+	return 0;
+}
+
+/* Capabilities, then the reservation size (the devarg, else the largest object the device
+ * allows) and the most QPNs the device may give us. */
+int
+size_from_caps(mlx5_qpn_dev *d)
+{
+	int rc = d->id.ops->query_caps(d->id.be, &d->id.caps);
+	if (rc != 0) {
+		DEV_LOG(ERR, "%s: query caps failed: %s", d->id.da.name, strerror(-rc));
+		return rc;
+	}
+	uint32_t gran = d->id.caps.log_reserved_qpn_granularity;
+	uint32_t maxa = std::max<uint32_t>(d->id.caps.log_reserved_qpn_max_alloc, gran);
+	if (d->id.da.log_range == UINT32_MAX) {
+		d->sup.log_range = maxa;
+	} else if (d->id.da.log_range < gran || d->id.da.log_range > maxa) {
+		DEV_LOG(ERR, "bad devarg log_range=%u: outside the device's [%u, %u]",
+			d->id.da.log_range, gran, maxa);
+		return -EINVAL;
+	} else {
+		d->sup.log_range = d->id.da.log_range;
+	}
+	d->sup.limit = std::min<uint64_t>(d->id.da.max_qpns,
+					  1ull << d->id.caps.log_max_num_reserved_qpn);
+	if (d->id.caps.qpn_limit != 0)
+		d->sup.limit = std::min<uint64_t>(d->sup.limit, d->id.caps.qpn_limit);
+	return 0;
+}
+
+/* The pool, sized for max_qpns whichever source is chosen later, on the device's socket. */
+int
+create_pool(mlx5_qpn_dev *d)
+{
+	snprintf(d->sup.pool_name, sizeof(d->sup.pool_name), "qpn_%.19s", d->id.da.name);
+	struct mlx5_qpn_pool_params prm = {};
+	prm.name = d->sup.pool_name;
+	prm.quarantine_ns = d->id.da.quarantine_us * 1000;
+	prm.cache_size = d->id.da.cache;
+	/* Room for eight ranges more than max_qpns: a range given back to the device leaves its
+	 * slots unused for a grace period (pool docs). */
+	prm.capacity = static_cast<uint32_t>(
+		std::min<uint64_t>(uint64_t(d->id.da.max_qpns) + 8 * (1ull << d->sup.log_range),
+				   (1u << 24) - 1));
+	prm.socket_id = SOCKET_ID_ANY;
+	if (d->id.numa_node >= 0) {
+		/* Place the pool on the device's socket when EAL has memory there. */
+		for (unsigned i = 0; i < rte_socket_count(); i++)
+			if (rte_socket_id_by_idx(i) == d->id.numa_node)
+				prm.socket_id = d->id.numa_node;
+	}
+	d->sup.pool = mlx5_qpn_pool_create(&prm);
+	if (d->sup.pool != nullptr)
+		return 0;
+	int rc = -rte_errno;
+	DEV_LOG(ERR, "%s: cannot create pool %s: %s", d->id.da.name, d->sup.pool_name,
+		rte_strerror(rte_errno));
+	return rc != 0 ? rc : -ENOMEM;
+}
+
+/* The device's lease file (invariant 5), keyed by its GUID. */
+int
+open_lease(mlx5_qpn_dev *d)
+{
+	int rc = d->lease.file.open(d->id.caps.node_guid, g_lease_tag.fetch_add(1, rlx) + 1,
+				    d->id.da.quarantine_us * 1000);
+	if (rc != 0)
+		DEV_LOG(ERR, "%s: cannot open the lease file of GUID %016" PRIx64 ": %s",
+			d->id.da.name, d->id.caps.node_guid, strerror(-rc));
+	return rc;
+}
+
+/* The supply, proven by the first reservation. */
+int
+first_reservation(mlx5_qpn_dev *d)
+{
+	int rc;
+	{
+		std::lock_guard<std::mutex> g(d->sup.grow_mutex);
+		rc = choose_source(d);
+	}
+	if (rc != 0 && rc != -EOPNOTSUPP)
+		DEV_LOG(ERR, "%s: first reservation failed: %s", d->id.da.name, strerror(-rc));
+	return rc;
+}
+
+/* The control thread; without it ranges are still reserved on demand. */
+void
+start_ctrl(mlx5_qpn_dev *d)
+{
+	char tname[RTE_MAX_THREAD_NAME_LEN];
+	snprintf(tname, sizeof(tname), "qpn-%.11s", d->id.da.name);
+	if (rte_ctrl_thread_create(&d->ctrl.thread, tname, nullptr, ctrl_main, d) == 0)
+		d->ctrl.running = true;
+	else
+		DEV_LOG(WARNING, "%s: no control thread: ranges are reserved on demand only",
+			d->id.da.name);
+}
+
+/* A primary opens the device and makes everything the device holds; on failure d is gone. */
+int
+probe_primary(mlx5_qpn_dev *d, const char *devargs)
+{
+	int rc = open_backend(d);
+	if (rc != 0)
+		return rc;
+	rc = size_from_caps(d);
+	if (rc == 0) {
+		mlx5_qpn_locality(&d->id.da, &d->id.numa_node, d->id.cores, sizeof(d->id.cores));
+		rc = create_pool(d);
+	}
+	if (rc == 0)
+		rc = open_lease(d);
+	if (rc == 0)
+		rc = first_reservation(d);
+	if (rc != 0) {
+		destroy(d);
+		return rc;
+	}
+	publish(d, devargs); /* before the control thread: it reads d->proc.mp */
+	start_ctrl(d);
+	DEV_LOG(INFO,
+		"%s: %s backend, GUID %016" PRIx64 ", QPNs from %s, ranges of 2^%u, up to %" PRIu64
+		", quarantine %" PRIu64 " us",
+		d->id.da.name,
+		(d->id.backend->flags & MLX5_QPN_BACKEND_F_EMULATED) ? "emulated" : "hardware",
+		d->id.caps.node_guid, d->sup.ops->name, d->sup.log_range, d->sup.limit,
+		d->id.da.quarantine_us);
 	return 0;
 }
 
@@ -199,103 +329,21 @@ mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **out)
 	auto *d = new (std::nothrow) mlx5_qpn_dev();
 	if (d == nullptr)
 		return -ENOMEM;
-	int rc = mlx5_qpn_devargs_parse(devargs, &d->da);
+	int rc = mlx5_qpn_devargs_parse(devargs, &d->id.da);
 	if (rc != 0) {
 		delete d;
 		return rc;
 	}
-	if (registry_has(d->da.name)) {
-		DEV_LOG(ERR, "device %s is already probed", d->da.name);
+	if (registry_has(d->id.da.name)) {
+		DEV_LOG(ERR, "device %s is already probed", d->id.da.name);
 		delete d;
 		return -EEXIST;
 	}
 	if (rte_eal_process_type() == RTE_PROC_SECONDARY)
 		return probe_secondary(d, devargs, out);
-	rc = open_backend(d);
+	rc = probe_primary(d, devargs);
 	if (rc != 0)
 		return rc;
-	rc = d->ops->query_caps(d->be, &d->caps);
-	if (rc != 0) {
-		DEV_LOG(ERR, "%s: query caps failed: %s", d->da.name, strerror(-rc));
-		destroy(d);
-		return rc;
-	}
-	/* Reservation size: the devarg, else the largest object the device allows. */
-	uint32_t gran = d->caps.log_reserved_qpn_granularity;
-	uint32_t maxa = std::max<uint32_t>(d->caps.log_reserved_qpn_max_alloc, gran);
-	if (d->da.log_range == UINT32_MAX) {
-		d->log_range = maxa;
-	} else if (d->da.log_range < gran || d->da.log_range > maxa) {
-		DEV_LOG(ERR, "bad devarg log_range=%u: outside the device's [%u, %u]",
-			d->da.log_range, gran, maxa);
-		destroy(d);
-		return -EINVAL;
-	} else {
-		d->log_range = d->da.log_range;
-	}
-	d->limit = std::min<uint64_t>(d->da.max_qpns, 1ull << d->caps.log_max_num_reserved_qpn);
-	if (d->caps.qpn_limit != 0)
-		d->limit = std::min<uint64_t>(d->limit, d->caps.qpn_limit);
-
-	mlx5_qpn_locality(&d->da, &d->numa_node, d->cores, sizeof(d->cores));
-
-	snprintf(d->pool_name, sizeof(d->pool_name), "qpn_%.19s", d->da.name);
-	struct mlx5_qpn_pool_params prm = {};
-	prm.name = d->pool_name;
-	prm.quarantine_ns = d->da.quarantine_us * 1000;
-	prm.cache_size = d->da.cache;
-	/* Sized for max_qpns whichever source is chosen below, plus room for eight ranges: a range
-	 * given back to the device leaves its slots unused for a grace period (pool docs). */
-	prm.capacity = static_cast<uint32_t>(
-		std::min<uint64_t>(uint64_t(d->da.max_qpns) + 8 * (1ull << d->log_range),
-				   (1u << 24) - 1));
-	prm.socket_id = SOCKET_ID_ANY;
-	if (d->numa_node >= 0) {
-		/* Place the pool on the device's socket when EAL has memory there. */
-		for (unsigned i = 0; i < rte_socket_count(); i++)
-			if (rte_socket_id_by_idx(i) == d->numa_node)
-				prm.socket_id = d->numa_node;
-	}
-	d->pool = mlx5_qpn_pool_create(&prm);
-	if (d->pool == nullptr) {
-		rc = -rte_errno;
-		DEV_LOG(ERR, "%s: cannot create pool %s: %s", d->da.name, d->pool_name,
-			rte_strerror(rte_errno));
-		destroy(d);
-		return rc != 0 ? rc : -ENOMEM;
-	}
-	rc = d->lease.open(d->caps.node_guid, g_lease_tag.fetch_add(1, rlx) + 1,
-			   d->da.quarantine_us * 1000);
-	if (rc != 0) {
-		DEV_LOG(ERR, "%s: cannot open the lease file of GUID %016" PRIx64 ": %s",
-			d->da.name, d->caps.node_guid, strerror(-rc));
-		destroy(d);
-		return rc;
-	}
-	{
-		std::lock_guard<std::mutex> g(d->grow_mutex);
-		rc = choose_source(d);
-	}
-	if (rc != 0) {
-		if (rc != -EOPNOTSUPP)
-			DEV_LOG(ERR, "%s: first reservation failed: %s", d->da.name, strerror(-rc));
-		destroy(d);
-		return rc;
-	}
-	publish(d, devargs); /* before the control thread: it reads d->mp */
-	char tname[RTE_MAX_THREAD_NAME_LEN];
-	snprintf(tname, sizeof(tname), "qpn-%.11s", d->da.name);
-	if (rte_ctrl_thread_create(&d->ctrl, tname, nullptr, ctrl_main, d) == 0)
-		d->ctrl_running = true;
-	else
-		DEV_LOG(WARNING, "%s: no control thread: ranges are reserved on demand only",
-			d->da.name);
-	DEV_LOG(INFO,
-		"%s: %s backend, GUID %016" PRIx64 ", QPNs from %s, ranges of 2^%u, up to %" PRIu64
-		", quarantine %" PRIu64 " us",
-		d->da.name,
-		(d->backend->flags & MLX5_QPN_BACKEND_F_EMULATED) ? "emulated" : "hardware",
-		d->caps.node_guid, d->supply->name, d->log_range, d->limit, d->da.quarantine_us);
 	registry_add(d);
 	*out = d;
 	return 0;

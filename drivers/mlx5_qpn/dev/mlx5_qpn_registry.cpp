@@ -41,7 +41,7 @@ registry_has(const char *name)
 {
 	std::lock_guard<std::mutex> g(g_devs_mutex);
 	FOREACH_DEV(x)
-	if (strcmp(x->da.name, name) == 0)
+	if (strcmp(x->id.da.name, name) == 0)
 		return true;
 	return false;
 }
@@ -64,16 +64,20 @@ registry_remove(mlx5_qpn_dev *d)
 extern "C" {
 
 struct mlx5_qpn_dev *
-mlx5_qpn_dev_get(const char *name)
+mlx5_qpn_dev_lookup(const char *name)
 {
 	if (name == nullptr)
 		return nullptr;
 	std::lock_guard<std::mutex> g(g_devs_mutex);
 	FOREACH_DEV(d)
-	if (strcmp(d->da.name, name) == 0)
+	if (strcmp(d->id.da.name, name) == 0)
 		return d;
 	return nullptr;
 }
+
+/* The 2.0 ABI's name: the same function under a second symbol. */
+struct mlx5_qpn_dev *mlx5_qpn_dev_get(const char *name)
+	__attribute__((alias("mlx5_qpn_dev_lookup")));
 
 int
 mlx5_qpn_dev_query(const char *name, struct mlx5_qpn_dev_info *info,
@@ -84,11 +88,11 @@ mlx5_qpn_dev_query(const char *name, struct mlx5_qpn_dev_info *info,
 	std::lock_guard<std::mutex> g(g_devs_mutex);
 	FOREACH_DEV(d)
 	{
-		if (strcmp(d->da.name, name) != 0)
+		if (strcmp(d->id.da.name, name) != 0)
 			continue;
 		if (info != nullptr) {
 			mlx5_qpn_dev_info_get(d, info);
-			snprintf(pool_name, len, "%s", d->pool_name);
+			snprintf(pool_name, len, "%s", d->sup.pool_name);
 			info->pool_name = pool_name;
 		}
 		if (stats != nullptr)
@@ -107,7 +111,7 @@ mlx5_qpn_dev_names(char (*names)[32], unsigned int n)
 	{
 		if (k >= n)
 			break;
-		snprintf(names[k++], 32, "%s", d->da.name);
+		snprintf(names[k++], 32, "%s", d->id.da.name);
 	}
 	return k;
 }
@@ -120,7 +124,7 @@ mlx5_qpn_dev_list(const char **names, unsigned int n)
 	FOREACH_DEV(d)
 	{
 		if (k < n)
-			names[k] = d->da.name;
+			names[k] = d->id.da.name;
 		k++;
 	}
 	return k;

@@ -74,7 +74,7 @@ vdev_remove(struct rte_vdev_device *vdev)
 	/* The device's name as probe saw it ("sim0", or the ib= value). */
 	struct mlx5_qpn_devargs parsed;
 	if (mlx5_qpn_devargs_parse(da, &parsed) == 0)
-		mlx5_qpn_dev_close(mlx5_qpn_dev_get(parsed.name));
+		mlx5_qpn_dev_close(mlx5_qpn_dev_lookup(parsed.name));
 	return 0;
 }
 
