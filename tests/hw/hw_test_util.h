@@ -46,6 +46,16 @@ private:
 	size_t len_ = 0;
 };
 
+/* How often `what` occurs in s (overlapping occurrences counted). */
+inline size_t
+count(const std::string &s, const std::string &what)
+{
+	size_t n = 0;
+	for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1))
+		n++;
+	return n;
+}
+
 inline size_t
 count_lines(const std::string &s)
 {

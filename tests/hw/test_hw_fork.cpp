@@ -102,14 +102,7 @@ open_take_close(int *rc)
 	return log;
 }
 
-size_t
-count(const std::string &s, const std::string &what)
-{
-	size_t n = 0;
-	for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1))
-		n++;
-	return n;
-}
+using hwtest::count;
 
 } // namespace
 

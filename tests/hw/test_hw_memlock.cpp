@@ -119,14 +119,7 @@ open_without_objects(int *rc, std::string *log, uint32_t max_qpns = 65536)
 	return be;
 }
 
-size_t
-count(const std::string &s, const std::string &what)
-{
-	size_t n = 0;
-	for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1))
-		n++;
-	return n;
-}
+using hwtest::count;
 
 } // namespace
 

@@ -65,14 +65,7 @@ one_qp_then_close(mlx5_qpn_backend *be)
 	EXPECT_EQ(hwfake::live_objects(), 0);
 }
 
-size_t
-count(const std::string &s, const std::string &what)
-{
-	size_t n = 0;
-	for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1))
-		n++;
-	return n;
-}
+using hwtest::count;
 
 } // namespace
 
