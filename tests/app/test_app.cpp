@@ -613,9 +613,9 @@ TEST_F(AppTest, AppTwoProcessClientServer)
 	std::remove(sjson.c_str());
 	/* Once the client has exited, every connection it completed has been accepted and closed
 	 * on the server's side: SIGINT then ends the server's run in order (summary and JSON, as at
-	 * the end of its duration; AppSigintStopsTheRunCleanly). Its --duration=12, which the test
-	 * used to wait out (a third of app-e2e's time in every build), is only a cap now, for a
-	 * client that starts slowly (a sanitizer build on a loaded machine). */
+	 * the end of its duration; AppSigintStopsTheRunCleanly). Its --duration=12 is only a cap, for
+	 * a client that starts slowly (a sanitizer build on a loaded machine): waiting it out would
+	 * be a third of app-e2e's time in every build. */
 	mp_test::Proc srv;
 	ASSERT_TRUE(srv.start({app_, "--no-huge", "--no-pci", "-m", "256", "-l", "0-1",
 			       cat("--file-prefix=", dev, "s"), "--log-level=lib.eal:error", "--",

@@ -588,7 +588,7 @@ TEST(RdmacmPdata, MalformedIsRefused)
 	}
 }
 
-/* Issue 9: a REP must name the DCT the active side sends to; a REQ may carry none. */
+/* A REP must name the DCT the active side sends to; a REQ may carry none. */
 TEST(RdmacmPdata, RepWithoutDctIsRefusedWhereDataFollows)
 {
 	std::string why;
