@@ -18,6 +18,39 @@
 
 using namespace mlx5_qpn_dev_impl;
 
+namespace {
+
+/*
+ * An allocation that found the pool empty, or all of it quarantined (rc): reserve more from the
+ * device (slow path) and retry, at most `passes` times. `seen` is read before each retry: if
+ * another thread reserved meanwhile, grow() returns at once and the next pass sees the new
+ * count (a range can be consumed before its count is bumped). Out of line and cold, so that the
+ * callers' fast path is the pool's inline call alone.
+ */
+template <typename Try>
+[[gnu::noinline, gnu::cold]] int
+alloc_growing(mlx5_qpn_dev *d, int rc, int passes, Try try_alloc)
+{
+	for (int pass = 0; pass < passes && (rc == -ENOSPC || rc == -EAGAIN); pass++) {
+		uint64_t seen = d->sup.grown.load(std::memory_order_acquire);
+		rc = try_alloc();
+		if (rc != -ENOSPC && rc != -EAGAIN)
+			break;
+		int g = grow(d, seen);
+		if (g != 0) {
+			rc = g == -ENODEV ? g : rc; /* a secondary whose primary is gone */
+			break;
+		}
+		d->cnt.sync_reserves.fetch_add(1, rlx);
+		rc = try_alloc();
+	}
+	if (rc == -ENOSPC && d->lease.cooling_qpns.load(rlx) != 0)
+		rc = -EAGAIN; /* QPNs exist; they are cooling (invariant 5) */
+	return rc;
+}
+
+} // namespace
+
 extern "C" {
 
 struct mlx5_qpn_backend *
@@ -34,27 +67,7 @@ mlx5_qpn_reserved_alloc(struct mlx5_qpn_dev *d, uint32_t *qpn)
 	int rc = mlx5_qpn_pool_alloc(d->sup.pool, qpn);
 	if (likely(rc == 0))
 		return 0;
-	/*
-	 * Empty, or all quarantined: reserve more from the device (slow path) and retry. `seen` is
-	 * read before each retry: if another thread reserved meanwhile, grow() returns at once and
-	 * the next pass sees the new count (a range can be consumed before its count is bumped).
-	 */
-	for (int pass = 0; pass < 4 && (rc == -ENOSPC || rc == -EAGAIN); pass++) {
-		uint64_t seen = d->sup.grown.load(std::memory_order_acquire);
-		rc = mlx5_qpn_pool_alloc(d->sup.pool, qpn);
-		if (rc == 0 || (rc != -ENOSPC && rc != -EAGAIN))
-			break;
-		int g = grow(d, seen);
-		if (g != 0) {
-			rc = g == -ENODEV ? g : rc; /* a secondary whose primary is gone */
-			break;
-		}
-		d->cnt.sync_reserves.fetch_add(1, rlx);
-		rc = mlx5_qpn_pool_alloc(d->sup.pool, qpn);
-	}
-	if (rc == -ENOSPC && d->lease.cooling_qpns.load(rlx) != 0)
-		rc = -EAGAIN; /* QPNs exist; they are cooling (invariant 5) */
-	return rc;
+	return alloc_growing(d, rc, 4, [d, qpn] { return mlx5_qpn_pool_alloc(d->sup.pool, qpn); });
 }
 
 int
@@ -71,22 +84,12 @@ mlx5_qpn_reserved_alloc_bulk(struct mlx5_qpn_dev *d, uint32_t *qpns, unsigned in
 	if (d == nullptr || (qpns == nullptr && n != 0))
 		return -EINVAL;
 	int rc = mlx5_qpn_pool_alloc_bulk(d->sup.pool, qpns, n);
-	for (int pass = 0; (rc == -ENOSPC || rc == -EAGAIN) && pass < 64; pass++) {
-		uint64_t seen = d->sup.grown.load(std::memory_order_acquire);
-		rc = mlx5_qpn_pool_alloc_bulk(d->sup.pool, qpns, n);
-		if (rc != -ENOSPC && rc != -EAGAIN)
-			break;
-		int g = grow(d, seen);
-		if (g != 0) {
-			rc = g == -ENODEV ? g : rc;
-			break;
-		}
-		d->cnt.sync_reserves.fetch_add(1, rlx);
-		rc = mlx5_qpn_pool_alloc_bulk(d->sup.pool, qpns, n);
-	}
-	if (rc == -ENOSPC && d->lease.cooling_qpns.load(rlx) != 0)
-		rc = -EAGAIN;
-	return rc;
+	if (rc == 0)
+		return 0;
+	/* More passes than one QPN takes: a bulk may need several ranges. */
+	return alloc_growing(d, rc, 64, [d, qpns, n] {
+		return mlx5_qpn_pool_alloc_bulk(d->sup.pool, qpns, n);
+	});
 }
 
 int
