@@ -20,14 +20,6 @@ namespace cm_impl::shm {
 
 namespace {
 
-uint64_t
-mono_ns()
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
 FrameSlot *
 ring_of(const mlx5_qpn_cm_shm_fabric *fab, unsigned idx)
 {
@@ -70,7 +62,7 @@ skip_unpublished(Attachment *a, FrameSlot &s, uint64_t pos, const char **why)
 			return false; /* copying: it finishes soon */
 	} else {
 		*why = "its sender never claimed it (died before, or stalled past the grace period)";
-		uint64_t now = mono_ns();
+		uint64_t now = qpn::shm::mono_ns();
 		if (a->stall_pos != pos || a->stall_since == 0) {
 			a->stall_pos = pos;
 			a->stall_since = now;

@@ -39,6 +39,7 @@
 
 #include "qpn_pool_internal.h"
 #include "qpn_pool_test_hooks.h"
+#include "qpn_shm.h"
 
 extern int mlx5_qpn_pool_logtype;
 #define POOL_LOG(level, ...) MLX5_QPN_LOG(pool, level, __VA_ARGS__)
@@ -136,10 +137,7 @@ extern std::atomic<int64_t> g_clock_offset;
 inline uint64_t
 now_ns()
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t t = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
-		     static_cast<uint64_t>(ts.tv_nsec);
+	uint64_t t = qpn::shm::mono_ns();
 #ifdef QPN_POOL_TEST_HOOKS
 	t += static_cast<uint64_t>(g_clock_offset.load(std::memory_order_relaxed));
 #endif
@@ -150,9 +148,7 @@ now_ns()
 inline uint64_t
 real_ns()
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+	return qpn::shm::mono_ns();
 }
 
 /* ---- asymmetric fence for cache stealing (qpn_pool_cache.cpp says why) -------------------- */

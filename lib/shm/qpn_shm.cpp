@@ -31,14 +31,6 @@ namespace qpn::shm {
 
 namespace {
 
-uint64_t
-mono_ns()
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
 void
 sleep_ns(uint64_t ns)
 {

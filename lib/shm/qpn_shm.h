@@ -25,9 +25,21 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <ctime>
+
 #include <pthread.h>
 
 namespace qpn::shm {
+
+/** CLOCK_MONOTONIC in ns: one clock for every process of the host (deadlines, liveness, the
+ * pool's quarantine). Inline: the pool reads it on its slow paths. */
+inline uint64_t
+mono_ns()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
 
 /* ---- process identity and liveness ---------------------------------------------------------- */
 
