@@ -36,6 +36,7 @@
  * rest of its ABI as an exported alias marked MLX5_QPN_DEPRECATED.
  */
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -200,6 +201,29 @@ struct mlx5_qpn_dev *mlx5_qpn_dev_get(const char *name)
 void mlx5_qpn_dev_close(struct mlx5_qpn_dev *dev);
 
 /**
+ * @internal The first bytes of every device handle: what the inline mlx5_qpn_reserved_alloc()
+ * and mlx5_qpn_reserved_dealloc() read. As with mlx5_qpn_pool_core.h, an application compiled
+ * against this header has the layout built into its code: a change is an ABI break. Do not use
+ * it: everything else of a device stays private to the library.
+ */
+struct mlx5_qpn_dev_core {
+	struct mlx5_qpn_pool *pool; /**< the device's pool, set at probe, never changed */
+};
+
+/** @internal The out-of-line part of the inline mlx5_qpn_reserved_alloc(): an allocation the
+ *  pool could not serve (NULL arguments, pool empty or quarantined, whence the device is asked
+ *  for more). Same contract as mlx5_qpn_reserved_alloc(). */
+int mlx5_qpn_reserved_alloc_slow(struct mlx5_qpn_dev *dev, uint32_t *qpn);
+
+/*
+ * The calls below are inline (as rte_mempool_get()): a pool hit costs what the pool's inline
+ * call costs, with no call into the library. Define MLX5_QPN_NO_INLINE before including this
+ * header to call the exported functions of the same names and contracts instead (the library
+ * defines them so: an application built against an older header calls them).
+ */
+#ifdef MLX5_QPN_NO_INLINE
+
+/**
  * Allocate one reserved QPN (mlx5dv_reserved_qpn_alloc()).
  *
  * @return 0; -EAGAIN all free QPNs are in quarantine and the device gives no more;
@@ -214,6 +238,45 @@ int mlx5_qpn_reserved_alloc(struct mlx5_qpn_dev *dev, uint32_t *qpn);
  * @return 0; -EINVAL if it is not an allocated QPN of this device (nothing changes).
  */
 int mlx5_qpn_reserved_dealloc(struct mlx5_qpn_dev *dev, uint32_t qpn);
+
+#else /* !MLX5_QPN_NO_INLINE */
+
+/**
+ * Allocate one reserved QPN (mlx5dv_reserved_qpn_alloc()).
+ *
+ * Inline: the pool's inline mlx5_qpn_pool_alloc() on the device's pool; anything it does not
+ * serve goes to mlx5_qpn_reserved_alloc_slow(), which reserves from the device.
+ *
+ * @return 0; -EAGAIN all free QPNs are in quarantine and the device gives no more;
+ *         -ENOSPC none left and the device gives no more; -EOPNOTSUPP no support; -EINVAL;
+ *         -ENODEV (secondary) the pool is empty and the primary is gone.
+ */
+static inline __attribute__((always_inline)) int
+mlx5_qpn_reserved_alloc(struct mlx5_qpn_dev *dev, uint32_t *qpn)
+{
+	if (__builtin_expect(dev != NULL, 1) &&
+	    __builtin_expect(mlx5_qpn_pool_alloc(((struct mlx5_qpn_dev_core *)dev)->pool, qpn) == 0,
+			     1))
+		return 0;
+	return mlx5_qpn_reserved_alloc_slow(dev, qpn);
+}
+
+/**
+ * Release a reserved QPN into quarantine (mlx5dv_reserved_qpn_dealloc()).
+ *
+ * Inline: the pool's inline mlx5_qpn_pool_free() on the device's pool.
+ *
+ * @return 0; -EINVAL if it is not an allocated QPN of this device (nothing changes).
+ */
+static inline __attribute__((always_inline)) int
+mlx5_qpn_reserved_dealloc(struct mlx5_qpn_dev *dev, uint32_t qpn)
+{
+	if (__builtin_expect(dev == NULL, 0))
+		return -EINVAL;
+	return mlx5_qpn_pool_free(((struct mlx5_qpn_dev_core *)dev)->pool, qpn);
+}
+
+#endif /* MLX5_QPN_NO_INLINE */
 
 /** Allocate n QPNs, all or none. Errors as mlx5_qpn_reserved_alloc(). */
 int mlx5_qpn_reserved_alloc_bulk(struct mlx5_qpn_dev *dev, uint32_t *qpns, unsigned int n);

@@ -4,7 +4,13 @@
  * the pool, with the slow path that grows it from the device (mlx5_qpn_grow.cpp), and the
  * device's info, counters and dump. The file map of the generic layer is in
  * mlx5_qpn_dev_priv.h.
+ *
+ * mlx5_qpn_reserved_alloc() and mlx5_qpn_reserved_dealloc() are inline in mlx5_qpn.h; the
+ * functions of those names here are the exported ones (MLX5_QPN_NO_INLINE), the same calls out
+ * of line, for applications built so or against an older header.
  */
+#define MLX5_QPN_NO_INLINE 1
+
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -64,10 +70,21 @@ mlx5_qpn_reserved_alloc(struct mlx5_qpn_dev *d, uint32_t *qpn)
 {
 	if (unlikely(d == nullptr || qpn == nullptr))
 		return -EINVAL;
-	int rc = mlx5_qpn_pool_alloc(d->sup.pool, qpn);
+	int rc = mlx5_qpn_pool_alloc(d->core.pool, qpn);
 	if (likely(rc == 0))
 		return 0;
-	return alloc_growing(d, rc, 4, [d, qpn] { return mlx5_qpn_pool_alloc(d->sup.pool, qpn); });
+	return alloc_growing(d, rc, 4, [d, qpn] { return mlx5_qpn_pool_alloc(d->core.pool, qpn); });
+}
+
+/* The inline mlx5_qpn_reserved_alloc() found the pool empty or quarantined (or got NULL): the
+ * same retries as above, so that both paths try the pool as often and count alike. */
+int
+mlx5_qpn_reserved_alloc_slow(struct mlx5_qpn_dev *d, uint32_t *qpn)
+{
+	if (d == nullptr || qpn == nullptr)
+		return -EINVAL;
+	return alloc_growing(d, -ENOSPC, 4,
+			     [d, qpn] { return mlx5_qpn_pool_alloc(d->core.pool, qpn); });
 }
 
 int
@@ -75,7 +92,7 @@ mlx5_qpn_reserved_dealloc(struct mlx5_qpn_dev *d, uint32_t qpn)
 {
 	if (unlikely(d == nullptr))
 		return -EINVAL;
-	return mlx5_qpn_pool_free(d->sup.pool, qpn);
+	return mlx5_qpn_pool_free(d->core.pool, qpn);
 }
 
 int
@@ -83,12 +100,12 @@ mlx5_qpn_reserved_alloc_bulk(struct mlx5_qpn_dev *d, uint32_t *qpns, unsigned in
 {
 	if (d == nullptr || (qpns == nullptr && n != 0))
 		return -EINVAL;
-	int rc = mlx5_qpn_pool_alloc_bulk(d->sup.pool, qpns, n);
+	int rc = mlx5_qpn_pool_alloc_bulk(d->core.pool, qpns, n);
 	if (rc == 0)
 		return 0;
 	/* More passes than one QPN takes: a bulk may need several ranges. */
 	return alloc_growing(d, rc, 64, [d, qpns, n] {
-		return mlx5_qpn_pool_alloc_bulk(d->sup.pool, qpns, n);
+		return mlx5_qpn_pool_alloc_bulk(d->core.pool, qpns, n);
 	});
 }
 
@@ -97,13 +114,13 @@ mlx5_qpn_reserved_dealloc_bulk(struct mlx5_qpn_dev *d, const uint32_t *qpns, uns
 {
 	if (d == nullptr)
 		return -EINVAL;
-	return mlx5_qpn_pool_free_bulk(d->sup.pool, qpns, n);
+	return mlx5_qpn_pool_free_bulk(d->core.pool, qpns, n);
 }
 
 struct mlx5_qpn_pool *
 mlx5_qpn_dev_pool(struct mlx5_qpn_dev *d)
 {
-	return d != nullptr ? d->sup.pool : nullptr;
+	return d != nullptr ? d->core.pool : nullptr;
 }
 
 int
@@ -140,7 +157,7 @@ mlx5_qpn_dev_stats_get(struct mlx5_qpn_dev *d, struct mlx5_qpn_dev_stats *st)
 	if (d == nullptr || st == nullptr)
 		return -EINVAL;
 	memset(st, 0, sizeof(*st));
-	mlx5_qpn_pool_stats_get(d->sup.pool, &st->pool);
+	mlx5_qpn_pool_stats_get(d->core.pool, &st->pool);
 	st->ranges_reserved = d->cnt.ranges_reserved.load(rlx);
 	st->ranges_released = d->cnt.ranges_released.load(rlx);
 	st->qpns_reserved = d->cnt.qpns_reserved.load(rlx);
@@ -185,7 +202,7 @@ mlx5_qpn_dev_dump(FILE *f, struct mlx5_qpn_dev *d)
 		"  lease: %" PRIu64 " QPNs cooling, %" PRIu64
 		" ranges cooled into the pool, %" PRIu64 " lease errors\n",
 		st.cooling_qpns, st.cooled_ranges, st.lease_errors);
-	mlx5_qpn_pool_dump(f, d->sup.pool);
+	mlx5_qpn_pool_dump(f, d->core.pool);
 }
 
 } /* extern "C" */

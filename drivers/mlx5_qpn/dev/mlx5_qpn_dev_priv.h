@@ -65,8 +65,9 @@ const struct mlx5_qpn_supply_ops *mlx5_qpn_supply_of(enum mlx5_qpn_source source
  * brackets) and read by the others:
  *  - id      what the device is: devargs, backend, capabilities, locality (probe; read-only
  *            after);
- *  - sup     where its QPNs come from and what it holds: the supply, the pool, the device
- *            objects, under grow_mutex (probe, grow);
+ *  - core    the pool, where the inline calls of mlx5_qpn.h find it (probe);
+ *  - sup     where its QPNs come from and what it holds: the supply, the device objects,
+ *            under grow_mutex (probe, grow);
  *  - cnt     the counters mlx5_qpn_dev_stats reports (grow, supply);
  *  - backoff the back-off after failed reservations (grow);
  *  - shrink  giving ranges back when the pool holds far more than it uses (grow);
@@ -92,7 +93,7 @@ struct Supply {
 	const struct mlx5_qpn_supply_ops *ops = nullptr;
 	uint32_t log_range = 0;
 	uint64_t limit = 0; /* most QPNs we may hold from the device */
-	struct mlx5_qpn_pool *pool = nullptr;
+	/* the pool is mlx5_qpn_dev::core.pool, where the inline calls of mlx5_qpn.h read it */
 	char pool_name[MLX5_QPN_POOL_NAMESIZE + 1] = {};
 	std::mutex grow_mutex;
 	NtVec<mlx5_qpn_range_obj> objs; /* under grow_mutex */
@@ -151,6 +152,9 @@ struct LeaseState {
 } /* namespace mlx5_qpn_dev_impl */
 
 struct mlx5_qpn_dev {
+	/* First, at offset 0: the inline mlx5_qpn_reserved_alloc()/_dealloc() of mlx5_qpn.h read
+	 * the pool through a cast of the handle (ABI; tests/dev checks the offset). Set by probe. */
+	struct mlx5_qpn_dev_core core = {};
 	struct mlx5_qpn_dev *reg_next = nullptr; /* the registry's list (mlx5_qpn_registry.cpp) */
 	mlx5_qpn_dev_impl::Identity id;
 	mlx5_qpn_dev_impl::Supply sup;

@@ -71,7 +71,7 @@ take_block(mlx5_qpn_dev *d, uint32_t first, uint32_t log)
 			(until - mlx5_qpn_clock_ns()) / 1000000);
 		return 1;
 	}
-	rc = mlx5_qpn_pool_range_add(d->sup.pool, first, 1u << log);
+	rc = mlx5_qpn_pool_range_add(d->core.pool, first, 1u << log);
 	if (rc != 0)
 		d->lease.file.drop(first, log);
 	return rc;
@@ -107,7 +107,7 @@ promote_locked(mlx5_qpn_dev *d)
 			i++;
 			continue;
 		}
-		if (mlx5_qpn_pool_range_add(d->sup.pool, c.first, c.count) != 0) {
+		if (mlx5_qpn_pool_range_add(d->core.pool, c.first, c.count) != 0) {
 			c.until_ns = now + qpn::lease::Lease::kRecheckNs;
 			i++;
 			continue;
@@ -397,7 +397,7 @@ shrink_locked(mlx5_qpn_dev *d, uint64_t free_now)
 		return -ENOENT;
 	}
 	mlx5_qpn_range_obj o = d->sup.objs[k];
-	if (mlx5_qpn_pool_range_remove(d->sup.pool, o.first_qpn) != 0) {
+	if (mlx5_qpn_pool_range_remove(d->core.pool, o.first_qpn) != 0) {
 		d->shrink.next = k - 1; /* 0: start again from the newest */
 		return -EBUSY;
 	}
@@ -421,9 +421,9 @@ ctrl_main(void *arg)
 	while (!d->ctrl.stop.load(std::memory_order_acquire)) {
 		struct mlx5_qpn_pool_stats st;
 		/* Expired quarantine counts as free: release it before judging the low-water mark. */
-		mlx5_qpn_pool_drain(d->sup.pool);
-		mlx5_qpn_mp_tick(d->proc.mp, d->sup.pool);
-		if (mlx5_qpn_pool_stats_get(d->sup.pool, &st) == 0) {
+		mlx5_qpn_pool_drain(d->core.pool);
+		mlx5_qpn_mp_tick(d->proc.mp, d->core.pool);
+		if (mlx5_qpn_pool_stats_get(d->core.pool, &st) == 0) {
 			std::unique_lock<std::mutex> g(d->sup.grow_mutex, std::try_to_lock);
 			if (!g.owns_lock()) {
 				/* someone else is talking to the device */

@@ -98,13 +98,14 @@ destroy(mlx5_qpn_dev *d)
 		 * quarantine) may go at once; every other one cools from now for our quarantine.
 		 */
 		if (d->lease.file.is_open()) {
-			if (d->sup.pool != nullptr && d->sup.ops != nullptr && d->sup.ops->ranges) {
-				mlx5_qpn_pool_drain(d->sup.pool);
+			if (d->core.pool != nullptr && d->sup.ops != nullptr &&
+			    d->sup.ops->ranges) {
+				mlx5_qpn_pool_drain(d->core.pool);
 				for (auto &o : d->sup.objs) {
 					bool aside = false;
 					for (auto &c : d->lease.cooling)
 						aside |= c.first == o.first_qpn;
-					if (!aside && mlx5_qpn_pool_range_remove(d->sup.pool,
+					if (!aside && mlx5_qpn_pool_range_remove(d->core.pool,
 										 o.first_qpn) == 0)
 						d->lease.file.drop(o.first_qpn, o.log_size);
 				}
@@ -113,10 +114,10 @@ destroy(mlx5_qpn_dev *d)
 			if (rc != 0)
 				lease_error(d, rc, "recording the close");
 		}
-		if (d->sup.pool != nullptr &&
+		if (d->core.pool != nullptr &&
 		    !d->proc.secondary) /* a secondary's pool is the primary's */
-			mlx5_qpn_pool_destroy(d->sup.pool);
-		d->sup.pool = nullptr;
+			mlx5_qpn_pool_destroy(d->core.pool);
+		d->core.pool = nullptr;
 		for (auto &o : d->sup.objs)
 			release_obj(d, o);
 		d->sup.objs.clear();
@@ -165,7 +166,7 @@ probe_secondary(mlx5_qpn_dev *d, const char *devargs, mlx5_qpn_dev **out)
 {
 	mlx5_qpn_devargs mine = d->id.da;
 	mlx5_qpn_mp_devinfo di;
-	int rc = mlx5_qpn_mp_attach(&mine, devargs, &d->id.da, &di, &d->sup.pool, &d->proc.mp);
+	int rc = mlx5_qpn_mp_attach(&mine, devargs, &d->id.da, &di, &d->core.pool, &d->proc.mp);
 	if (rc != 0) {
 		delete d;
 		return rc;
@@ -237,8 +238,8 @@ create_pool(mlx5_qpn_dev *d)
 			if (rte_socket_id_by_idx(i) == d->id.numa_node)
 				prm.socket_id = d->id.numa_node;
 	}
-	d->sup.pool = mlx5_qpn_pool_create(&prm);
-	if (d->sup.pool != nullptr)
+	d->core.pool = mlx5_qpn_pool_create(&prm);
+	if (d->core.pool != nullptr)
 		return 0;
 	int rc = -rte_errno;
 	DEV_LOG(ERR, "%s: cannot create pool %s: %s", d->id.da.name, d->sup.pool_name,
