@@ -105,6 +105,27 @@ perf_paired(const perf_state *a, const perf_state *b, perf_phase ph, double *lo,
 	return perf_median(r);
 }
 
+/* Through the driver API (mlx5_qpn_reserved_alloc/dealloc) / the bare pool, per pair: what an
+ * application that links the driver pays on top of the pool, in cycles and in instructions. */
+static void
+perf_driver_aims(std::vector<perf_aim> &a, const perf_state *ours, const perf_state *dev)
+{
+	double lo, hi, v = perf_paired(dev, ours, PH_PAIR, &lo, &hi);
+	double dc = dev ? perf_median(dev->ph[PH_PAIR].cycles) : 0;
+	double oc = ours ? perf_median(ours->ph[PH_PAIR].cycles) : 0;
+	double di = dev ? dev->instr[PH_PAIR] : 0, oi = ours ? ours->instr[PH_PAIR] : 0;
+
+	a.push_back({"driver_vs_pool_cycles", "driver API / bare pool, cycles per pair, 1 lcore", v,
+		     "<= 1.3", true, 1.3,
+		     perf_fmt("per repetition %.3f-%.3f; medians driver %.1f, pool %.1f cycles", lo,
+			      hi, dc, oc)});
+	a.push_back({"driver_vs_pool_instructions",
+		     "driver API / bare pool, instructions per pair, 1 lcore", perf_ratio(di, oi),
+		     "<= 1.3", true, 1.3,
+		     di > 0 ? perf_fmt("driver %.1f, pool %.1f instructions", di, oi) :
+			      "not measured (run with --count=instructions)"});
+}
+
 /* The benchmark guide's aims, from this run's figures only; NaN where a figure was not measured. */
 std::vector<perf_aim>
 perf_aims(std::vector<perf_state> &st)
@@ -144,6 +165,7 @@ perf_aims(std::vector<perf_state> &st)
 		     3,
 		     perf_fmt("per repetition %.3f-%.3f; medians ours %.1f, floor %.1f cycles", lo,
 			      hi, oc, fc)});
+	perf_driver_aims(a, ours, perf_find(st, "qpndev"));
 	unsigned int nb = ours ? (unsigned int)ours->scaling.size() : 0;
 
 	for (unsigned int k = 1; k <= nb; k++) {
