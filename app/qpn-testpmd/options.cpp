@@ -323,7 +323,8 @@ int set_help(parse_state &st, const opt_row &o, const char *v);
 /* clang-format off */
 const opt_row opt_table[] = {
 	{"qpn-dev", 0, "DEVARGS", 0, 0, set_dev, nullptr,
-	 "device (repeatable; default sim0), e.g. sim0,max_qpns=4096\n"
+	 "device (repeatable; default " QPN_TESTPMD_DEFAULT_DEV "),\n"
+	 "e.g. sim0,max_qpns=4096\n"
 	 "or ib=mlx5_0 (hardware; see doc/guides/app.md)"},
 	{"engine", 0, "NAME", 0, 0, set_engine, nullptr, "engine (default dci-reconnect):"},
 	{"duration", 0, "SEC", 0, 0, set_param, nullptr, "run time (default 3)"},
@@ -545,7 +546,7 @@ parse_args(int argc, char **argv, run_config *cfg)
 		return -EINVAL;
 	}
 	if (cfg->devargs.empty())
-		cfg->devargs.push_back("sim0");
+		cfg->devargs.push_back(QPN_TESTPMD_DEFAULT_DEV);
 	int rc = check_role(st);
 	return rc != 0 ? rc : check_quarantine(cfg);
 }

@@ -47,6 +47,12 @@
 #include "conn.h"
 #include "latency.h"
 
+/* The device of a run without --qpn-dev: the emulated device with as many QPNs as its
+ * log_max_num_reserved_qpn gives (2^20), so that the QPNs a 1 s timewait holds (about three
+ * timewaits per connection: doc/guides/app.md) do not cap conns/s at the rate a few lcores
+ * reach; ranges of 2^14 keep the pool's range table (256) far from full. */
+#define QPN_TESTPMD_DEFAULT_DEV "sim0,max_qpns=1048576,log_max_alloc=14"
+
 /* Everything the options set. */
 struct run_config {
 	std::vector<std::string> devargs; /* --qpn-dev, repeatable */
@@ -172,6 +178,11 @@ struct run_ctx {
 	unsigned nb_peers = 0;              /* peers the active side connects to */
 	bool data_path = false;             /* DC data path available */
 	std::string data_path_note;         /* why not */
+	/* The cap the devices' QPNs put on conns/s (run.cpp, qpn_cap_check; 0: none computed):
+	 * capacity over the QPN-seconds a connection holds, and what the lcores could do. */
+	double qpn_cap = 0;
+	double qpn_hold_s = 0;
+	double lcores_rate = 0;
 };
 
 /*
