@@ -216,7 +216,7 @@ run_end(run_ctx *ctx)
 }
 
 /* What one client lcore reaches at a short timewait on the project's VMs (dci-reconnect at
- * 16 ms: 215k-287k conns/s, doc/guides/results.md), rounded up: the rate a cap is set against. */
+ * 16 ms: 215k-292k conns/s, doc/guides/results.md), rounded up: the rate a cap is set against. */
 constexpr double kLcoreConnsPerSec = 300000;
 
 /* QPNs device D can hold: its pool's capacity within the device's total. */
@@ -250,7 +250,7 @@ qpn_cap_check(run_ctx *ctx, const qpn_engine *e)
 			clients_on[ctx->role[lc].dev]++;
 	double qpns = 0, q_s = 0; /* of the device that caps */
 	for (size_t d = 0; d < ctx->devs.size(); d++) {
-		mlx5_qpn_dev_info info;
+		mlx5_qpn_dev_info info{};
 		const double cap_qpns = dev_capacity(ctx->devs[d], &info);
 		const double dq_s = static_cast<double>(info.quarantine_us) / 1e6;
 		double hold = 0;
