@@ -164,7 +164,7 @@ open_segment(mlx5_qpn_cm_shm_fabric *fab, const char *name, unsigned max_nodes, 
 		}
 		if (bad != nullptr) {
 			CM_LOG(ERR,
-			       "shm fabric %s: shared memory %s is corrupted (%s); remove it (mlx5_qpn_cm_shm_unlink)",
+			       "shm fabric %s: shared memory %s is corrupted (%s); remove it (mlx5_qpn_cm_shm_fabric_unlink)",
 			       name, path.c_str(), bad);
 			rc = -EPROTO;
 		}
@@ -277,7 +277,7 @@ mlx5_qpn_cm_shm_fabric_close(struct mlx5_qpn_cm_shm_fabric *fab)
 }
 
 int
-mlx5_qpn_cm_shm_unlink(const char *name)
+mlx5_qpn_cm_shm_fabric_unlink(const char *name)
 {
 	if (!name_ok(name))
 		return -EINVAL;
@@ -286,8 +286,8 @@ mlx5_qpn_cm_shm_unlink(const char *name)
 }
 
 int
-mlx5_qpn_cm_shm_attach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid,
-		       struct mlx5_qpn_cm_transport *tp)
+mlx5_qpn_cm_shm_fabric_attach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid,
+			      struct mlx5_qpn_cm_transport *tp)
 {
 	if (fab == nullptr || tp == nullptr || guid == 0)
 		return -EINVAL;
@@ -355,7 +355,7 @@ mlx5_qpn_cm_shm_attach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid,
 }
 
 int
-mlx5_qpn_cm_shm_detach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid)
+mlx5_qpn_cm_shm_fabric_detach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid)
 {
 	if (fab == nullptr || guid == 0)
 		return -EINVAL;
@@ -369,9 +369,20 @@ mlx5_qpn_cm_shm_detach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid)
 }
 
 uint64_t
-mlx5_qpn_cm_shm_drops(const struct mlx5_qpn_cm_shm_fabric *fab)
+mlx5_qpn_cm_shm_fabric_drops(const struct mlx5_qpn_cm_shm_fabric *fab)
 {
 	return fab ? fab->h->drops.load(std::memory_order_relaxed) : 0;
 }
+
+/* The 2.1 ABI's names: the same functions under second symbols (mlx5_qpn_cm.h). */
+int mlx5_qpn_cm_shm_attach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid,
+			   struct mlx5_qpn_cm_transport *tp)
+	__attribute__((alias("mlx5_qpn_cm_shm_fabric_attach")));
+int mlx5_qpn_cm_shm_detach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid)
+	__attribute__((alias("mlx5_qpn_cm_shm_fabric_detach")));
+int mlx5_qpn_cm_shm_unlink(const char *name)
+	__attribute__((alias("mlx5_qpn_cm_shm_fabric_unlink")));
+uint64_t mlx5_qpn_cm_shm_drops(const struct mlx5_qpn_cm_shm_fabric *fab)
+	__attribute__((alias("mlx5_qpn_cm_shm_fabric_drops")));
 
 } // extern "C"
