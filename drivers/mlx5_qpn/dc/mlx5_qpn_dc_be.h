@@ -4,7 +4,8 @@
 
 /**
  * @file
- * Internal extras of the DC data path (mlx5_qpn_dc.h), exported for tests and tools:
+ * Internal extras of the DC data path (mlx5_qpn_dc.h) for the test suite, which links the
+ * static archive (none of them is in the shared library's exports, config/mlx5_qpn.map):
  *  - creation on a backend handle instead of a probed device, for a process that opens a
  *    backend directly (a fork()ed child, a second handle of the same emulated device): the
  *    registry allows one probed device per name and process. The handle leads to its ops
