@@ -207,7 +207,7 @@ TEST_F(TestpmdServerLcores, AtThePrompt)
 TEST_F(TestpmdServerLcores, InAServerProcess)
 {
 	const std::string fab = "fabsl" + std::to_string(getpid());
-	mlx5_qpn_cm_shm_unlink(fab.c_str());
+	mlx5_qpn_cm_shm_fabric_unlink(fab.c_str());
 	const std::string sjson = json_ + ".srv";
 	/* The server's 10 s are a cap (a slow client start under a sanitizer): SIGINT ends its run
 	 * in order once the client is done (its connections were served by then), instead of the
@@ -235,7 +235,7 @@ TEST_F(TestpmdServerLcores, InAServerProcess)
 	const std::string sout = test_helpers::slurp(out_), sjs = test_helpers::slurp(sjson),
 			  cjs = test_helpers::slurp(json_);
 	std::remove(sjson.c_str());
-	mlx5_qpn_cm_shm_unlink(fab.c_str());
+	mlx5_qpn_cm_shm_fabric_unlink(fab.c_str());
 	EXPECT_EQ(cst, 0) << cout;
 	/* Stopped by our signal in order, or (a client slower than the cap) at its end. */
 	bool by_signal = WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGINT;
