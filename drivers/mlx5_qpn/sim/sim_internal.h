@@ -18,7 +18,8 @@
  * The files, one concern each:
  *  - sim_internal.h   this header: the segment layout (SimShm), the handle (SimDev), constants;
  *  - sim_segment.cpp  segment and liveness: open/attach/close of the shared segment, owners,
- *                     reclaim of dead processes, mlx5_qpn_sim_destroy();
+ *                     reclaim of dead processes, mlx5_qpn_sim_destroy() and the purge hook
+ *                     (the device's GUID; the generic layer removes its lease file);
  *  - sim_devargs.cpp  its own devargs keys (table, defaults, cross-key checks) and its
  *                     registration (the backend descriptor, mlx5_qpn_backend.h);
  *  - sim_validate.cpp checks of devargs and of everything read back from the segment;
