@@ -28,7 +28,9 @@
  *                     fault injection, the mutex test hooks;
  *  - sim_rsvd_qpn.cpp RESERVED_QPN objects, the single-QPN model, ordinary and special QPs;
  *  - sim_uar.cpp      UAR pages and the doorbell service;
- *  - sim_dc_cmd.cpp   DC commands (CQ/DCI/DCT create/destroy, run); sim_dc.cpp executes them;
+ *  - sim_dc_cmd.cpp   DC commands (CQ/DCI/DCT create/destroy, run), one prologue and epilogue;
+ *  - sim_dc.cpp       the DC tables and their page arena (create, destroy, reset, repair);
+ *  - sim_dc_exec.cpp  the DC execution step: send WQEs, SRQ delivery, CQEs, lost SENDs;
  *  - sim_ops.cpp      the ops table (mlx5_qpn_sim_ops), caps, stats and the small queries.
  *
  * Nothing declared here leaves the library: the declarations are hidden (they had internal
