@@ -141,9 +141,11 @@ srq_deliver(SimDc *dc, uint8_t *arena, SimDcDct &t, SimDcCq &rcq, uint32_t src_q
 		cqe_write(dc, arena, rcq, r);
 		return true;
 	}
-	/* Another process reads the buffer once it has seen the CQE (released after this). */
-	for (uint32_t i = 0; i < len; i++)
-		std::atomic_ref<uint8_t>(buf[i]).store(data[i], std::memory_order_relaxed);
+	/* A plain copy, as a DMA write: while its WQE is posted the buffer is the device's alone
+	 * (the poster handed it over with the doorbell record's release, read with acquire in
+	 * srq_posted()), and the owner reads it only once it has seen the CQE, published with
+	 * release after this. */
+	memcpy(buf, data, len);
 	r.opcode = MLX5_QPN_PRM_CQE_RESP_SEND;
 	cqe_write(dc, arena, rcq, r);
 	dc->ctr.delivered++;
