@@ -3,8 +3,8 @@
  * The emulated device's DC commands, its DC ops table (mlx5_qpn_sim_dc_ops): create and destroy
  * of CQs, DCIs and DCTs, and the execution step. Each is a firmware command (device mutex,
  * counted, subject to fault injection); DCI and DCT numbers are ordinary QPs of the QPN table
- * (records of kind REC_DCI/REC_DCT). The DC tables, the queue arena and WQE execution are
- * sim_dc.cpp's.
+ * (records of kind REC_DCI/REC_DCT). The DC tables and the queue arena are sim_dc.cpp's, WQE
+ * execution sim_dc_exec.cpp's.
  */
 #include "sim_internal.h"
 
