@@ -23,7 +23,7 @@
 #include "mlx5_qpn_cm.h"
 #include "mlx5_qpn_dc.h"
 #include "mp/mp_test_util.h"
-#include "sim/mlx5_qpn_sim.h"
+#include "mlx5_qpn.h"
 
 namespace {
 
@@ -82,7 +82,7 @@ protected:
 	void TearDown() override
 	{
 		for (auto &n : names_)
-			mlx5_qpn_sim_destroy(n.c_str()); /* -ENOENT when --destroy-sim did it */
+			mlx5_qpn_dev_purge(n.c_str()); /* -ENOENT when --destroy-sim did it */
 	}
 
 	/* Run the app: `lcores` for -l, `opts` after "--"; stdin from `input` if not empty. */

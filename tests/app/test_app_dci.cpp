@@ -18,7 +18,7 @@
 #include "../app/qpn-testpmd/dc_dci.h"
 #include "../app/qpn-testpmd/testpmd.h"
 #include "mlx5_qpn_dc.h"
-#include "sim/mlx5_qpn_sim.h"
+#include "mlx5_qpn.h"
 
 /* The app's log type (main.cpp defines it in qpn-testpmd). */
 int qpn_app_logtype = RTE_LOGTYPE_USER1;
@@ -54,7 +54,7 @@ protected:
 		mlx5_qpn_cq_destroy(rcq_);
 		mlx5_qpn_ah_destroy(ah_);
 		mlx5_qpn_dev_close(dev_);
-		mlx5_qpn_sim_destroy(name_.c_str());
+		mlx5_qpn_dev_purge(name_.c_str());
 	}
 
 	/* Run the device and take completions one per poll until WANT arrived (bounded passes);

@@ -20,7 +20,7 @@
 
 #include "common/test_helpers.h"
 #include "mlx5_qpn_cm.h"
-#include "sim/mlx5_qpn_sim.h"
+#include "mlx5_qpn.h"
 
 namespace {
 
@@ -61,7 +61,7 @@ protected:
 
 	void TearDown() override
 	{
-		mlx5_qpn_sim_destroy(name_.c_str()); /* -ENOENT when --destroy-sim did it */
+		mlx5_qpn_dev_purge(name_.c_str()); /* -ENOENT when --destroy-sim did it */
 		std::remove(json_.c_str());
 		std::remove(out_.c_str());
 	}

@@ -52,7 +52,7 @@ protected:
 	{
 		mlx5_qpn_ah_destroy(ah_);
 		mlx5_qpn_dev_close(dev_);
-		mlx5_qpn_sim_destroy(name_.c_str());
+		mlx5_qpn_dev_purge(name_.c_str());
 	}
 
 	mlx5_qpn_sim_stats stats()

@@ -60,7 +60,7 @@ protected:
 		mlx5_qpn_cq_destroy(rcq_);
 		mlx5_qpn_ah_destroy(ah_);
 		mlx5_qpn_dev_close(dev_);
-		mlx5_qpn_sim_destroy(name_.c_str());
+		mlx5_qpn_dev_purge(name_.c_str());
 		dci_ = nullptr;
 		dct_ = nullptr;
 		scq_ = rcq_ = nullptr;
@@ -296,11 +296,11 @@ TEST_F(DcRecover, ErrEveryDevargIsRefusedWhenMalformed)
 		mlx5_qpn_dev *d = nullptr;
 		EXPECT_EQ(mlx5_qpn_dev_probe(args.c_str(), &d), 0) << good;
 		mlx5_qpn_dev_close(d);
-		mlx5_qpn_sim_destroy((name_ + "g").c_str());
+		mlx5_qpn_dev_purge((name_ + "g").c_str());
 	}
 	char why[128];
 	EXPECT_EQ(mlx5_qpn_devargs_check("ib=mlx5_0,dc_err_every=3", why, sizeof(why)), -EINVAL);
-	mlx5_qpn_sim_destroy((name_ + "b").c_str());
+	mlx5_qpn_dev_purge((name_ + "b").c_str());
 }
 
 /* The emulated device checks a path as the kernel does for its InfiniBand ports (one GID,

@@ -46,7 +46,7 @@ public:
 		name_ = "simdev" + std::to_string(getpid()) + "x" +
 			std::to_string(seq.fetch_add(1));
 	}
-	~SimName() { mlx5_qpn_sim_destroy(name_.c_str()); }
+	~SimName() { mlx5_qpn_dev_purge(name_.c_str()); }
 	const std::string &str() const { return name_; }
 
 private:

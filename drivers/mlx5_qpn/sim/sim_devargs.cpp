@@ -109,7 +109,7 @@ extern const mlx5_qpn_backend_desc g_backend = {
 	.args_default = sim_args_default,
 	.args_check = sim_args_check,
 	.where = sim_where,
-	.purge = mlx5_qpn_sim_destroy,
+	.purge = mlx5_qpn_sim_purge,
 };
 
 } // namespace mlx5_qpn_sim
