@@ -128,8 +128,8 @@ struct mlx5_qpn_dev_stats {
 	uint64_t mp_dead_reclaimed; /**< QPNs of dead processes that the driver's calls of
 					      mlx5_qpn_pool_reclaim_dead() recovered (any process
 					      of the device; the pool also recovers on its own). */
-	uint64_t fw_qpn_allocs; /**< QPNs mlx5_qpn_dev_fw_qpn_alloc() handed out. */
-	uint64_t fw_qpn_frees;  /**< QPNs mlx5_qpn_dev_fw_qpn_free() took back. */
+	uint64_t fw_qpn_allocs;     /**< QPNs mlx5_qpn_dev_fw_qpn_alloc() handed out. */
+	uint64_t fw_qpn_frees;      /**< QPNs mlx5_qpn_dev_fw_qpn_free() took back. */
 	/**
 	 * Commands the device executed, every opener's and every kind (reservations, QPs, DC
 	 * objects, UARs), where the backend counts them (the emulated device); 0 on hardware. A

@@ -739,7 +739,8 @@ TEST(DevFwQpn, AllocFreeAndTheirCommands)
  * one-QPN allocator is refused as mlx5dv_reserved_qpn_alloc() refuses it. */
 TEST(DevFwQpn, UnsupportedIsEopnotsupp)
 {
-	for (const char *extra : {",cap_reserved_qpn=0,reserved_qpn=try", ",fault_nodevx=1,reserved_qpn=try"}) {
+	for (const char *extra :
+	     {",cap_reserved_qpn=0,reserved_qpn=try", ",fault_nodevx=1,reserved_qpn=try"}) {
 		SimName n;
 		struct mlx5_qpn_dev *dev = nullptr;
 		std::string args = n.str() + ",quarantine_us=0,log_max_alloc=4,max_qpns=64" + extra;
