@@ -318,6 +318,19 @@ set_fabric(parse_state &st, const opt_row &, const char *v)
 	return 0;
 }
 
+/* --allocator, --client-lcores: compare.cpp's. */
+int
+set_allocator(parse_state &st, const opt_row &, const char *v)
+{
+	return compare_parse_allocator(st.cfg, v);
+}
+
+int
+set_client_lcores(parse_state &st, const opt_row &, const char *v)
+{
+	return compare_parse_client_lcores(st.cfg, v);
+}
+
 int set_help(parse_state &st, const opt_row &o, const char *v);
 
 /* clang-format off */
@@ -341,6 +354,13 @@ const opt_row opt_table[] = {
 	{"co-poll", 0, nullptr, 0, 0, set_flag, &run_config::co_poll,
 	 "no server lcore: the first --server-lcores client lcores\n"
 	 "each poll one server in their own loop"},
+	{"allocator", 0, "A", 0, 0, set_allocator, nullptr,
+	 "ours | rdma-core | both: the active side's QPNs from the\n"
+	 "pool (default ours) or rdma-core's algorithm on the device;\n"
+	 "both: one run each, side by side (batch mode)"},
+	{"client-lcores", 0, "N,...", 0, 0, set_client_lcores, nullptr,
+	 "one run per count of client lcores, e.g. 1,2,4 (batch mode;\n"
+	 "default: one run on every client lcore)"},
 	{"msgs-per-conn", 0, "N", 0, 0, set_param, nullptr,
 	 "SENDs per connection (default 4; 0: none)"},
 	{"inflight", 0, "N", 0, 0, set_param, nullptr,
@@ -548,6 +568,8 @@ parse_args(int argc, char **argv, run_config *cfg)
 	if (cfg->devargs.empty())
 		cfg->devargs.push_back(QPN_TESTPMD_DEFAULT_DEV);
 	int rc = check_role(st);
+	if (rc == 0)
+		rc = compare_check(*cfg);
 	return rc != 0 ? rc : check_quarantine(cfg);
 }
 

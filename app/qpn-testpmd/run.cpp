@@ -152,6 +152,9 @@ roles_assign(run_ctx *ctx, const qpn_engine *e)
 		for (unsigned i = 0; i < first; i++)
 			clients[nc++] = workers[i];
 	}
+	/* --client-lcores: the first ones run; the others stay idle. */
+	if (ctx->client_limit != 0 && nc > ctx->client_limit)
+		nc = ctx->client_limit;
 	for (unsigned i = 0; i < nc; i++) {
 		lcore_role &r = ctx->role[clients[i]];
 		r.client = true;
@@ -426,8 +429,18 @@ run_stop(run_ctx *ctx)
 int
 run_batch(run_ctx *ctx, const qpn_engine *e)
 {
+	if (run_for(ctx, e) != 0)
+		return 1;
+	return run_report(ctx, e);
+}
+
+int
+run_for(run_ctx *ctx, const qpn_engine *e, void (*started)(run_ctx *), void (*stopping)(run_ctx *))
+{
 	if (run_start(ctx, e) != 0)
 		return 1;
+	if (started != nullptr)
+		started(ctx);
 	const run_config &cfg = *ctx->cfg;
 	const uint64_t hz = ctx->tsc_hz;
 	const uint64_t start = rte_rdtsc();
@@ -462,8 +475,10 @@ run_batch(run_ctx *ctx, const qpn_engine *e)
 			usleep(1000);
 		}
 	}
+	if (stopping != nullptr)
+		stopping(ctx);
 	run_stop(ctx);
-	return run_report(ctx, e);
+	return 0;
 }
 
 int

@@ -100,6 +100,7 @@ run_json(json_writer &js, run_ctx *ctx, const qpn_engine *e, const totals &t, do
 	js.kv("duration_s", ctx->run_secs);
 	js.kv("lcores", uint64_t(rte_lcore_count()));
 	js.kv("measured_side", e->uses_cm ? (e->passive_side ? "passive" : "active") : "pool");
+	js.kv("allocator", ctx->alloc_fw ? "rdma-core" : "ours");
 	js.kv("role", cfg.role.c_str());
 	js.kv("server_lcores", uint64_t(ctx->nb_servers));
 	js.kv("fabric", cfg.fabric.c_str());

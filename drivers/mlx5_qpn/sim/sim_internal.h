@@ -169,7 +169,9 @@ struct SimShm {
 	alignas(4096) uint8_t dc_arena[DC_ARENA];
 };
 
-/* rdma-core's mlx5dv_reserved_qpn_alloc model: per-context blocks of 2^granularity QPNs. */
+/* rdma-core's mlx5dv_reserved_qpn_alloc model: per-context blocks of 2^granularity QPNs, kept
+ * in creation order (SimDev::blks): QPNs are handed out from the last (newest) block only, and
+ * a block leaves the list, in place, when its last QPN comes back. */
 struct SingleBlock {
 	mlx5_qpn_range_obj obj;
 	uint32_t size;
@@ -283,6 +285,7 @@ int sim_range_reserve(mlx5_qpn_backend *be, uint32_t log_size, mlx5_qpn_range_ob
 int sim_range_release(mlx5_qpn_backend *be, const mlx5_qpn_range_obj *obj);
 int sim_qpn_reserve_one(mlx5_qpn_backend *be, uint32_t *qpn);
 int sim_qpn_release_one(mlx5_qpn_backend *be, uint32_t qpn);
+int sim_cmd_count(mlx5_qpn_backend *be, uint64_t *n);
 uint8_t qp_alloc_locked(SimDev *d, uint8_t kind, uint32_t aux, uint32_t *qpn);
 int sim_qp_create(mlx5_qpn_backend *be, uint32_t *qpn);
 int sim_qp_destroy(mlx5_qpn_backend *be, uint32_t qpn);
