@@ -9,7 +9,8 @@
 # drivers/common/mlx5: common/ (the mlx5 layouts, the caps struct) is the lowest floor and
 # includes nothing of the driver; ops/ (the backend seam) names no backend; lease/ sees lib/ only;
 # the DC data path (dc/) reaches a backend through the seam only; the two backends include nothing
-# of each other, of dc/ or of the generic layer (dev/), which includes nothing of sim/, hw/, dc/.
+# of each other, of dc/, of lease/ (the generic layer's) or of the generic layer (dev/), which
+# includes nothing of sim/, hw/, dc/.
 # Headers are matched by file name against the files each forbidden folder holds. The build
 # refuses the same includes by its include paths (devtools/check-probe.sh); this grep also
 # catches a relative "../sim/..." that no include path can refuse.
@@ -43,7 +44,7 @@ check $drv/common $drv/ops $drv/lease $drv/dc $drv/hw $drv/sim $drv/dev
 check $drv/ops $drv/lease $drv/dc $drv/hw $drv/sim $drv/dev
 check $drv/lease $drv/common $drv/ops $drv/dc $drv/hw $drv/sim $drv/dev
 check $drv/dc $drv/sim $drv/hw $drv/lease $drv/dev
-check $drv/sim $drv/hw $drv/dc $drv/dev
+check $drv/sim $drv/hw $drv/dc $drv/lease $drv/dev
 check $drv/hw $drv/sim $drv/dc $drv/lease $drv/dev
 check $drv/dev $drv/sim $drv/hw $drv/dc
 [ $fail -eq 0 ] && echo "check-layering: OK (app -> drivers -> lib; the driver's floors of drivers/mlx5_qpn/meson.build)"

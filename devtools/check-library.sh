@@ -10,7 +10,9 @@
 #     else;
 #  2. it carries a versioned SONAME, and its file name begins with it;
 #  3. installed with `meson install`, the README's C snippet (`#include <mlx5_qpn/mlx5_qpn.h>`)
-#     compiles and links as C11 with -Wall -Wextra -Werror through `pkg-config mlx5-qpn`.
+#     compiles and links as C11 with -Wall -Wextra -Werror through `pkg-config mlx5-qpn`;
+#  4. a C caller of every deprecated name compiles there with one warning naming the successor
+#     of each, and runs with the answers of the successors.
 set -euo pipefail
 src=$1
 build=$2
@@ -92,6 +94,61 @@ if ! cc -std=c11 -Wall -Wextra -Werror "$tmp/app.c" -o "$tmp/app" $flags 2> "$tm
 	echo "check-library: the README's snippet does not build against the installed library:"
 	head -20 "$tmp/cc.err"
 	fail=1
+fi
+
+# A C caller of each deprecated name (the 2.1 ABI's) builds against the installed headers with one
+# warning per old name that names its successor, and works: the aliases are the same functions.
+cat > "$tmp/old.c" <<'C'
+#include <errno.h>
+#include <string.h>
+#include <mlx5_qpn/mlx5_qpn_dc.h>
+#include <mlx5_qpn/mlx5_qpn_cm.h>
+
+int main(void)
+{
+	struct mlx5_qpn_dc_ah *ah = NULL;
+	struct mlx5_qpn_cm_shm_service svc;
+	struct mlx5_qpn_cm_transport tp;
+	int bad = 0;
+
+	memset(&svc, 0, sizeof(svc));
+	svc.dct_number = 7;
+	bad |= mlx5_qpn_dc_ah_create(NULL, NULL, &ah) != -EINVAL;
+	mlx5_qpn_dc_ah_destroy(ah);
+	bad |= mlx5_qpn_dct_number(NULL) != 0;
+	bad |= mlx5_qpn_dev_get(NULL) != NULL;
+	bad |= mlx5_qpn_cm_shm_attach(NULL, 1, &tp) != -EINVAL;
+	bad |= mlx5_qpn_cm_shm_detach(NULL, 1) != -EINVAL;
+	bad |= mlx5_qpn_cm_shm_drops(NULL) != 0;
+	bad |= mlx5_qpn_cm_shm_publish(NULL, &svc) != -EINVAL;
+	bad |= mlx5_qpn_cm_shm_lookup(NULL, 1, &svc, 1) != -EINVAL;
+	bad |= mlx5_qpn_cm_shm_unlink("") != -EINVAL;
+	return bad || svc.dct_qpn != 7;
+}
+C
+# shellcheck disable=SC2086
+if ! cc -std=c11 -Wall -Wextra -Werror -Wno-error=deprecated-declarations "$tmp/old.c" \
+	-o "$tmp/old" $flags 2> "$tmp/old.err"; then
+	echo "check-library: a caller of the deprecated names does not build:"
+	head -20 "$tmp/old.err"
+	fail=1
+elif ! "$tmp/old"; then
+	echo "check-library: a deprecated name answers unlike its successor"
+	fail=1
+else
+	for use in mlx5_qpn_ah_create mlx5_qpn_ah_destroy mlx5_qpn_dct_qpn mlx5_qpn_dev_lookup \
+		mlx5_qpn_cm_shm_fabric_attach mlx5_qpn_cm_shm_fabric_detach \
+		mlx5_qpn_cm_shm_fabric_drops mlx5_qpn_cm_shm_fabric_publish \
+		mlx5_qpn_cm_shm_fabric_lookup mlx5_qpn_cm_shm_fabric_unlink; do
+		if ! grep -q "deprecated: use $use()" "$tmp/old.err"; then
+			echo "check-library: no deprecation warning naming $use()"
+			fail=1
+		fi
+	done
+	if ! grep -q "deprecated: use dct_qpn" "$tmp/old.err"; then
+		echo "check-library: no deprecation warning naming the field dct_qpn"
+		fail=1
+	fi
 fi
 [ $fail -eq 0 ] && echo "check-library: OK"
 exit $fail

@@ -15,7 +15,7 @@
 #   qpn_lease (drv/lease): nothing of lib/cm, app/ or the driver's other floors
 #   qpn_dc   (drv/dc):    nothing of lib/shm, lib/pool, lib/cm, app/, drv/sim, hw, lease, dev
 #   qpn_hw   (drv/hw):    nothing of lib/shm, lib/pool, lib/cm, app/, drv/sim, dc, lease, dev
-#   qpn_sim  (drv/sim):   nothing of lib/pool, lib/cm, app/, drv/hw, dc, dev
+#   qpn_sim  (drv/sim):   nothing of lib/pool, lib/cm, app/, drv/hw, dc, lease, dev
 #   qpn_dev  (drv/dev, the generic layer): nothing of app/, drv/sim, hw, dc
 #   c_abi    (the public face, C11): no header of lib/, drivers/, app/ by its bare name, only
 #            <mlx5_qpn/...>
@@ -135,7 +135,8 @@ check_target qpn_dc cpp cpp '"mlx5_qpn_dc_priv.h"' lib/shm lib/pool lib/cm app \
 	$drv/sim $drv/hw $drv/lease $drv/dev
 check_target qpn_hw cpp cpp '"mlx5_qpn_hw_priv.h"' lib/shm lib/pool lib/cm app \
 	$drv/sim $drv/dc $drv/lease $drv/dev
-check_target qpn_sim cpp cpp '"sim_internal.h"' lib/pool lib/cm app $drv/hw $drv/dc $drv/dev
+check_target qpn_sim cpp cpp '"sim_internal.h"' lib/pool lib/cm app $drv/hw $drv/dc $drv/lease \
+	$drv/dev
 check_target qpn_dev cpp cpp '"mlx5_qpn_dev_priv.h"' app $drv/sim $drv/hw $drv/dc
 check_target c_abi c c '<mlx5_qpn/mlx5_qpn_dc.h>' lib drivers app
 

@@ -63,7 +63,7 @@ mlx5_qpn_cm *
 agent_create(run_ctx *ctx, const char *name, uint64_t guid, mlx5_qpn_cm_transport *tp,
 	     uint32_t slots)
 {
-	int rc = g_emu.shm != nullptr ? mlx5_qpn_cm_shm_attach(g_emu.shm, guid, tp) :
+	int rc = g_emu.shm != nullptr ? mlx5_qpn_cm_shm_fabric_attach(g_emu.shm, guid, tp) :
 					mlx5_qpn_cm_fabric_attach(g_emu.fabric, guid, tp);
 	if (rc != 0) {
 		fprintf(stderr, "qpn-testpmd: cannot attach CM node %s (GUID %016" PRIx64 "): %s\n",
@@ -98,8 +98,8 @@ peers_from_directory(run_ctx *ctx)
 	mlx5_qpn_cm_shm_service svc[MLX5_QPN_CM_SHM_MAX_SERVICES];
 	const uint64_t deadline = mlx5_qpn_clock_ns() + static_cast<uint64_t>(kDirWaitS * 1e9);
 	int n;
-	while ((n = mlx5_qpn_cm_shm_lookup(g->shm, kServiceId, svc,
-					   MLX5_QPN_CM_SHM_MAX_SERVICES)) == 0 &&
+	while ((n = mlx5_qpn_cm_shm_fabric_lookup(g->shm, kServiceId, svc,
+						  MLX5_QPN_CM_SHM_MAX_SERVICES)) == 0 &&
 	       mlx5_qpn_clock_ns() < deadline)
 		usleep(10000);
 	if (n <= 0) {
@@ -112,7 +112,7 @@ peers_from_directory(run_ctx *ctx)
 	unsigned take = std::min(static_cast<unsigned>(n), cfg.peers);
 	for (unsigned i = 0; i < take; i++) {
 		g->peer_guid.push_back(svc[i].node_guid);
-		g->peer_dctn.push_back(svc[i].dct_number);
+		g->peer_dctn.push_back(svc[i].dct_qpn);
 		g->peer_key.push_back(svc[i].dc_key);
 	}
 	printf("qpn-testpmd: %d server node(s) on CM fabric \"%s\" (pid %d), using %u\n", n,
@@ -144,7 +144,7 @@ emu_totals(run_ctx *)
 			add(c->cm);
 	for (auto *s : g->servers)
 		add(s->cm);
-	t.fabric_drops = g->shm != nullptr ? mlx5_qpn_cm_shm_drops(g->shm) :
+	t.fabric_drops = g->shm != nullptr ? mlx5_qpn_cm_shm_fabric_drops(g->shm) :
 					     mlx5_qpn_cm_fabric_drops(g->fabric);
 	t.stale_rejects_sent += g->last.stale_rejects_sent;
 	t.stale_dreqs += g->last.stale_dreqs;
@@ -280,8 +280,8 @@ emu_publish_servers(run_ctx *ctx)
 		svc.service_id = kServiceId;
 		svc.node_guid = g->servers[p]->guid;
 		svc.dc_key = kDcKey;
-		svc.dct_number = ctx->data_path ? g->dcdev[0].dctn[p] : 0;
-		int rc = mlx5_qpn_cm_shm_publish(g->shm, &svc);
+		svc.dct_qpn = ctx->data_path ? g->dcdev[0].dctn[p] : 0;
+		int rc = mlx5_qpn_cm_shm_fabric_publish(g->shm, &svc);
 		if (rc != 0) {
 			fprintf(stderr,
 				"qpn-testpmd: cannot publish server %zu on fabric \"%s\": %s\n", p,

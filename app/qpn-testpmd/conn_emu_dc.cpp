@@ -18,7 +18,7 @@
 namespace {
 
 /* The route of each client lcore's sends (conn_emu.h's dc_lcore is not this file's). */
-mlx5_qpn_dc_ah *g_ah[RTE_MAX_LCORE];
+mlx5_qpn_ah *g_ah[RTE_MAX_LCORE];
 
 int
 lcore_ah(mlx5_qpn_dev *dev, unsigned lc)
@@ -27,7 +27,7 @@ lcore_ah(mlx5_qpn_dev *dev, unsigned lc)
 	mlx5_qpn_dc_addr a{};
 	if (mlx5_qpn_dev_info_get(dev, &info) == 0)
 		a.port = info.port;
-	return mlx5_qpn_dc_ah_create(dev, &a, &g_ah[lc]);
+	return mlx5_qpn_ah_create(dev, &a, &g_ah[lc]);
 }
 
 } // namespace
@@ -37,7 +37,7 @@ emu_dc_fini(run_ctx *)
 {
 	emu_state *g = &g_emu;
 	for (auto *&ah : g_ah) {
-		mlx5_qpn_dc_ah_destroy(ah);
+		mlx5_qpn_ah_destroy(ah);
 		ah = nullptr;
 	}
 	for (auto &l : g->dcl) {
@@ -84,7 +84,7 @@ emu_dc_init(run_ctx *ctx)
 			rc = mlx5_qpn_dct_create(ctx->devs[d], dd.cq[p % nb_cq], kDcKey, &t);
 			if (rc == 0) {
 				dd.dct.push_back(t);
-				dd.dctn.push_back(mlx5_qpn_dct_number(t));
+				dd.dctn.push_back(mlx5_qpn_dct_qpn(t));
 			}
 		}
 	}
@@ -101,7 +101,7 @@ emu_dc_init(run_ctx *ctx)
 			rc = mlx5_qpn_dci_create(dev, g->dcl[lc].cq, 8, &g->dcl[lc].dci);
 		}
 		if (rc == 0) {
-			what = "mlx5_qpn_dc_ah_create";
+			what = "mlx5_qpn_ah_create";
 			rc = lcore_ah(dev, lc);
 		}
 	}

@@ -9,7 +9,7 @@
 #include "testpmd.h"
 
 int
-app_dci_send(app_dci &d, const mlx5_qpn_dc_ah *ah, uint32_t dctn, uint64_t dc_key, uint64_t wr_id)
+app_dci_send(app_dci &d, const mlx5_qpn_ah *ah, uint32_t dctn, uint64_t dc_key, uint64_t wr_id)
 {
 	if (d.dci == nullptr)
 		return -ENOTCONN;

@@ -34,8 +34,7 @@ struct app_dci {
 
 /* Post one SEND (64 bytes of the fill the passive side checks). 0; -EAGAIN (in error, not
  * recovered yet); -EIO (dead); else mlx5_qpn_dci_post_send()'s errors. */
-int app_dci_send(app_dci &d, const mlx5_qpn_dc_ah *ah, uint32_t dctn, uint64_t dc_key,
-		 uint64_t wr_id);
+int app_dci_send(app_dci &d, const mlx5_qpn_ah *ah, uint32_t dctn, uint64_t dc_key, uint64_t wr_id);
 
 /* Up to MAX completions as COMPLETION events (error and syndrome set from the CQE), then the
  * recovery when it is due (counted in ST.dci_recoveries). LCORE names the line of a refusal. */

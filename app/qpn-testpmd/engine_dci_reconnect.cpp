@@ -3,7 +3,9 @@
  * The `dci-reconnect` engine: the active side. Per connection, on every client lcore: reserved
  * QPN alloc -> REQ/REP/RTU with that QPN -> --msgs-per-conn SENDs from the lcore's DCI to the
  * peer's DCT -> their completions -> DREQ/DREP -> the QPN released into the quarantine; then
- * the slot reconnects with a fresh QPN. --inflight connections are open at once per lcore, to
+ * the slot reconnects with a fresh QPN. With --allocator=rdma-core the QPN comes from the
+ * device's own one-QPN allocator (mlx5_qpn_dev_fw_qpn_alloc: rdma-core's algorithm, no
+ * quarantine) and goes back to it at once. --inflight connections are open at once per lcore, to
  * --peers DC targets in turn. The summary reports the client's steps. Without a data path (DC
  * calls answer -EOPNOTSUPP, or hardware) the send step is skipped and the CM + QPN cycle still
  * runs. In one process the passive side is dct-accept's body.
@@ -49,6 +51,8 @@ struct active_loop {
 	const qpn_conn_active_ops &cn;
 	lcore_stats &st;
 	mlx5_qpn_dev *dev;
+	/* --allocator=rdma-core: the device's own one-QPN allocator, no quarantine. */
+	const bool fw;
 	uint64_t quota; /* connections to start (0: unlimited) */
 	uint64_t started = 0;
 	unsigned rr = 0;
@@ -58,7 +62,7 @@ struct active_loop {
 
 	active_loop(run_ctx *c, unsigned lc, const active_pattern &p)
 	    : ctx(c), lcore(lc), pat(p), cn(c->conn->active), st(c->lc[lc]),
-	      dev(c->devs[c->role[lc].dev])
+	      dev(c->devs[c->role[lc].dev]), fw(c->alloc_fw)
 	{
 		const run_config &cfg = *ctx->cfg;
 		active_slots = std::min(std::max(cfg.inflight, cfg.force_shared_qpn ? 2u : 1u),
@@ -80,7 +84,8 @@ struct active_loop {
 		uint64_t t1 = rte_rdtsc();
 		if (s.owns_qpn) {
 			uint64_t t0 = rte_rdtsc();
-			int rc = mlx5_qpn_reserved_dealloc(dev, s.qpn);
+			int rc = fw ? mlx5_qpn_dev_fw_qpn_free(dev, s.qpn) :
+				      mlx5_qpn_reserved_dealloc(dev, s.qpn);
 			t1 = rte_rdtsc();
 			if (rc == 0) {
 				st.hist[STEP_RELEASE].record(t1 - t0);
@@ -286,8 +291,11 @@ struct active_loop {
 			s.peer = slots[idx - 1].peer;
 			s.owns_qpn = false;
 		} else {
-			int rc = mlx5_qpn_reserved_alloc(dev, &s.qpn);
+			int rc = fw ? mlx5_qpn_dev_fw_qpn_alloc(dev, &s.qpn) :
+				      mlx5_qpn_reserved_alloc(dev, &s.qpn);
 			uint64_t t1 = rte_rdtsc();
+			if (rc == -ENOMEM && fw)
+				rc = -ENOSPC; /* the device's space is full: a wait, as the pool's */
 			if (rc != 0) {
 				st.pool_cycles += t1 - s.t0; /* a refused alloc is pool time too */
 				if (count_alloc_failure(st, rc))

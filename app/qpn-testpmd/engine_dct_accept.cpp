@@ -42,8 +42,9 @@ conn_key(unsigned node, uint32_t conn)
 
 /* The passive side gives its QPN back when its own timewait ends, not at CLOSED: the active side
  * entered timewait later (when the DREP arrived) and, under the strict policy, holds (server
- * GUID, server QPN) until then; the pool's quarantine then covers that difference. The cycle is
- * counted from the REQ to CLOSED (plus the release call). */
+ * GUID, server QPN) until then; the pool's quarantine then covers that difference (a hold of one
+ * timewait from CLOSED is stale: tests/cm/test_cm_qpn_hold.cpp). The cycle is counted from the
+ * REQ to CLOSED (plus the release call). */
 void
 server_release(run_ctx *ctx, lcore_stats &st, server_conn &sc, bool completed)
 {

@@ -72,6 +72,7 @@ main(int argc, char **argv)
 	}
 	static run_ctx ctx;
 	ctx.cfg = &cfg;
+	ctx.alloc_fw = cfg.allocator == "rdma-core";
 	ctx.tsc_hz = rte_get_tsc_hz();
 	signals_install(&ctx);
 	signals_unblock_main();
@@ -109,7 +110,7 @@ main(int argc, char **argv)
 		int rrc = ran ? run_report(&ctx, engine) : 0;
 		rc = rc == 0 && rrc == 0 ? 0 : 1;
 	} else {
-		rc = run_batch(&ctx, engine);
+		rc = compare_wanted(cfg) ? run_compare(&ctx, engine) : run_batch(&ctx, engine);
 	}
 	devices_close(&ctx);
 	if (cfg.destroy_sim)

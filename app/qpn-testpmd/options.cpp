@@ -318,12 +318,26 @@ set_fabric(parse_state &st, const opt_row &, const char *v)
 	return 0;
 }
 
+/* --allocator, --client-lcores: compare.cpp's. */
+int
+set_allocator(parse_state &st, const opt_row &, const char *v)
+{
+	return compare_parse_allocator(st.cfg, v);
+}
+
+int
+set_client_lcores(parse_state &st, const opt_row &, const char *v)
+{
+	return compare_parse_client_lcores(st.cfg, v);
+}
+
 int set_help(parse_state &st, const opt_row &o, const char *v);
 
 /* clang-format off */
 const opt_row opt_table[] = {
 	{"qpn-dev", 0, "DEVARGS", 0, 0, set_dev, nullptr,
-	 "device (repeatable; default sim0), e.g. sim0,max_qpns=4096\n"
+	 "device (repeatable; default " QPN_TESTPMD_DEFAULT_DEV "),\n"
+	 "e.g. sim0,max_qpns=4096\n"
 	 "or ib=mlx5_0 (hardware; see doc/guides/app.md)"},
 	{"engine", 0, "NAME", 0, 0, set_engine, nullptr, "engine (default dci-reconnect):"},
 	{"duration", 0, "SEC", 0, 0, set_param, nullptr, "run time (default 3)"},
@@ -340,6 +354,13 @@ const opt_row opt_table[] = {
 	{"co-poll", 0, nullptr, 0, 0, set_flag, &run_config::co_poll,
 	 "no server lcore: the first --server-lcores client lcores\n"
 	 "each poll one server in their own loop"},
+	{"allocator", 0, "A", 0, 0, set_allocator, nullptr,
+	 "ours | rdma-core | both: the active side's QPNs from the\n"
+	 "pool (default ours) or rdma-core's algorithm on the device;\n"
+	 "both: one run each, side by side (batch mode)"},
+	{"client-lcores", 0, "N,...", 0, 0, set_client_lcores, nullptr,
+	 "one run per count of client lcores, e.g. 1,2,4 (batch mode;\n"
+	 "default: one run on every client lcore)"},
 	{"msgs-per-conn", 0, "N", 0, 0, set_param, nullptr,
 	 "SENDs per connection (default 4; 0: none)"},
 	{"inflight", 0, "N", 0, 0, set_param, nullptr,
@@ -545,8 +566,10 @@ parse_args(int argc, char **argv, run_config *cfg)
 		return -EINVAL;
 	}
 	if (cfg->devargs.empty())
-		cfg->devargs.push_back("sim0");
+		cfg->devargs.push_back(QPN_TESTPMD_DEFAULT_DEV);
 	int rc = check_role(st);
+	if (rc == 0)
+		rc = compare_check(*cfg);
 	return rc != 0 ? rc : check_quarantine(cfg);
 }
 

@@ -20,7 +20,7 @@ namespace {
 
 struct rcdc_lcore {
 	app_dci d;
-	mlx5_qpn_dc_ah *ah = nullptr;
+	mlx5_qpn_ah *ah = nullptr;
 };
 
 struct rcdc_all {
@@ -102,7 +102,7 @@ rcdc_teardown(run_ctx *)
 {
 	for (rcdc_lcore &l : g_dc.lc) {
 		mlx5_qpn_dci_destroy(l.d.dci);
-		mlx5_qpn_dc_ah_destroy(l.ah);
+		mlx5_qpn_ah_destroy(l.ah);
 		mlx5_qpn_cq_destroy(l.d.cq);
 		l = rcdc_lcore{};
 	}
@@ -117,7 +117,7 @@ rcdc_local(bool passive)
 {
 	if (!passive || g_dc.dct == nullptr)
 		return rdmacm_pdata{0, 0};
-	return rdmacm_pdata{mlx5_qpn_dct_number(g_dc.dct), g_dc.key};
+	return rdmacm_pdata{mlx5_qpn_dct_qpn(g_dc.dct), g_dc.key};
 }
 
 int
@@ -160,8 +160,8 @@ rcdc_active_peer(run_ctx *ctx, unsigned lcore, const rdmacm_pdata &p, rdma_cm_id
 	if (l.d.dci == nullptr &&
 	    (rc = mlx5_qpn_dci_create_path(dev, l.d.cq, 8, &path, &l.d.dci)) != 0)
 		return call_failed("mlx5_qpn_dci_create_path", rc, why);
-	rc = mlx5_qpn_dc_ah_create(dev, &addr, &l.ah);
-	return rc == 0 ? 0 : call_failed("mlx5_qpn_dc_ah_create", rc, why);
+	rc = mlx5_qpn_ah_create(dev, &addr, &l.ah);
+	return rc == 0 ? 0 : call_failed("mlx5_qpn_ah_create", rc, why);
 }
 
 int

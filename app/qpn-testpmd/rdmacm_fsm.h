@@ -181,7 +181,7 @@ bool rdmacm_dc_path(const ibv_ah_attr &a, uint8_t path_mtu, mlx5_qpn_dc_path *ou
 /*
  * The route of a DC send to the peer from the address vector the kernel's CM resolved for the
  * connection (rdma_init_qp_attr() at RTR: the path the REQ/REP took, with the GID index and,
- * on RoCE, the GRH): what mlx5_qpn_dc_ah_create() takes. false with *why: an AV a DCI cannot
+ * on RoCE, the GRH): what mlx5_qpn_ah_create() takes. false with *why: an AV a DCI cannot
  * use (no port, an SL above 15, a flow label above 20 bits, neither a LID nor a GRH).
  */
 bool rdmacm_dc_addr(const ibv_ah_attr &a, mlx5_qpn_dc_addr *out, std::string *why);

@@ -152,6 +152,9 @@ roles_assign(run_ctx *ctx, const qpn_engine *e)
 		for (unsigned i = 0; i < first; i++)
 			clients[nc++] = workers[i];
 	}
+	/* --client-lcores: the first ones run; the others stay idle. */
+	if (ctx->client_limit != 0 && nc > ctx->client_limit)
+		nc = ctx->client_limit;
 	for (unsigned i = 0; i < nc; i++) {
 		lcore_role &r = ctx->role[clients[i]];
 		r.client = true;
@@ -215,6 +218,67 @@ run_end(run_ctx *ctx)
 		ctx->conn->teardown(ctx);
 }
 
+/* What one client lcore reaches at a short timewait on the project's VMs (dci-reconnect at
+ * 16 ms: 215k-292k conns/s, doc/guides/results.md), rounded up: the rate a cap is set against. */
+constexpr double kLcoreConnsPerSec = 300000;
+
+/* QPNs device D can hold: its pool's capacity within the device's total. */
+double
+dev_capacity(struct mlx5_qpn_dev *d, mlx5_qpn_dev_info *info)
+{
+	if (mlx5_qpn_dev_info_get(d, info) != 0)
+		return 0;
+	const double total = static_cast<double>(uint64_t(1) << info->log_max_num_reserved_qpn);
+	return std::min(static_cast<double>(info->max_qpns), total);
+}
+
+/*
+ * The cap the QPNs put on conns/s: a connection holds, on the client's device, its QPN for the
+ * quarantine after its close, and on the server's (devs[0]) the server's QPN through the
+ * server's own timewait and then the quarantine (tests/cm/test_cm_qpn_hold.cpp: less is stale);
+ * the connection's own life is short beside them and left out. Each device's capacity over the
+ * QPN-seconds a connection holds on it; the lowest is the cap, said in one line when it is below
+ * what this run's lcores could do.
+ */
+void
+qpn_cap_check(run_ctx *ctx, const qpn_engine *e)
+{
+	ctx->qpn_cap = ctx->qpn_hold_s = ctx->lcores_rate = 0;
+	if (!e->uses_cm)
+		return;
+	const double tw_s = cm_timewait_ms(*ctx->cfg) / 1e3;
+	std::vector<unsigned> clients_on(ctx->devs.size(), 0);
+	for (unsigned lc = 0; lc < RTE_MAX_LCORE; lc++)
+		if (ctx->role[lc].client)
+			clients_on[ctx->role[lc].dev]++;
+	double qpns = 0, q_s = 0; /* of the device that caps */
+	for (size_t d = 0; d < ctx->devs.size(); d++) {
+		mlx5_qpn_dev_info info{};
+		const double cap_qpns = dev_capacity(ctx->devs[d], &info);
+		const double dq_s = static_cast<double>(info.quarantine_us) / 1e6;
+		double hold = 0;
+		if (ctx->side_active && ctx->nb_clients != 0)
+			hold += dq_s * clients_on[d] / ctx->nb_clients;
+		if (ctx->side_passive && d == 0)
+			hold += tw_s + dq_s;
+		if (hold <= 0 || cap_qpns <= 0 ||
+		    (ctx->qpn_cap != 0 && cap_qpns / hold >= ctx->qpn_cap))
+			continue;
+		ctx->qpn_cap = cap_qpns / hold;
+		ctx->qpn_hold_s = hold;
+		qpns = cap_qpns;
+		q_s = dq_s;
+	}
+	const unsigned lcores = ctx->side_active ? ctx->nb_clients : ctx->nb_servers;
+	ctx->lcores_rate = lcores * kLcoreConnsPerSec;
+	if (ctx->qpn_cap != 0 && ctx->qpn_cap < ctx->lcores_rate)
+		printf("qpn-testpmd: the device's QPNs cap conns/s at %.0f (%.0f QPNs / %.3f s held "
+		       "per connection, timewait %.0f ms, quarantine %.0f ms), below the ~%.0f of "
+		       "%u %s lcore(s)\n",
+		       ctx->qpn_cap, qpns, ctx->qpn_hold_s, tw_s * 1e3, q_s * 1e3, ctx->lcores_rate,
+		       lcores, ctx->side_active ? "client" : "server");
+}
+
 /* Connections, roles and the engines' begin. 0 or negative errno. */
 int
 run_setup(run_ctx *ctx, const qpn_engine *e)
@@ -227,6 +291,7 @@ run_setup(run_ctx *ctx, const qpn_engine *e)
 	}
 	sides_assign(ctx, e);
 	roles_assign(ctx, e);
+	qpn_cap_check(ctx, e);
 	int rc = e->uses_cm ? ctx->conn->setup(ctx) : 0;
 	if (rc != 0)
 		return rc;
@@ -364,8 +429,18 @@ run_stop(run_ctx *ctx)
 int
 run_batch(run_ctx *ctx, const qpn_engine *e)
 {
+	if (run_for(ctx, e) != 0)
+		return 1;
+	return run_report(ctx, e);
+}
+
+int
+run_for(run_ctx *ctx, const qpn_engine *e, void (*started)(run_ctx *), void (*stopping)(run_ctx *))
+{
 	if (run_start(ctx, e) != 0)
 		return 1;
+	if (started != nullptr)
+		started(ctx);
 	const run_config &cfg = *ctx->cfg;
 	const uint64_t hz = ctx->tsc_hz;
 	const uint64_t start = rte_rdtsc();
@@ -400,8 +475,10 @@ run_batch(run_ctx *ctx, const qpn_engine *e)
 			usleep(1000);
 		}
 	}
+	if (stopping != nullptr)
+		stopping(ctx);
 	run_stop(ctx);
-	return run_report(ctx, e);
+	return 0;
 }
 
 int

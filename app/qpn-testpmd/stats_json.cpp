@@ -100,12 +100,20 @@ run_json(json_writer &js, run_ctx *ctx, const qpn_engine *e, const totals &t, do
 	js.kv("duration_s", ctx->run_secs);
 	js.kv("lcores", uint64_t(rte_lcore_count()));
 	js.kv("measured_side", e->uses_cm ? (e->passive_side ? "passive" : "active") : "pool");
+	js.kv("allocator", ctx->alloc_fw ? "rdma-core" : "ours");
 	js.kv("role", cfg.role.c_str());
 	js.kv("server_lcores", uint64_t(ctx->nb_servers));
 	js.kv("fabric", cfg.fabric.c_str());
 	js.kv("cm_policy", cfg.policy == MLX5_QPN_CM_POLICY_STRICT ? "strict" : "live");
 	js.kv("timewait_ms", uint64_t(cm_timewait_ms(cfg)));
 	js.kv("quarantine_us", info.quarantine_us);
+	/* The cap the devices' QPNs put on conns/s (0: none), the QPN-seconds a connection holds
+	 * on the device that caps, the rate the lcores are taken to reach, and whether the cap is
+	 * below it (the start-up line). */
+	js.kv("qpn_cap_conn_per_sec", ctx->qpn_cap);
+	js.kv("qpn_hold_s_per_conn", ctx->qpn_hold_s);
+	js.kv("lcores_conn_per_sec", ctx->lcores_rate);
+	js.kv_bool("qpn_capped", ctx->qpn_cap != 0 && ctx->qpn_cap < ctx->lcores_rate);
 	js.kv_bool("data_path", ctx->data_path);
 	js.kv("connections", t.conns);
 	js.kv("conn_per_sec", static_cast<double>(t.conns) / secs);

@@ -47,6 +47,12 @@
 #include "conn.h"
 #include "latency.h"
 
+/* The device of a run without --qpn-dev: the emulated device with as many QPNs as its
+ * log_max_num_reserved_qpn gives (2^20), so that the QPNs a 1 s timewait holds (about three
+ * timewaits per connection: doc/guides/app.md) do not cap conns/s at the rate a few lcores
+ * reach; ranges of 2^14 keep the pool's range table (256) far from full. */
+#define QPN_TESTPMD_DEFAULT_DEV "sim0,max_qpns=1048576,log_max_alloc=14"
+
 /* Everything the options set. */
 struct run_config {
 	std::vector<std::string> devargs; /* --qpn-dev, repeatable */
@@ -76,6 +82,11 @@ struct run_config {
 	unsigned server_lcores = 1; /* --server-lcores: lcores the peers are split among */
 	bool idle_yield = false;    /* --idle-yield: server lcores yield the CPU when idle */
 	bool co_poll = false;       /* --co-poll: client lcores poll the servers themselves */
+	/* --allocator: the active side's QPNs from ours (the pool, mlx5_qpn_reserved_alloc) or
+	 * rdma-core's algorithm (mlx5_qpn_dev_fw_qpn_alloc), or "both" back to back
+	 * (compare.cpp). */
+	std::string allocator = "ours";
+	std::vector<unsigned> client_lcores; /* --client-lcores=N[,N...]: one run per count */
 	bool role_client() const { return role != "server"; }
 	bool role_server() const { return role != "client"; }
 };
@@ -171,7 +182,15 @@ struct run_ctx {
 	const qpn_conn_ops *conn = nullptr; /* connections of the last CM run (conn.h) */
 	unsigned nb_peers = 0;              /* peers the active side connects to */
 	bool data_path = false;             /* DC data path available */
-	std::string data_path_note;         /* why not */
+	/* This run's active side allocates with rdma-core's algorithm (--allocator). */
+	bool alloc_fw = false;
+	unsigned client_limit = 0;  /* client lcores of this run (0: every one the layout gives) */
+	std::string data_path_note; /* why not */
+	/* The cap the devices' QPNs put on conns/s (run.cpp, qpn_cap_check; 0: none computed):
+	 * capacity over the QPN-seconds a connection holds, and what the lcores could do. */
+	double qpn_cap = 0;
+	double qpn_hold_s = 0;
+	double lcores_rate = 0;
 };
 
 /*
@@ -269,6 +288,23 @@ int devices_reprobe(run_ctx *ctx, int64_t quarantine_us);
 bool hw_peer_valid(const std::string &s, std::string *why);
 /* Whether s is a dotted IPv4 address, as --hw-bind needs it. */
 bool hw_bind_valid(const std::string &s, std::string *why);
+
+/* ---- compare.cpp: --allocator and --client-lcores ---- */
+/* Parse their values into CFG: 0, or -EINVAL after one line. */
+int compare_parse_allocator(run_config *cfg, const char *v);
+int compare_parse_client_lcores(run_config *cfg, const char *v);
+/* After every option: 0, or -EINVAL (one line) where the options cannot go together. */
+int compare_check(const run_config &cfg);
+/* Whether this launch runs several measured runs (--allocator=both, --client-lcores). */
+bool compare_wanted(const run_config &cfg);
+/* Batch mode: every allocator at every client-lcore count, each on fresh devices; the table
+ * side by side and the JSON. Exit status as run_batch. */
+int run_compare(run_ctx *ctx, const qpn_engine *e);
+/* run.cpp: one measured run (start, --duration or the work done, stop): 0, or 1 on a failed
+ * start. STARTED (if any) runs once the workers are launched, STOPPING before they are told to
+ * stop. */
+int run_for(run_ctx *ctx, const qpn_engine *e, void (*started)(run_ctx *) = nullptr,
+	    void (*stopping)(run_ctx *) = nullptr);
 
 /* ---- cli.cpp ---- */
 int cli_run(run_ctx *ctx, const qpn_engine **engine);

@@ -129,6 +129,14 @@ struct mlx5_qpn_dev_stats {
 	uint64_t mp_dead_reclaimed; /**< QPNs of dead processes that the driver's calls of
 					      mlx5_qpn_pool_reclaim_dead() recovered (any process
 					      of the device; the pool also recovers on its own). */
+	uint64_t fw_qpn_allocs;     /**< QPNs mlx5_qpn_dev_fw_qpn_alloc() handed out. */
+	uint64_t fw_qpn_frees;      /**< QPNs mlx5_qpn_dev_fw_qpn_free() took back. */
+	/**
+	 * Commands the device executed, every opener's and every kind (reservations, QPs, DC
+	 * objects, UARs), where the backend counts them (the emulated device); 0 on hardware. A
+	 * difference over an interval tells the commands of that interval.
+	 */
+	uint64_t dev_commands;
 };
 
 /**
@@ -283,6 +291,40 @@ int mlx5_qpn_reserved_alloc_bulk(struct mlx5_qpn_dev *dev, uint32_t *qpns, unsig
 
 /** Release n QPNs; the valid ones are released. @return 0, or -EINVAL if any was refused. */
 int mlx5_qpn_reserved_dealloc_bulk(struct mlx5_qpn_dev *dev, const uint32_t *qpns, unsigned int n);
+
+/**
+ * Allocate one reserved QPN from the device's own one-QPN allocator, without the pool: on
+ * hardware rdma-core's mlx5dv_reserved_qpn_alloc() itself, on the emulated device the same
+ * algorithm (one mutex per device context; a forward-only cursor in the newest RESERVED_QPN
+ * block of 2^log_reserved_qpn_granularity QPNs; a new block made by a CREATE_GENERAL_OBJECT
+ * command when the newest one is used up). Every call takes the context's mutex; the calls that
+ * need a block wait for the device command under it. There is no quarantine and no per-thread
+ * cache: a QPN freed here can come back from the device, to this or another process, as soon as
+ * its block is destroyed, whatever the peers' CM timewait (the comparison qpn-testpmd's
+ * --allocator=rdma-core runs, doc/guides/app.md). Such a QPN is not the pool's:
+ * mlx5_qpn_reserved_dealloc() refuses it, and closing the device returns it.
+ *
+ * @param dev  a probed device (a secondary's handle is a context of its own, with its own
+ *             blocks).
+ * @param[out] qpn  the QPN.
+ * @return 0; -EOPNOTSUPP the device has no such API (no RESERVED_QPN object type, no DEVX); -ENOMEM, or the device's refusal of a new block
+ *         (-ENOMEM when its reserved-QPN space is full, else as mlx5dv maps firmware errors);
+ *         -EINVAL NULL arguments.
+ * Thread safety: any thread, concurrently (serialised on the device context's mutex).
+ */
+int mlx5_qpn_dev_fw_qpn_alloc(struct mlx5_qpn_dev *dev, uint32_t *qpn);
+
+/**
+ * Give back a QPN of mlx5_qpn_dev_fw_qpn_alloc() (rdma-core's mlx5dv_reserved_qpn_dealloc()):
+ * at once, no quarantine. The block's last QPN to come back destroys the block (a
+ * DESTROY_GENERAL_OBJECT command under the context's mutex).
+ *
+ * @return 0; -EINVAL a QPN this handle's allocator did not hand out (on a device without the
+ *         API: any QPN), or freed twice (one log line; nothing changes), or a NULL device;
+ *         -EOPNOTSUPP the backend has no such call.
+ * Thread safety: any thread, concurrently.
+ */
+int mlx5_qpn_dev_fw_qpn_free(struct mlx5_qpn_dev *dev, uint32_t qpn);
 
 /** The pool behind a device. */
 struct mlx5_qpn_pool *mlx5_qpn_dev_pool(struct mlx5_qpn_dev *dev);

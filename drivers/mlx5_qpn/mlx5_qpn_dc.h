@@ -6,7 +6,7 @@
  * @file
  * DC data path of an mlx5_qpn device: DC initiators (DCI) that send to DC targets (DCT), and
  * completion queues — in the mlx5 formats. A DCI's send queue holds mlx5 send WQEs (control
- * segment, datagram segment with the DCT number and DC key, inline data segment); posting writes
+ * segment, datagram segment with the DCT's QPN and DC key, inline data segment); posting writes
  * them, ringing updates the doorbell record and writes the 64-bit doorbell register of the DCI's
  * mapped UAR page (offset 0x800). The device executes the WQEs, delivers each SEND to its DCT
  * (checking the DC key), and writes 64-byte CQEs whose owner bit flips on each pass of the ring.
@@ -16,7 +16,7 @@
  * mlx5_qpn_dci_recover() (mlx5_qpn_dci_state()); the DCT's and the DCI's local path (RoCE GID,
  * hop limit, MTU) is struct mlx5_qpn_dc_path.
  *
- * Every send carries a route: an address handle (struct mlx5_qpn_dc_ah) whose address vector
+ * Every send carries a route: an address handle (struct mlx5_qpn_ah) whose address vector
  * (LID, SL, GRH) the WQE's datagram segment is built from, as rdma-core's mlx5 provider copies
  * an ibv_ah's AV into a DC WQE.
  *
@@ -47,7 +47,7 @@ extern "C" {
 struct mlx5_qpn_cq;
 struct mlx5_qpn_dci;
 struct mlx5_qpn_dct;
-struct mlx5_qpn_dc_ah;
+struct mlx5_qpn_ah;
 
 /**
  * Where a DCI's sends go: the fields of an ibv_ah_attr a DC send needs. InfiniBand routes by
@@ -116,7 +116,7 @@ struct mlx5_qpn_dc_path {
 /** A completion, decoded from a CQE. */
 struct mlx5_qpn_wc {
 	uint64_t wr_id;       /**< The wr_id given at post (requester) or 0 (responder). */
-	uint32_t qpn;         /**< Local QP: the DCI's QPN or the DCT number. */
+	uint32_t qpn;         /**< Local QP: the DCI's or the DCT's QPN. */
 	uint32_t src_qpn;     /**< Responder: the sending DCI's QPN. */
 	uint32_t byte_len;    /**< Bytes delivered. */
 	uint16_t wqe_counter; /**< Requester: index of the WQE; responder: the message (for
@@ -147,8 +147,9 @@ int mlx5_qpn_cq_poll(struct mlx5_qpn_cq *cq, struct mlx5_qpn_wc *wc, unsigned in
 int mlx5_qpn_dct_create(struct mlx5_qpn_dev *dev, struct mlx5_qpn_cq *cq, uint64_t dc_key,
 			struct mlx5_qpn_dct **dct);
 
-/** The DCT number (what a DCI addresses). */
-uint32_t mlx5_qpn_dct_number(const struct mlx5_qpn_dct *dct);
+/** The DCT's QPN, the number a DCI addresses (rdma-core: the DCT's ibv_qp::qp_num, a send's
+ * remote_dctn); 0 for NULL. */
+uint32_t mlx5_qpn_dct_qpn(const struct mlx5_qpn_dct *dct);
 
 /**
  * Copy the payload of the message a DCT received with responder completion wqe_counter
@@ -176,11 +177,11 @@ void mlx5_qpn_dct_destroy(struct mlx5_qpn_dct *dct);
  * @return 0; -EINVAL (NULL, sl > 15, flow_label above 20 bits); -ENOMEM; -EOPNOTSUPP; the
  *         negated errno of ibv_create_ah.
  */
-int mlx5_qpn_dc_ah_create(struct mlx5_qpn_dev *dev, const struct mlx5_qpn_dc_addr *addr,
-			  struct mlx5_qpn_dc_ah **ah);
+int mlx5_qpn_ah_create(struct mlx5_qpn_dev *dev, const struct mlx5_qpn_dc_addr *addr,
+		       struct mlx5_qpn_ah **ah);
 
 /** Destroy an address handle (no WQE posted with it may still be unrung). NULL is ignored. */
-void mlx5_qpn_dc_ah_destroy(struct mlx5_qpn_dc_ah *ah);
+void mlx5_qpn_ah_destroy(struct mlx5_qpn_ah *ah);
 
 /**
  * Create a DC initiator with a send queue of 2^log_sq_depth WQEs; its QPN comes from the
@@ -201,9 +202,10 @@ uint32_t mlx5_qpn_dci_qpn(const struct mlx5_qpn_dci *dci);
 uint32_t mlx5_qpn_dci_max_inline(const struct mlx5_qpn_dci *dci);
 
 /**
- * Write one SEND WQE (signaled) to DCT `dctn` with DC key `dc_key`, routed by `ah` (its address
- * vector is copied into the WQE's datagram segment), len bytes inline (at most
- * mlx5_qpn_dci_max_inline(), never above MLX5_QPN_DC_MAX_INLINE). Not visible to the device until mlx5_qpn_dci_ring().
+ * Write one SEND WQE (signaled) to the DCT whose QPN is `dctn` (mlx5_qpn_dct_qpn()) with DC
+ * key `dc_key`, routed by `ah` (its address vector is copied into the WQE's datagram segment),
+ * len bytes inline (at most mlx5_qpn_dci_max_inline(), never above MLX5_QPN_DC_MAX_INLINE).
+ * Not visible to the device until mlx5_qpn_dci_ring().
  * A NULL ah is -EINVAL on every backend: on hardware a WQE with a zero route would go nowhere,
  * and the emulated device refuses it too so that code tested on it runs on a ConnectX.
  * A DCI whose CQ polled an error CQE of it is in ERR (mlx5_qpn_dci_state()): a ConnectX would
@@ -213,7 +215,7 @@ uint32_t mlx5_qpn_dci_max_inline(const struct mlx5_qpn_dci *dci);
  * @return 0; -ENOBUFS send queue full; -EIO the DCI is in ERR; -EINVAL (len too long, NULL, no
  *         route where one is needed, an AH of another device).
  */
-int mlx5_qpn_dci_post_send(struct mlx5_qpn_dci *dci, const struct mlx5_qpn_dc_ah *ah, uint32_t dctn,
+int mlx5_qpn_dci_post_send(struct mlx5_qpn_dci *dci, const struct mlx5_qpn_ah *ah, uint32_t dctn,
 			   uint64_t dc_key, const void *buf, uint32_t len, uint64_t wr_id);
 
 /** Most inline bytes per SEND. */
@@ -283,6 +285,23 @@ const char *mlx5_qpn_wc_syndrome_str(uint8_t syndrome);
  *         a DC data path).
  */
 int mlx5_qpn_dev_service_run(struct mlx5_qpn_dev *dev);
+
+/*
+ * Names of the 2.1 ABI, each an exported alias of its successor (the same function) for
+ * applications built against it; they leave with the next ABI number. A call compiles with a
+ * warning naming the successor. The AH's struct tag follows its calls: struct mlx5_qpn_dc_ah is
+ * struct mlx5_qpn_ah.
+ */
+#define mlx5_qpn_dc_ah mlx5_qpn_ah
+/** Deprecated name of mlx5_qpn_dct_qpn(). */
+uint32_t mlx5_qpn_dct_number(const struct mlx5_qpn_dct *dct)
+	MLX5_QPN_DEPRECATED("use mlx5_qpn_dct_qpn()");
+/** Deprecated name of mlx5_qpn_ah_create(). */
+int mlx5_qpn_dc_ah_create(struct mlx5_qpn_dev *dev, const struct mlx5_qpn_dc_addr *addr,
+			  struct mlx5_qpn_ah **ah) MLX5_QPN_DEPRECATED("use mlx5_qpn_ah_create()");
+/** Deprecated name of mlx5_qpn_ah_destroy(). */
+void mlx5_qpn_dc_ah_destroy(struct mlx5_qpn_ah *ah)
+	MLX5_QPN_DEPRECATED("use mlx5_qpn_ah_destroy()");
 
 #ifdef __cplusplus
 }

@@ -125,7 +125,7 @@ struct alignas(64) DirEntry {
 	std::atomic<uint64_t> service_id;
 	std::atomic<uint64_t> node_guid;
 	std::atomic<uint64_t> dc_key;
-	std::atomic<uint32_t> dct_number;
+	std::atomic<uint32_t> dct_qpn;
 	std::atomic<int32_t> pid;
 	std::atomic<uint64_t> start;
 };

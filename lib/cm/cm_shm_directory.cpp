@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The shared-memory fabric's service directory (cm_shm.h): where a passive side publishes its
- * service (node GUID, DCT number, DC key) and an active side finds it. Entries are written
+ * service (node GUID, the DCT's QPN, DC key) and an active side finds it. Entries are written
  * rarely under a sequence word and read lock-free by pollers of other processes; an entry whose
  * publisher died is ignored by lookups and reused by the next publish.
  */
@@ -59,8 +59,8 @@ extern "C" {
 
 
 int
-mlx5_qpn_cm_shm_publish(struct mlx5_qpn_cm_shm_fabric *fab,
-			const struct mlx5_qpn_cm_shm_service *svc)
+mlx5_qpn_cm_shm_fabric_publish(struct mlx5_qpn_cm_shm_fabric *fab,
+			       const struct mlx5_qpn_cm_shm_service *svc)
 {
 	if (fab == nullptr || svc == nullptr || svc->node_guid == 0)
 		return -EINVAL;
@@ -96,7 +96,7 @@ mlx5_qpn_cm_shm_publish(struct mlx5_qpn_cm_shm_fabric *fab,
 			e.service_id.store(svc->service_id, std::memory_order_release);
 			e.node_guid.store(svc->node_guid, std::memory_order_release);
 			e.dc_key.store(svc->dc_key, std::memory_order_release);
-			e.dct_number.store(svc->dct_number, std::memory_order_release);
+			e.dct_qpn.store(svc->dct_qpn, std::memory_order_release);
 			e.pid.store(me.pid, std::memory_order_release);
 			e.start.store(me.start_time, std::memory_order_release);
 			e.seq.fetch_add(1, std::memory_order_release);
@@ -110,8 +110,8 @@ mlx5_qpn_cm_shm_publish(struct mlx5_qpn_cm_shm_fabric *fab,
 }
 
 int
-mlx5_qpn_cm_shm_lookup(const struct mlx5_qpn_cm_shm_fabric *fab, uint64_t service_id,
-		       struct mlx5_qpn_cm_shm_service *out, unsigned int n)
+mlx5_qpn_cm_shm_fabric_lookup(const struct mlx5_qpn_cm_shm_fabric *fab, uint64_t service_id,
+			      struct mlx5_qpn_cm_shm_service *out, unsigned int n)
 {
 	if (fab == nullptr || (out == nullptr && n != 0))
 		return -EINVAL;
@@ -126,7 +126,7 @@ mlx5_qpn_cm_shm_lookup(const struct mlx5_qpn_cm_shm_fabric *fab, uint64_t servic
 		v.service_id = e.service_id.load(std::memory_order_acquire);
 		v.node_guid = e.node_guid.load(std::memory_order_acquire);
 		v.dc_key = e.dc_key.load(std::memory_order_acquire);
-		v.dct_number = e.dct_number.load(std::memory_order_acquire);
+		v.dct_qpn = e.dct_qpn.load(std::memory_order_acquire);
 		v.pid = e.pid.load(std::memory_order_acquire);
 		uint64_t start = e.start.load(std::memory_order_acquire);
 		if (e.seq.load(std::memory_order_relaxed) != s1)
@@ -137,5 +137,13 @@ mlx5_qpn_cm_shm_lookup(const struct mlx5_qpn_cm_shm_fabric *fab, uint64_t servic
 	}
 	return int(got);
 }
+
+/* The 2.1 ABI's names: the same functions under second symbols (mlx5_qpn_cm.h). */
+int mlx5_qpn_cm_shm_publish(struct mlx5_qpn_cm_shm_fabric *fab,
+			    const struct mlx5_qpn_cm_shm_service *svc)
+	__attribute__((alias("mlx5_qpn_cm_shm_fabric_publish")));
+int mlx5_qpn_cm_shm_lookup(const struct mlx5_qpn_cm_shm_fabric *fab, uint64_t service_id,
+			   struct mlx5_qpn_cm_shm_service *out, unsigned int n)
+	__attribute__((alias("mlx5_qpn_cm_shm_fabric_lookup")));
 
 } // extern "C"

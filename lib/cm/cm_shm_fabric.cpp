@@ -121,8 +121,117 @@ init_header(Header *h, unsigned max_nodes, unsigned slots, size_t size)
 }
 
 /*
+ * Check the header of a segment another opener created, read without mapping (its geometry says
+ * how much to map). *fresh: its creator died before initialising it. One line on a refusal.
+ */
+int
+check_header(const char *name, const ShmPath &path, qpn::shm::Segment *seg, size_t fsize,
+	     RawHeader *raw, bool *fresh)
+{
+	int rc = qpn::shm::segment_read(seg, raw, sizeof(*raw), 0);
+	const char *bad = nullptr;
+	if (rc != 0) {
+		bad = "short header";
+	} else if (raw->magic == 0 && raw->version == 0 && raw->size == 0) {
+		*fresh = true;
+		return 0;
+	} else if (raw->magic != kMagic) {
+		bad = "bad magic";
+	} else if (raw->version != kVersion) {
+		CM_LOG(ERR, "shm fabric %s: layout version %u, this library has %u", name,
+		       raw->version, kVersion);
+		return -EPROTO;
+	} else if (!geometry_ok(raw->max_nodes, raw->slots)) {
+		bad = "geometry";
+	} else if (raw->size != size_for(raw->max_nodes, raw->slots) || raw->size != fsize) {
+		bad = "size";
+	}
+	if (bad != nullptr) {
+		CM_LOG(ERR,
+		       "shm fabric %s: shared memory %s is corrupted (%s); remove it (mlx5_qpn_cm_shm_fabric_unlink)",
+		       name, path.c_str(), bad);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/*
+ * Whether the opened segment must be (re)created: *fresh when this opener created it or its
+ * creator died before sizing or initialising it; otherwise its header is checked into @p raw.
+ */
+int
+examine_segment(const char *name, const ShmPath &path, qpn::shm::Segment *seg, RawHeader *raw,
+		bool *fresh)
+{
+	*fresh = seg->created;
+	size_t fsize = 0;
+	int rc = qpn::shm::segment_file_size(seg, &fsize);
+	if (rc != 0 || *fresh)
+		return rc;
+	if (fsize < sizeof(Header)) {
+		*fresh = true; /* its creator died before sizing it */
+		return 0;
+	}
+	return check_header(name, path, seg, fsize, raw, fresh);
+}
+
+/*
+ * Map a valid segment with its creator's geometry. When nobody alive uses it, unmap it and set
+ * *fresh: it starts afresh with this opener's geometry.
+ */
+int
+adopt_segment(mlx5_qpn_cm_shm_fabric *fab, const RawHeader &raw, bool *fresh)
+{
+	fab->max_nodes = raw.max_nodes;
+	fab->slots = raw.slots;
+	int rc = qpn::shm::segment_map(&fab->seg, raw.size, false);
+	if (rc != 0)
+		return rc;
+	fab->h = static_cast<Header *>(fab->seg.addr);
+	if (!other_users_alive(fab->h, kMaxUsers)) {
+		qpn::shm::segment_unmap(&fab->seg);
+		fab->h = nullptr;
+		*fresh = true;
+	}
+	return 0;
+}
+
+/* Map the segment zero-filled with this opener's geometry and initialise its header. */
+int
+create_segment(mlx5_qpn_cm_shm_fabric *fab, unsigned max_nodes, unsigned slots)
+{
+	size_t size = size_for(max_nodes, slots);
+	int rc = qpn::shm::segment_map(&fab->seg, size, true); /* zero-filled */
+	if (rc != 0)
+		return rc;
+	fab->h = static_cast<Header *>(fab->seg.addr);
+	fab->max_nodes = max_nodes;
+	fab->slots = slots;
+	init_header(fab->h, max_nodes, slots, size);
+	return 0;
+}
+
+/* Register this handle in a user record that is free or was a dead process's. */
+int
+register_user(mlx5_qpn_cm_shm_fabric *fab, const char *name)
+{
+	for (unsigned i = 0; i < kMaxUsers; i++) {
+		UserRec &u = fab->h->users[i];
+		if (u.proc.pid.load(std::memory_order_acquire) != 0 && alive_of(u.proc))
+			continue;
+		fab->user = i;
+		fab->user_gen = u.gen.fetch_add(1, std::memory_order_acq_rel) + 1;
+		u.proc.set(qpn::shm::self());
+		return 0;
+	}
+	CM_LOG(ERR, "shm fabric %s: all %u user records held by live processes", name, kMaxUsers);
+	return -ENOSPC;
+}
+
+/*
  * Open or create the segment, validate it, register this handle as a user. On success the
- * handle holds the mapping and the (unlocked) segment. One line on every refusal.
+ * handle holds the mapping and the (unlocked) segment. One line on every refusal; a refused open
+ * leaves nothing behind that it made.
  */
 int
 open_segment(mlx5_qpn_cm_shm_fabric *fab, const char *name, unsigned max_nodes, unsigned slots)
@@ -135,83 +244,17 @@ open_segment(mlx5_qpn_cm_shm_fabric *fab, const char *name, unsigned max_nodes, 
 		       std::strerror(-rc));
 		return rc;
 	}
-	bool fresh = seg->created;
-	size_t fsize = 0;
-	rc = qpn::shm::segment_file_size(seg, &fsize);
-	if (rc == 0 && !fresh && fsize < sizeof(Header))
-		fresh = true; /* its creator died before sizing it */
-	if (rc == 0 && !fresh) {
-		/* Read the header without mapping: its geometry says how much to map. */
-		RawHeader raw{};
-		rc = qpn::shm::segment_read(seg, &raw, sizeof(raw), 0);
-		const RawHeader *ph = &raw;
-		uint32_t magic = ph->magic;
-		const char *bad = nullptr;
-		if (rc != 0) {
-			bad = "short header";
-		} else if (magic == 0 && ph->version == 0 && ph->size == 0) {
-			fresh = true; /* its creator died before initialising it */
-		} else if (magic != kMagic) {
-			bad = "bad magic";
-		} else if (ph->version != kVersion) {
-			CM_LOG(ERR, "shm fabric %s: layout version %u, this library has %u", name,
-			       ph->version, kVersion);
-			rc = -EPROTO;
-		} else if (!geometry_ok(ph->max_nodes, ph->slots)) {
-			bad = "geometry";
-		} else if (ph->size != size_for(ph->max_nodes, ph->slots) || ph->size != fsize) {
-			bad = "size";
-		}
-		if (bad != nullptr) {
-			CM_LOG(ERR,
-			       "shm fabric %s: shared memory %s is corrupted (%s); remove it (mlx5_qpn_cm_shm_unlink)",
-			       name, path.c_str(), bad);
-			rc = -EPROTO;
-		}
-		if (rc == 0 && !fresh) {
-			fab->max_nodes = ph->max_nodes;
-			fab->slots = ph->slots;
-			rc = qpn::shm::segment_map(seg, ph->size, false);
-			if (rc == 0) {
-				fab->h = static_cast<Header *>(seg->addr);
-				/* Nobody alive uses it: start afresh with this opener's geometry. */
-				if (!other_users_alive(fab->h, kMaxUsers)) {
-					qpn::shm::segment_unmap(seg);
-					fab->h = nullptr;
-					fresh = true;
-				}
-			}
-		}
-	}
-	if (rc == 0 && fresh) {
-		size_t size = size_for(max_nodes, slots);
-		rc = qpn::shm::segment_map(seg, size, true); /* zero-filled */
-		if (rc == 0) {
-			fab->h = static_cast<Header *>(seg->addr);
-			fab->max_nodes = max_nodes;
-			fab->slots = slots;
-			init_header(fab->h, max_nodes, slots, size);
-		}
-	}
-	if (rc == 0) {
-		rc = -ENOSPC;
-		for (unsigned i = 0; i < kMaxUsers; i++) {
-			UserRec &u = fab->h->users[i];
-			if (u.proc.pid.load(std::memory_order_acquire) != 0 && alive_of(u.proc))
-				continue;
-			fab->user = i;
-			fab->user_gen = u.gen.fetch_add(1, std::memory_order_acq_rel) + 1;
-			u.proc.set(qpn::shm::self());
-			rc = 0;
-			break;
-		}
-		if (rc != 0)
-			CM_LOG(ERR, "shm fabric %s: all %u user records held by live processes",
-			       name, kMaxUsers);
-	}
+	bool fresh = false;
+	RawHeader raw{};
+	rc = examine_segment(name, path, seg, &raw, &fresh);
+	if (rc == 0 && !fresh)
+		rc = adopt_segment(fab, raw, &fresh);
+	if (rc == 0 && fresh)
+		rc = create_segment(fab, max_nodes, slots);
+	if (rc == 0)
+		rc = register_user(fab, name);
 	if (rc != 0) {
 		fab->h = nullptr;
-		/* A refused open leaves nothing behind that it made. */
 		qpn::shm::segment_close(seg, fresh, true);
 		return rc;
 	}
@@ -277,7 +320,7 @@ mlx5_qpn_cm_shm_fabric_close(struct mlx5_qpn_cm_shm_fabric *fab)
 }
 
 int
-mlx5_qpn_cm_shm_unlink(const char *name)
+mlx5_qpn_cm_shm_fabric_unlink(const char *name)
 {
 	if (!name_ok(name))
 		return -EINVAL;
@@ -286,8 +329,8 @@ mlx5_qpn_cm_shm_unlink(const char *name)
 }
 
 int
-mlx5_qpn_cm_shm_attach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid,
-		       struct mlx5_qpn_cm_transport *tp)
+mlx5_qpn_cm_shm_fabric_attach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid,
+			      struct mlx5_qpn_cm_transport *tp)
 {
 	if (fab == nullptr || tp == nullptr || guid == 0)
 		return -EINVAL;
@@ -355,7 +398,7 @@ mlx5_qpn_cm_shm_attach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid,
 }
 
 int
-mlx5_qpn_cm_shm_detach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid)
+mlx5_qpn_cm_shm_fabric_detach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid)
 {
 	if (fab == nullptr || guid == 0)
 		return -EINVAL;
@@ -369,9 +412,20 @@ mlx5_qpn_cm_shm_detach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid)
 }
 
 uint64_t
-mlx5_qpn_cm_shm_drops(const struct mlx5_qpn_cm_shm_fabric *fab)
+mlx5_qpn_cm_shm_fabric_drops(const struct mlx5_qpn_cm_shm_fabric *fab)
 {
 	return fab ? fab->h->drops.load(std::memory_order_relaxed) : 0;
 }
+
+/* The 2.1 ABI's names: the same functions under second symbols (mlx5_qpn_cm.h). */
+int mlx5_qpn_cm_shm_attach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid,
+			   struct mlx5_qpn_cm_transport *tp)
+	__attribute__((alias("mlx5_qpn_cm_shm_fabric_attach")));
+int mlx5_qpn_cm_shm_detach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid)
+	__attribute__((alias("mlx5_qpn_cm_shm_fabric_detach")));
+int mlx5_qpn_cm_shm_unlink(const char *name)
+	__attribute__((alias("mlx5_qpn_cm_shm_fabric_unlink")));
+uint64_t mlx5_qpn_cm_shm_drops(const struct mlx5_qpn_cm_shm_fabric *fab)
+	__attribute__((alias("mlx5_qpn_cm_shm_fabric_drops")));
 
 } // extern "C"

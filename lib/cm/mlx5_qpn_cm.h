@@ -30,11 +30,27 @@
  * Different agents are independent. The ring transport (mlx5_qpn_cm_fabric_*) is safe for many
  * senders and one receiver per node.
  *
+ * Two fabrics carry frames between agents, one object each with the same verbs where they do
+ * the same thing: struct mlx5_qpn_cm_fabric (rings in this process: _create/_destroy, as every
+ * object made in process memory) and struct mlx5_qpn_cm_shm_fabric (a named shared-memory
+ * segment other processes open too: _open/_close, _unlink, and a service directory:
+ * _publish/_lookup); both _attach a node, whose transport the agent takes, and count _drops.
+ *
  * All functions return 0 (or a count) on success and a negative errno on failure.
  */
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* Marks a public name kept for one ABI as an alias of its successor, as in mlx5_qpn.h (this
+ * header stands alone: it includes no other public header). */
+#ifndef MLX5_QPN_DEPRECATED
+#if defined(__GNUC__) || defined(__clang__)
+#define MLX5_QPN_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define MLX5_QPN_DEPRECATED(msg)
+#endif
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -502,7 +518,7 @@ uint64_t mlx5_qpn_cm_fabric_drops(const struct mlx5_qpn_cm_fabric *fabric);
  * no hugepages) exchange CM frames. It holds a fixed table of nodes (GUID, owner pid) and per
  * node a bounded lock-free queue of fixed-size frame slots (many senders in any process, one
  * receiver), plus a small *service directory* where a passive side publishes what an active side
- * needs to reach it (service id, node GUID, DCT number, DC key).
+ * needs to reach it (service id, node GUID, DCT's QPN, DC key).
  *
  * Delivery is best effort, as on a real fabric: a frame to an unknown GUID or to a full queue is
  * dropped and counted (the CM retransmits); a send never blocks. A node whose owner process died
@@ -564,14 +580,14 @@ int mlx5_qpn_cm_shm_fabric_open(const char *name, unsigned int max_nodes,
  * @return 0; -EINVAL; -EEXIST (@p guid attached by a live process); -ENOSPC (every node slot
  *         used by a live process).
  */
-int mlx5_qpn_cm_shm_attach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid,
-			   struct mlx5_qpn_cm_transport *tp);
+int mlx5_qpn_cm_shm_fabric_attach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid,
+				  struct mlx5_qpn_cm_transport *tp);
 
 /**
  * Detach node @p guid attached through this handle, and withdraw its directory entries.
  * @return 0; -EINVAL; -ENOENT (not attached through this handle).
  */
-int mlx5_qpn_cm_shm_detach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid);
+int mlx5_qpn_cm_shm_fabric_detach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid);
 
 /** Detach every node of this handle and unmap the segment; the last user's close removes it.
  * NULL: no-op. */
@@ -581,18 +597,22 @@ void mlx5_qpn_cm_shm_fabric_close(struct mlx5_qpn_cm_shm_fabric *fab);
  * Remove the segment's name (processes that have it open keep using it).
  * @return 0; -EINVAL (bad name); -ENOENT.
  */
-int mlx5_qpn_cm_shm_unlink(const char *name);
+int mlx5_qpn_cm_shm_fabric_unlink(const char *name);
 
 /** Frames the fabric dropped, all processes together (unknown GUID, full queue, stale frame). */
-uint64_t mlx5_qpn_cm_shm_drops(const struct mlx5_qpn_cm_shm_fabric *fab);
+uint64_t mlx5_qpn_cm_shm_fabric_drops(const struct mlx5_qpn_cm_shm_fabric *fab);
 
 /** One service directory entry. */
 struct mlx5_qpn_cm_shm_service {
 	uint64_t service_id; /**< CM service id the node listens on. */
 	uint64_t node_guid;  /**< The listening node (attached through the publishing handle). */
 	uint64_t dc_key;     /**< DC key of the DCT behind it (0 if none). */
-	uint32_t dct_number; /**< DCT number (0 if none). */
-	int32_t pid;         /**< Publisher's pid (filled by publish). */
+	union {
+		uint32_t dct_qpn; /**< QPN of that DCT (mlx5_qpn_dct_qpn(); 0 if none). */
+		/** Deprecated name of dct_qpn (the 2.1 ABI's; the same bytes). */
+		uint32_t dct_number MLX5_QPN_DEPRECATED("use dct_qpn");
+	};
+	int32_t pid; /**< Publisher's pid (filled by publish). */
 };
 
 /**
@@ -600,15 +620,42 @@ struct mlx5_qpn_cm_shm_service {
  * died). @p svc->node_guid must be attached through @p fab.
  * @return 0; -EINVAL; -ENOENT (node not attached here); -ENOSPC (directory full).
  */
-int mlx5_qpn_cm_shm_publish(struct mlx5_qpn_cm_shm_fabric *fab,
-			    const struct mlx5_qpn_cm_shm_service *svc);
+int mlx5_qpn_cm_shm_fabric_publish(struct mlx5_qpn_cm_shm_fabric *fab,
+				   const struct mlx5_qpn_cm_shm_service *svc);
 
 /**
  * Copy up to @p n live entries of @p service_id, in directory order.
  * @return how many were copied (0: none published yet); -EINVAL.
  */
+int mlx5_qpn_cm_shm_fabric_lookup(const struct mlx5_qpn_cm_shm_fabric *fab, uint64_t service_id,
+				  struct mlx5_qpn_cm_shm_service *out, unsigned int n);
+
+/*
+ * Names of the 2.1 ABI, each an exported alias of its successor (the same function) for
+ * applications built against it; they leave with the next ABI number. A call compiles with a
+ * warning naming the successor.
+ */
+/** Deprecated name of mlx5_qpn_cm_shm_fabric_attach(). */
+int mlx5_qpn_cm_shm_attach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid,
+			   struct mlx5_qpn_cm_transport *tp)
+	MLX5_QPN_DEPRECATED("use mlx5_qpn_cm_shm_fabric_attach()");
+/** Deprecated name of mlx5_qpn_cm_shm_fabric_detach(). */
+int mlx5_qpn_cm_shm_detach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid)
+	MLX5_QPN_DEPRECATED("use mlx5_qpn_cm_shm_fabric_detach()");
+/** Deprecated name of mlx5_qpn_cm_shm_fabric_unlink(). */
+int mlx5_qpn_cm_shm_unlink(const char *name)
+	MLX5_QPN_DEPRECATED("use mlx5_qpn_cm_shm_fabric_unlink()");
+/** Deprecated name of mlx5_qpn_cm_shm_fabric_drops(). */
+uint64_t mlx5_qpn_cm_shm_drops(const struct mlx5_qpn_cm_shm_fabric *fab)
+	MLX5_QPN_DEPRECATED("use mlx5_qpn_cm_shm_fabric_drops()");
+/** Deprecated name of mlx5_qpn_cm_shm_fabric_publish(). */
+int mlx5_qpn_cm_shm_publish(struct mlx5_qpn_cm_shm_fabric *fab,
+			    const struct mlx5_qpn_cm_shm_service *svc)
+	MLX5_QPN_DEPRECATED("use mlx5_qpn_cm_shm_fabric_publish()");
+/** Deprecated name of mlx5_qpn_cm_shm_fabric_lookup(). */
 int mlx5_qpn_cm_shm_lookup(const struct mlx5_qpn_cm_shm_fabric *fab, uint64_t service_id,
-			   struct mlx5_qpn_cm_shm_service *out, unsigned int n);
+			   struct mlx5_qpn_cm_shm_service *out, unsigned int n)
+	MLX5_QPN_DEPRECATED("use mlx5_qpn_cm_shm_fabric_lookup()");
 
 #ifdef __cplusplus
 }

@@ -23,7 +23,7 @@
 #include "mlx5_qpn_cm.h"
 #include "mlx5_qpn_dc.h"
 #include "mp/mp_test_util.h"
-#include "sim/mlx5_qpn_sim.h"
+#include "mlx5_qpn.h"
 
 namespace {
 
@@ -82,7 +82,7 @@ protected:
 	void TearDown() override
 	{
 		for (auto &n : names_)
-			mlx5_qpn_sim_destroy(n.c_str()); /* -ENOENT when --destroy-sim did it */
+			mlx5_qpn_dev_purge(n.c_str()); /* -ENOENT when --destroy-sim did it */
 	}
 
 	/* Run the app: `lcores` for -l, `opts` after "--"; stdin from `input` if not empty. */
@@ -504,9 +504,9 @@ TEST_F(AppTest, AppHostileNumbersRefusedAsOptions)
 
 /*
  * An option is reported as the option the user typed, never as a devarg they did not: a bad
- * --qpn-dev is named as typed (before, "sim,cache=8," became "sim,cache=8,,quarantine_us=16000"
- * in the driver's error), and CM exponents whose timewait exceeds the longest quarantine are
- * refused as options (before: "bad devarg quarantine_us=8388608000").
+ * --qpn-dev is named as typed ("sim,cache=8,", not the "sim,cache=8,,quarantine_us=16000" the
+ * app hands the driver), and CM exponents whose timewait exceeds the longest quarantine are
+ * refused as options (not as "bad devarg quarantine_us=8388608000").
  */
 TEST_F(AppTest, AppOptionsNeverReportedAsDevargs)
 {
@@ -608,7 +608,7 @@ TEST_F(AppTest, AppTwoProcessClientServer)
 {
 	std::string dev = next_name();
 	std::string fab = cat("fab", std::to_string(getpid()));
-	mlx5_qpn_cm_shm_unlink(fab.c_str());
+	mlx5_qpn_cm_shm_fabric_unlink(fab.c_str());
 	std::string sjson = cat(::testing::TempDir(), "qpn_app_", dev, "_srv.json");
 	std::remove(sjson.c_str());
 	/* Once the client has exited, every connection it completed has been accepted and closed
@@ -638,7 +638,8 @@ TEST_F(AppTest, AppTwoProcessClientServer)
 		s.status = 0;
 	}
 	/* Its last user removed the fabric's segment when it exited (nothing left in /dev/shm). */
-	EXPECT_EQ(mlx5_qpn_cm_shm_unlink(fab.c_str()), -ENOENT) << "the fabric outlived its users";
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_unlink(fab.c_str()), -ENOENT)
+		<< "the fabric outlived its users";
 
 	EXPECT_RUN_OK(c);
 	EXPECT_RUN_OK(s);
@@ -681,7 +682,7 @@ TEST_F(AppTest, AppOneProcessOverSharedMemoryFabric)
 			       " --peers=2 --connections=200 --duration=60 "
 			       "--destroy-sim"),
 			   dev);
-	mlx5_qpn_cm_shm_unlink(fab.c_str());
+	mlx5_qpn_cm_shm_fabric_unlink(fab.c_str());
 	EXPECT_RUN_OK(r);
 	EXPECT_EQ(json_str(r.json, "fabric"), fab);
 	EXPECT_EQ(json_num(r.json, "connections"), 200);

@@ -18,7 +18,7 @@
 #include "../app/qpn-testpmd/dc_dci.h"
 #include "../app/qpn-testpmd/testpmd.h"
 #include "mlx5_qpn_dc.h"
-#include "sim/mlx5_qpn_sim.h"
+#include "mlx5_qpn.h"
 
 /* The app's log type (main.cpp defines it in qpn-testpmd). */
 int qpn_app_logtype = RTE_LOGTYPE_USER1;
@@ -38,12 +38,12 @@ protected:
 		ASSERT_EQ(mlx5_qpn_dev_probe((name_ + ",quarantine_us=0").c_str(), &dev_), 0);
 		mlx5_qpn_dc_addr a{};
 		a.dlid = 1;
-		ASSERT_EQ(mlx5_qpn_dc_ah_create(dev_, &a, &ah_), 0);
+		ASSERT_EQ(mlx5_qpn_ah_create(dev_, &a, &ah_), 0);
 		ASSERT_EQ(mlx5_qpn_cq_create(dev_, 5, &d_.cq), 0);
 		ASSERT_EQ(mlx5_qpn_cq_create(dev_, 5, &rcq_), 0);
 		ASSERT_EQ(mlx5_qpn_dct_create(dev_, rcq_, KEY, &dct_), 0);
 		ASSERT_EQ(mlx5_qpn_dci_create(dev_, d_.cq, 4, &d_.dci), 0);
-		dctn_ = mlx5_qpn_dct_number(dct_);
+		dctn_ = mlx5_qpn_dct_qpn(dct_);
 	}
 
 	void TearDown() override
@@ -52,9 +52,9 @@ protected:
 		mlx5_qpn_dct_destroy(dct_);
 		mlx5_qpn_cq_destroy(d_.cq);
 		mlx5_qpn_cq_destroy(rcq_);
-		mlx5_qpn_dc_ah_destroy(ah_);
+		mlx5_qpn_ah_destroy(ah_);
 		mlx5_qpn_dev_close(dev_);
-		mlx5_qpn_sim_destroy(name_.c_str());
+		mlx5_qpn_dev_purge(name_.c_str());
 	}
 
 	/* Run the device and take completions one per poll until WANT arrived (bounded passes);
@@ -79,7 +79,7 @@ protected:
 
 	std::string name_;
 	mlx5_qpn_dev *dev_ = nullptr;
-	mlx5_qpn_dc_ah *ah_ = nullptr;
+	mlx5_qpn_ah *ah_ = nullptr;
 	mlx5_qpn_cq *rcq_ = nullptr;
 	mlx5_qpn_dct *dct_ = nullptr;
 	uint32_t dctn_ = 0;

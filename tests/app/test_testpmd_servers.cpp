@@ -20,7 +20,7 @@
 
 #include "common/test_helpers.h"
 #include "mlx5_qpn_cm.h"
-#include "sim/mlx5_qpn_sim.h"
+#include "mlx5_qpn.h"
 
 namespace {
 
@@ -61,7 +61,7 @@ protected:
 
 	void TearDown() override
 	{
-		mlx5_qpn_sim_destroy(name_.c_str()); /* -ENOENT when --destroy-sim did it */
+		mlx5_qpn_dev_purge(name_.c_str()); /* -ENOENT when --destroy-sim did it */
 		std::remove(json_.c_str());
 		std::remove(out_.c_str());
 	}
@@ -75,7 +75,7 @@ protected:
 	{
 		return "timeout --foreground -k 5 " + std::to_string(timeout_s) + " " + app_ +
 		       " --no-huge --no-pci -m 256 " + eal + " --file-prefix=" + prefix +
-		       " --log-level=lib.eal:error -- --qpn-dev=" + name_ + " " + opts;
+		       " --log-level=lib.eal:error -- --qpn-dev=" + name_ + keys_ + " " + opts;
 	}
 
 	/* One batch run in this test's own process (file prefix and device NAME_) on the lcores of
@@ -111,7 +111,29 @@ protected:
 	}
 
 	std::string app_, name_, json_, out_;
+	std::string keys_; /* devargs after the device's name (",max_qpns=...") */
 };
+
+/* The start-up line that says the device's QPNs cap conns/s (run.cpp, qpn_cap_check). */
+class TestpmdQpnCap : public TestpmdServerLcores {
+protected:
+	/* The keys of qpn-testpmd's default device, as its --help gives them ("default
+	 * sim0,KEYS)"), for a device of this test's own name. */
+	std::string default_keys()
+	{
+		std::string out;
+		test_helpers::run_cmd(cmd("-l 0", name_, "--help", 30) + " < /dev/null 2>&1", &out);
+		const std::string mark = "default sim0";
+		size_t at = out.find(mark);
+		if (at == std::string::npos)
+			return "?";
+		at += mark.size();
+		return out.substr(at, out.find(')', at) - at);
+	}
+};
+
+/* A 1 s timewait (packet life time 16, ACK delay 16: 1024 ms) on the CM's both sides. */
+const char *const kTw1s = "--cm-plt=16 --cm-ack-delay=16";
 
 } // namespace
 
@@ -185,7 +207,7 @@ TEST_F(TestpmdServerLcores, AtThePrompt)
 TEST_F(TestpmdServerLcores, InAServerProcess)
 {
 	const std::string fab = "fabsl" + std::to_string(getpid());
-	mlx5_qpn_cm_shm_unlink(fab.c_str());
+	mlx5_qpn_cm_shm_fabric_unlink(fab.c_str());
 	const std::string sjson = json_ + ".srv";
 	/* The server's 10 s are a cap (a slow client start under a sanitizer): SIGINT ends its run
 	 * in order once the client is done (its connections were served by then), instead of the
@@ -213,7 +235,7 @@ TEST_F(TestpmdServerLcores, InAServerProcess)
 	const std::string sout = test_helpers::slurp(out_), sjs = test_helpers::slurp(sjson),
 			  cjs = test_helpers::slurp(json_);
 	std::remove(sjson.c_str());
-	mlx5_qpn_cm_shm_unlink(fab.c_str());
+	mlx5_qpn_cm_shm_fabric_unlink(fab.c_str());
 	EXPECT_EQ(cst, 0) << cout;
 	/* Stopped by our signal in order, or (a client slower than the cap) at its end. */
 	bool by_signal = WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGINT;
@@ -227,4 +249,36 @@ TEST_F(TestpmdServerLcores, InAServerProcess)
 	EXPECT_EQ(num_after(cjs, "other", cjs.find("\"errors\": {")), 0) << cjs;
 	/* The server process's lcores 1 and 2 are its two servers (its first workers). */
 	expect_servers_served(sjs, 2, 1, sout);
+}
+
+/* 4096 QPNs at a 1 s timewait: each connection holds 3.072 s of QPNs (the client's quarantined
+ * 1.024 s, the server's through its 1.024 s timewait and then quarantined), so 1333 conns/s at
+ * most, far below one client lcore: one line at start says so, and the JSON carries it. */
+TEST_F(TestpmdQpnCap, SaidForASmallDeviceAndALongTimewait)
+{
+	keys_ = ",max_qpns=4096";
+	std::string out;
+	const std::string js = run_batch("-l 0-1", std::string(kTw1s) + " --duration=0.3", &out);
+	EXPECT_NE(out.find(
+			  "qpn-testpmd: the device's QPNs cap conns/s at 1333 (4096 QPNs / 3.072 s "
+			  "held per connection, timewait 1024 ms, quarantine 1024 ms), below the "
+			  "~300000 of 1 client lcore(s)\n"),
+		  std::string::npos)
+		<< out;
+	EXPECT_NEAR(num_after(js, "qpn_cap_conn_per_sec", 0), 4096 / 3.072, 0.01) << js;
+	EXPECT_NEAR(num_after(js, "qpn_hold_s_per_conn", 0), 3.072, 1e-9) << js;
+	EXPECT_NE(js.find("\"qpn_capped\": true"), std::string::npos) << js;
+}
+
+/* The default device at the same 1 s timewait: its 2^20 QPNs allow ~341k conns/s, above what
+ * the lcores reach, and nothing is said. */
+TEST_F(TestpmdQpnCap, NotSaidForTheDefaultDevice)
+{
+	keys_ = default_keys();
+	ASSERT_EQ(keys_.rfind(",max_qpns=", 0), 0u) << keys_;
+	std::string out;
+	const std::string js = run_batch("-l 0-1", std::string(kTw1s) + " --duration=0.3", &out);
+	EXPECT_EQ(out.find("QPNs cap conns/s"), std::string::npos) << out;
+	EXPECT_NEAR(num_after(js, "qpn_cap_conn_per_sec", 0), 1048576 / 3.072, 1) << js;
+	EXPECT_NE(js.find("\"qpn_capped\": false"), std::string::npos) << js;
 }

@@ -38,13 +38,13 @@ struct ShmFab {
 	ShmFab(const char *tag, unsigned nodes, unsigned slots)
 	    : name(std::string("cmt") + std::to_string(getpid()) + "_" + tag)
 	{
-		mlx5_qpn_cm_shm_unlink(name.c_str());
+		mlx5_qpn_cm_shm_fabric_unlink(name.c_str());
 		rc = mlx5_qpn_cm_shm_fabric_open(name.c_str(), nodes, slots, &f);
 	}
 	~ShmFab()
 	{
 		mlx5_qpn_cm_shm_fabric_close(f);
-		mlx5_qpn_cm_shm_unlink(name.c_str());
+		mlx5_qpn_cm_shm_fabric_unlink(name.c_str());
 	}
 	operator mlx5_qpn_cm_shm_fabric *() const { return f; }
 };
@@ -59,7 +59,7 @@ child_passive(const std::string &name, int ready_fd)
 	if (mlx5_qpn_cm_shm_fabric_open(name.c_str(), 4, 64, &f) != 0)
 		return 10;
 	mlx5_qpn_cm_transport tp;
-	if (mlx5_qpn_cm_shm_attach(f, kB, &tp) != 0)
+	if (mlx5_qpn_cm_shm_fabric_attach(f, kB, &tp) != 0)
 		return 11;
 	mlx5_qpn_cm_params p = params(kB);
 	p.packet_life_time = 0; /* timewait of 1 ms */
@@ -68,8 +68,12 @@ child_passive(const std::string &name, int ready_fd)
 	mlx5_qpn_cm *cm = mlx5_qpn_cm_create(&p);
 	if (cm == nullptr || mlx5_qpn_cm_listen(cm, kSvc) != 0)
 		return 12;
-	mlx5_qpn_cm_shm_service svc{kSvc, kB, 0x1234, 0x777, 0};
-	if (mlx5_qpn_cm_shm_publish(f, &svc) != 0)
+	mlx5_qpn_cm_shm_service svc{.service_id = kSvc,
+				    .node_guid = kB,
+				    .dc_key = 0x1234,
+				    .dct_qpn = 0x777,
+				    .pid = 0};
+	if (mlx5_qpn_cm_shm_fabric_publish(f, &svc) != 0)
 		return 13;
 	char c = 'r';
 	if (write(ready_fd, &c, 1) != 1)
@@ -106,16 +110,16 @@ TEST(CmShm, RoundTripAndDrops)
 	ShmFab fab("rt", 3, 4);
 	ASSERT_EQ(fab.rc, 0);
 	mlx5_qpn_cm_transport ta, tb, tc;
-	ASSERT_EQ(mlx5_qpn_cm_shm_attach(fab, kA, &ta), 0);
-	ASSERT_EQ(mlx5_qpn_cm_shm_attach(fab, kB, &tb), 0);
-	EXPECT_EQ(mlx5_qpn_cm_shm_attach(fab, kA, &tc), -EEXIST);
-	EXPECT_EQ(mlx5_qpn_cm_shm_attach(fab, 0, &tc), -EINVAL);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, kA, &ta), 0);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, kB, &tb), 0);
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, kA, &tc), -EEXIST);
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, 0, &tc), -EINVAL);
 	uint8_t frame[MLX5_QPN_CM_FRAME_MAX];
 	for (unsigned i = 0; i < sizeof(frame); i++)
 		frame[i] = uint8_t(i * 7);
 	/* Unknown GUID: dropped, counted, not blocking. */
 	EXPECT_EQ(ta.send(ta.ctx, 0x99, frame, 10, 1), -EHOSTUNREACH);
-	EXPECT_EQ(mlx5_qpn_cm_shm_drops(fab), 1u);
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_drops(fab), 1u);
 	EXPECT_EQ(ta.send(ta.ctx, kB, frame, 0, 1), -EINVAL);
 	EXPECT_EQ(ta.send(ta.ctx, kB, frame, MLX5_QPN_CM_FRAME_MAX + 1, 1), -EINVAL);
 	/* A queue of 4 slots holds 4 frames; the fifth is a counted drop. */
@@ -124,7 +128,7 @@ TEST(CmShm, RoundTripAndDrops)
 		EXPECT_EQ(ta.send(ta.ctx, kB, frame, uint16_t(MLX5_QPN_CM_FRAME_MAX - i), 1), 0);
 	}
 	EXPECT_EQ(ta.send(ta.ctx, kB, frame, 8, 1), -ENOBUFS);
-	EXPECT_EQ(mlx5_qpn_cm_shm_drops(fab), 2u);
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_drops(fab), 2u);
 	mlx5_qpn_cm_frame got[8];
 	ASSERT_EQ(tb.recv_burst(tb.ctx, got, 3), 3);
 	for (unsigned i = 0; i < 3; i++) {
@@ -143,20 +147,20 @@ TEST(CmShm, RoundTripAndDrops)
 	EXPECT_EQ(got[0].data[0], 109);
 	EXPECT_EQ(tb.recv_burst(tb.ctx, got, 8), 0);
 	/* The last node slot, then no more. */
-	ASSERT_EQ(mlx5_qpn_cm_shm_attach(fab, kC, &tc), 0);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, kC, &tc), 0);
 	mlx5_qpn_cm_transport td;
-	EXPECT_EQ(mlx5_qpn_cm_shm_attach(fab, 0xD4, &td), -ENOSPC);
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, 0xD4, &td), -ENOSPC);
 	/* Frames left for a detached node are not delivered to the next owner of its slot. */
 	ASSERT_EQ(ta.send(ta.ctx, kC, frame, 4, 1), 0);
-	ASSERT_EQ(mlx5_qpn_cm_shm_detach(fab, kC), 0);
-	EXPECT_EQ(mlx5_qpn_cm_shm_detach(fab, kC), -ENOENT);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_detach(fab, kC), 0);
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_detach(fab, kC), -ENOENT);
 	EXPECT_EQ(tc.send(tc.ctx, kA, frame, 4, 1), -ENOTCONN);
 	EXPECT_EQ(tc.recv_burst(tc.ctx, got, 8), -ENOTCONN);
 	EXPECT_EQ(ta.send(ta.ctx, kC, frame, 4, 1), -EHOSTUNREACH);
-	ASSERT_EQ(mlx5_qpn_cm_shm_attach(fab, 0xD4, &td), 0);
-	uint64_t drops = mlx5_qpn_cm_shm_drops(fab);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, 0xD4, &td), 0);
+	uint64_t drops = mlx5_qpn_cm_shm_fabric_drops(fab);
 	EXPECT_EQ(td.recv_burst(td.ctx, got, 8), 0);
-	EXPECT_EQ(mlx5_qpn_cm_shm_drops(fab), drops + 1);
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_drops(fab), drops + 1);
 }
 
 TEST(CmShm, OpenArguments)
@@ -172,23 +176,23 @@ TEST(CmShm, OpenArguments)
 	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_open("x", 2, 4, nullptr), -EINVAL);
 	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_open(std::string(33, 'n').c_str(), 2, 4, &f), -EINVAL);
 	EXPECT_EQ(f, nullptr);
-	EXPECT_EQ(mlx5_qpn_cm_shm_unlink("a/b"), -EINVAL);
-	EXPECT_EQ(mlx5_qpn_cm_shm_unlink("cmt_never_created"), -ENOENT);
-	EXPECT_EQ(mlx5_qpn_cm_shm_attach(nullptr, kA, nullptr), -EINVAL);
-	EXPECT_EQ(mlx5_qpn_cm_shm_lookup(nullptr, kSvc, nullptr, 0), -EINVAL);
-	EXPECT_EQ(mlx5_qpn_cm_shm_drops(nullptr), 0u);
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_unlink("a/b"), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_unlink("cmt_never_created"), -ENOENT);
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_attach(nullptr, kA, nullptr), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_lookup(nullptr, kSvc, nullptr, 0), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_drops(nullptr), 0u);
 	mlx5_qpn_cm_shm_fabric_close(nullptr);
 
 	/* A second handle on the same name sees the first one's geometry and nodes. */
 	ShmFab fab("geo", 2, 8);
 	ASSERT_EQ(fab.rc, 0);
 	mlx5_qpn_cm_transport ta, tb;
-	ASSERT_EQ(mlx5_qpn_cm_shm_attach(fab, kA, &ta), 0);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, kA, &ta), 0);
 	mlx5_qpn_cm_shm_fabric *g = nullptr;
 	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_open(fab.name.c_str(), 64, 1024, &g), 0);
-	ASSERT_EQ(mlx5_qpn_cm_shm_attach(g, kB, &tb), 0);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_attach(g, kB, &tb), 0);
 	mlx5_qpn_cm_transport tc;
-	EXPECT_EQ(mlx5_qpn_cm_shm_attach(g, kC, &tc), -ENOSPC) << "creator's 2 nodes win";
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_attach(g, kC, &tc), -ENOSPC) << "creator's 2 nodes win";
 	uint8_t frame[4] = {9, 8, 7, 6};
 	for (int i = 0; i < 8; i++)
 		EXPECT_EQ(tb.send(tb.ctx, kA, frame, 4, 1), 0);
@@ -206,39 +210,83 @@ TEST(CmShm, ServiceDirectory)
 	ShmFab fab("dir", 4, 4);
 	ASSERT_EQ(fab.rc, 0);
 	mlx5_qpn_cm_transport ta, tb;
-	ASSERT_EQ(mlx5_qpn_cm_shm_attach(fab, kA, &ta), 0);
-	ASSERT_EQ(mlx5_qpn_cm_shm_attach(fab, kB, &tb), 0);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, kA, &ta), 0);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, kB, &tb), 0);
 	mlx5_qpn_cm_shm_service out[4];
-	EXPECT_EQ(mlx5_qpn_cm_shm_lookup(fab, kSvc, out, 4), 0);
-	mlx5_qpn_cm_shm_service s{kSvc, kA, 0xDC, 0x123, 0};
-	EXPECT_EQ(mlx5_qpn_cm_shm_publish(fab, nullptr), -EINVAL);
-	mlx5_qpn_cm_shm_service foreign{kSvc, 0x77, 0, 0, 0};
-	EXPECT_EQ(mlx5_qpn_cm_shm_publish(fab, &foreign), -ENOENT);
-	ASSERT_EQ(mlx5_qpn_cm_shm_publish(fab, &s), 0);
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_lookup(fab, kSvc, out, 4), 0);
+	mlx5_qpn_cm_shm_service s{.service_id = kSvc,
+				  .node_guid = kA,
+				  .dc_key = 0xDC,
+				  .dct_qpn = 0x123,
+				  .pid = 0};
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_publish(fab, nullptr), -EINVAL);
+	mlx5_qpn_cm_shm_service foreign{.service_id = kSvc,
+					.node_guid = 0x77,
+					.dc_key = 0,
+					.dct_qpn = 0,
+					.pid = 0};
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_publish(fab, &foreign), -ENOENT);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_publish(fab, &s), 0);
 	s.node_guid = kB;
-	s.dct_number = 0x124;
-	ASSERT_EQ(mlx5_qpn_cm_shm_publish(fab, &s), 0);
+	s.dct_qpn = 0x124;
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_publish(fab, &s), 0);
 	s.service_id = kSvc + 1;
-	ASSERT_EQ(mlx5_qpn_cm_shm_publish(fab, &s), 0);
-	ASSERT_EQ(mlx5_qpn_cm_shm_lookup(fab, kSvc, out, 4), 2);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_publish(fab, &s), 0);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_lookup(fab, kSvc, out, 4), 2);
 	EXPECT_EQ(out[0].node_guid, kA);
-	EXPECT_EQ(out[0].dct_number, 0x123u);
+	EXPECT_EQ(out[0].dct_qpn, 0x123u);
 	EXPECT_EQ(out[0].dc_key, 0xDCu);
 	EXPECT_EQ(out[0].pid, getpid());
 	EXPECT_EQ(out[1].node_guid, kB);
-	EXPECT_EQ(mlx5_qpn_cm_shm_lookup(fab, kSvc, out, 1), 1);
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_lookup(fab, kSvc, out, 1), 1);
 	/* Detach withdraws the node's entries. */
-	ASSERT_EQ(mlx5_qpn_cm_shm_detach(fab, kB), 0);
-	ASSERT_EQ(mlx5_qpn_cm_shm_lookup(fab, kSvc, out, 4), 1);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_detach(fab, kB), 0);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_lookup(fab, kSvc, out, 4), 1);
 	EXPECT_EQ(out[0].node_guid, kA);
-	EXPECT_EQ(mlx5_qpn_cm_shm_lookup(fab, kSvc + 1, out, 4), 0);
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_lookup(fab, kSvc + 1, out, 4), 0);
 	/* The directory is bounded. */
 	s.node_guid = kA;
 	int rc = 0, n = 0;
-	while ((rc = mlx5_qpn_cm_shm_publish(fab, &s)) == 0)
+	while ((rc = mlx5_qpn_cm_shm_fabric_publish(fab, &s)) == 0)
 		n++;
 	EXPECT_EQ(rc, -ENOSPC);
 	EXPECT_EQ(n, MLX5_QPN_CM_SHM_MAX_SERVICES - 1);
+}
+
+/* The 2.1 ABI's names of the fabric's calls and of the directory's DCT field stay usable for
+ * one ABI: each is the same function as its successor, and a caller of the old names gets what
+ * a caller of the new ones gets. */
+TEST(CmShm, DeprecatedNamesAreTheSameFunctions)
+{
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	EXPECT_EQ(&mlx5_qpn_cm_shm_attach, &mlx5_qpn_cm_shm_fabric_attach);
+	EXPECT_EQ(&mlx5_qpn_cm_shm_detach, &mlx5_qpn_cm_shm_fabric_detach);
+	EXPECT_EQ(&mlx5_qpn_cm_shm_drops, &mlx5_qpn_cm_shm_fabric_drops);
+	EXPECT_EQ(&mlx5_qpn_cm_shm_publish, &mlx5_qpn_cm_shm_fabric_publish);
+	EXPECT_EQ(&mlx5_qpn_cm_shm_lookup, &mlx5_qpn_cm_shm_fabric_lookup);
+	EXPECT_EQ(&mlx5_qpn_cm_shm_unlink, &mlx5_qpn_cm_shm_fabric_unlink);
+	ShmFab fab("old", 4, 4);
+	ASSERT_EQ(fab.rc, 0);
+	mlx5_qpn_cm_transport tp;
+	ASSERT_EQ(mlx5_qpn_cm_shm_attach(fab, kA, &tp), 0);
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, kA, &tp), -EEXIST);
+	mlx5_qpn_cm_shm_service s{};
+	s.service_id = kSvc;
+	s.node_guid = kA;
+	s.dct_number = 0x321;
+	EXPECT_EQ(s.dct_qpn, 0x321u);
+	ASSERT_EQ(mlx5_qpn_cm_shm_publish(fab, &s), 0);
+	mlx5_qpn_cm_shm_service out[2];
+	ASSERT_EQ(mlx5_qpn_cm_shm_lookup(fab, kSvc, out, 2), 1);
+	EXPECT_EQ(out[0].dct_qpn, 0x321u);
+	EXPECT_EQ(out[0].dct_number, 0x321u);
+	EXPECT_EQ(mlx5_qpn_cm_shm_drops(fab), mlx5_qpn_cm_shm_fabric_drops(fab));
+	ASSERT_EQ(mlx5_qpn_cm_shm_detach(fab, kA), 0);
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_detach(fab, kA), -ENOENT);
+	EXPECT_EQ(mlx5_qpn_cm_shm_unlink(fab.name.c_str()), 0);
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_unlink(fab.name.c_str()), -ENOENT);
+#pragma GCC diagnostic pop
 }
 
 TEST(CmShm, ManySenderThreadsOneReceiver)
@@ -247,10 +295,10 @@ TEST(CmShm, ManySenderThreadsOneReceiver)
 	ShmFab fab("mpsc", kSenders + 1, 64);
 	ASSERT_EQ(fab.rc, 0);
 	mlx5_qpn_cm_transport rx;
-	ASSERT_EQ(mlx5_qpn_cm_shm_attach(fab, 0x100, &rx), 0);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, 0x100, &rx), 0);
 	mlx5_qpn_cm_transport tx[kSenders];
 	for (unsigned i = 0; i < kSenders; i++) {
-		ASSERT_EQ(mlx5_qpn_cm_shm_attach(fab, 0x200 + i, &tx[i]), 0);
+		ASSERT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, 0x200 + i, &tx[i]), 0);
 	}
 	std::atomic<uint64_t> full{0};
 	std::vector<std::thread> th;
@@ -291,7 +339,7 @@ TEST(CmShm, ManySenderThreadsOneReceiver)
 		t.join();
 	EXPECT_TRUE(order_ok) << "per sender: in order, each frame exactly once";
 	EXPECT_EQ(got, uint64_t(kSenders) * kPerSender);
-	EXPECT_EQ(mlx5_qpn_cm_shm_drops(fab), full.load()) << "every refused send counted";
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_drops(fab), full.load()) << "every refused send counted";
 	EXPECT_EQ(rx.recv_burst(rx.ctx, fr, 32), 0);
 }
 
@@ -301,7 +349,7 @@ TEST(CmShm, ForkedChildFullConnection)
 	ShmFab fab("fork", 4, 64);
 	ASSERT_EQ(fab.rc, 0);
 	mlx5_qpn_cm_transport ta;
-	ASSERT_EQ(mlx5_qpn_cm_shm_attach(fab, kA, &ta), 0);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, kA, &ta), 0);
 	int pfd[2];
 	ASSERT_EQ(pipe(pfd), 0);
 	fflush(nullptr);
@@ -317,10 +365,10 @@ TEST(CmShm, ForkedChildFullConnection)
 	close(pfd[0]);
 	/* The active side learns the passive node from the directory. */
 	mlx5_qpn_cm_shm_service svc[2];
-	ASSERT_EQ(mlx5_qpn_cm_shm_lookup(fab, kSvc, svc, 2), 1);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_lookup(fab, kSvc, svc, 2), 1);
 	EXPECT_EQ(svc[0].node_guid, kB);
 	EXPECT_EQ(svc[0].pid, pid);
-	EXPECT_EQ(svc[0].dct_number, 0x777u);
+	EXPECT_EQ(svc[0].dct_qpn, 0x777u);
 
 	mlx5_qpn_cm_params p = params(kA);
 	p.packet_life_time = 0;
@@ -372,7 +420,7 @@ TEST(CmShm, KilledChildNodeReclaimed)
 	ShmFab fab("kill", 2, 8);
 	ASSERT_EQ(fab.rc, 0);
 	mlx5_qpn_cm_transport ta;
-	ASSERT_EQ(mlx5_qpn_cm_shm_attach(fab, kA, &ta), 0);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, kA, &ta), 0);
 	int pfd[2];
 	ASSERT_EQ(pipe(pfd), 0);
 	fflush(nullptr);
@@ -384,9 +432,13 @@ TEST(CmShm, KilledChildNodeReclaimed)
 		mlx5_qpn_cm_transport tp;
 		char c = 'x';
 		if (mlx5_qpn_cm_shm_fabric_open(fab.name.c_str(), 2, 8, &f) == 0 &&
-		    mlx5_qpn_cm_shm_attach(f, kB, &tp) == 0) {
-			mlx5_qpn_cm_shm_service s{kSvc, kB, 1, 2, 0};
-			if (mlx5_qpn_cm_shm_publish(f, &s) == 0)
+		    mlx5_qpn_cm_shm_fabric_attach(f, kB, &tp) == 0) {
+			mlx5_qpn_cm_shm_service s{.service_id = kSvc,
+						  .node_guid = kB,
+						  .dc_key = 1,
+						  .dct_qpn = 2,
+						  .pid = 0};
+			if (mlx5_qpn_cm_shm_fabric_publish(f, &s) == 0)
 				c = 'r';
 		}
 		if (write(pfd[1], &c, 1) != 1)
@@ -400,22 +452,22 @@ TEST(CmShm, KilledChildNodeReclaimed)
 	close(pfd[0]);
 	EXPECT_EQ(c, 'r');
 	mlx5_qpn_cm_shm_service out[2];
-	EXPECT_EQ(mlx5_qpn_cm_shm_lookup(fab, kSvc, out, 2), 1);
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_lookup(fab, kSvc, out, 2), 1);
 	mlx5_qpn_cm_transport tb, tc;
-	EXPECT_EQ(mlx5_qpn_cm_shm_attach(fab, kB, &tb), -EEXIST) << "owner alive";
-	EXPECT_EQ(mlx5_qpn_cm_shm_attach(fab, kC, &tc), -ENOSPC) << "both nodes in use";
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, kB, &tb), -EEXIST) << "owner alive";
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, kC, &tc), -ENOSPC) << "both nodes in use";
 	uint8_t frame[4] = {1, 2, 3, 4};
 	EXPECT_EQ(ta.send(ta.ctx, kB, frame, 4, 1), 0); /* queued for the child, never read */
 	ASSERT_EQ(kill(pid, SIGKILL), 0);
 	int st;
 	ASSERT_EQ(waitpid(pid, &st, 0), pid);
-	EXPECT_EQ(mlx5_qpn_cm_shm_lookup(fab, kSvc, out, 2), 0) << "dead publisher ignored";
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_lookup(fab, kSvc, out, 2), 0) << "dead publisher ignored";
 	/* A new GUID takes the dead child's slot; the frame left for the child is not delivered. */
-	ASSERT_EQ(mlx5_qpn_cm_shm_attach(fab, kC, &tc), 0);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, kC, &tc), 0);
 	mlx5_qpn_cm_frame got[4];
-	uint64_t drops = mlx5_qpn_cm_shm_drops(fab);
+	uint64_t drops = mlx5_qpn_cm_shm_fabric_drops(fab);
 	EXPECT_EQ(tc.recv_burst(tc.ctx, got, 4), 0);
-	EXPECT_EQ(mlx5_qpn_cm_shm_drops(fab), drops + 1);
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_drops(fab), drops + 1);
 	EXPECT_EQ(ta.send(ta.ctx, kB, frame, 4, 1), -EHOSTUNREACH);
 	ASSERT_EQ(ta.send(ta.ctx, kC, frame, 4, 1), 0);
 	ASSERT_EQ(tc.recv_burst(tc.ctx, got, 4), 1);

@@ -44,13 +44,13 @@ struct Fab {
 	Fab(const char *tag, unsigned nodes = 4, unsigned slots = 8)
 	    : name(std::string("cmh") + std::to_string(getpid()) + "_" + tag)
 	{
-		mlx5_qpn_cm_shm_unlink(name.c_str());
+		mlx5_qpn_cm_shm_fabric_unlink(name.c_str());
 		rc = mlx5_qpn_cm_shm_fabric_open(name.c_str(), nodes, slots, &f);
 	}
 	~Fab()
 	{
 		mlx5_qpn_cm_shm_fabric_close(f);
-		mlx5_qpn_cm_shm_unlink(name.c_str());
+		mlx5_qpn_cm_shm_fabric_unlink(name.c_str());
 	}
 	std::string file() const { return "/dev/shm/mlx5_qpn_cmfab_" + name; }
 	operator mlx5_qpn_cm_shm_fabric *() const { return f; }
@@ -117,7 +117,7 @@ open_close(const std::string &name)
 	int rc = mlx5_qpn_cm_shm_fabric_open(name.c_str(), 4, 8, &f);
 	if (rc == 0) {
 		mlx5_qpn_cm_transport tp;
-		rc = mlx5_qpn_cm_shm_attach(f, 0x77, &tp);
+		rc = mlx5_qpn_cm_shm_fabric_attach(f, 0x77, &tp);
 		if (rc == 0) {
 			mlx5_qpn_cm_frame fr[4];
 			rc = tp.recv_burst(tp.ctx, fr, 4) < 0 ? -EIO : 0;
@@ -169,8 +169,8 @@ dead_sender(int stage)
 	uint64_t grace = cm_impl::shm_stall_grace_ns;
 	cm_impl::shm_stall_grace_ns = 20'000'000; /* 20 ms: the test need not wait the default */
 	mlx5_qpn_cm_transport ta, tc;
-	ASSERT_EQ(mlx5_qpn_cm_shm_attach(fab, kA, &ta), 0);
-	ASSERT_EQ(mlx5_qpn_cm_shm_attach(fab, kC, &tc), 0);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, kA, &ta), 0);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, kC, &tc), 0);
 	int pfd[2];
 	ASSERT_EQ(pipe(pfd), 0);
 	fflush(nullptr);
@@ -180,7 +180,7 @@ dead_sender(int stage)
 		mlx5_qpn_cm_shm_fabric *f = nullptr;
 		mlx5_qpn_cm_transport tb;
 		if (mlx5_qpn_cm_shm_fabric_open(fab.name.c_str(), 4, 4, &f) != 0 ||
-		    mlx5_qpn_cm_shm_attach(f, kB, &tb) != 0)
+		    mlx5_qpn_cm_shm_fabric_attach(f, kB, &tb) != 0)
 			_exit(2);
 		g_hook_stage = stage;
 		g_hook_fd = pfd[1];
@@ -194,11 +194,11 @@ dead_sender(int stage)
 	ASSERT_EQ(c, 's');
 	ASSERT_EQ(kill(pid, SIGKILL), 0);
 	ASSERT_EQ(waitpid(pid, nullptr, 0), pid);
-	uint64_t drops = mlx5_qpn_cm_shm_drops(fab);
+	uint64_t drops = mlx5_qpn_cm_shm_fabric_drops(fab);
 	uint8_t frame[8] = {7};
 	ASSERT_EQ(tc.send(tc.ctx, kA, frame, 8, 1), 0);
 	EXPECT_TRUE(recv_from(ta, kC)) << "the queue stalled behind the dead sender";
-	EXPECT_EQ(mlx5_qpn_cm_shm_drops(fab), drops + 1);
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_drops(fab), drops + 1);
 	/* And it keeps working: the ring wraps over the skipped slot. */
 	for (int i = 0; i < 10; i++) {
 		ASSERT_EQ(tc.send(tc.ctx, kA, frame, 8, 1), 0);
@@ -244,7 +244,7 @@ TEST(CmShmHostile, UnprivilegedUserCannotTouchALiveFabric)
 	Fab fab("nobody");
 	ASSERT_EQ(fab.rc, 0);
 	mlx5_qpn_cm_transport ta;
-	ASSERT_EQ(mlx5_qpn_cm_shm_attach(fab, kA, &ta), 0);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, kA, &ta), 0);
 	std::string file = fab.file();
 	int rc = in_child([&] {
 		if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)
@@ -254,7 +254,7 @@ TEST(CmShmHostile, UnprivilegedUserCannotTouchALiveFabric)
 			return 11;
 		if (open(file.c_str(), O_RDONLY) >= 0)
 			return 12;
-		if (mlx5_qpn_cm_shm_unlink(fab.name.c_str()) == 0)
+		if (mlx5_qpn_cm_shm_fabric_unlink(fab.name.c_str()) == 0)
 			return 13;
 		return 0;
 	});
@@ -267,8 +267,8 @@ TEST(CmShmHostile, CorruptedHeaderAndRingIndices)
 	Fab fab("corrupt");
 	ASSERT_EQ(fab.rc, 0);
 	mlx5_qpn_cm_transport ta, tb;
-	ASSERT_EQ(mlx5_qpn_cm_shm_attach(fab, kA, &ta), 0);
-	ASSERT_EQ(mlx5_qpn_cm_shm_attach(fab, kB, &tb), 0);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, kA, &ta), 0);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, kB, &tb), 0);
 	Raw raw(fab.file());
 	ASSERT_NE(raw.p, nullptr);
 	/* magic, version, max_nodes, slots at 0, 4, 8, 12; size at 16. */
@@ -313,7 +313,7 @@ TEST(CmShmHostile, RandomBytesNeverHangOrCrash)
 		Fab fab(("rnd" + std::to_string(seed)).c_str());
 		ASSERT_EQ(fab.rc, 0);
 		mlx5_qpn_cm_transport ta;
-		ASSERT_EQ(mlx5_qpn_cm_shm_attach(fab, kA, &ta), 0);
+		ASSERT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, kA, &ta), 0);
 		Raw raw(fab.file());
 		ASSERT_NE(raw.p, nullptr);
 		std::mt19937 rng(seed);
@@ -333,7 +333,7 @@ TEST(CmShmHostile, RandomBytesNeverHangOrCrash)
 		uint8_t f4[4] = {1};
 		ta.send(ta.ctx, kA, f4, 4, 1);
 		mlx5_qpn_cm_shm_service out[4];
-		EXPECT_GE(mlx5_qpn_cm_shm_lookup(fab, 1, out, 4), 0);
+		EXPECT_GE(mlx5_qpn_cm_shm_fabric_lookup(fab, 1, out, 4), 0);
 	}
 }
 
@@ -347,10 +347,10 @@ TEST(CmShmHostile, ReusedPidIsDead)
 	Fab fab("reuse");
 	ASSERT_EQ(fab.rc, 0);
 	mlx5_qpn_cm_transport ta, ta2;
-	ASSERT_EQ(mlx5_qpn_cm_shm_attach(fab, kA, &ta), 0);
+	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_attach(fab, kA, &ta), 0);
 	mlx5_qpn_cm_shm_fabric *f2 = nullptr;
 	ASSERT_EQ(mlx5_qpn_cm_shm_fabric_open(fab.name.c_str(), 4, 8, &f2), 0);
-	EXPECT_EQ(mlx5_qpn_cm_shm_attach(f2, kA, &ta2), -EEXIST) << "its owner is alive";
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_attach(f2, kA, &ta2), -EEXIST) << "its owner is alive";
 	Raw raw(fab.file());
 	ASSERT_NE(raw.p, nullptr);
 	size_t g = raw.find64(kA);
@@ -363,7 +363,8 @@ TEST(CmShmHostile, ReusedPidIsDead)
 	std::memcpy(&start, raw.p + g + 16, 8);
 	uint64_t other = start + 12345;
 	std::memcpy(raw.p + g + 16, &other, 8);
-	EXPECT_EQ(mlx5_qpn_cm_shm_attach(f2, kA, &ta2), 0) << "same pid, other start time: dead";
+	EXPECT_EQ(mlx5_qpn_cm_shm_fabric_attach(f2, kA, &ta2), 0)
+		<< "same pid, other start time: dead";
 	mlx5_qpn_cm_shm_fabric_close(f2);
 }
 
@@ -387,5 +388,5 @@ TEST(CmShmHostile, LastCloseRemovesTheSegment)
 	EXPECT_TRUE(exists(path)) << "a user is left";
 	mlx5_qpn_cm_shm_fabric_close(b);
 	EXPECT_FALSE(exists(path)) << "the last live user removes it";
-	mlx5_qpn_cm_shm_unlink(name.c_str());
+	mlx5_qpn_cm_shm_fabric_unlink(name.c_str());
 }

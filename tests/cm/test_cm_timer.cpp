@@ -4,7 +4,7 @@
  * whose now is >= its deadline, never earlier, in deadline order across slots; cancel and
  * re-arm; many timers; deadlines more than one turn ahead; a clock that jumps turns ahead.
  * And through the agent: a connection in timewait stays there until its exact deadline with
- * thousands of others held (the tick no longer scans the table); more slots than 16 bits hold.
+ * thousands of others held (the tick does not scan the table); more slots than 16 bits hold.
  */
 #include <gtest/gtest.h>
 

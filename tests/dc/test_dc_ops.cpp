@@ -7,6 +7,7 @@
  */
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -163,17 +164,17 @@ TEST(DcOps, EmulatedAhRoutesAndIsCheckedAgainstTheDevice)
 	ASSERT_EQ(mlx5_qpn_dci_create(dev, cq, 2, &dci), 0);
 	mlx5_qpn_dc_addr addr{};
 	addr.dlid = 7;
-	mlx5_qpn_dc_ah *ah = nullptr;
+	mlx5_qpn_ah *ah = nullptr;
 	addr.sl = 16;
-	EXPECT_EQ(mlx5_qpn_dc_ah_create(dev, &addr, &ah), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_ah_create(dev, &addr, &ah), -EINVAL);
 	addr.sl = 1;
 	addr.flow_label = 1u << 20;
-	EXPECT_EQ(mlx5_qpn_dc_ah_create(dev, &addr, &ah), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_ah_create(dev, &addr, &ah), -EINVAL);
 	addr.flow_label = 0;
-	EXPECT_EQ(mlx5_qpn_dc_ah_create(nullptr, &addr, &ah), -EINVAL);
-	ASSERT_EQ(mlx5_qpn_dc_ah_create(dev, &addr, &ah), 0);
+	EXPECT_EQ(mlx5_qpn_ah_create(nullptr, &addr, &ah), -EINVAL);
+	ASSERT_EQ(mlx5_qpn_ah_create(dev, &addr, &ah), 0);
 
-	const uint32_t dctn = mlx5_qpn_dct_number(dct);
+	const uint32_t dctn = mlx5_qpn_dct_qpn(dct);
 	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, ah, dctn, 5, "ah", 2, 11), 0);
 	/* No AH: refused, as on hardware (tests/hw: HwDc.AhIsRdmaCoresAndItsAvGoesIntoTheWqe). */
 	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, nullptr, dctn, 5, "no", 2, 12), -EINVAL);
@@ -189,18 +190,64 @@ TEST(DcOps, EmulatedAhRoutesAndIsCheckedAgainstTheDevice)
 	auto da = sim_test::default_devargs(n.name);
 	mlx5_qpn_backend *be2 = nullptr;
 	ASSERT_EQ(mlx5_qpn_sim_ops.open(&da, &be2), 0);
-	mlx5_qpn_dc_ah *ah2 = nullptr;
-	ASSERT_EQ(mlx5_qpn_dc_ah_create_be(be2, &addr, &ah2), 0);
+	mlx5_qpn_ah *ah2 = nullptr;
+	ASSERT_EQ(mlx5_qpn_ah_create_be(be2, &addr, &ah2), 0);
 	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, ah2, dctn, 5, "x", 1, 13), -EINVAL);
-	mlx5_qpn_dc_ah_destroy(ah2);
+	mlx5_qpn_ah_destroy(ah2);
 	mlx5_qpn_sim_ops.close(be2);
 
 	/* A backend without AH ops. */
 	FakeBackend fb{{&cq_only_ops}};
-	EXPECT_EQ(mlx5_qpn_dc_ah_create_be(&fb.base, &addr, &ah2), -EOPNOTSUPP);
+	EXPECT_EQ(mlx5_qpn_ah_create_be(&fb.base, &addr, &ah2), -EOPNOTSUPP);
 
+	mlx5_qpn_ah_destroy(ah);
+	mlx5_qpn_ah_destroy(nullptr);
+	mlx5_qpn_dci_destroy(dci);
+	mlx5_qpn_dct_destroy(dct);
+	mlx5_qpn_cq_destroy(cq);
+	mlx5_qpn_dev_close(dev);
+}
+
+/* The 2.1 ABI's names of the AH calls, of the DCT's QPN and of the AH's struct tag stay usable
+ * for one ABI: each call is the same function as its successor, and an AH made through the old
+ * names routes a send as one made through the new names does. */
+TEST(DcOps, DeprecatedNamesAreTheSameFunctions)
+{
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	EXPECT_EQ(&mlx5_qpn_dc_ah_create, &mlx5_qpn_ah_create);
+	EXPECT_EQ(&mlx5_qpn_dc_ah_destroy, &mlx5_qpn_ah_destroy);
+	EXPECT_EQ(&mlx5_qpn_dct_number, &mlx5_qpn_dct_qpn);
+	sim_test::ScopedName n;
+	mlx5_qpn_dev *dev = nullptr;
+	ASSERT_EQ(mlx5_qpn_dev_probe((n.name + ",quarantine_us=0").c_str(), &dev), 0);
+	mlx5_qpn_cq *cq = nullptr;
+	mlx5_qpn_dci *dci = nullptr;
+	mlx5_qpn_dct *dct = nullptr;
+	ASSERT_EQ(mlx5_qpn_cq_create(dev, 4, &cq), 0);
+	ASSERT_EQ(mlx5_qpn_dct_create(dev, cq, 5, &dct), 0);
+	ASSERT_EQ(mlx5_qpn_dci_create(dev, cq, 2, &dci), 0);
+	EXPECT_EQ(mlx5_qpn_dct_number(dct), mlx5_qpn_dct_qpn(dct));
+	EXPECT_NE(mlx5_qpn_dct_number(dct), 0u);
+	mlx5_qpn_dc_addr addr{};
+	addr.dlid = 7;
+	struct mlx5_qpn_dc_ah *ah = nullptr; /* the old tag names the same type */
+	addr.sl = 16;
+	EXPECT_EQ(mlx5_qpn_dc_ah_create(dev, &addr, &ah), -EINVAL);
+	addr.sl = 1;
+	ASSERT_EQ(mlx5_qpn_dc_ah_create(dev, &addr, &ah), 0);
+	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, ah, mlx5_qpn_dct_number(dct), 5, "old", 3, 1), 0);
+	mlx5_qpn_dci_ring(dci);
+	mlx5_qpn_wc wc[4];
+	int got = 0;
+	for (int i = 0; i < 100 && got < 2; i++)
+		got += std::max(0, mlx5_qpn_cq_poll(cq, wc + got, 4 - got));
+	ASSERT_EQ(got, 2); /* the requester and the responder completion */
+	EXPECT_EQ(wc[0].syndrome, 0);
+	EXPECT_EQ(wc[1].syndrome, 0);
 	mlx5_qpn_dc_ah_destroy(ah);
 	mlx5_qpn_dc_ah_destroy(nullptr);
+#pragma GCC diagnostic pop
 	mlx5_qpn_dci_destroy(dci);
 	mlx5_qpn_dct_destroy(dct);
 	mlx5_qpn_cq_destroy(cq);

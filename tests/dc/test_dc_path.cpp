@@ -46,13 +46,13 @@ protected:
 		ASSERT_NE(be_, nullptr);
 		mlx5_qpn_dc_addr a{};
 		a.dlid = 1; /* the emulated device carries the route; every send needs one */
-		ASSERT_EQ(mlx5_qpn_dc_ah_create(dev_, &a, &ah_), 0);
+		ASSERT_EQ(mlx5_qpn_ah_create(dev_, &a, &ah_), 0);
 	}
 	void TearDown() override
 	{
-		mlx5_qpn_dc_ah_destroy(ah_);
+		mlx5_qpn_ah_destroy(ah_);
 		mlx5_qpn_dev_close(dev_);
-		mlx5_qpn_sim_destroy(name_.c_str());
+		mlx5_qpn_dev_purge(name_.c_str());
 	}
 
 	mlx5_qpn_sim_stats stats()
@@ -80,7 +80,7 @@ protected:
 	std::string name_;
 	mlx5_qpn_dev *dev_ = nullptr;
 	mlx5_qpn_backend *be_ = nullptr;
-	mlx5_qpn_dc_ah *ah_ = nullptr;
+	mlx5_qpn_ah *ah_ = nullptr;
 };
 
 std::string
@@ -113,7 +113,7 @@ TEST_F(DcPath, SendIsDeliveredAndCompletesOnBothCqs)
 	ASSERT_EQ(mlx5_qpn_cq_create(dev_, 4, &rcq), 0);
 	ASSERT_EQ(mlx5_qpn_dct_create(dev_, rcq, KEY, &dct), 0);
 	ASSERT_EQ(mlx5_qpn_dci_create(dev_, scq, 4, &dci), 0);
-	uint32_t dctn = mlx5_qpn_dct_number(dct), qpn = mlx5_qpn_dci_qpn(dci);
+	uint32_t dctn = mlx5_qpn_dct_qpn(dct), qpn = mlx5_qpn_dci_qpn(dci);
 	EXPECT_GT(dctn, 1u); /* never QP0/QP1 */
 	EXPECT_GT(qpn, 1u);
 	EXPECT_NE(dctn, qpn);
@@ -167,7 +167,7 @@ TEST_F(DcPath, OwnerBitAcrossCqWrapsAndSqWraps)
 	ASSERT_EQ(mlx5_qpn_cq_create(dev_, 2, &rcq), 0);
 	ASSERT_EQ(mlx5_qpn_dct_create(dev_, rcq, KEY, &dct), 0);
 	ASSERT_EQ(mlx5_qpn_dci_create(dev_, scq, 1, &dci), 0); /* 2 WQEs, 16 BBs */
-	uint32_t dctn = mlx5_qpn_dct_number(dct);
+	uint32_t dctn = mlx5_qpn_dct_qpn(dct);
 
 	uint64_t next_req = 0, next_resp = 0;
 	for (uint64_t i = 0; i < 40;) {
@@ -224,7 +224,7 @@ TEST_F(DcPath, WrongKeyIsDroppedAndTimesOutThenFlush)
 	ASSERT_EQ(mlx5_qpn_cq_create(dev_, 4, &rcq), 0);
 	ASSERT_EQ(mlx5_qpn_dct_create(dev_, rcq, KEY, &dct), 0);
 	ASSERT_EQ(mlx5_qpn_dci_create(dev_, scq, 3, &dci), 0);
-	uint32_t dctn = mlx5_qpn_dct_number(dct);
+	uint32_t dctn = mlx5_qpn_dct_qpn(dct);
 
 	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, ah_, dctn, KEY + 1, "bad", 3, 7), 0);
 	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, ah_, dctn, KEY, "good", 4, 8), 0);
@@ -274,7 +274,7 @@ TEST_F(DcPath, UnknownOrDestroyedDctIsRetryExceeded)
 	ASSERT_EQ(mlx5_qpn_dct_create(dev_, cq, KEY, &dct), 0);
 	ASSERT_EQ(mlx5_qpn_dci_create(dev_, cq, 2, &dci), 0);
 	ASSERT_EQ(mlx5_qpn_dci_create(dev_, cq, 2, &dci2), 0);
-	uint32_t dctn = mlx5_qpn_dct_number(dct);
+	uint32_t dctn = mlx5_qpn_dct_qpn(dct);
 
 	/* A number that is no DCT: the DCI's own QPN. */
 	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, ah_, mlx5_qpn_dci_qpn(dci), KEY, "x", 1, 1), 0);
@@ -307,7 +307,7 @@ TEST_F(DcPath, FullSendQueueIsEnobufsAndArgumentsAreChecked)
 	ASSERT_EQ(mlx5_qpn_cq_create(dev_, 4, &cq), 0);
 	ASSERT_EQ(mlx5_qpn_dct_create(dev_, cq, KEY, &dct), 0);
 	ASSERT_EQ(mlx5_qpn_dci_create(dev_, cq, 2, &dci), 0); /* 4 WQEs */
-	uint32_t dctn = mlx5_qpn_dct_number(dct);
+	uint32_t dctn = mlx5_qpn_dct_qpn(dct);
 	char big[MLX5_QPN_DC_MAX_INLINE + 1] = {};
 
 	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, ah_, dctn, KEY, big, MLX5_QPN_DC_MAX_INLINE + 1, 0),
@@ -344,7 +344,7 @@ TEST_F(DcPath, FullSendQueueIsEnobufsAndArgumentsAreChecked)
 	EXPECT_EQ(mlx5_qpn_dci_create(dev_, cq, 13, &bd), -EINVAL);
 	EXPECT_EQ(mlx5_qpn_dci_create(dev_, nullptr, 2, &bd), -EINVAL);
 	EXPECT_EQ(mlx5_qpn_dci_qpn(nullptr), 0u);
-	EXPECT_EQ(mlx5_qpn_dct_number(nullptr), 0u);
+	EXPECT_EQ(mlx5_qpn_dct_qpn(nullptr), 0u);
 	EXPECT_EQ(mlx5_qpn_dev_service_run(nullptr), -EINVAL);
 	mlx5_qpn_dci_destroy(dci);
 	mlx5_qpn_dct_destroy(dct);
@@ -369,7 +369,7 @@ TEST_F(DcPath, SeveralDcisToOneDct)
 	for (int m = 0; m < NMSG; m++)
 		for (int i = 0; i < NDCI; i++) {
 			std::string msg = tag(i, m);
-			ASSERT_EQ(mlx5_qpn_dci_post_send(dci[i], ah_, mlx5_qpn_dct_number(dct), KEY,
+			ASSERT_EQ(mlx5_qpn_dci_post_send(dci[i], ah_, mlx5_qpn_dct_qpn(dct), KEY,
 							 msg.data(), uint32_t(msg.size()),
 							 uint64_t(i * 100 + m)),
 				  0);
@@ -421,13 +421,11 @@ TEST_F(DcPath, SecondHandleSendsToOurDct)
 	EXPECT_EQ(mlx5_qpn_dci_create(dev_, scq, 3, &wrong), -EINVAL);
 
 	mlx5_qpn_dc_addr a{};
-	mlx5_qpn_dc_ah *ah2 = nullptr;
-	ASSERT_EQ(mlx5_qpn_dc_ah_create_be(be2, &a, &ah2), 0);
+	mlx5_qpn_ah *ah2 = nullptr;
+	ASSERT_EQ(mlx5_qpn_ah_create_be(be2, &a, &ah2), 0);
 	/* An AH of another handle is not this DCI's route. */
-	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, ah_, mlx5_qpn_dct_number(dct), KEY, "x", 1, 4),
-		  -EINVAL);
-	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, ah2, mlx5_qpn_dct_number(dct), KEY, "other", 5, 5),
-		  0);
+	EXPECT_EQ(mlx5_qpn_dci_post_send(dci, ah_, mlx5_qpn_dct_qpn(dct), KEY, "x", 1, 4), -EINVAL);
+	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, ah2, mlx5_qpn_dct_qpn(dct), KEY, "other", 5, 5), 0);
 	mlx5_qpn_dci_ring(dci);
 	EXPECT_EQ(mlx5_qpn_dc_service_run_be(be2), 1);
 	mlx5_qpn_wc wc[2];
@@ -438,7 +436,7 @@ TEST_F(DcPath, SecondHandleSendsToOurDct)
 	EXPECT_EQ(wc[0].wr_id, 5u);
 
 	mlx5_qpn_dci_destroy(dci);
-	mlx5_qpn_dc_ah_destroy(ah2);
+	mlx5_qpn_ah_destroy(ah2);
 	mlx5_qpn_cq_destroy(scq);
 
 	/* Queues left behind at close (created on the device directly, no local objects). */
@@ -469,7 +467,7 @@ TEST_F(DcPath, ForkedChildSendsToParentDct)
 	mlx5_qpn_dct *dct = nullptr;
 	ASSERT_EQ(mlx5_qpn_cq_create(dev_, 4, &rcq), 0);
 	ASSERT_EQ(mlx5_qpn_dct_create(dev_, rcq, KEY, &dct), 0);
-	uint32_t dctn = mlx5_qpn_dct_number(dct);
+	uint32_t dctn = mlx5_qpn_dct_qpn(dct);
 	int up[2];
 	ASSERT_EQ(pipe(up), 0);
 	auto da = sim_test::default_devargs(name_);
@@ -482,12 +480,12 @@ TEST_F(DcPath, ForkedChildSendsToParentDct)
 		mlx5_qpn_backend *be = nullptr;
 		mlx5_qpn_cq *cq = nullptr;
 		mlx5_qpn_dci *dci = nullptr;
-		mlx5_qpn_dc_ah *cah = nullptr;
+		mlx5_qpn_ah *cah = nullptr;
 		mlx5_qpn_dc_addr a{};
 		if (mlx5_qpn_sim_ops.open(&da, &be) == 0 &&
 		    mlx5_qpn_cq_create_be(be, 4, &cq) == 0 &&
 		    mlx5_qpn_dci_create_cq(cq, 2, &dci) == 0 &&
-		    mlx5_qpn_dc_ah_create_be(be, &a, &cah) == 0 &&
+		    mlx5_qpn_ah_create_be(be, &a, &cah) == 0 &&
 		    mlx5_qpn_dci_post_send(dci, cah, dctn, KEY, "from child", 10, 77) == 0) {
 			qpn = mlx5_qpn_dci_qpn(dci);
 			mlx5_qpn_dci_ring(dci);
@@ -580,7 +578,7 @@ TEST_F(DcPath, DestroyPathsReturnEverything)
 	mlx5_qpn_cq_destroy(cq); /* refused: QPs still use it */
 	EXPECT_EQ(stats().dc_cqs, 1u);
 	/* Posted, rung, never executed: destroying the DCI drops it. */
-	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, ah_, mlx5_qpn_dct_number(dct), KEY, "q", 1, 1), 0);
+	ASSERT_EQ(mlx5_qpn_dci_post_send(dci, ah_, mlx5_qpn_dct_qpn(dct), KEY, "q", 1, 1), 0);
 	mlx5_qpn_dci_ring(dci);
 	mlx5_qpn_dci_destroy(dci);
 	EXPECT_EQ(mlx5_qpn_dev_service_run(dev_), 0);

@@ -45,12 +45,12 @@ protected:
 		be_ = mlx5_qpn_dev_backend(dev_);
 		mlx5_qpn_dc_addr a{};
 		a.dlid = 1;
-		ASSERT_EQ(mlx5_qpn_dc_ah_create(dev_, &a, &ah_), 0);
+		ASSERT_EQ(mlx5_qpn_ah_create(dev_, &a, &ah_), 0);
 		ASSERT_EQ(mlx5_qpn_cq_create(dev_, 5, &scq_), 0);
 		ASSERT_EQ(mlx5_qpn_cq_create(dev_, 5, &rcq_), 0);
 		ASSERT_EQ(mlx5_qpn_dct_create(dev_, rcq_, KEY, &dct_), 0);
 		ASSERT_EQ(mlx5_qpn_dci_create(dev_, scq_, 3, &dci_), 0);
-		dctn_ = mlx5_qpn_dct_number(dct_);
+		dctn_ = mlx5_qpn_dct_qpn(dct_);
 	}
 	void close()
 	{
@@ -58,9 +58,9 @@ protected:
 		mlx5_qpn_dct_destroy(dct_);
 		mlx5_qpn_cq_destroy(scq_);
 		mlx5_qpn_cq_destroy(rcq_);
-		mlx5_qpn_dc_ah_destroy(ah_);
+		mlx5_qpn_ah_destroy(ah_);
 		mlx5_qpn_dev_close(dev_);
-		mlx5_qpn_sim_destroy(name_.c_str());
+		mlx5_qpn_dev_purge(name_.c_str());
 		dci_ = nullptr;
 		dct_ = nullptr;
 		scq_ = rcq_ = nullptr;
@@ -108,7 +108,7 @@ protected:
 	std::string name_;
 	mlx5_qpn_dev *dev_ = nullptr;
 	mlx5_qpn_backend *be_ = nullptr;
-	mlx5_qpn_dc_ah *ah_ = nullptr;
+	mlx5_qpn_ah *ah_ = nullptr;
 	mlx5_qpn_cq *scq_ = nullptr, *rcq_ = nullptr;
 	mlx5_qpn_dct *dct_ = nullptr;
 	mlx5_qpn_dci *dci_ = nullptr;
@@ -296,11 +296,11 @@ TEST_F(DcRecover, ErrEveryDevargIsRefusedWhenMalformed)
 		mlx5_qpn_dev *d = nullptr;
 		EXPECT_EQ(mlx5_qpn_dev_probe(args.c_str(), &d), 0) << good;
 		mlx5_qpn_dev_close(d);
-		mlx5_qpn_sim_destroy((name_ + "g").c_str());
+		mlx5_qpn_dev_purge((name_ + "g").c_str());
 	}
 	char why[128];
 	EXPECT_EQ(mlx5_qpn_devargs_check("ib=mlx5_0,dc_err_every=3", why, sizeof(why)), -EINVAL);
-	mlx5_qpn_sim_destroy((name_ + "b").c_str());
+	mlx5_qpn_dev_purge((name_ + "b").c_str());
 }
 
 /* The emulated device checks a path as the kernel does for its InfiniBand ports (one GID,
@@ -342,11 +342,11 @@ TEST_F(DcRecover, PathIsCheckedAsTheKernelChecksIt)
 	EXPECT_EQ(stats().dc_dcis, dcis); /* nothing made, nothing leaked */
 	EXPECT_EQ(stats().dc_dcts, dcts);
 	/* The pathed pair works, and the DCI recovers with its path. */
-	ASSERT_EQ(mlx5_qpn_dci_post_send(d, ah_, mlx5_qpn_dct_number(t), KEY ^ 2, "k", 1, 1), 0);
+	ASSERT_EQ(mlx5_qpn_dci_post_send(d, ah_, mlx5_qpn_dct_qpn(t), KEY ^ 2, "k", 1, 1), 0);
 	mlx5_qpn_dci_ring(d);
 	ASSERT_EQ(drain(scq_, 1).size(), 1u);
 	ASSERT_EQ(mlx5_qpn_dci_recover(d), 0);
-	ASSERT_EQ(mlx5_qpn_dci_post_send(d, ah_, mlx5_qpn_dct_number(t), KEY, "k", 1, 2), 0);
+	ASSERT_EQ(mlx5_qpn_dci_post_send(d, ah_, mlx5_qpn_dct_qpn(t), KEY, "k", 1, 2), 0);
 	mlx5_qpn_dci_ring(d);
 	auto s = drain(scq_, 1);
 	ASSERT_EQ(s.size(), 1u);

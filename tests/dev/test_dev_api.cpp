@@ -46,7 +46,7 @@ public:
 		name_ = "simdev" + std::to_string(getpid()) + "x" +
 			std::to_string(seq.fetch_add(1));
 	}
-	~SimName() { mlx5_qpn_sim_destroy(name_.c_str()); }
+	~SimName() { mlx5_qpn_dev_purge(name_.c_str()); }
 	const std::string &str() const { return name_; }
 
 private:
@@ -686,4 +686,68 @@ TEST(DevPurge, RemovesLeftoversThroughTheBackend)
 	EXPECT_EQ(mlx5_qpn_dev_purge(n.str().c_str()), 0);
 	EXPECT_EQ(mlx5_qpn_dev_purge(n.str().c_str()), -ENOENT);
 	da.backend->ops->close(be);
+}
+
+/* The device's own one-QPN allocator through the public API: rdma-core's blocks, each a device
+ * command when made and when its last QPN comes back, and its refusals. One range of 16 fills
+ * the pool's limit at probe, so the control thread sends no command while the test counts. */
+TEST(DevFwQpn, AllocFreeAndTheirCommands)
+{
+	SimName n;
+	struct mlx5_qpn_dev *dev = nullptr;
+	std::string args = n.str() + ",quarantine_us=0,log_gran=2,log_max_alloc=4,max_qpns=16";
+	ASSERT_EQ(mlx5_qpn_dev_probe(args.c_str(), &dev), 0);
+	auto stats = [dev] {
+		struct mlx5_qpn_dev_stats st;
+		EXPECT_EQ(mlx5_qpn_dev_stats_get(dev, &st), 0);
+		return st;
+	};
+	const uint64_t c0 = stats().dev_commands;
+	EXPECT_NE(c0, 0u); /* the probe's queries and its range */
+	uint32_t q[5];
+	ASSERT_EQ(mlx5_qpn_dev_fw_qpn_alloc(dev, &q[0]), 0);
+	EXPECT_EQ(stats().dev_commands, c0 + 1); /* CREATE_GENERAL_OBJECT: a block of 4 */
+	for (int i = 1; i < 4; i++) {
+		ASSERT_EQ(mlx5_qpn_dev_fw_qpn_alloc(dev, &q[i]), 0);
+		EXPECT_EQ(q[i], q[0] + uint32_t(i)); /* forward-only cursor */
+	}
+	EXPECT_EQ(stats().dev_commands, c0 + 1); /* served from the block */
+	ASSERT_EQ(mlx5_qpn_dev_fw_qpn_alloc(dev, &q[4]), 0);
+	EXPECT_EQ(stats().dev_commands, c0 + 2); /* the next block */
+	EXPECT_EQ(q[4] & 3u, 0u);
+	/* Refusals change nothing. */
+	EXPECT_EQ(mlx5_qpn_dev_fw_qpn_free(dev, q[4] + 1), -EINVAL); /* never handed out */
+	EXPECT_EQ(mlx5_qpn_dev_fw_qpn_free(dev, 0xFFFFFF), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_reserved_dealloc(dev, q[0]), -EINVAL); /* not the pool's */
+	EXPECT_EQ(mlx5_qpn_dev_fw_qpn_free(dev, q[0]), 0);
+	EXPECT_EQ(mlx5_qpn_dev_fw_qpn_free(dev, q[0]), -EINVAL); /* double free */
+	EXPECT_EQ(stats().dev_commands, c0 + 2);
+	for (int i = 1; i < 4; i++)
+		EXPECT_EQ(mlx5_qpn_dev_fw_qpn_free(dev, q[i]), 0);
+	EXPECT_EQ(stats().dev_commands, c0 + 3); /* the block came back whole: destroyed */
+	auto st = stats();
+	EXPECT_EQ(st.fw_qpn_allocs, 5u);
+	EXPECT_EQ(st.fw_qpn_frees, 4u);
+	EXPECT_EQ(st.ranges_reserved, 1u); /* the pool's own, untouched */
+	EXPECT_EQ(mlx5_qpn_dev_fw_qpn_alloc(nullptr, &q[0]), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_dev_fw_qpn_alloc(dev, nullptr), -EINVAL);
+	EXPECT_EQ(mlx5_qpn_dev_fw_qpn_free(nullptr, q[4]), -EINVAL);
+	mlx5_qpn_dev_close(dev); /* q[4]'s block goes back with the handle */
+}
+
+/* Where the device has no RESERVED_QPN object (the pool then runs on ordinary QPs), the
+ * one-QPN allocator is refused as mlx5dv_reserved_qpn_alloc() refuses it. */
+TEST(DevFwQpn, UnsupportedIsEopnotsupp)
+{
+	for (const char *extra :
+	     {",cap_reserved_qpn=0,reserved_qpn=try", ",fault_nodevx=1,reserved_qpn=try"}) {
+		SimName n;
+		struct mlx5_qpn_dev *dev = nullptr;
+		std::string args = n.str() + ",quarantine_us=0,log_max_alloc=4,max_qpns=64" + extra;
+		ASSERT_EQ(mlx5_qpn_dev_probe(args.c_str(), &dev), 0) << args;
+		uint32_t q;
+		EXPECT_EQ(mlx5_qpn_dev_fw_qpn_alloc(dev, &q), -EOPNOTSUPP) << args;
+		EXPECT_EQ(mlx5_qpn_dev_fw_qpn_free(dev, 4096), -EINVAL) << args; /* none out */
+		mlx5_qpn_dev_close(dev);
+	}
 }

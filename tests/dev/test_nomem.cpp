@@ -17,7 +17,6 @@
 #include "mlx5_qpn.h"
 #include "mlx5_qpn_devargs.h"
 #include "mlx5_qpn_vec.h"
-#include "sim/mlx5_qpn_sim.h"
 
 using mlx5_qpn_dev_impl::g_test_fail_push_backs;
 using mlx5_qpn_dev_impl::g_test_pass_push_backs;
@@ -59,7 +58,7 @@ public:
 	~NomemDev()
 	{
 		mlx5_qpn_dev_close(dev_);
-		mlx5_qpn_sim_destroy(name_.c_str());
+		mlx5_qpn_dev_purge(name_.c_str());
 	}
 	int rc() const { return rc_; }
 	mlx5_qpn_dev *dev() const { return dev_; }
@@ -211,7 +210,7 @@ TEST(DevNoMem, ProbeBesideACoolingRangeFailsCleanlyAtEachAllocation)
 				 "fw_first_fit=1,cache=8,low_water=0,max_qpns=64";
 	struct Cleanup {
 		const std::string &n;
-		~Cleanup() { mlx5_qpn_sim_destroy(n.c_str()); }
+		~Cleanup() { mlx5_qpn_dev_purge(n.c_str()); }
 	} cleanup{name};
 
 	mlx5_qpn_dev *d = nullptr;

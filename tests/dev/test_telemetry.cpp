@@ -10,7 +10,6 @@
 #include <rte_eal.h>
 
 #include "mlx5_qpn.h"
-#include "sim/mlx5_qpn_sim.h"
 
 namespace {
 
@@ -53,7 +52,7 @@ TEST(DevTelemetry, PoolAndDeviceCommands)
 	std::string list = telemetry("/mlx5_qpn/dev/list");
 	if (list.empty()) {
 		mlx5_qpn_dev_close(dev);
-		mlx5_qpn_sim_destroy(name.c_str());
+		mlx5_qpn_dev_purge(name.c_str());
 		GTEST_SKIP() << "no telemetry socket in this EAL configuration";
 	}
 	EXPECT_NE(list.find(name), std::string::npos) << list;
@@ -78,5 +77,5 @@ TEST(DevTelemetry, PoolAndDeviceCommands)
 
 	mlx5_qpn_reserved_dealloc_bulk(dev, q, 3);
 	mlx5_qpn_dev_close(dev);
-	mlx5_qpn_sim_destroy(name.c_str());
+	mlx5_qpn_dev_purge(name.c_str());
 }

@@ -52,7 +52,7 @@ struct Dev {
 	mlx5_qpn_cq *cq = nullptr;
 	mlx5_qpn_dci *dci = nullptr;
 	mlx5_qpn_dct *dct = nullptr;
-	mlx5_qpn_dc_ah *ah = nullptr;
+	mlx5_qpn_ah *ah = nullptr;
 	uint32_t dctn = 0;
 
 	/* max_wqe_sz_sq_dc: the firmware's largest DC send WQE (0: the fake's default). */
@@ -83,14 +83,14 @@ struct Dev {
 			rc = mlx5_qpn_dci_create_cq_path(cq, 3, dci_path, &dci);
 		mlx5_qpn_dc_addr a = peer_addr(roce);
 		if (rc == 0)
-			rc = mlx5_qpn_dc_ah_create_be(be, &a, &ah);
+			rc = mlx5_qpn_ah_create_be(be, &a, &ah);
 		if (rc == 0)
-			dctn = mlx5_qpn_dct_number(dct);
+			dctn = mlx5_qpn_dct_qpn(dct);
 		return rc;
 	}
 	~Dev()
 	{
-		mlx5_qpn_dc_ah_destroy(ah);
+		mlx5_qpn_ah_destroy(ah);
 		mlx5_qpn_dct_destroy(dct);
 		mlx5_qpn_dci_destroy(dci);
 		mlx5_qpn_cq_destroy(cq);

@@ -137,11 +137,11 @@ TEST(HwDc, ObjectsAreMadeWithRdmaCoreAttributes)
 
 	/* Numbers: the DCI's qp_num; the DCT's as rdma-core sets it at RTR. */
 	EXPECT_EQ(mlx5_qpn_dci_qpn(t.dci), d.modifies[0].qpn);
-	EXPECT_NE(mlx5_qpn_dct_number(t.dct), 0u);
+	EXPECT_NE(mlx5_qpn_dct_qpn(t.dct), 0u);
 	/* The DCT receives: its SRQ's list is posted but for the spare, nothing received yet. */
 	char buf[8];
 	EXPECT_EQ(mlx5_qpn_dct_read(t.dct, 0, buf, sizeof(buf)), -ESTALE);
-	EXPECT_EQ(hwfake::srq_posted(mlx5_qpn_dct_number(t.dct)), MLX5_QPN_HW_DC_SRQ_WR);
+	EXPECT_EQ(hwfake::srq_posted(mlx5_qpn_dct_qpn(t.dct)), MLX5_QPN_HW_DC_SRQ_WR);
 	EXPECT_EQ(d.mrs_live, 1);
 	EXPECT_EQ(d.mr_access, int(IBV_ACCESS_LOCAL_WRITE));
 }
@@ -151,8 +151,8 @@ TEST(HwDc, AhIsRdmaCoresAndItsAvGoesIntoTheWqe)
 	HwDc t;
 	ASSERT_TRUE(t.make());
 	mlx5_qpn_dc_addr addr = ib_addr();
-	mlx5_qpn_dc_ah *ah = nullptr;
-	ASSERT_EQ(mlx5_qpn_dc_ah_create_be(t.be, &addr, &ah), 0);
+	mlx5_qpn_ah *ah = nullptr;
+	ASSERT_EQ(mlx5_qpn_ah_create_be(t.be, &addr, &ah), 0);
 	ASSERT_EQ(fake().ah_attrs.size(), 1u);
 	const ibv_ah_attr &at = fake().ah_attrs[0];
 	EXPECT_EQ(at.dlid, 0x1234);
@@ -166,7 +166,7 @@ TEST(HwDc, AhIsRdmaCoresAndItsAvGoesIntoTheWqe)
 	EXPECT_EQ(memcmp(at.grh.dgid.raw, addr.dgid, 16), 0);
 
 	/* No route: refused on hardware. */
-	const uint32_t dctn = mlx5_qpn_dct_number(t.dct);
+	const uint32_t dctn = mlx5_qpn_dct_qpn(t.dct);
 	EXPECT_EQ(mlx5_qpn_dci_post_send(t.dci, nullptr, dctn, KEY, "x", 1, 1), -EINVAL);
 
 	ASSERT_EQ(mlx5_qpn_dci_post_send(t.dci, ah, dctn, KEY, "hello", 5, 99), 0);
@@ -208,7 +208,7 @@ TEST(HwDc, AhIsRdmaCoresAndItsAvGoesIntoTheWqe)
 	EXPECT_EQ(wc[0].wr_id, 99u);
 	EXPECT_EQ(wc[0].qpn, mlx5_qpn_dci_qpn(t.dci));
 	EXPECT_EQ(hwfake::last_cq_dbrec()[MLX5_QPN_CQ_SET_CI], htobe32(1));
-	mlx5_qpn_dc_ah_destroy(ah);
+	mlx5_qpn_ah_destroy(ah);
 	EXPECT_EQ(fake().ahs_live, 0);
 }
 
@@ -282,19 +282,19 @@ fmt(const char *f, int v)
 
 /* A HwDc with an AH, and a helper that sends one message and polls both completions. */
 struct HwRx : HwDc {
-	mlx5_qpn_dc_ah *ah = nullptr;
+	mlx5_qpn_ah *ah = nullptr;
 	uint32_t dctn = 0;
 	uint64_t next_wr = 1;
 
 	bool ready()
 	{
 		mlx5_qpn_dc_addr a = ib_addr();
-		if (!make() || mlx5_qpn_dc_ah_create_be(be, &a, &ah) != 0)
+		if (!make() || mlx5_qpn_ah_create_be(be, &a, &ah) != 0)
 			return false;
-		dctn = mlx5_qpn_dct_number(dct);
+		dctn = mlx5_qpn_dct_qpn(dct);
 		return true;
 	}
-	~HwRx() { mlx5_qpn_dc_ah_destroy(ah); }
+	~HwRx() { mlx5_qpn_ah_destroy(ah); }
 
 	/* Send msg and return the responder completion (opcode 0xff if none came). */
 	mlx5_qpn_wc send(const std::string &msg, uint64_t key = KEY)
@@ -457,17 +457,17 @@ TEST(HwDc, PortDevargIsTheHandlesPort)
 	EXPECT_EQ(info.port, 2);
 	mlx5_qpn_cq *cq = nullptr;
 	mlx5_qpn_dci *dci = nullptr;
-	mlx5_qpn_dc_ah *ah = nullptr;
+	mlx5_qpn_ah *ah = nullptr;
 	ASSERT_EQ(mlx5_qpn_cq_create(dev, 4, &cq), 0);
 	ASSERT_EQ(mlx5_qpn_dci_create(dev, cq, 2, &dci), 0);
 	mlx5_qpn_dc_addr a = ib_addr(); /* port 0: the handle's */
-	ASSERT_EQ(mlx5_qpn_dc_ah_create(dev, &a, &ah), 0);
+	ASSERT_EQ(mlx5_qpn_ah_create(dev, &a, &ah), 0);
 	EXPECT_EQ(fake().ah_attrs.back().port_num, 2);
 	ASSERT_FALSE(fake().modifies.empty());
 	EXPECT_EQ(fake().modifies[0].port, 2); /* INIT */
 	for (int p : fake().ports_queried)
 		EXPECT_EQ(p, 2);
-	mlx5_qpn_dc_ah_destroy(ah);
+	mlx5_qpn_ah_destroy(ah);
 	mlx5_qpn_dci_destroy(dci);
 	mlx5_qpn_cq_destroy(cq);
 	mlx5_qpn_dev_close(dev);

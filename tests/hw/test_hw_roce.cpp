@@ -132,11 +132,12 @@ TEST(HwRoce, RoutedFabricNeedsTheRoutesPath)
 	{
 		Dev t(true);
 		fake().route_hops = 2;
-		mlx5_qpn_dc_path old{}; /* what the backend used to give every DCT */
-		old.is_global = 1;
-		old.sgid_index = 0;
-		old.hop_limit = 1;
-		ASSERT_EQ(t.make(nullptr, &old, true), 0);
+		/* GID index 0, hop limit 1: heard on the local link only. */
+		mlx5_qpn_dc_path one_hop{};
+		one_hop.is_global = 1;
+		one_hop.sgid_index = 0;
+		one_hop.hop_limit = 1;
+		ASSERT_EQ(t.make(nullptr, &one_hop, true), 0);
 		ASSERT_EQ(t.send(KEY, 1), 0);
 		int rx = 0;
 		auto s = t.run(1, &rx);

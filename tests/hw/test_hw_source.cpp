@@ -484,3 +484,29 @@ TEST(HwSource, ProbeTryWithoutObjectsServesOrdinaryQpns)
 	EXPECT_EQ(dev, nullptr);
 	EXPECT_EQ(hwfake::live_objects(), 0);
 }
+
+/* mlx5_qpn_dev_fw_qpn_alloc/free on hardware are rdma-core's calls themselves, one each; a
+ * double free is refused before libmlx5 sees it; the hardware does not count its commands. */
+TEST(HwSource, FwQpnIsMlx5dvReservedQpnAlloc)
+{
+	hwfake::Scope scope;
+	fake().guid = 0x0002c90300f90000ull | static_cast<uint32_t>(getpid() & 0xffff);
+	mlx5_qpn_dev *dev = nullptr;
+	ASSERT_EQ(mlx5_qpn_dev_probe("ib=mlx5_fake,quarantine_us=0,max_qpns=1024", &dev), 0);
+	const int before = fake().single_calls;
+	uint32_t q = 0;
+	ASSERT_EQ(mlx5_qpn_dev_fw_qpn_alloc(dev, &q), 0);
+	EXPECT_EQ(fake().single_calls, before + 1);
+	EXPECT_EQ(mlx5_qpn_reserved_dealloc(dev, q), -EINVAL); /* not the pool's */
+	EXPECT_EQ(mlx5_qpn_dev_fw_qpn_free(dev, q), 0);
+	EXPECT_EQ(fake().single_calls, before + 2);
+	EXPECT_EQ(mlx5_qpn_dev_fw_qpn_free(dev, q), -EINVAL);
+	EXPECT_EQ(fake().single_calls, before + 2);
+	mlx5_qpn_dev_stats st;
+	ASSERT_EQ(mlx5_qpn_dev_stats_get(dev, &st), 0);
+	EXPECT_EQ(st.fw_qpn_allocs, 1u);
+	EXPECT_EQ(st.fw_qpn_frees, 1u);
+	EXPECT_EQ(st.dev_commands, 0u);
+	mlx5_qpn_dev_close(dev);
+	EXPECT_EQ(hwfake::live_objects(), 0);
+}

@@ -32,6 +32,8 @@
 #include <unistd.h>
 
 #include "mlx5_qpn.h"
+#include "mlx5_qpn_backend.h"
+#include "mlx5_qpn_devargs.h"
 #include "sim/mlx5_qpn_sim.h"
 
 namespace {
@@ -50,8 +52,8 @@ struct LeaseSim {
 	}
 	~LeaseSim()
 	{
-		mlx5_qpn_sim_destroy(name.c_str());
-		if (guid != 0) { /* mlx5_qpn_sim_destroy() removes it too; a test owns its name */
+		mlx5_qpn_dev_purge(name.c_str());
+		if (guid != 0) { /* mlx5_qpn_dev_purge() removes it too; a test owns its name */
 			char ln[64];
 			snprintf(ln, sizeof(ln), "/mlx5_qpn_lease_%016" PRIx64, guid);
 			shm_unlink(ln);
@@ -361,6 +363,61 @@ TEST(LeaseClose, CorruptedLeaseRefusesProbe)
 	ASSERT_EQ(mlx5_qpn_dev_stats_get(d, &st), 0);
 	EXPECT_EQ(st.lease_errors, 0u);
 	mlx5_qpn_dev_close(d);
+}
+
+/* A lease file of the device, as a crashed process leaves it (the content does not matter to
+ * a purge, which removes it by name). */
+void
+leave_lease_file(uint64_t guid)
+{
+	char ln[64];
+	snprintf(ln, sizeof(ln), "/mlx5_qpn_lease_%016" PRIx64, guid);
+	int fd = shm_open(ln, O_RDWR | O_CREAT, 0600);
+	ASSERT_GE(fd, 0);
+	close(fd);
+}
+
+bool
+lease_file_exists(uint64_t guid)
+{
+	char ln[64];
+	snprintf(ln, sizeof(ln), "/mlx5_qpn_lease_%016" PRIx64, guid);
+	int fd = shm_open(ln, O_RDONLY, 0);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/* The lease file is the generic layer's: the emulator's destroy removes its own segment only,
+ * and the generic purge removes the lease file of the GUID the emulator reports (the name's
+ * GUID once the segment is gone, the created one while it exists). */
+TEST(LeaseClose, PurgeRemovesTheLeaseFileSimDestroyDoesNot)
+{
+	LeaseSim sim;
+	mlx5_qpn_dev *d = nullptr;
+	ASSERT_EQ(mlx5_qpn_dev_probe(sim.args(256).c_str(), &d), 0);
+	sim.note(d);
+	ASSERT_NE(sim.guid, 0u);
+	mlx5_qpn_dev_close(d); /* the last close removes the segment */
+	leave_lease_file(sim.guid);
+	EXPECT_EQ(mlx5_qpn_sim_destroy(sim.name.c_str()), -ENOENT);
+	EXPECT_TRUE(lease_file_exists(sim.guid));
+	EXPECT_EQ(mlx5_qpn_dev_purge(sim.name.c_str()), 0); /* the lease file was there */
+	EXPECT_FALSE(lease_file_exists(sim.guid));
+	EXPECT_EQ(mlx5_qpn_dev_purge(sim.name.c_str()), -ENOENT);
+
+	/* A GUID set by devargs: the segment's, read while a handle keeps it. */
+	constexpr uint64_t kGuid = 0x0002c9feedf00d01ull;
+	std::string args = sim.name + ",guid=0x0002c9feedf00d01";
+	mlx5_qpn_devargs da;
+	ASSERT_EQ(mlx5_qpn_devargs_parse(args.c_str(), &da), 0);
+	mlx5_qpn_backend *be = nullptr;
+	ASSERT_EQ(da.backend->ops->open(&da, &be), 0);
+	leave_lease_file(kGuid);
+	EXPECT_EQ(mlx5_qpn_dev_purge(sim.name.c_str()), 0);
+	EXPECT_FALSE(lease_file_exists(kGuid));
+	da.backend->ops->close(be);
 }
 
 /* (b) The reported case: 2048 QPNs (half released into quarantine), a 3 s quarantine, SIGKILL. */

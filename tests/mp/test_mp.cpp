@@ -20,7 +20,7 @@
 
 #include "mlx5_qpn_pool.h"
 #include "mp_test_util.h"
-#include "sim/mlx5_qpn_sim.h"
+#include "mlx5_qpn.h"
 
 using namespace mp_test;
 
@@ -77,7 +77,7 @@ protected:
 		procs_.clear(); /* kills what is left */
 		if (!prefix_.empty()) {
 			remove_instance(prefix_);
-			mlx5_qpn_sim_destroy(dev_.c_str());
+			mlx5_qpn_dev_purge(dev_.c_str());
 			for (auto &l : logs_)
 				std::remove(l.c_str());
 		}
@@ -253,7 +253,7 @@ TEST_F(MpTest, MpSecondaryWithoutPrimaryDeviceRefused)
 	EXPECT_EQ(s->wait(), 1);
 	EXPECT_NE(s->output().find("no primary process has probed this device"), std::string::npos)
 		<< s->output();
-	mlx5_qpn_sim_destroy(cat(dev_, "x").c_str());
+	mlx5_qpn_dev_purge(cat(dev_, "x").c_str());
 	EXPECT_EQ(p->cmd("quit"), "");
 	EXPECT_EQ(p->wait(), 0);
 }

@@ -512,11 +512,10 @@ TEST(PoolCrash, CollectorKilledWhileRetiringTheRange) { remove_killed_at(2); }
 
 /*
  * A thief that empties the cache of a thread in another process fences that thread with the
- * expedited global membarrier (IPIs), not with the grace period of MEMBARRIER_CMD_GLOBAL: on the
- * 2-core VM, with both cores polling, the grace period's kthreads waited 70-260 ms for a CPU and
- * every cross-process steal stalled an allocation that long (a secondary qpn-testpmd beside its
- * primary: alloc max 5-320 ms; after: 120-250 us). The child registers before it claims its
- * cache and says so in the pool's process table.
+ * expedited global membarrier (IPIs), not with the grace period of MEMBARRIER_CMD_GLOBAL: on a
+ * loaded machine the grace period's kthreads wait for a CPU, and every cross-process steal would
+ * stall an allocation that long (doc/guides/results.md has the measurement). The child registers
+ * before it claims its cache and says so in the pool's process table.
  */
 TEST(PoolCrash, AStealFromAnotherProcessFencesWithIpisNotAGracePeriod)
 {

@@ -28,8 +28,8 @@ constexpr int64_t kHours2 = 2ll * 3600 * 1000 * 1000 * 1000;
 
 /*
  * Quarantine 8 * (2^24 + 1) ns (134 ms): epoch_ns = 2^24 + 1, so 2^40 epochs are 2^40 ns modulo
- * 2^64, and after 2^40 ns (18 min) of clock the old code put a mis-read bucket's expiry in the
- * past. Here the clock is 2 h ahead.
+ * 2^64, and after 2^40 ns (18 min) of clock reading the tag as "the latest epoch not after now"
+ * would put a mis-read bucket's expiry in the past. Here the clock is 2 h ahead.
  */
 TEST(PoolEpoch, BatchSealedAfterTheDrainersClockReadIsNotReleased)
 {

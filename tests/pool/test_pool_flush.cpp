@@ -74,8 +74,8 @@ TEST(PoolFlush, PairsAtEveryFillLevelDoNotPingPong)
 	EXPECT_LE(exchanges(tp.get()) - start, 8u + 4u);
 }
 
-/* qpn-perf's second lcore: it starts on batches another cache flushed. Before the fix it sat in
- * the ping-pong for the whole run. */
+/* qpn-perf's second lcore: it starts on batches another cache flushed. A flush at cache_size + 1
+ * would keep it in the ping-pong for the whole run. */
 TEST(PoolFlush, CacheTakingBackAFlushedBatchDoesNotPingPong)
 {
 	TestPool tp(16 * kCache, kCache, 0);

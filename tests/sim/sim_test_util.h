@@ -11,6 +11,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "mlx5_qpn.h"
 #include "mlx5_qpn_backend.h"
 #include "mlx5_qpn_devargs.h"
 #include "sim/mlx5_qpn_sim_devargs.h"
@@ -66,10 +67,10 @@ default_devargs(const std::string &name)
 	return da;
 }
 
-/* A device name that is unlinked when the test ends. */
+/* A device name whose segment and lease file are removed when the test ends. */
 struct ScopedName {
 	std::string name = unique_name();
-	~ScopedName() { mlx5_qpn_sim_destroy(name.c_str()); }
+	~ScopedName() { mlx5_qpn_dev_purge(name.c_str()); }
 };
 
 } // namespace sim_test

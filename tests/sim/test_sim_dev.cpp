@@ -264,6 +264,38 @@ TEST(SimDev, ReserveOneFollowsRdmaCoreBlocks)
 	EXPECT_EQ(ops.qpn_release_one(d.be, 12345678), -EINVAL);
 }
 
+/* A block destroyed in the middle of the list leaves the others in their order: the newest block
+ * stays the one handed out from, so its remaining QPNs are handed out and it is destroyed once
+ * they all come back (rdma-core keeps a list and allocates from its tail). */
+TEST(SimDev, ReserveOneKeepsBlockOrderOnDestroy)
+{
+	ScopedName n;
+	auto da = default_devargs(n.name);
+	sim_args(da).log_gran = 2;
+	Dev d(da);
+	ASSERT_EQ(d.rc, 0);
+	std::vector<uint32_t> q(10); /* blocks A (4), B (4), C (2 of 4 handed out) */
+	for (auto &x : q)
+		ASSERT_EQ(ops.qpn_reserve_one(d.be, &x), 0);
+	ASSERT_EQ(d.stats().objs_live, 3u);
+	for (int i = 0; i < 4; i++) /* A comes back whole: destroyed */
+		ASSERT_EQ(ops.qpn_release_one(d.be, q[i]), 0);
+	ASSERT_EQ(d.stats().objs_live, 2u);
+	uint32_t x, y;
+	ASSERT_EQ(ops.qpn_reserve_one(d.be, &x), 0);
+	ASSERT_EQ(ops.qpn_reserve_one(d.be, &y), 0);
+	EXPECT_EQ(x, q[9] + 1); /* C's cursor goes on */
+	EXPECT_EQ(y, q[9] + 2);
+	EXPECT_EQ(d.stats().objs_live, 2u); /* no new block while C has room */
+	for (int i = 4; i < 10; i++)
+		ASSERT_EQ(ops.qpn_release_one(d.be, q[i]), 0);
+	ASSERT_EQ(ops.qpn_release_one(d.be, x), 0);
+	ASSERT_EQ(ops.qpn_release_one(d.be, y), 0);
+	/* B and C were handed out whole and came back: both destroyed, nothing leaks. */
+	EXPECT_EQ(d.stats().objs_live, 0u);
+	EXPECT_EQ(d.stats().qpns_reserved, 0u);
+}
+
 TEST(SimDev, TotalLimitLogMaxNum)
 {
 	ScopedName n;

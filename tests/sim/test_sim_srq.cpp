@@ -30,7 +30,7 @@ struct Sender {
 	mlx5_qpn_backend *be = nullptr;
 	mlx5_qpn_cq *cq = nullptr;
 	mlx5_qpn_dci *dci = nullptr;
-	mlx5_qpn_dc_ah *ah = nullptr;
+	mlx5_qpn_ah *ah = nullptr;
 
 	void open(const std::string &name)
 	{
@@ -40,7 +40,7 @@ struct Sender {
 		ASSERT_EQ(mlx5_qpn_dci_create_cq(cq, 3, &dci), 0);
 		mlx5_qpn_dc_addr a{};
 		a.dlid = 1;
-		ASSERT_EQ(mlx5_qpn_dc_ah_create_be(be, &a, &ah), 0);
+		ASSERT_EQ(mlx5_qpn_ah_create_be(be, &a, &ah), 0);
 	}
 	void send(uint32_t dctn, const char *s, uint64_t wr_id)
 	{
@@ -51,7 +51,7 @@ struct Sender {
 	~Sender()
 	{
 		mlx5_qpn_dci_destroy(dci);
-		mlx5_qpn_dc_ah_destroy(ah);
+		mlx5_qpn_ah_destroy(ah);
 		mlx5_qpn_cq_destroy(cq);
 		if (be)
 			mlx5_qpn_sim_ops.close(be);
@@ -200,7 +200,7 @@ TEST(SimSrq, DcLayerPostsTheSrqAndKeepsTheReadContract)
 	for (int pass = 0; pass < 10000 && got < N; pass++) {
 		if (sent < N && sent - got < 4) {
 			std::string m = "m" + std::to_string(sent);
-			s.send(mlx5_qpn_dct_number(dct), m.c_str(), uint64_t(sent));
+			s.send(mlx5_qpn_dct_qpn(dct), m.c_str(), uint64_t(sent));
 			sent++;
 		}
 		mlx5_qpn_cq_poll(s.cq, wc, 8);

@@ -455,7 +455,7 @@ main(int argc, char **argv)
 	waitpid(obs, &obs_st, 0);
 
 	/* Everyone has closed the device: remove it and its lease file. */
-	mlx5_qpn_sim_destroy(dev.c_str());
+	mlx5_qpn_dev_purge(dev.c_str());
 	for (size_t i = 0; i < lives.size(); i++)
 		lives[i].recs = read_log(logs[i]);
 	Report r = check(lives, q_ms * 1000000ull);

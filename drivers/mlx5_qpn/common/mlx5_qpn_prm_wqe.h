@@ -104,9 +104,11 @@ extern "C" {
 #define MLX5_QPN_PRM_CQE_REQ_ERR   0xd
 #define MLX5_QPN_PRM_CQE_RESP_ERR  0xe
 
-/** Error CQE syndromes (PRM; rdma-core MLX5_CQE_SYNDROME_*). */
+/** Error CQE syndromes (PRM; rdma-core MLX5_CQE_SYNDROME_*). LOCAL_PROT_ERR: a data segment
+ * naming memory not registered for it (its key or its range). */
 #define MLX5_QPN_SYND_LOCAL_LENGTH_ERR        0x01
 #define MLX5_QPN_SYND_LOCAL_QP_OP_ERR         0x02
+#define MLX5_QPN_SYND_LOCAL_PROT_ERR          0x04
 #define MLX5_QPN_SYND_WR_FLUSH_ERR            0x05
 #define MLX5_QPN_SYND_REMOTE_ACCESS_ERR       0x13
 #define MLX5_QPN_SYND_TRANSPORT_RETRY_EXC_ERR 0x15

@@ -9,7 +9,7 @@
  * The device is reached through its backend's ops table alone (mlx5_qpn_dev_ops::dc, see
  * mlx5_qpn_dc_ops.h): create/destroy and the execution step. A backend whose table has no DC
  * part answers -EOPNOTSUPP. The route of each send is an address handle's AV
- * (dc/mlx5_qpn_dc_ah.cpp), copied into the WQE. A DCT receives through an SRQ whose WQEs this
+ * (dc/mlx5_qpn_ah.cpp), copied into the WQE. A DCT receives through an SRQ whose WQEs this
  * layer posts (dc/mlx5_qpn_dc_rx.cpp), on every backend.
  *
  * One way to drive a device: a device that executes WQEs in software has an execute op in its
@@ -38,7 +38,7 @@
 #include "mlx5_qpn_dc_ops.h"
 #include "mlx5_qpn_ops.h"
 #include "mlx5_qpn_prm_wqe.h"
-#include "mlx5_qpn_dc_ah.h"
+#include "mlx5_qpn_ah.h"
 #include "mlx5_qpn_dc_be.h"
 #include "mlx5_qpn_dc_priv.h"
 
@@ -376,10 +376,14 @@ mlx5_qpn_dct_create_path(struct mlx5_qpn_dev *dev, struct mlx5_qpn_cq *cq, uint6
 }
 
 uint32_t
-mlx5_qpn_dct_number(const struct mlx5_qpn_dct *dct)
+mlx5_qpn_dct_qpn(const struct mlx5_qpn_dct *dct)
 {
 	return dct ? dct->info.dctn : 0;
 }
+
+/* The 2.1 ABI's name: the same function under a second symbol (mlx5_qpn_dc.h). */
+uint32_t mlx5_qpn_dct_number(const struct mlx5_qpn_dct *dct)
+	__attribute__((alias("mlx5_qpn_dct_qpn")));
 
 void
 mlx5_qpn_dct_destroy(struct mlx5_qpn_dct *dct)
@@ -497,7 +501,7 @@ mlx5_qpn_dci_max_inline(const struct mlx5_qpn_dci *dci)
 }
 
 int
-mlx5_qpn_dci_post_send(struct mlx5_qpn_dci *dci, const struct mlx5_qpn_dc_ah *ah, uint32_t dctn,
+mlx5_qpn_dci_post_send(struct mlx5_qpn_dci *dci, const struct mlx5_qpn_ah *ah, uint32_t dctn,
 		       uint64_t dc_key, const void *buf, uint32_t len, uint64_t wr_id)
 {
 	if (!dci || len > dci->info.max_inline || (!buf && len) || dctn > 0xffffff)

@@ -4,7 +4,8 @@
 
 /**
  * @file
- * Internal extras of the DC data path (mlx5_qpn_dc.h), exported for tests and tools:
+ * Internal extras of the DC data path (mlx5_qpn_dc.h) for the test suite, which links the
+ * static archive (none of them is in the shared library's exports, config/mlx5_qpn.map):
  *  - creation on a backend handle instead of a probed device, for a process that opens a
  *    backend directly (a fork()ed child, a second handle of the same emulated device): the
  *    registry allows one probed device per name and process. The handle leads to its ops
@@ -43,9 +44,9 @@ int mlx5_qpn_dct_create_cq(struct mlx5_qpn_cq *cq, uint64_t dc_key, struct mlx5_
 int mlx5_qpn_dct_create_cq_path(struct mlx5_qpn_cq *cq, uint64_t dc_key,
 				const struct mlx5_qpn_dc_path *path, struct mlx5_qpn_dct **dct);
 
-/** mlx5_qpn_dc_ah_create() on a backend handle. Same returns. */
-int mlx5_qpn_dc_ah_create_be(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_addr *addr,
-			     struct mlx5_qpn_dc_ah **ah);
+/** mlx5_qpn_ah_create() on a backend handle. Same returns. */
+int mlx5_qpn_ah_create_be(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_addr *addr,
+			  struct mlx5_qpn_ah **ah);
 
 /** mlx5_qpn_dev_service_run() on a backend handle. Same returns. */
 int mlx5_qpn_dc_service_run_be(struct mlx5_qpn_backend *be);

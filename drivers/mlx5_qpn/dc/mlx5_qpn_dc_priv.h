@@ -8,7 +8,7 @@
  * its files:
  *  - mlx5_qpn_dc.cpp     CQ, DCI, DCT create/destroy; post, ring, poll;
  *  - mlx5_qpn_dc_recover.cpp  a DCI's ERR state and its recovery, syndrome names;
- *  - mlx5_qpn_dc_ah.cpp  address handles;
+ *  - mlx5_qpn_ah.cpp  address handles;
  *  - mlx5_qpn_dc_rx.cpp  receiving on a DCT: its SRQ's WQEs, which the DC layer posts, the
  *                        messages held readable, their reposting, and the read.
  * Thread safety: as mlx5_qpn_dc.h (each object used by one thread at a time).

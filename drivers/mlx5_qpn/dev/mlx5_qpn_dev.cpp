@@ -117,6 +117,35 @@ mlx5_qpn_reserved_dealloc_bulk(struct mlx5_qpn_dev *d, const uint32_t *qpns, uns
 	return mlx5_qpn_pool_free_bulk(d->core.pool, qpns, n);
 }
 
+/* The backend's one-QPN op straight: it serialises on its own per-context mutex (rdma-core's),
+ * so grow_mutex, which guards the pool's supply, is not taken; the QPNs never meet the pool. A
+ * secondary process's handle is a context of its own, as in rdma-core. */
+int
+mlx5_qpn_dev_fw_qpn_alloc(struct mlx5_qpn_dev *d, uint32_t *qpn)
+{
+	if (d == nullptr || qpn == nullptr)
+		return -EINVAL;
+	if (d->id.ops->qpn_reserve_one == nullptr)
+		return -EOPNOTSUPP;
+	int rc = d->id.ops->qpn_reserve_one(d->id.be, qpn);
+	if (rc == 0)
+		d->cnt.fw_qpn_allocs.fetch_add(1, rlx);
+	return rc;
+}
+
+int
+mlx5_qpn_dev_fw_qpn_free(struct mlx5_qpn_dev *d, uint32_t qpn)
+{
+	if (d == nullptr)
+		return -EINVAL;
+	if (d->id.ops->qpn_release_one == nullptr)
+		return -EOPNOTSUPP;
+	int rc = d->id.ops->qpn_release_one(d->id.be, qpn);
+	if (rc == 0)
+		d->cnt.fw_qpn_frees.fetch_add(1, rlx);
+	return rc;
+}
+
 struct mlx5_qpn_pool *
 mlx5_qpn_dev_pool(struct mlx5_qpn_dev *d)
 {
@@ -171,6 +200,10 @@ mlx5_qpn_dev_stats_get(struct mlx5_qpn_dev *d, struct mlx5_qpn_dev_stats *st)
 	st->lease_errors = d->lease.errors.load(rlx);
 	mlx5_qpn_mp_counters(d->proc.mp, &st->mp_grow_requests, &st->mp_ipc_grows,
 			     &st->mp_dead_reclaimed, nullptr);
+	st->fw_qpn_allocs = d->cnt.fw_qpn_allocs.load(rlx);
+	st->fw_qpn_frees = d->cnt.fw_qpn_frees.load(rlx);
+	if (d->id.ops->cmd_count != nullptr && d->id.ops->cmd_count(d->id.be, &st->dev_commands))
+		st->dev_commands = 0;
 	return 0;
 }
 

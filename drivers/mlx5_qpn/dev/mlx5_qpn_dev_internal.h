@@ -20,9 +20,6 @@ extern "C" {
 int mlx5_qpn_dev_query(const char *name, struct mlx5_qpn_dev_info *info,
 		       struct mlx5_qpn_dev_stats *stats, char *pool_name, size_t len);
 
-/** The backend handle of a device (for the data path: drivers/mlx5_qpn/dc/). */
-struct mlx5_qpn_backend *mlx5_qpn_dev_backend(struct mlx5_qpn_dev *dev);
-
 /** Copy up to n device names (32 bytes each) under the registry lock; returns how many. */
 unsigned int mlx5_qpn_dev_names(char (*names)[32], unsigned int n);
 

@@ -105,6 +105,7 @@ struct Supply {
 struct Counters {
 	std::atomic<uint64_t> ranges_reserved{0}, ranges_released{0}, qpns_reserved{0};
 	std::atomic<uint64_t> reserve_failures{0}, sync_reserves{0}, bg_reserves{0};
+	std::atomic<uint64_t> fw_qpn_allocs{0}, fw_qpn_frees{0};
 	std::atomic<int> last_error{0};
 };
 

@@ -375,7 +375,12 @@ mlx5_qpn_dev_purge(const char *name)
 		name += strlen(be->name_key) + 1; /* "ib=NAME": the device is NAME */
 	if (registry_has(name))
 		return -EBUSY; /* probed here: close it first */
-	return be->purge(name);
+	uint64_t guid = 0;
+	int rc = be->purge(name, &guid);
+	/* The device's lease file goes with the backend's state: the next probe starts afresh. */
+	if (guid != 0 && qpn::lease::unlink(guid) == 0 && rc == -ENOENT)
+		rc = 0;
+	return rc;
 }
 
 } /* extern "C" */

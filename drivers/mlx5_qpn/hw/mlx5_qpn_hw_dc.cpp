@@ -58,6 +58,23 @@ from_handle(uint64_t h)
 	return reinterpret_cast<T *>(static_cast<uintptr_t>(h));
 }
 
+/*
+ * DESTROY of the one verbs object a handle names (a CQ, a DCI's QP, an AH) through the glue's
+ * `verb`: -EINVAL without a handle; nothing in a forked child (the objects are the parent's);
+ * else the verb's result as a negative errno.
+ */
+template <typename T, typename Info>
+int
+destroy_object(mlx5_qpn_backend *be, const Info *info, int (*mlx5_qpn_glue::*verb)(T *))
+{
+	if (be == nullptr || info == nullptr || info->handle == 0)
+		return -EINVAL;
+	const mlx5_qpn_hw_dev *dev = to_dev(be);
+	if (not_owner(dev))
+		return 0;
+	return neg_errno((dev->glue->*verb)(from_handle<T>(info->handle)));
+}
+
 template <typename T>
 uint64_t
 to_handle(T *p)
@@ -153,11 +170,7 @@ hw_cq_create(struct mlx5_qpn_backend *be, uint32_t log_depth, struct mlx5_qpn_dc
 int
 hw_cq_destroy(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq)
 {
-	if (be == nullptr || cq == nullptr || cq->handle == 0)
-		return -EINVAL;
-	if (not_owner(to_dev(be)))
-		return 0;
-	return neg_errno(to_dev(be)->glue->destroy_cq(from_handle<ibv_cq>(cq->handle)));
+	return destroy_object(be, cq, &mlx5_qpn_glue::destroy_cq);
 }
 
 /* mlx5dv_create_qp + the state changes (rtr at RTR); the QP, or NULL and *rc. */
@@ -278,11 +291,7 @@ hw_dci_reset(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_dci_info *dci
 int
 hw_dci_destroy(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_dci_info *dci)
 {
-	if (be == nullptr || dci == nullptr || dci->handle == 0)
-		return -EINVAL;
-	if (not_owner(to_dev(be)))
-		return 0;
-	return neg_errno(to_dev(be)->glue->destroy_qp(from_handle<ibv_qp>(dci->handle)));
+	return destroy_object(be, dci, &mlx5_qpn_glue::destroy_qp);
 }
 
 /* What a hardware DCT holds: the QP, the SRQ it receives into and the SRQ's buffers. */
@@ -472,11 +481,7 @@ hw_ah_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_addr *addr,
 int
 hw_ah_destroy(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_ah_info *ah)
 {
-	if (be == nullptr || ah == nullptr || ah->handle == 0)
-		return -EINVAL;
-	if (not_owner(to_dev(be)))
-		return 0;
-	return neg_errno(to_dev(be)->glue->destroy_ah(from_handle<ibv_ah>(ah->handle)));
+	return destroy_object(be, ah, &mlx5_qpn_glue::destroy_ah);
 }
 
 } /* namespace */

@@ -38,6 +38,98 @@ query_gid(mlx5_qpn_hw_dev *dev, uint8_t port, uint32_t index, struct ibv_gid_ent
 		dev->glue->query_gid_ex(dev->ctx, port, index, e, 0, sizeof(struct ibv_gid_entry)));
 }
 
+/* The path's own fields, as mlx5_set_path() and the AV checks bound them. 0, or -EINVAL with
+ * one line naming the field. */
+int
+path_fields_check(const mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_dc_path *p, uint8_t port,
+		  const char *what)
+{
+	const char *bad = nullptr;
+	unsigned v = 0;
+	if (dev->caps.nb_ports != 0 && port > dev->caps.nb_ports)
+		bad = "port", v = port;
+	else if (p != nullptr && p->sl > 15)
+		bad = "sl", v = p->sl;
+	else if (p != nullptr && p->path_mtu > IBV_MTU_4096)
+		bad = "path_mtu", v = p->path_mtu;
+	else if (p != nullptr && p->static_rate > IBV_RATE_800_GBPS)
+		bad = "static_rate", v = p->static_rate;
+	else if (p != nullptr && p->is_global > 1)
+		bad = "is_global", v = p->is_global;
+	else if (p != nullptr && p->is_global && p->flow_label > 0xfffff)
+		bad = "flow_label", v = p->flow_label;
+	if (bad == nullptr)
+		return 0;
+	HW_LOG(ERR, "%s: %s: path refused: %s %u", dev->name, what, bad, v);
+	return -EINVAL;
+}
+
+/* ibv_query_port of the path's port. 0, or its negated errno with one line. */
+int
+port_query(mlx5_qpn_hw_dev *dev, uint8_t port, const char *what, struct ibv_port_attr *pa)
+{
+	memset(pa, 0, sizeof(*pa));
+	/* The exported entry fills the legacy prefix of ibv_port_attr (MTU, GID table length and
+	 * link layer are in it); the header's ibv_query_port macro does the same cast. */
+	int rc = neg_errno(
+		dev->glue->query_port(dev->ctx, port,
+				      reinterpret_cast<struct _compat_ibv_port_attr *>(pa)));
+	if (rc != 0)
+		HW_LOG(ERR, "%s: %s: ibv_query_port(%u) failed (%s)", dev->name, what, port,
+		       strerror(-rc));
+	return rc;
+}
+
+/* The GRH of a path the caller gives: InfiniBand may go without one, RoCE may not; the source
+ * GID index must name an entry. 0, or -EINVAL with one line. */
+int
+path_grh(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_dc_path *p, bool roce, const char *what,
+	 dc_rtr *out)
+{
+	if (!p->is_global) {
+		if (!roce)
+			return 0; /* InfiniBand routes by LID */
+		HW_LOG(ERR, "%s: %s: path refused: RoCE port %u needs a GRH (is_global)", dev->name,
+		       what, out->port);
+		return -EINVAL;
+	}
+	struct ibv_gid_entry e;
+	int rc = query_gid(dev, out->port, p->sgid_index, &e);
+	if (rc != 0) {
+		HW_LOG(ERR, "%s: %s: path refused: GID index %u of port %u has no entry (%s)",
+		       dev->name, what, p->sgid_index, out->port, strerror(-rc));
+		return -EINVAL;
+	}
+	out->ah.is_global = 1;
+	out->ah.grh.sgid_index = p->sgid_index;
+	out->ah.grh.hop_limit = p->hop_limit != 0 ? p->hop_limit : 64;
+	out->ah.grh.traffic_class = p->traffic_class;
+	out->ah.grh.flow_label = p->flow_label;
+	return 0;
+}
+
+/* The RoCE default GRH: the first RoCE v2 entry of an IPv4 address, what rdma_cm resolves for
+ * an IPv4 route (index 0 is the link-local RoCE v1 entry, which routes nowhere). 0, or -EINVAL
+ * with one line. */
+int
+default_roce_grh(mlx5_qpn_hw_dev *dev, const struct ibv_port_attr &pa, const char *what,
+		 dc_rtr *out)
+{
+	int n = pa.gid_tbl_len > 0 && pa.gid_tbl_len <= 1024 ? pa.gid_tbl_len : 256;
+	struct ibv_gid_entry e;
+	for (int i = 0; i < n; i++) {
+		if (query_gid(dev, out->port, uint32_t(i), &e) != 0 || !gid_is_roce_v2_ipv4(e))
+			continue;
+		out->ah.is_global = 1;
+		out->ah.grh.sgid_index = uint8_t(i);
+		out->ah.grh.hop_limit = 64;
+		return 0;
+	}
+	HW_LOG(ERR, "%s: %s: no usable RoCE v2 GID (an IPv4 address) on port %u: give a path",
+	       dev->name, what, out->port);
+	return -EINVAL;
+}
+
 } /* namespace */
 
 /*
@@ -53,36 +145,13 @@ dc_resolve_path(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_dc_path *p, const ch
 {
 	memset(out, 0, sizeof(*out));
 	uint8_t port = p != nullptr && p->port != 0 ? p->port : dev->port;
-	const char *bad = nullptr;
-	unsigned v = 0;
-	if (dev->caps.nb_ports != 0 && port > dev->caps.nb_ports)
-		bad = "port", v = port;
-	else if (p != nullptr && p->sl > 15)
-		bad = "sl", v = p->sl;
-	else if (p != nullptr && p->path_mtu > IBV_MTU_4096)
-		bad = "path_mtu", v = p->path_mtu;
-	else if (p != nullptr && p->static_rate > IBV_RATE_800_GBPS)
-		bad = "static_rate", v = p->static_rate;
-	else if (p != nullptr && p->is_global > 1)
-		bad = "is_global", v = p->is_global;
-	else if (p != nullptr && p->is_global && p->flow_label > 0xfffff)
-		bad = "flow_label", v = p->flow_label;
-	if (bad != nullptr) {
-		HW_LOG(ERR, "%s: %s: path refused: %s %u", dev->name, what, bad, v);
-		return -EINVAL;
-	}
-	struct ibv_port_attr pa;
-	memset(&pa, 0, sizeof(pa));
-	/* The exported entry fills the legacy prefix of ibv_port_attr (MTU, GID table length and
-	 * link layer are in it); the header's ibv_query_port macro does the same cast. */
-	int rc = neg_errno(
-		dev->glue->query_port(dev->ctx, port,
-				      reinterpret_cast<struct _compat_ibv_port_attr *>(&pa)));
-	if (rc != 0) {
-		HW_LOG(ERR, "%s: %s: ibv_query_port(%u) failed (%s)", dev->name, what, port,
-		       strerror(-rc));
+	int rc = path_fields_check(dev, p, port, what);
+	if (rc != 0)
 		return rc;
-	}
+	struct ibv_port_attr pa;
+	rc = port_query(dev, port, what, &pa);
+	if (rc != 0)
+		return rc;
 	enum ibv_mtu active = pa.active_mtu != 0 ? pa.active_mtu : IBV_MTU_1024;
 	bool roce = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
 	out->port = port;
@@ -92,45 +161,11 @@ dc_resolve_path(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_dc_path *p, const ch
 	out->ah.port_num = port;
 	out->ah.sl = p != nullptr ? p->sl : 0;
 	out->ah.static_rate = p != nullptr ? p->static_rate : 0;
-	struct ibv_gid_entry e;
-	if (p != nullptr) {
-		if (!p->is_global) {
-			if (!roce)
-				return 0; /* InfiniBand routes by LID */
-			HW_LOG(ERR, "%s: %s: path refused: RoCE port %u needs a GRH (is_global)",
-			       dev->name, what, port);
-			return -EINVAL;
-		}
-		rc = query_gid(dev, port, p->sgid_index, &e);
-		if (rc != 0) {
-			HW_LOG(ERR,
-			       "%s: %s: path refused: GID index %u of port %u has no entry (%s)",
-			       dev->name, what, p->sgid_index, port, strerror(-rc));
-			return -EINVAL;
-		}
-		out->ah.is_global = 1;
-		out->ah.grh.sgid_index = p->sgid_index;
-		out->ah.grh.hop_limit = p->hop_limit != 0 ? p->hop_limit : 64;
-		out->ah.grh.traffic_class = p->traffic_class;
-		out->ah.grh.flow_label = p->flow_label;
-		return 0;
-	}
+	if (p != nullptr)
+		return path_grh(dev, p, roce, what, out);
 	if (!roce)
 		return 0; /* the InfiniBand default: no GRH */
-	/* The RoCE default: the first RoCE v2 entry of an IPv4 address, what rdma_cm resolves
-	 * for an IPv4 route (index 0 is the link-local RoCE v1 entry, which routes nowhere). */
-	int n = pa.gid_tbl_len > 0 && pa.gid_tbl_len <= 1024 ? pa.gid_tbl_len : 256;
-	for (int i = 0; i < n; i++) {
-		if (query_gid(dev, port, uint32_t(i), &e) != 0 || !gid_is_roce_v2_ipv4(e))
-			continue;
-		out->ah.is_global = 1;
-		out->ah.grh.sgid_index = uint8_t(i);
-		out->ah.grh.hop_limit = 64;
-		return 0;
-	}
-	HW_LOG(ERR, "%s: %s: no usable RoCE v2 GID (an IPv4 address) on port %u: give a path",
-	       dev->name, what, port);
-	return -EINVAL;
+	return default_roce_grh(dev, pa, what, out);
 }
 
 /* One ibv_modify_qp step; the failing state is named in the log. */

@@ -112,6 +112,14 @@ name_of(uint64_t guid, char *out, size_t len)
 	snprintf(out, len, "/mlx5_qpn_lease_%016" PRIx64, guid);
 }
 
+int
+unlink(uint64_t guid)
+{
+	char name[48];
+	name_of(guid, name, sizeof(name));
+	return shm::segment_unlink(name);
+}
+
 const char *
 validate(const Layout *l, uint64_t guid, uint64_t now_ns, long *bad_entry)
 {

@@ -104,6 +104,10 @@ struct Layout {
 /* The lease file's name for a node GUID; `len` >= 40. */
 void name_of(uint64_t guid, char *out, size_t len);
 
+/* Remove the lease file of a node GUID, which crashed processes of a purged device left (the
+ * generic layer's purge; a live user keeps its mapping). @return 0; -ENOENT none; errno. */
+int unlink(uint64_t guid);
+
 /* Counters of one lease file (shared by all its users). */
 struct Stats {
 	uint32_t entries, held, cooling, users;

@@ -78,11 +78,15 @@ struct mlx5_qpn_backend_desc {
 	 */
 	void (*where)(const struct mlx5_qpn_devargs *da, int *numa, const char **cores);
 	/**
-	 * Remove the state crashed processes left for a device name (the emulated device's shared
-	 * memory segment). @return 0; -ENOENT none; -EINVAL bad name; -EBUSY in use.
-	 * NULL: the backend keeps no such state (mlx5_qpn_dev_purge() says -EOPNOTSUPP).
+	 * Remove the backend's own state that crashed processes left for a device name (the
+	 * emulated device's shared memory segment) and say which device the name is: *guid gets
+	 * its node GUID (0: unknown), whose lease file the generic layer then removes, since the
+	 * lease is the generic layer's and no backend touches it. *guid is set on -ENOENT too (a
+	 * lease can outlive the backend's state). @return 0; -ENOENT none; -EINVAL bad name;
+	 * -EBUSY in use. NULL: the backend keeps no such state (mlx5_qpn_dev_purge() says
+	 * -EOPNOTSUPP).
 	 */
-	int (*purge)(const char *name);
+	int (*purge)(const char *name, uint64_t *guid);
 };
 
 /** Most backends the registry holds. */

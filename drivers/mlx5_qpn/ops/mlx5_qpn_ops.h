@@ -68,6 +68,8 @@ struct mlx5_qpn_dev_ops {
 	int (*uar_unmap)(struct mlx5_qpn_backend *be, struct mlx5_qpn_uar *uar);
 	/** The DC objects (mlx5_qpn_dc_ops.h); NULL: no DC data path (-EOPNOTSUPP). */
 	const struct mlx5_qpn_dc_ops *dc;
+	/** Commands the device executed so far (every opener's); NULL: not counted. */
+	int (*cmd_count)(struct mlx5_qpn_backend *be, uint64_t *n);
 	/** Close the device; everything it still holds is released. */
 	void (*close)(struct mlx5_qpn_backend *be);
 };

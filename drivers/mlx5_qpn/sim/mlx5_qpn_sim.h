@@ -115,11 +115,20 @@ int mlx5_qpn_sim_special_qp(struct mlx5_qpn_backend *be, int gsi, uint32_t port,
 int mlx5_qpn_sim_reclaim(struct mlx5_qpn_backend *be);
 
 /**
- * Remove the shared memory of emulated device @p name (for tests and tools). Processes that have
- * it open keep their mapping; the next open creates a fresh device.
+ * Remove the shared memory of emulated device @p name, the emulator's own state only (for tests
+ * and tools). Processes that have it open keep their mapping; the next open creates a fresh
+ * device. The device's lease file is the generic layer's: mlx5_qpn_dev_purge() removes both.
  * @return 0; -ENOENT if it does not exist; -EINVAL for a bad name; another negative errno.
  */
 int mlx5_qpn_sim_destroy(const char *name);
+
+/**
+ * The backend's purge hook (mlx5_qpn_backend_desc.purge): mlx5_qpn_sim_destroy(), and *guid
+ * gets the device's node GUID (as created, else the one its name gives; 0 for a bad name),
+ * also when no segment exists.
+ * @return as mlx5_qpn_sim_destroy().
+ */
+int mlx5_qpn_sim_purge(const char *name, uint64_t *guid);
 
 /**
  * Test hook: the bound on every wait for the device mutex and the segment's init lock, for every

@@ -27,7 +27,7 @@ struct mlx5_qpn_sim_devargs {
 	int32_t cap_reserved_qpn; /**< cap_reserved_qpn=0|1: general_obj_types bit 44 (default 1). */
 	uint32_t log_gran;        /**< log_gran=N: log_reserved_qpn_granularity (default 0). */
 	uint32_t log_max_alloc;   /**< log_max_alloc=N: log_reserved_qpn_max_alloc (default 10). */
-	uint32_t log_max_num;     /**< log_max_num=N: log_max_num_reserved_qpn (default 16). */
+	uint32_t log_max_num;     /**< log_max_num=N: log_max_num_reserved_qpn (default 20). */
 	uint32_t log_max_qp;      /**< log_max_qp=N (default 18, as ConnectX). */
 	uint32_t qpn_inc;         /**< qpn_inc=N: rdmavt qpn_inc stride (default 1). */
 	uint32_t qos_shift;       /**< qos_shift=N: rdmavt qos_shift (default 0). */

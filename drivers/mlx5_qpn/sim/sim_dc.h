@@ -16,7 +16,10 @@
  * release and the poller reads it with acquire; CQ consumer indices go back the same way.
  */
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include "mlx5_qpn_prm_wqe.h"
 
 namespace mlx5_qpn_sim {
 
@@ -133,7 +136,39 @@ struct SimDc {
 /* Returns the DCT table index of DCT number dctn, or -1. */
 using DctLookup = int (*)(void *ctx, uint32_t dctn);
 
-uint8_t *dc_page_ptr(uint8_t *arena, uint32_t page);
+inline uint8_t *
+dc_page_ptr(uint8_t *arena, uint32_t page)
+{
+	return arena + size_t(page) * DC_PAGE;
+}
+
+/* The shapes of table entries (what another process may have written is checked before it is
+ * indexed with): a queue of n pages from first lies inside the arena and holds `bytes`. */
+inline bool
+dc_pages_ok(uint32_t first, uint32_t n, uint64_t bytes)
+{
+	return first < DC_NB_PAGES && n <= DC_NB_PAGES - first && uint64_t(n) * DC_PAGE >= bytes;
+}
+
+inline bool
+dc_cq_ok(const SimDcCq &c)
+{
+	return c.log_depth >= 1 && c.log_depth <= DC_LOG_CQ_MAX &&
+	       dc_pages_ok(c.page, c.npages, uint64_t(MLX5_QPN_CQE_SIZE) << c.log_depth);
+}
+
+inline bool
+dc_dci_ok(const SimDcDci &d)
+{
+	return d.cq < DC_MAX_CQ && d.log_bbs <= DC_LOG_SQ_MAX + DC_SQ_BB_SHIFT &&
+	       dc_pages_ok(d.page, d.npages, uint64_t(MLX5_QPN_SEND_WQE_BB) << d.log_bbs);
+}
+
+inline bool
+dc_dct_ok(const SimDcDct &t)
+{
+	return t.cq < DC_MAX_CQ && dc_pages_ok(t.page, t.npages, DC_DCT_BYTES);
+}
 
 /* Create; return 0 and the table index, or -ENOMEM (no slot or no arena room), -EINVAL. */
 int dc_cq_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t log_depth,

@@ -3,8 +3,8 @@
  * The emulated device's DC commands, its DC ops table (mlx5_qpn_sim_dc_ops): create and destroy
  * of CQs, DCIs and DCTs, and the execution step. Each is a firmware command (device mutex,
  * counted, subject to fault injection); DCI and DCT numbers are ordinary QPs of the QPN table
- * (records of kind REC_DCI/REC_DCT). The DC tables, the queue arena and WQE execution are
- * sim_dc.cpp's.
+ * (records of kind REC_DCI/REC_DCT). The DC tables and the queue arena are sim_dc.cpp's, WQE
+ * execution sim_dc_exec.cpp's.
  */
 #include "sim_internal.h"
 
@@ -69,6 +69,31 @@ dc_cmd_end(SimDev *d, uint8_t st, int rc, const char *what)
 	return rc;
 }
 
+/*
+ * One DC command: begin (checks, mutex, firmware accounting), the body under the device mutex,
+ * end (status -> errno, one line, mutex released). A create or modify (Fw::MAY_FAIL) runs its
+ * body only if the firmware took the command, and the body may set *st to a firmware status;
+ * a destroy (Fw::NEVER_FAILS) always runs, as a dying process's objects must go.
+ * body(SimDev *, uint8_t *st) returns 0 or a negative errno.
+ */
+enum class Fw { MAY_FAIL, NEVER_FAILS };
+
+template <typename Body>
+int
+dc_cmd(mlx5_qpn_backend *be, CmdKind kind, Fw fw, const char *what, Body body)
+{
+	uint8_t st = 0;
+	int rc = dc_cmd_begin(be, kind, &st);
+	if (rc)
+		return rc;
+	SimDev *d = to_dev(be);
+	if (fw == Fw::NEVER_FAILS)
+		st = 0;
+	if (!st)
+		rc = body(d, &st);
+	return dc_cmd_end(d, st, rc, what);
+}
+
 bool
 handle_ok(uint64_t handle, uint32_t cap)
 {
@@ -89,7 +114,6 @@ dc_qpn_free(SimDev *d, uint32_t qpn, uint8_t kind)
 int
 sim_cq_create(mlx5_qpn_backend *be, uint32_t log_depth, mlx5_qpn_dc_cq_info *cq)
 {
-	uint8_t st = 0;
 	if (!cq)
 		return -EINVAL;
 	if (be && (log_depth < 1 || log_depth > DC_LOG_CQ_MAX)) {
@@ -97,14 +121,10 @@ sim_cq_create(mlx5_qpn_backend *be, uint32_t log_depth, mlx5_qpn_dc_cq_info *cq)
 			log_depth, DC_LOG_CQ_MAX);
 		return -EINVAL;
 	}
-	int rc = dc_cmd_begin(be, CMD_CREATE, &st);
-	if (rc)
-		return rc;
-	SimDev *d = to_dev(be);
-	SimShm *s = d->shm;
-	if (!st) {
+	return dc_cmd(be, CMD_CREATE, Fw::MAY_FAIL, "CREATE_CQ", [&](SimDev *d, uint8_t *) {
+		SimShm *s = d->shm;
 		uint32_t idx = 0, gen = ++s->gen_next;
-		rc = dc_cq_create(&s->dc, s->dc_arena, d->slot, gen, log_depth, &idx);
+		int rc = dc_cq_create(&s->dc, s->dc_arena, d->slot, gen, log_depth, &idx);
 		if (rc == 0) {
 			memset(cq, 0, sizeof(*cq));
 			cq->ring = dc_page_ptr(s->dc_arena, s->dc.cq[idx].page);
@@ -113,22 +133,19 @@ sim_cq_create(mlx5_qpn_backend *be, uint32_t log_depth, mlx5_qpn_dc_cq_info *cq)
 			cq->cqn = idx;
 			cq->handle = (uint64_t(gen) << 32) | idx;
 		}
-	}
-	return dc_cmd_end(d, st, rc, "CREATE_CQ");
+		return rc;
+	});
 }
 
 int
 sim_cq_destroy(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq)
 {
-	uint8_t st = 0;
 	if (!cq || !handle_ok(cq->handle, DC_MAX_CQ))
 		return -EINVAL;
-	int rc = dc_cmd_begin(be, CMD_DESTROY, &st);
-	if (rc)
-		return rc;
-	SimDev *d = to_dev(be);
-	rc = dc_cq_destroy(&d->shm->dc, d->slot, uint32_t(cq->handle), uint32_t(cq->handle >> 32));
-	return dc_cmd_end(d, 0, rc, "DESTROY_CQ");
+	return dc_cmd(be, CMD_DESTROY, Fw::NEVER_FAILS, "DESTROY_CQ", [&](SimDev *d, uint8_t *) {
+		return dc_cq_destroy(&d->shm->dc, d->slot, uint32_t(cq->handle),
+				     uint32_t(cq->handle >> 32));
+	});
 }
 
 /* Is the CQ behind `handle` live and opened by this handle (its generation still current)? */
@@ -145,21 +162,41 @@ int
 dc_qp_destroy_cmd(mlx5_qpn_backend *be, uint64_t handle, uint32_t max, uint8_t rec,
 		  const char *what)
 {
-	uint8_t st = 0;
 	if (!handle_ok(handle, max))
 		return -EINVAL;
-	int rc = dc_cmd_begin(be, CMD_DESTROY, &st);
-	if (rc)
+	return dc_cmd(be, CMD_DESTROY, Fw::NEVER_FAILS, what, [&](SimDev *d, uint8_t *) {
+		SimDc *dc = &d->shm->dc;
+		uint32_t idx = uint32_t(handle), gen = uint32_t(handle >> 32);
+		uint32_t qpn = rec == REC_DCI ? dc->dci[idx].qpn : dc->dct[idx].number;
+		int rc = rec == REC_DCI ? dc_dci_destroy(dc, d->slot, idx, gen) :
+					  dc_dct_destroy(dc, d->slot, idx, gen);
+		if (rc == 0)
+			dc_qpn_free(d, qpn, rec);
 		return rc;
-	SimDev *d = to_dev(be);
-	SimDc *dc = &d->shm->dc;
-	uint32_t idx = uint32_t(handle), gen = uint32_t(handle >> 32);
-	uint32_t qpn = rec == REC_DCI ? dc->dci[idx].qpn : dc->dct[idx].number;
-	rc = rec == REC_DCI ? dc_dci_destroy(dc, d->slot, idx, gen) :
-			      dc_dct_destroy(dc, d->slot, idx, gen);
-	if (rc == 0)
-		dc_qpn_free(d, qpn, rec);
-	return dc_cmd_end(d, 0, rc, what);
+	});
+}
+
+/*
+ * CREATE of a DCI or DCT (rec says which) on a CQ of this handle: its number from the QPN table
+ * (a firmware status if none is left), then the queue, make(d, qpn, gen) -> 0 or a negative
+ * errno; the number goes back to the table if the queue cannot be made.
+ */
+template <typename Make>
+int
+dc_qp_create_cmd(mlx5_qpn_backend *be, uint64_t cq_handle, uint8_t rec, const char *what, Make make)
+{
+	return dc_cmd(be, CMD_CREATE, Fw::MAY_FAIL, what, [&](SimDev *d, uint8_t *st) {
+		if (!cq_is_mine(&d->shm->dc, d, cq_handle))
+			return -EINVAL;
+		uint32_t qpn = 0;
+		*st = qp_alloc_locked(d, rec, 0, &qpn);
+		if (*st)
+			return 0;
+		int rc = make(d, qpn, ++d->shm->gen_next);
+		if (rc)
+			dc_qpn_free(d, qpn, rec);
+		return rc;
+	});
 }
 
 /*
@@ -195,11 +232,34 @@ path_check(const SimDev *d, const mlx5_qpn_dc_path *p, const char *what)
 	return -EINVAL;
 }
 
+/* The DCI's queue on CQ cqi and what the DC layer drives it by. Mutex held. */
+int
+dci_make(SimDev *d, uint32_t cqi, uint32_t qpn, uint32_t gen, uint32_t log_sq_bbs,
+	 mlx5_qpn_dc_dci_info *dci)
+{
+	SimShm *s = d->shm;
+	SimDc *dc = &s->dc;
+	uint32_t idx = 0;
+	int rc = dc_dci_create(dc, s->dc_arena, d->slot, gen, qpn, cqi, log_sq_bbs,
+			       d->dc_uar.page_id, &idx);
+	if (rc)
+		return rc;
+	rec_find(s, index_of(s, qpn) + 1)->aux = idx;
+	memset(dci, 0, sizeof(*dci));
+	dci->qpn = qpn;
+	dci->log_sq_bbs = log_sq_bbs;
+	dci->sq = dc_page_ptr(s->dc_arena, dc->dci[idx].page);
+	dci->dbrec = dc->dci[idx].dbrec;
+	dci->uar_reg = d->dc_uar.reg_addr;
+	dci->max_inline = MLX5_QPN_DC_MAX_INLINE;
+	dci->handle = (uint64_t(gen) << 32) | idx;
+	return 0;
+}
+
 int
 sim_dci_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint32_t log_sq_bbs,
 	       const mlx5_qpn_dc_path *path, mlx5_qpn_dc_dci_info *dci)
 {
-	uint8_t st = 0;
 	if (!be || !cq || !dci || !handle_ok(cq->handle, DC_MAX_CQ) ||
 	    log_sq_bbs > DC_LOG_SQ_MAX + DC_SQ_BB_SHIFT)
 		return -EINVAL;
@@ -219,36 +279,11 @@ sim_dci_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint32_t log
 	pthread_mutex_unlock(&d->lock);
 	if (rc)
 		return rc;
-	rc = dc_cmd_begin(be, CMD_CREATE, &st);
-	if (rc)
-		return rc;
-	SimShm *s = d->shm;
-	SimDc *dc = &s->dc;
-	uint32_t cqi = uint32_t(cq->handle);
-	if (!st && !cq_is_mine(dc, d, cq->handle))
-		rc = -EINVAL;
-	uint32_t qpn = 0;
-	if (!st && !rc)
-		st = qp_alloc_locked(d, REC_DCI, 0, &qpn);
-	if (!st && !rc) {
-		uint32_t idx = 0, gen = ++s->gen_next;
-		rc = dc_dci_create(dc, s->dc_arena, d->slot, gen, qpn, cqi, log_sq_bbs,
-				   d->dc_uar.page_id, &idx);
-		if (rc) {
-			dc_qpn_free(d, qpn, REC_DCI);
-		} else {
-			rec_find(s, index_of(s, qpn) + 1)->aux = idx;
-			memset(dci, 0, sizeof(*dci));
-			dci->qpn = qpn;
-			dci->log_sq_bbs = log_sq_bbs;
-			dci->sq = dc_page_ptr(s->dc_arena, dc->dci[idx].page);
-			dci->dbrec = dc->dci[idx].dbrec;
-			dci->uar_reg = d->dc_uar.reg_addr;
-			dci->max_inline = MLX5_QPN_DC_MAX_INLINE;
-			dci->handle = (uint64_t(gen) << 32) | idx;
-		}
-	}
-	return dc_cmd_end(d, st, rc, "CREATE_QP (DCI)");
+	return dc_qp_create_cmd(be, cq->handle, REC_DCI, "CREATE_QP (DCI)",
+				[&](SimDev *, uint32_t qpn, uint32_t gen) {
+					return dci_make(d, uint32_t(cq->handle), qpn, gen,
+							log_sq_bbs, dci);
+				});
 }
 
 /* RESET -> INIT -> RTR (path) -> RTS of a DCI of this handle, as one command: out of ERR, its
@@ -256,17 +291,16 @@ sim_dci_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint32_t log
 int
 sim_dci_reset(mlx5_qpn_backend *be, const mlx5_qpn_dc_dci_info *dci, const mlx5_qpn_dc_path *path)
 {
-	uint8_t st = 0;
 	if (!be || !dci || !handle_ok(dci->handle, DC_MAX_DCI))
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	if (!d->dc_off && path_check(d, path, "DCI reset") != 0)
 		return -EINVAL;
-	int rc = dc_cmd_begin(be, CMD_MODIFY, &st);
-	if (rc)
-		return rc;
-	rc = dc_dci_reset(&d->shm->dc, d->slot, uint32_t(dci->handle), uint32_t(dci->handle >> 32));
-	return dc_cmd_end(d, 0, rc, "MODIFY_QP (DCI RESET->RTS)");
+	return dc_cmd(be, CMD_MODIFY, Fw::NEVER_FAILS, "MODIFY_QP (DCI RESET->RTS)",
+		      [&](SimDev *, uint8_t *) {
+			      return dc_dci_reset(&d->shm->dc, d->slot, uint32_t(dci->handle),
+						  uint32_t(dci->handle >> 32));
+		      });
 }
 
 int
@@ -302,34 +336,23 @@ int
 sim_dct_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint64_t dc_key,
 	       const mlx5_qpn_dc_path *path, mlx5_qpn_dc_dct_info *dct)
 {
-	uint8_t st = 0;
 	if (!cq || !dct || !handle_ok(cq->handle, DC_MAX_CQ))
 		return -EINVAL;
 	if (be && !to_dev(be)->dc_off && path_check(to_dev(be), path, "DCT") != 0)
 		return -EINVAL;
-	int rc = dc_cmd_begin(be, CMD_CREATE, &st);
-	if (rc)
-		return rc;
-	SimDev *d = to_dev(be);
-	SimShm *s = d->shm;
-	SimDc *dc = &s->dc;
-	uint32_t cqi = uint32_t(cq->handle);
-	if (!st && !cq_is_mine(dc, d, cq->handle))
-		rc = -EINVAL;
-	uint32_t number = 0;
-	if (!st && !rc)
-		st = qp_alloc_locked(d, REC_DCT, 0, &number);
-	if (!st && !rc) {
-		uint32_t idx = 0, gen = ++s->gen_next;
-		/* The region key of the DCT's receive buffers: its generation, as an MR's key
-		 * is unique while it lives. */
-		rc = dc_dct_create(dc, s->dc_arena, d->slot, gen, number, cqi, dc_key, gen, &idx);
-		if (rc)
-			dc_qpn_free(d, number, REC_DCT);
-		else
-			dct_info_fill(s, idx, gen, dct);
-	}
-	return dc_cmd_end(d, st, rc, "CREATE_DCT");
+	return dc_qp_create_cmd(be, cq->handle, REC_DCT, "CREATE_DCT",
+				[&](SimDev *d, uint32_t number, uint32_t gen) {
+					SimShm *s = d->shm;
+					uint32_t idx = 0;
+					/* The region key of the DCT's receive buffers: its generation, as an MR's
+			 * key is unique while it lives. */
+					int rc = dc_dct_create(&s->dc, s->dc_arena, d->slot, gen,
+							       number, uint32_t(cq->handle), dc_key,
+							       gen, &idx);
+					if (rc == 0)
+						dct_info_fill(s, idx, gen, dct);
+					return rc;
+				});
 }
 
 int

@@ -58,7 +58,12 @@ sim_args_default(void *args)
 	a->cap_reserved_qpn = 1;
 	a->log_gran = 0;
 	a->log_max_alloc = 10;
-	a->log_max_num = 16;
+	/* 2^20 reserved QPNs in total. PRM HCA caps 2 log_max_num_reserved_qpn is 5 bits and no
+	 * public source gives a ConnectX's value; 2^20 is 1/16 of the 24-bit QPN space and 4x the
+	 * 2^18 QPs of log_max_qp below (as ConnectX), enough for the QPNs a 1 s timewait holds at
+	 * a few hundred thousand connections a second (doc/guides/app.md, "QPNs a connection
+	 * holds"). The shared segment does not grow with it: its QPN table covers all 24 bits. */
+	a->log_max_num = 20;
 	a->log_max_qp = 18;
 	a->qpn_inc = 1;
 	a->qos_shift = 0;
@@ -104,7 +109,7 @@ extern const mlx5_qpn_backend_desc g_backend = {
 	.args_default = sim_args_default,
 	.args_check = sim_args_check,
 	.where = sim_where,
-	.purge = mlx5_qpn_sim_destroy,
+	.purge = mlx5_qpn_sim_purge,
 };
 
 } // namespace mlx5_qpn_sim

@@ -18,7 +18,8 @@
  * The files, one concern each:
  *  - sim_internal.h   this header: the segment layout (SimShm), the handle (SimDev), constants;
  *  - sim_segment.cpp  segment and liveness: open/attach/close of the shared segment, owners,
- *                     reclaim of dead processes, mlx5_qpn_sim_destroy();
+ *                     reclaim of dead processes, mlx5_qpn_sim_destroy() and the purge hook
+ *                     (the device's GUID; the generic layer removes its lease file);
  *  - sim_devargs.cpp  its own devargs keys (table, defaults, cross-key checks) and its
  *                     registration (the backend descriptor, mlx5_qpn_backend.h);
  *  - sim_validate.cpp checks of devargs and of everything read back from the segment;
@@ -27,7 +28,9 @@
  *                     fault injection, the mutex test hooks;
  *  - sim_rsvd_qpn.cpp RESERVED_QPN objects, the single-QPN model, ordinary and special QPs;
  *  - sim_uar.cpp      UAR pages and the doorbell service;
- *  - sim_dc_cmd.cpp   DC commands (CQ/DCI/DCT create/destroy, run); sim_dc.cpp executes them;
+ *  - sim_dc_cmd.cpp   DC commands (CQ/DCI/DCT create/destroy, run), one prologue and epilogue;
+ *  - sim_dc.cpp       the DC tables and their page arena (create, destroy, reset, repair);
+ *  - sim_dc_exec.cpp  the DC execution step: send WQEs, SRQ delivery, CQEs, lost SENDs;
  *  - sim_ops.cpp      the ops table (mlx5_qpn_sim_ops), caps, stats and the small queries.
  *
  * Nothing declared here leaves the library: the declarations are hidden (they had internal
@@ -166,7 +169,9 @@ struct SimShm {
 	alignas(4096) uint8_t dc_arena[DC_ARENA];
 };
 
-/* rdma-core's mlx5dv_reserved_qpn_alloc model: per-context blocks of 2^granularity QPNs. */
+/* rdma-core's mlx5dv_reserved_qpn_alloc model: per-context blocks of 2^granularity QPNs, kept
+ * in creation order (SimDev::blks): QPNs are handed out from the last (newest) block only, and
+ * a block leaves the list, in place, when its last QPN comes back. */
 struct SingleBlock {
 	mlx5_qpn_range_obj obj;
 	uint32_t size;
@@ -280,6 +285,7 @@ int sim_range_reserve(mlx5_qpn_backend *be, uint32_t log_size, mlx5_qpn_range_ob
 int sim_range_release(mlx5_qpn_backend *be, const mlx5_qpn_range_obj *obj);
 int sim_qpn_reserve_one(mlx5_qpn_backend *be, uint32_t *qpn);
 int sim_qpn_release_one(mlx5_qpn_backend *be, uint32_t qpn);
+int sim_cmd_count(mlx5_qpn_backend *be, uint64_t *n);
 uint8_t qp_alloc_locked(SimDev *d, uint8_t kind, uint32_t aux, uint32_t *qpn);
 int sim_qp_create(mlx5_qpn_backend *be, uint32_t *qpn);
 int sim_qp_destroy(mlx5_qpn_backend *be, uint32_t qpn);

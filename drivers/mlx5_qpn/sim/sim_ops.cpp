@@ -61,6 +61,7 @@ const struct mlx5_qpn_dev_ops mlx5_qpn_sim_ops = {
 	.uar_map = sim_uar_map,
 	.uar_unmap = sim_uar_unmap,
 	.dc = &mlx5_qpn_sim_dc_ops,
+	.cmd_count = sim_cmd_count,
 	.close = sim_close,
 };
 

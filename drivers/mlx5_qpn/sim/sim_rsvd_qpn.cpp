@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 using namespace mlx5_qpn_sim;
 
@@ -205,7 +206,13 @@ sim_qpn_release_one(mlx5_qpn_backend *be, uint32_t qpn)
 			/* Every QPN of the block was handed out and came back. */
 			rc = destroy_rsvd_qpn(d, &b->obj);
 			free(b->bits);
-			d->blks[k] = d->blks[--d->nb_blks];
+			/* Removed in place: the list keeps its order, so its tail stays the newest
+			 * block, the one handed out from (a block moved to the tail's place would
+			 * hide the newest one's unused QPNs; it would never come back whole, and
+			 * its object would never be destroyed). */
+			memmove(&d->blks[k], &d->blks[k + 1],
+				sizeof(SingleBlock) * (d->nb_blks - k - 1));
+			d->nb_blks--;
 		}
 		break;
 	}
@@ -214,6 +221,20 @@ sim_qpn_release_one(mlx5_qpn_backend *be, uint32_t qpn)
 		SIM_LOG(ERR, "device %s: QPN 0x%x is not a reserved QPN held by this handle",
 			d->name, qpn);
 	return rc;
+}
+
+int
+sim_cmd_count(mlx5_qpn_backend *be, uint64_t *n)
+{
+	if (!be || !n)
+		return -EINVAL;
+	SimShm *s = to_dev(be)->shm;
+	int rc = dev_lock(s, to_dev(be)->name);
+	if (rc)
+		return rc;
+	*n = s->ctr.commands;
+	dev_unlock(s);
+	return 0;
 }
 
 /* An ordinary QP number from the table, recorded as `kind` for this handle. Mutex held.

@@ -3,12 +3,11 @@
  * The emulated device's segment and its owners: open (create, reset or attach to the shared
  * segment "/mlx5_qpn_<name>", then register a handle), close (release the handle; the last live
  * owner removes the segment), the liveness of handles and the reclaim of what dead processes
- * held, and mlx5_qpn_sim_destroy().
+ * held, and mlx5_qpn_sim_destroy() (the purge hook).
  */
 #include "sim_internal.h"
 
 #include <atomic>
-#include "mlx5_qpn_lease.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -365,16 +364,17 @@ sim_close(mlx5_qpn_backend *be)
 extern "C" {
 
 int
-mlx5_qpn_sim_destroy(const char *name)
+mlx5_qpn_sim_purge(const char *name, uint64_t *guid)
 {
+	*guid = 0;
 	if (!name || !name_ok(name)) {
 		SIM_LOG(ERR, "invalid emulated device name");
 		return -EINVAL;
 	}
 	char shm_name[64];
 	shm_name_of(name, shm_name, sizeof(shm_name));
-	/* The device's lease file goes with it (its GUID: as created, else from the name). */
-	uint64_t guid = guid_from_name(name);
+	/* The device's GUID: as created (devargs guid=), else the one its name gives. */
+	*guid = guid_from_name(name);
 	int fd = shm_open(shm_name, O_RDONLY | O_CLOEXEC, 0);
 	struct stat st;
 	if (fd >= 0 && fstat(fd, &st) == 0 && size_t(st.st_size) == sizeof(SimShm)) {
@@ -383,19 +383,20 @@ mlx5_qpn_sim_destroy(const char *name)
 		if (p != MAP_FAILED) {
 			const SimShm *s = static_cast<const SimShm *>(p);
 			if (s->pre.magic == SIM_MAGIC && s->cfg.guid != 0)
-				guid = s->cfg.guid;
+				*guid = s->cfg.guid;
 			munmap(p, len);
 		}
 	}
 	if (fd >= 0)
 		close(fd);
-	/* The last close removes the device itself; a lease with cooling entries may remain. */
-	int rc = qpn::shm::segment_unlink(shm_name);
-	char lease_name[48];
-	qpn::lease::name_of(guid, lease_name, sizeof(lease_name));
-	if (shm_unlink(lease_name) == 0 && rc == -ENOENT)
-		rc = 0;
-	return rc;
+	return qpn::shm::segment_unlink(shm_name);
+}
+
+int
+mlx5_qpn_sim_destroy(const char *name)
+{
+	uint64_t guid;
+	return mlx5_qpn_sim_purge(name, &guid);
 }
 
 } /* extern "C" */

@@ -16,7 +16,7 @@
 #include "mlx5_qpn_dc.h"
 #include "mlx5_qpn_ops.h"
 #include "mlx5_qpn_prm_wqe.h"
-#include "mlx5_qpn_dc_ah.h"
+#include "mlx5_qpn_ah.h"
 #include "mlx5_qpn_dc_be.h"
 
 extern int mlx5_qpn_dc_logtype;
@@ -27,8 +27,8 @@ static_assert(MLX5_QPN_DC_AH_AV_SIZE == MLX5_QPN_DC_AV_SIZE, "AV size");
 extern "C" {
 
 int
-mlx5_qpn_dc_ah_create_be(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_addr *addr,
-			 struct mlx5_qpn_dc_ah **ah)
+mlx5_qpn_ah_create_be(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_addr *addr,
+		      struct mlx5_qpn_ah **ah)
 {
 	if (!be || !addr || !ah)
 		return -EINVAL;
@@ -42,7 +42,7 @@ mlx5_qpn_dc_ah_create_be(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_a
 		       addr->flow_label);
 		return -EINVAL;
 	}
-	auto *a = static_cast<mlx5_qpn_dc_ah *>(calloc(1, sizeof(mlx5_qpn_dc_ah)));
+	auto *a = static_cast<mlx5_qpn_ah *>(calloc(1, sizeof(mlx5_qpn_ah)));
 	if (!a)
 		return -ENOMEM;
 	int rc = dc->ah_create(be, addr, &a->info);
@@ -57,16 +57,16 @@ mlx5_qpn_dc_ah_create_be(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_a
 }
 
 int
-mlx5_qpn_dc_ah_create(struct mlx5_qpn_dev *dev, const struct mlx5_qpn_dc_addr *addr,
-		      struct mlx5_qpn_dc_ah **ah)
+mlx5_qpn_ah_create(struct mlx5_qpn_dev *dev, const struct mlx5_qpn_dc_addr *addr,
+		   struct mlx5_qpn_ah **ah)
 {
 	mlx5_qpn_backend *be = dev ? mlx5_qpn_dev_backend(dev) : nullptr;
 
-	return mlx5_qpn_dc_ah_create_be(be, addr, ah);
+	return mlx5_qpn_ah_create_be(be, addr, ah);
 }
 
 void
-mlx5_qpn_dc_ah_destroy(struct mlx5_qpn_dc_ah *ah)
+mlx5_qpn_ah_destroy(struct mlx5_qpn_ah *ah)
 {
 	if (!ah)
 		return;
@@ -75,5 +75,10 @@ mlx5_qpn_dc_ah_destroy(struct mlx5_qpn_dc_ah *ah)
 		DC_LOG(ERR, "AH: device refused to destroy it: %s", strerror(-rc));
 	free(ah);
 }
+
+/* The 2.1 ABI's names: the same functions under second symbols (mlx5_qpn_dc.h). */
+int mlx5_qpn_dc_ah_create(struct mlx5_qpn_dev *dev, const struct mlx5_qpn_dc_addr *addr,
+			  struct mlx5_qpn_ah **ah) __attribute__((alias("mlx5_qpn_ah_create")));
+void mlx5_qpn_dc_ah_destroy(struct mlx5_qpn_ah *ah) __attribute__((alias("mlx5_qpn_ah_destroy")));
 
 } /* extern "C" */
