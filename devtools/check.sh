@@ -227,33 +227,40 @@ check_tidy() {
 		"$here/tidy-db.py" "$src" "$build" "$db" 2>&1 > "$part_dir/tidy.n") || return 1
 	[ -z "$note" ] || echo "check: $note"
 	n=$(cat "$part_dir/tidy.n")
+	local rc=0
 	python3 -c '
-import json, os, sys
+import json, sys
 for e in json.load(open(sys.argv[1])):
-    print(os.path.join(e["directory"], e["file"]))
+    print(e["file"])
 ' "$db/compile_commands.json" | xargs -P "$(nproc)" -n 2 "$ct" --quiet -p "$db" \
-		> "$part_dir/tidy.log" 2>&1
+		> "$part_dir/tidy.log" 2>&1 || rc=$?
 	local bad
 	bad=$(python3 -c '
 import os, re, sys
-src, seen = sys.argv[1], []
-pat = re.compile(r"(/[^:]+):(\d+):\d+: (?:warning|error): (.*?) \[([\w.,-]+)\]$")
+src, build, seen = sys.argv[1], sys.argv[3], []
+pat = re.compile(r"([^ :][^:]*):(\d+):\d+: (?:warning|error): (.*?) \[([\w.,-]+)\]$")
 for line in open(sys.argv[2], errors="replace"):
     m = pat.match(line.rstrip())
     if not m:
         continue
-    path = os.path.relpath(os.path.realpath(m[1]), src)
+    path = os.path.relpath(os.path.realpath(os.path.join(build, m[1])), src)
     check = m[4].split(",")[0]
     item = path + ":" + m[2] + ": " + check + ": " + m[3]
     if item not in seen:
         seen.append(item)
 print("\n".join(seen))
-' "$src" "$part_dir/tidy.log") || { echo "check: tidy: cannot read clang-tidy's output"; return 1; }
+' "$src" "$part_dir/tidy.log" "$build") || { echo "check: tidy: cannot read clang-tidy's output"; return 1; }
 	if [ -n "$bad" ] || grep -q '^Error while processing' "$part_dir/tidy.log"; then
 		[ -z "$bad" ] || echo "$bad" | sed 's/^/check: tidy: /'
 		grep '^Error while processing' "$part_dir/tidy.log" | sort -u | sed 's/^/check: tidy: /'
 		echo "check: tidy: $(grep -c . <<< "$bad") offences in $n sources" \
 			"(devtools/tidy-fix.sh applies the fix-its)"
+		return 1
+	fi
+	# clang-tidy failed, yet no offence was read: say so rather than pass.
+	if [ $rc -ne 0 ]; then
+		echo "check: tidy: clang-tidy-14 exited with $rc and no offence read; its output:"
+		grep -v '^ ' "$part_dir/tidy.log" | head -20
 		return 1
 	fi
 	echo "check: tidy OK ($n sources, .clang-tidy)"

@@ -7,7 +7,7 @@
 # one compile command per source named on stdin (paths relative to SOURCE_DIR), taken from
 # BUILD_DIR/compile_commands.json. The build lists a source once per target that compiles it
 # (app/common/ three times, once in the test executable): the first command outside tests/ is
-# kept. With --tests the test executable's own commands are kept instead, their precompiled
+# kept, its file named by its absolute path. With --tests the test executable's own commands are kept instead, their precompiled
 # header (GCC's, which clang cannot read) named by its source path. Prints the sources the build
 # does not compile (on stderr) and their number kept (on stdout).
 import json
@@ -23,6 +23,7 @@ for e in json.load(open(os.path.join(build, "compile_commands.json"))):
     if f not in want or f in seen or e.get("output", "").startswith("tests/") != tests:
         continue
     seen.add(f)
+    e = dict(e, file=f)  # absolute: clang-tidy names a file as its command does
     if tests and "command" in e:
         pch = os.path.join(src, "tests", "pch", "qpn_tests_pch.h")
         e = dict(e, command=e["command"].replace("-include qpn_tests_pch.h", "-include " + pch)
