@@ -4,8 +4,8 @@
  * emulated device (the seed API's shape on a device handle), no quarantine. Next to "qpnpool" it
  * shows what the driver layer costs on top of the bare pool.
  */
-#include <errno.h>
-#include <stdio.h>
+#include <cerrno>
+#include <cstdio>
 #include <unistd.h>
 
 #include <mlx5_qpn/mlx5_qpn.h>

@@ -371,7 +371,7 @@ mlx5_qpn_cm_shm_detach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid)
 uint64_t
 mlx5_qpn_cm_shm_drops(const struct mlx5_qpn_cm_shm_fabric *fab)
 {
-	return fab ? fab->h->drops.load(std::memory_order_relaxed) : 0;
+	return fab != nullptr ? fab->h->drops.load(std::memory_order_relaxed) : 0;
 }
 
 } // extern "C"

@@ -9,8 +9,8 @@
 #include "mlx5_qpn_prm_wqe.h"
 #include "mlx5_qpn_dc_ops.h"
 
-#include <errno.h>
-#include <string.h>
+#include <cerrno>
+#include <cstring>
 
 #include <atomic>
 
@@ -20,56 +20,56 @@ static_assert(std::atomic_ref<uint32_t>::is_always_lock_free, "lock-free in shar
 
 namespace mlx5_qpn_sim {
 
-static_assert(DC_SRQ_STRIDE == MLX5_QPN_SRQ_WQE_MIN_STRIDE, "one data segment per receive WQE");
-static_assert(DC_RX_STRIDE >= MLX5_QPN_WQE_MAX_INLINE, "a receive buffer holds any SEND");
-static_assert(DC_SRQ_WQES >= 2 * DC_RX_HOLD + 1, "the DC layer's held, spare and posted WQEs");
+static_assert(kDcSrqStride == MLX5_QPN_SRQ_WQE_MIN_STRIDE, "one data segment per receive WQE");
+static_assert(kDcRxStride >= MLX5_QPN_WQE_MAX_INLINE, "a receive buffer holds any SEND");
+static_assert(kDcSrqWqes >= 2 * kDcRxHold + 1, "the DC layer's held, spare and posted WQEs");
 
 /* A receive WQE whose data segment names memory not registered for it (the PRM's local
  * protection error; rdma-core's MLX5_CQE_SYNDROME_LOCAL_PROT_ERR). */
-constexpr uint8_t SYND_LOCAL_PROT_ERR = 0x04;
+constexpr uint8_t kSyndLocalProtErr = 0x04;
 
 namespace {
 
 bool
 page_used(const SimDc *dc, uint32_t p)
 {
-	return (dc->page_bits[p / 64] >> (p % 64)) & 1;
+	return ((dc->page_bits[p / 64] >> (p % 64)) & 1) != 0u;
 }
 
 /* A queue of n pages from first lies inside the arena and holds `bytes`. */
 bool
 pages_ok(uint32_t first, uint32_t n, uint64_t bytes)
 {
-	return first < DC_NB_PAGES && n <= DC_NB_PAGES - first && uint64_t(n) * DC_PAGE >= bytes;
+	return first < kDcNbPages && n <= kDcNbPages - first && uint64_t(n) * kDcPage >= bytes;
 }
 
 bool
 cq_ok(const SimDcCq &c)
 {
-	return c.log_depth >= 1 && c.log_depth <= DC_LOG_CQ_MAX &&
+	return c.log_depth >= 1 && c.log_depth <= kDcLogCqMax &&
 	       pages_ok(c.page, c.npages, uint64_t(MLX5_QPN_CQE_SIZE) << c.log_depth);
 }
 
 bool
 dci_ok(const SimDcDci &d)
 {
-	return d.cq < DC_MAX_CQ && d.log_bbs <= DC_LOG_SQ_MAX + DC_SQ_BB_SHIFT &&
+	return d.cq < kDcMaxCq && d.log_bbs <= kDcLogSqMax + kDcSqBbShift &&
 	       pages_ok(d.page, d.npages, uint64_t(MLX5_QPN_SEND_WQE_BB) << d.log_bbs);
 }
 
 bool
 dct_ok(const SimDcDct &t)
 {
-	return t.cq < DC_MAX_CQ && pages_ok(t.page, t.npages, DC_DCT_BYTES);
+	return t.cq < kDcMaxCq && pages_ok(t.page, t.npages, kDcDctBytes);
 }
 
 void
 pages_mark(SimDc *dc, uint32_t first, uint32_t n, bool used)
 {
-	if (first >= DC_NB_PAGES)
+	if (first >= kDcNbPages)
 		return;
-	if (n > DC_NB_PAGES - first)
-		n = DC_NB_PAGES - first;
+	if (n > kDcNbPages - first)
+		n = kDcNbPages - first;
 	for (uint32_t p = first; p < first + n; p++) {
 		if (used)
 			dc->page_bits[p / 64] |= uint64_t(1) << (p % 64);
@@ -82,12 +82,12 @@ pages_mark(SimDc *dc, uint32_t first, uint32_t n, bool used)
 int
 pages_alloc(SimDc *dc, uint8_t *arena, uint64_t bytes, uint32_t *first, uint32_t *n)
 {
-	uint32_t need = uint32_t((bytes + DC_PAGE - 1) / DC_PAGE);
+	uint32_t need = uint32_t((bytes + kDcPage - 1) / kDcPage);
 	uint32_t run = 0;
 
-	if (need == 0 || need > DC_NB_PAGES)
+	if (need == 0 || need > kDcNbPages)
 		return -ENOMEM;
-	for (uint32_t p = 0; p < DC_NB_PAGES; p++) {
+	for (uint32_t p = 0; p < kDcNbPages; p++) {
 		if (dc->page_bits[p / 64] == ~uint64_t(0) && p % 64 == 0) {
 			run = 0;
 			p += 63;
@@ -97,7 +97,7 @@ pages_alloc(SimDc *dc, uint8_t *arena, uint64_t bytes, uint32_t *first, uint32_t
 		if (run == need) {
 			uint32_t f = p + 1 - need;
 			pages_mark(dc, f, need, true);
-			memset(dc_page_ptr(arena, f), 0, size_t(need) * DC_PAGE);
+			memset(dc_page_ptr(arena, f), 0, size_t(need) * kDcPage);
 			*first = f;
 			*n = need;
 			return 0;
@@ -122,9 +122,9 @@ active_remove(SimDc *dc, uint32_t idx)
 	uint32_t pos = dc->dci[idx].active_pos;
 	uint32_t last = dc->nb_active - 1;
 
-	if (pos < dc->nb_active && dc->nb_active <= DC_MAX_DCI && dc->active[pos] == idx) {
+	if (pos < dc->nb_active && dc->nb_active <= kDcMaxDci && dc->active[pos] == idx) {
 		dc->active[pos] = dc->active[last];
-		if (dc->active[pos] < DC_MAX_DCI)
+		if (dc->active[pos] < kDcMaxDci)
 			dc->dci[dc->active[pos]].active_pos = pos;
 		std::atomic_ref<uint32_t>(dc->nb_active).store(last, std::memory_order_relaxed);
 	}
@@ -208,11 +208,11 @@ srq_posted(const SimDcDct &t)
 uint8_t *
 srq_buffer(uint8_t *arena, const SimDcDct &t, uint32_t lkey, uint64_t addr, uint32_t len)
 {
-	const uint64_t size = uint64_t(DC_SRQ_WQES) * DC_RX_STRIDE;
+	const uint64_t size = uint64_t(kDcSrqWqes) * kDcRxStride;
 	if (lkey != t.lkey || addr < t.buf_va || addr - t.buf_va > size ||
 	    len > size - (addr - t.buf_va))
 		return nullptr;
-	return dc_page_ptr(arena, t.page) + DC_RX_BUF_OFF + (addr - t.buf_va);
+	return dc_page_ptr(arena, t.page) + kDcRxBufOff + (addr - t.buf_va);
 }
 
 /*
@@ -232,8 +232,8 @@ srq_deliver(SimDc *dc, uint8_t *arena, SimDcDct &t, SimDcCq &rcq, uint32_t src_q
 		dc->ctr.rnr++;
 		return false;
 	}
-	uint16_t idx = uint16_t(t.srq_head & (DC_SRQ_WQES - 1));
-	const uint8_t *w = dc_page_ptr(arena, t.page) + size_t(idx) * DC_SRQ_STRIDE;
+	uint16_t idx = uint16_t(t.srq_head & (kDcSrqWqes - 1));
+	const uint8_t *w = dc_page_ptr(arena, t.page) + size_t(idx) * kDcSrqStride;
 	uint32_t cap = mlx5_qpn_get_be32(w + MLX5_QPN_SRQ_OFF_DSEG);
 	uint32_t lkey = mlx5_qpn_get_be32(w + MLX5_QPN_SRQ_OFF_DSEG + 4);
 	uint64_t addr = mlx5_qpn_get_be64(w + MLX5_QPN_SRQ_OFF_DSEG + 8);
@@ -247,7 +247,7 @@ srq_deliver(SimDc *dc, uint8_t *arena, SimDcDct &t, SimDcCq &rcq, uint32_t src_q
 	r.wqe_counter = idx;
 	if (len > cap || buf == nullptr) {
 		r.opcode = MLX5_QPN_PRM_CQE_RESP_ERR;
-		r.syndrome = len > cap ? MLX5_QPN_SYND_LOCAL_LENGTH_ERR : SYND_LOCAL_PROT_ERR;
+		r.syndrome = len > cap ? MLX5_QPN_SYND_LOCAL_LENGTH_ERR : kSyndLocalProtErr;
 		cqe_write(dc, arena, rcq, r);
 		return true;
 	}
@@ -338,7 +338,7 @@ dci_execute(SimDc *dc, uint8_t *arena, SimDcDci &d, DctLookup lookup, void *ctx,
 				dc->ctr.faults++;
 				send_lost(dc, d);
 				break;
-			} else if (t < 0 || t >= int(DC_MAX_DCT) || !dc->dct[t].live ||
+			} else if (t < 0 || t >= int(kDcMaxDct) || !dc->dct[t].live ||
 				   !dct_ok(dc->dct[t]) || !cq_ok(dc->cq[dc->dct[t].cq])) {
 				send_lost(dc, d);
 				break;
@@ -349,7 +349,7 @@ dci_execute(SimDc *dc, uint8_t *arena, SimDcDci &d, DctLookup lookup, void *ctx,
 			} else {
 				SimDcDct &dt = dc->dct[t];
 				SimDcCq &rcq = dc->cq[dt.cq];
-				bool sig = f.fm_ce_se & MLX5_QPN_WQE_CTRL_CQ_UPDATE;
+				bool sig = (f.fm_ce_se & MLX5_QPN_WQE_CTRL_CQ_UPDATE) != 0;
 				uint32_t need_r = (&rcq == &cq) ? 1 + (sig ? 1 : 0) : 1;
 				if (cq_room(rcq) < need_r) {
 					/* The receiver cannot take it now (receiver-not-ready): retry
@@ -385,16 +385,16 @@ dci_execute(SimDc *dc, uint8_t *arena, SimDcDci &d, DctLookup lookup, void *ctx,
 uint8_t *
 dc_page_ptr(uint8_t *arena, uint32_t page)
 {
-	return arena + size_t(page) * DC_PAGE;
+	return arena + size_t(page) * kDcPage;
 }
 
 int
 dc_cq_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t log_depth,
 	     uint32_t *idx)
 {
-	if (log_depth < 1 || log_depth > DC_LOG_CQ_MAX)
+	if (log_depth < 1 || log_depth > kDcLogCqMax)
 		return -EINVAL;
-	int i = slot_alloc(dc->cq, DC_MAX_CQ);
+	int i = slot_alloc(dc->cq, kDcMaxCq);
 	if (i < 0)
 		return -ENOMEM;
 	SimDcCq &c = dc->cq[i];
@@ -427,11 +427,11 @@ int
 dc_dci_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t qpn, uint32_t cq,
 	      uint32_t log_bbs, uint32_t uar, uint32_t *idx)
 {
-	if (cq >= DC_MAX_CQ || !dc->cq[cq].live || dc->cq[cq].owner != owner ||
-	    log_bbs > DC_LOG_SQ_MAX + DC_SQ_BB_SHIFT)
+	if (cq >= kDcMaxCq || !dc->cq[cq].live || dc->cq[cq].owner != owner ||
+	    log_bbs > kDcLogSqMax + kDcSqBbShift)
 		return -EINVAL;
-	int i = slot_alloc(dc->dci, DC_MAX_DCI);
-	if (i < 0 || dc->nb_active >= DC_MAX_DCI)
+	int i = slot_alloc(dc->dci, kDcMaxDci);
+	if (i < 0 || dc->nb_active >= kDcMaxDci)
 		return -ENOMEM;
 	SimDcDci &d = dc->dci[i];
 	uint32_t first, n;
@@ -466,14 +466,14 @@ int
 dc_dct_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t number, uint32_t cq,
 	      uint64_t dc_key, uint32_t lkey, uint32_t *idx)
 {
-	if (cq >= DC_MAX_CQ || !dc->cq[cq].live || dc->cq[cq].owner != owner)
+	if (cq >= kDcMaxCq || !dc->cq[cq].live || dc->cq[cq].owner != owner)
 		return -EINVAL;
-	int i = slot_alloc(dc->dct, DC_MAX_DCT);
+	int i = slot_alloc(dc->dct, kDcMaxDct);
 	if (i < 0)
 		return -ENOMEM;
 	SimDcDct &t = dc->dct[i];
 	uint32_t first, n;
-	int rc = pages_alloc(dc, arena, DC_DCT_BYTES, &first, &n);
+	int rc = pages_alloc(dc, arena, kDcDctBytes, &first, &n);
 	if (rc)
 		return rc;
 	t.owner = owner;
@@ -484,7 +484,7 @@ dc_dct_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t 
 	t.npages = n;
 	t.dc_key = dc_key;
 	/* The owner registers the buffers where its own mapping of the arena has them. */
-	t.buf_va = uint64_t(uintptr_t(dc_page_ptr(arena, first) + DC_RX_BUF_OFF));
+	t.buf_va = uint64_t(uintptr_t(dc_page_ptr(arena, first) + kDcRxBufOff));
 	t.lkey = lkey;
 	t.srq_head = 0;
 	t.srq_taken = 0;
@@ -499,7 +499,7 @@ dc_dct_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t 
 int
 dc_cq_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen)
 {
-	if (idx >= DC_MAX_CQ || !dc->cq[idx].live || dc->cq[idx].owner != owner ||
+	if (idx >= kDcMaxCq || !dc->cq[idx].live || dc->cq[idx].owner != owner ||
 	    dc->cq[idx].gen != gen)
 		return -EINVAL;
 	SimDcCq &c = dc->cq[idx];
@@ -514,14 +514,14 @@ dc_cq_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen)
 int
 dc_dci_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen)
 {
-	if (idx >= DC_MAX_DCI || !dc->dci[idx].live || dc->dci[idx].owner != owner ||
+	if (idx >= kDcMaxDci || !dc->dci[idx].live || dc->dci[idx].owner != owner ||
 	    dc->dci[idx].gen != gen)
 		return -EINVAL;
 	SimDcDci &d = dc->dci[idx];
 	active_remove(dc, idx);
 	std::atomic_ref<uint32_t>(d.live).store(0, std::memory_order_release);
 	pages_mark(dc, d.page, d.npages, false);
-	if (d.cq < DC_MAX_CQ && dc->cq[d.cq].refs)
+	if (d.cq < kDcMaxCq && dc->cq[d.cq].refs)
 		dc->cq[d.cq].refs--;
 	dc->ctr.dcis--;
 	return 0;
@@ -530,13 +530,13 @@ dc_dci_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen)
 int
 dc_dct_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen)
 {
-	if (idx >= DC_MAX_DCT || !dc->dct[idx].live || dc->dct[idx].owner != owner ||
+	if (idx >= kDcMaxDct || !dc->dct[idx].live || dc->dct[idx].owner != owner ||
 	    dc->dct[idx].gen != gen)
 		return -EINVAL;
 	SimDcDct &t = dc->dct[idx];
 	std::atomic_ref<uint32_t>(t.live).store(0, std::memory_order_release);
 	pages_mark(dc, t.page, t.npages, false);
-	if (t.cq < DC_MAX_CQ && dc->cq[t.cq].refs)
+	if (t.cq < kDcMaxCq && dc->cq[t.cq].refs)
 		dc->cq[t.cq].refs--;
 	dc->ctr.dcts--;
 	return 0;
@@ -546,13 +546,13 @@ void
 dc_owner_release(SimDc *dc, uint16_t owner)
 {
 	/* QPs first, so that their CQs have no users left. */
-	for (uint32_t i = 0; i < DC_MAX_DCI; i++)
+	for (uint32_t i = 0; i < kDcMaxDci; i++)
 		if (dc->dci[i].live && dc->dci[i].owner == owner)
 			dc_dci_destroy(dc, owner, i, dc->dci[i].gen);
-	for (uint32_t i = 0; i < DC_MAX_DCT; i++)
+	for (uint32_t i = 0; i < kDcMaxDct; i++)
 		if (dc->dct[i].live && dc->dct[i].owner == owner)
 			dc_dct_destroy(dc, owner, i, dc->dct[i].gen);
-	for (uint32_t i = 0; i < DC_MAX_CQ; i++) {
+	for (uint32_t i = 0; i < kDcMaxCq; i++) {
 		if (dc->cq[i].live && dc->cq[i].owner == owner) {
 			dc->cq[i].refs =
 				0; /* a QP of another owner on it is impossible (checked) */
@@ -569,7 +569,7 @@ dc_rebuild(SimDc *dc)
 	dc->ctr.cqs = dc->ctr.dcis = dc->ctr.dcts = 0;
 	/* A process died inside a command: an entry that does not check out is dropped rather
 	 * than indexed with. */
-	for (uint32_t i = 0; i < DC_MAX_CQ; i++) {
+	for (uint32_t i = 0; i < kDcMaxCq; i++) {
 		if (dc->cq[i].live && !cq_ok(dc->cq[i]))
 			dc->cq[i].live = 0;
 		if (!dc->cq[i].live)
@@ -578,7 +578,7 @@ dc_rebuild(SimDc *dc)
 		pages_mark(dc, dc->cq[i].page, dc->cq[i].npages, true);
 		dc->ctr.cqs++;
 	}
-	for (uint32_t i = 0; i < DC_MAX_DCI; i++) {
+	for (uint32_t i = 0; i < kDcMaxDci; i++) {
 		SimDcDci &d = dc->dci[i];
 		if (d.live && (!dci_ok(d) || !dc->cq[d.cq].live))
 			d.live = 0;
@@ -590,7 +590,7 @@ dc_rebuild(SimDc *dc)
 		dc->cq[d.cq].refs++;
 		dc->ctr.dcis++;
 	}
-	for (uint32_t i = 0; i < DC_MAX_DCT; i++) {
+	for (uint32_t i = 0; i < kDcMaxDct; i++) {
 		if (dc->dct[i].live && (!dct_ok(dc->dct[i]) || !dc->cq[dc->dct[i].cq].live))
 			dc->dct[i].live = 0;
 		if (!dc->dct[i].live)
@@ -604,15 +604,15 @@ dc_rebuild(SimDc *dc)
 bool
 dc_valid(const SimDc *dc, uint32_t max_owner, uint32_t nb_uars)
 {
-	if (dc->nb_active > DC_MAX_DCI)
+	if (dc->nb_active > kDcMaxDci)
 		return false;
 	uint32_t active = 0;
-	for (uint32_t i = 0; i < DC_MAX_CQ; i++) {
+	for (uint32_t i = 0; i < kDcMaxCq; i++) {
 		const SimDcCq &c = dc->cq[i];
 		if (c.live > 1 || (c.live && (!cq_ok(c) || c.owner >= max_owner)))
 			return false;
 	}
-	for (uint32_t i = 0; i < DC_MAX_DCI; i++) {
+	for (uint32_t i = 0; i < kDcMaxDci; i++) {
 		const SimDcDci &d = dc->dci[i];
 		if (d.live > 1)
 			return false;
@@ -623,7 +623,7 @@ dc_valid(const SimDc *dc, uint32_t max_owner, uint32_t nb_uars)
 			return false;
 		active++;
 	}
-	for (uint32_t i = 0; i < DC_MAX_DCT; i++) {
+	for (uint32_t i = 0; i < kDcMaxDct; i++) {
 		const SimDcDct &t = dc->dct[i];
 		if (t.live > 1 ||
 		    (t.live && (!dct_ok(t) || t.owner >= max_owner || !dc->cq[t.cq].live)))
@@ -635,7 +635,7 @@ dc_valid(const SimDc *dc, uint32_t max_owner, uint32_t nb_uars)
 int
 dc_dci_reset(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen)
 {
-	if (idx >= DC_MAX_DCI || !dc->dci[idx].live || dc->dci[idx].owner != owner ||
+	if (idx >= kDcMaxDci || !dc->dci[idx].live || dc->dci[idx].owner != owner ||
 	    dc->dci[idx].gen != gen)
 		return -EINVAL;
 	SimDcDci &d = dc->dci[idx];
@@ -657,19 +657,19 @@ dc_execute(SimDc *dc, uint8_t *arena, DctLookup lookup, void *ctx, uint32_t err_
 {
 	uint32_t total = 0;
 	dc->pass++;
-	uint32_t nb = dc->nb_active < DC_MAX_DCI ? dc->nb_active : DC_MAX_DCI;
+	uint32_t nb = dc->nb_active < kDcMaxDci ? dc->nb_active : kDcMaxDci;
 
-	for (uint32_t k = 0; k < nb && total < DC_EXEC_BUDGET; k++) {
+	for (uint32_t k = 0; k < nb && total < kDcExecBudget; k++) {
 		/* Checked at attach; re-checked here because another process of this user may
 		 * have written the tables since: a bad entry is skipped, never indexed with. */
-		if (dc->active[k] >= DC_MAX_DCI)
+		if (dc->active[k] >= kDcMaxDci)
 			continue;
 		SimDcDci &d = dc->dci[dc->active[k]];
 		if (!d.live || !dci_ok(d) || !cq_ok(dc->cq[d.cq]))
 			continue;
-		uint32_t budget = DC_EXEC_BUDGET - total;
-		if (budget > DC_EXEC_BUDGET_PER_DCI)
-			budget = DC_EXEC_BUDGET_PER_DCI;
+		uint32_t budget = kDcExecBudget - total;
+		if (budget > kDcExecBudgetPerDci)
+			budget = kDcExecBudgetPerDci;
 		total += uint32_t(dci_execute(dc, arena, d, lookup, ctx, budget, err_every));
 	}
 	return int(total);

@@ -11,9 +11,9 @@
 #include "mlx5_qpn_dc.h"
 #include "mlx5_qpn_prm_wqe.h"
 
-#include <errno.h>
+#include <cerrno>
+#include <cstring>
 #include <pthread.h>
-#include <string.h>
 
 #include <atomic>
 
@@ -34,7 +34,7 @@ dct_lookup(void *ctx, uint32_t dctn)
 	if (qpn_of(s, idx) != dctn)
 		return -1;
 	const SimRec *r = rec_find(s, idx + 1);
-	if (!r || r->kind != REC_DCT || r->aux >= DC_MAX_DCT)
+	if ((r == nullptr) || r->kind != REC_DCT || r->aux >= kDcMaxDct)
 		return -1;
 	return int(r->aux);
 }
@@ -43,7 +43,7 @@ dct_lookup(void *ctx, uint32_t dctn)
 int
 dc_cmd_begin(mlx5_qpn_backend *be, CmdKind kind, uint8_t *st)
 {
-	if (!be)
+	if (be == nullptr)
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	if (d->dc_off)
@@ -82,7 +82,8 @@ dc_qpn_free(SimDev *d, uint32_t qpn, uint8_t kind)
 	SimShm *s = d->shm;
 	SimRec *r = rec_find(s, index_of(s, qpn) + 1);
 
-	if (r && r->kind == kind && r->owner == d->slot && qpn_of(s, index_of(s, qpn)) == qpn)
+	if ((r != nullptr) && r->kind == kind && r->owner == d->slot &&
+	    qpn_of(s, index_of(s, qpn)) == qpn)
 		rec_release(s, r);
 }
 
@@ -90,11 +91,11 @@ int
 sim_cq_create(mlx5_qpn_backend *be, uint32_t log_depth, mlx5_qpn_dc_cq_info *cq)
 {
 	uint8_t st = 0;
-	if (!cq)
+	if (cq == nullptr)
 		return -EINVAL;
-	if (be && (log_depth < 1 || log_depth > DC_LOG_CQ_MAX)) {
+	if ((be != nullptr) && (log_depth < 1 || log_depth > kDcLogCqMax)) {
 		SIM_LOG(ERR, "device %s: CQ log_depth %u outside [1, %u]", to_dev(be)->name,
-			log_depth, DC_LOG_CQ_MAX);
+			log_depth, kDcLogCqMax);
 		return -EINVAL;
 	}
 	int rc = dc_cmd_begin(be, CMD_CREATE, &st);
@@ -121,7 +122,7 @@ int
 sim_cq_destroy(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq)
 {
 	uint8_t st = 0;
-	if (!cq || !handle_ok(cq->handle, DC_MAX_CQ))
+	if ((cq == nullptr) || !handle_ok(cq->handle, kDcMaxCq))
 		return -EINVAL;
 	int rc = dc_cmd_begin(be, CMD_DESTROY, &st);
 	if (rc)
@@ -136,7 +137,7 @@ bool
 cq_is_mine(const SimDc *dc, const SimDev *d, uint64_t handle)
 {
 	uint32_t i = uint32_t(handle);
-	return dc->cq[i].live && dc->cq[i].owner == d->slot &&
+	return (dc->cq[i].live != 0u) && dc->cq[i].owner == d->slot &&
 	       dc->cq[i].gen == uint32_t(handle >> 32);
 }
 
@@ -171,7 +172,7 @@ dc_qp_destroy_cmd(mlx5_qpn_backend *be, uint64_t handle, uint32_t max, uint8_t r
 int
 path_check(const SimDev *d, const mlx5_qpn_dc_path *p, const char *what)
 {
-	if (!p)
+	if (p == nullptr)
 		return 0;
 	const char *bad = nullptr;
 	unsigned v = 0;
@@ -189,7 +190,7 @@ path_check(const SimDev *d, const mlx5_qpn_dc_path *p, const char *what)
 		bad = "sgid_index (the port's GID table has index 0 only)", v = p->sgid_index;
 	else if (p->is_global && p->flow_label > 0xfffff)
 		bad = "flow_label", v = p->flow_label;
-	if (!bad)
+	if (bad == nullptr)
 		return 0;
 	SIM_LOG(ERR, "device %s: %s: path refused: %s %u", d->name, what, bad, v);
 	return -EINVAL;
@@ -200,8 +201,8 @@ sim_dci_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint32_t log
 	       const mlx5_qpn_dc_path *path, mlx5_qpn_dc_dci_info *dci)
 {
 	uint8_t st = 0;
-	if (!be || !cq || !dci || !handle_ok(cq->handle, DC_MAX_CQ) ||
-	    log_sq_bbs > DC_LOG_SQ_MAX + DC_SQ_BB_SHIFT)
+	if ((be == nullptr) || (cq == nullptr) || (dci == nullptr) ||
+	    !handle_ok(cq->handle, kDcMaxCq) || log_sq_bbs > kDcLogSqMax + kDcSqBbShift)
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	if (d->dc_off)
@@ -257,7 +258,7 @@ int
 sim_dci_reset(mlx5_qpn_backend *be, const mlx5_qpn_dc_dci_info *dci, const mlx5_qpn_dc_path *path)
 {
 	uint8_t st = 0;
-	if (!be || !dci || !handle_ok(dci->handle, DC_MAX_DCI))
+	if ((be == nullptr) || (dci == nullptr) || !handle_ok(dci->handle, kDcMaxDci))
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	if (!d->dc_off && path_check(d, path, "DCI reset") != 0)
@@ -272,9 +273,9 @@ sim_dci_reset(mlx5_qpn_backend *be, const mlx5_qpn_dc_dci_info *dci, const mlx5_
 int
 sim_dci_destroy(mlx5_qpn_backend *be, const mlx5_qpn_dc_dci_info *dci)
 {
-	if (!dci)
+	if (dci == nullptr)
 		return -EINVAL;
-	return dc_qp_destroy_cmd(be, dci->handle, DC_MAX_DCI, REC_DCI, "DESTROY_QP (DCI)");
+	return dc_qp_destroy_cmd(be, dci->handle, kDcMaxDci, REC_DCI, "DESTROY_QP (DCI)");
 }
 
 /* What the DC layer receives a DCT's messages by: its SRQ as mlx5dv hands one out (the WQE
@@ -287,13 +288,13 @@ dct_info_fill(SimShm *s, uint32_t idx, uint32_t gen, mlx5_qpn_dc_dct_info *dct)
 	rec_find(s, index_of(s, t.number) + 1)->aux = idx;
 	memset(dct, 0, sizeof(*dct));
 	dct->dctn = t.number;
-	dct->rx_slots = DC_RX_HOLD;
-	dct->rx_stride = DC_RX_STRIDE;
+	dct->rx_slots = kDcRxHold;
+	dct->rx_stride = kDcRxStride;
 	dct->srq.wqes = q;
 	dct->srq.dbrec = t.srq_dbrec;
-	dct->srq.log_wqes = DC_SRQ_LOG_WQES;
-	dct->srq.stride = DC_SRQ_STRIDE;
-	dct->srq.buf = q + DC_RX_BUF_OFF;
+	dct->srq.log_wqes = kDcSrqLogWqes;
+	dct->srq.stride = kDcSrqStride;
+	dct->srq.buf = q + kDcRxBufOff;
 	dct->srq.lkey = t.lkey;
 	dct->handle = (uint64_t(gen) << 32) | idx;
 }
@@ -303,9 +304,9 @@ sim_dct_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint64_t dc_
 	       const mlx5_qpn_dc_path *path, mlx5_qpn_dc_dct_info *dct)
 {
 	uint8_t st = 0;
-	if (!cq || !dct || !handle_ok(cq->handle, DC_MAX_CQ))
+	if ((cq == nullptr) || (dct == nullptr) || !handle_ok(cq->handle, kDcMaxCq))
 		return -EINVAL;
-	if (be && !to_dev(be)->dc_off && path_check(to_dev(be), path, "DCT") != 0)
+	if ((be != nullptr) && !to_dev(be)->dc_off && path_check(to_dev(be), path, "DCT") != 0)
 		return -EINVAL;
 	int rc = dc_cmd_begin(be, CMD_CREATE, &st);
 	if (rc)
@@ -335,15 +336,15 @@ sim_dct_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint64_t dc_
 int
 sim_dct_destroy(mlx5_qpn_backend *be, const mlx5_qpn_dc_dct_info *dct)
 {
-	if (!dct)
+	if (dct == nullptr)
 		return -EINVAL;
-	return dc_qp_destroy_cmd(be, dct->handle, DC_MAX_DCT, REC_DCT, "DESTROY_DCT");
+	return dc_qp_destroy_cmd(be, dct->handle, kDcMaxDct, REC_DCT, "DESTROY_DCT");
 }
 
 int
 sim_dc_execute(mlx5_qpn_backend *be)
 {
-	if (!be)
+	if (be == nullptr)
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	if (d->dc_off)
@@ -367,7 +368,7 @@ sim_dc_execute(mlx5_qpn_backend *be)
 int
 sim_ah_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_addr *addr, mlx5_qpn_dc_ah_info *ah)
 {
-	if (!be || !addr || !ah)
+	if ((be == nullptr) || (addr == nullptr) || (ah == nullptr))
 		return -EINVAL;
 	if (to_dev(be)->dc_off)
 		return -EOPNOTSUPP;
@@ -380,7 +381,7 @@ sim_ah_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_addr *addr, mlx5_qpn_dc_ah
 int
 sim_ah_destroy(mlx5_qpn_backend *be, const mlx5_qpn_dc_ah_info *ah)
 {
-	return be && ah ? 0 : -EINVAL;
+	return (be != nullptr) && (ah != nullptr) ? 0 : -EINVAL;
 }
 
 } // namespace
@@ -406,9 +407,9 @@ const struct mlx5_qpn_dc_ops mlx5_qpn_sim_dc_ops = {
 int
 mlx5_qpn_sim_dc_enable(struct mlx5_qpn_backend *be, int on)
 {
-	if (!be || (on != 0 && on != 1))
+	if ((be == nullptr) || (on != 0 && on != 1))
 		return -EINVAL;
-	to_dev(be)->dc_off = !on;
+	to_dev(be)->dc_off = (on == 0);
 	return 0;
 }
 
