@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 #
-#   devtools/check.sh [--no-format] [--no-library] [SOURCE_DIR [BUILD_DIR]]
+#   devtools/check.sh [--no-format] [--no-library] [--no-tidy] [SOURCE_DIR [BUILD_DIR]]
 #
 # Every static check of the tree, in one command (run by the test command as the meson test
 # 'check', suite 'check'):
@@ -17,20 +17,27 @@
 #  5. dialect      no atomic builtins (C++ atomics only) and no rte_log call outside the one log
 #                  macro family in lib/ and drivers/;
 #  6. nothrow      no allocation that can throw in lib/ and drivers/: no std::string, std::vector,
-#                  std::map, ... and no plain `new` (new (std::nothrow), malloc, NtVec instead).
+#                  std::map, ... and no plain `new` (new (std::nothrow), NtVec instead);
+#  7. tidy         one surface dialect (.clang-tidy, doc/guides/contributing.md §3): clang-tidy-14
+#                  on the tracked *.cpp of lib/ drivers/ app/ with BUILD_DIR's compile commands,
+#                  one line per offence (file:line: check); first it shows one refusal on purpose
+#                  (`if (!p)`); skipped, with one line, where clang-tidy-14 is not installed.
 # SOURCE_DIR defaults to this script's tree, BUILD_DIR to SOURCE_DIR/build (parts needing it are
 # skipped when it is not a configured build). --no-format or QPN_CHECK_FORMAT=0 skips part 1,
-# --no-library part 3 (a sanitizer build's library cannot be linked without its runtime).
+# --no-library part 3 (a sanitizer build's library cannot be linked without its runtime), --no-tidy
+# or QPN_CHECK_TIDY=0 part 7 (the sanitizer builds: the same sources, checked once in the plain one).
 # Exit status: 0 when every part that ran passed.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 do_format=${QPN_CHECK_FORMAT:-1}
 do_library=1
+do_tidy=${QPN_CHECK_TIDY:-1}
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--no-format) do_format=0 ;;
 	--no-library) do_library=0 ;;
-	-h|--help) sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--no-tidy) do_tidy=0 ;;
+	-h|--help) sed -n '3,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "check: unknown option $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
@@ -173,9 +180,9 @@ for my $f (@ARGV) {
 	for my $line (split /\n/, $text) {
 		$n++;
 		if ($line =~ /\bstd::($types)\b/) {
-			print "check: std::$1 can throw (use a fixed buffer, malloc or NtVec): $f:$n\n";
+			print "check: std::$1 can throw (use a fixed buffer or NtVec): $f:$n\n";
 		} elsif ($line =~ /(?<![\w.>])new\s+(?:[A-Za-z_:])/) {
-			print "check: plain new can throw (use new (std::nothrow) or malloc): $f:$n\n";
+			print "check: plain new can throw (use new (std::nothrow) or NtVec): $f:$n\n";
 		}
 	}
 }' || true)
@@ -184,6 +191,79 @@ for my $f (@ARGV) {
 		return 1
 	fi
 	echo "check: nothrow OK (no container or plain new in lib/ and drivers/)"
+}
+
+# One surface dialect (doc/guides/contributing.md §3, the table "One dialect"): the checks of the
+# top .clang-tidy (app/.clang-tidy drops the allocation rule) on every tracked *.cpp of lib/,
+# drivers/ and app/, each compiled as the build compiles it. The build's compile_commands.json
+# lists a source once per target that compiles it (app/common/ three times, once in the test
+# executable with its precompiled header): devtools/tidy-db.py writes a copy that keeps the first
+# command of each source outside tests/. One clang-tidy per core, a few files each; an offence in a header, seen from several
+# sources, is one line. Before that, one refusal on purpose: a two-line snippet testing a pointer
+# with `if (!p)` must be refused, or the check could not fail at all.
+check_tidy() {
+	local ct
+	ct=$(command -v clang-tidy-14 || true)
+	if [ -z "$ct" ]; then
+		echo "check: tidy skipped (no clang-tidy-14 installed; apt-get install clang-tidy-14)"
+		return 0
+	fi
+	local db="$part_dir/tidy-db" snip="$part_dir/tidy-snippet"
+	mkdir -p "$db" "$snip"
+	printf '%s\n' 'int first(const int *p)' '{ if (!p) return -1; return *p; }' > "$snip/refused.cpp"
+	local out
+	out=$("$ct" --quiet --config-file="$src/.clang-tidy" "$snip/refused.cpp" -- -std=c++20 2>&1)
+	if [ $? -ne 0 ] && grep -q 'refused.cpp:2:.*\[readability-implicit-bool-conversion' <<< "$out"
+	then
+		echo "check: tidy refuses 'if (!p)': refused.cpp:2: readability-implicit-bool-conversion"
+	else
+		echo "check: tidy does not refuse 'if (!p)' (is .clang-tidy read?):"
+		echo "$out" | head -5
+		return 1
+	fi
+	local n note
+	# tidy-db.py: the count on stdout, the sources the build does not compile on stderr.
+	note=$(tracked 'lib/*.cpp' 'drivers/*.cpp' 'app/*.cpp' |
+		"$here/tidy-db.py" "$src" "$build" "$db" 2>&1 > "$part_dir/tidy.n") || return 1
+	[ -z "$note" ] || echo "check: $note"
+	n=$(cat "$part_dir/tidy.n")
+	local rc=0
+	python3 -c '
+import json, sys
+for e in json.load(open(sys.argv[1])):
+    print(e["file"])
+' "$db/compile_commands.json" | xargs -P "$(nproc)" -n 2 "$ct" --quiet -p "$db" \
+		> "$part_dir/tidy.log" 2>&1 || rc=$?
+	local bad
+	bad=$(python3 -c '
+import os, re, sys
+src, build, seen = sys.argv[1], sys.argv[3], []
+pat = re.compile(r"([^ :][^:]*):(\d+):\d+: (?:warning|error): (.*?) \[([\w.,-]+)\]$")
+for line in open(sys.argv[2], errors="replace"):
+    m = pat.match(line.rstrip())
+    if not m:
+        continue
+    path = os.path.relpath(os.path.realpath(os.path.join(build, m[1])), src)
+    check = m[4].split(",")[0]
+    item = path + ":" + m[2] + ": " + check + ": " + m[3]
+    if item not in seen:
+        seen.append(item)
+print("\n".join(seen))
+' "$src" "$part_dir/tidy.log" "$build") || { echo "check: tidy: cannot read clang-tidy's output"; return 1; }
+	if [ -n "$bad" ] || grep -q '^Error while processing' "$part_dir/tidy.log"; then
+		[ -z "$bad" ] || echo "$bad" | sed 's/^/check: tidy: /'
+		grep '^Error while processing' "$part_dir/tidy.log" | sort -u | sed 's/^/check: tidy: /'
+		echo "check: tidy: $(grep -c . <<< "$bad") offences in $n sources" \
+			"(devtools/tidy-fix.sh applies the fix-its)"
+		return 1
+	fi
+	# clang-tidy failed, yet no offence was read: say so rather than pass.
+	if [ $rc -ne 0 ]; then
+		echo "check: tidy: clang-tidy-14 exited with $rc and no offence read; its output:"
+		grep -v '^ ' "$part_dir/tidy.log" | head -20
+		return 1
+	fi
+	echo "check: tidy OK ($n sources, .clang-tidy)"
 }
 
 have_build() { [ -f "$build/meson-info/intro-targets.json" ]; }
@@ -206,6 +286,13 @@ if have_build; then
 	run_part include-paths "$here/check-probe.sh" "$src" "$build"
 else
 	note_part include-paths "--- check: include-paths skipped (no build in $build)"
+fi
+if [ "$do_tidy" != 1 ]; then
+	note_part tidy "--- check: tidy skipped (--no-tidy / QPN_CHECK_TIDY=0)"
+elif [ -f "$build/compile_commands.json" ]; then
+	run_part tidy check_tidy
+else
+	note_part tidy "--- check: tidy skipped (no compile_commands.json in $build)"
 fi
 wait
 for name in "${parts[@]}"; do

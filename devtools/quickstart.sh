@@ -17,7 +17,8 @@ esac
 
 # Debian 12 packages the project builds and tests with.
 pkgs=(meson ninja-build pkg-config g++ libdpdk-dev libibverbs-dev librdmacm-dev libhwloc-dev
-      libgtest-dev libgmock-dev clang-format-14 libjansson-dev python3-matplotlib valgrind)
+      libgtest-dev libgmock-dev clang-format-14 clang-tidy-14 libjansson-dev python3-matplotlib
+      valgrind)
 # gdb: a test that hangs reports every thread's stack (tests/common/hang_report.h).
 [ "$mode" = run ] || pkgs+=(gdb)
 missing=()

@@ -3,9 +3,9 @@
  * json_writer over libjansson: the tree is built as the caller nests, written once when the
  * outermost value closes. jansson does the escaping, number formatting and member order.
  */
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include <jansson.h>
 
@@ -56,7 +56,7 @@ json_writer::add(json_t *v, bool container)
 	}
 	if (!container)
 		return;
-	if (depth_ >= max_depth) {
+	if (depth_ >= kMaxDepth) {
 		ok_ = false;
 		return;
 	}
@@ -66,7 +66,7 @@ json_writer::add(json_t *v, bool container)
 void
 json_writer::close(bool object)
 {
-	if (depth_ == 0 || json_is_object(stack_[depth_ - 1]) != object) {
+	if (depth_ == 0 || json_is_object(stack_[depth_ - 1]) != static_cast<int>(object)) {
 		ok_ = false;
 		return;
 	}
@@ -136,7 +136,7 @@ json_writer::num(uint64_t v)
 void
 json_writer::num(double v)
 {
-	add(isfinite(v) ? json_real(v) : json_null(), false);
+	add(std::isfinite(v) ? json_real(v) : json_null(), false);
 }
 
 void

@@ -15,10 +15,10 @@
  * they make ok() false.
  */
 
-#include <stdint.h>
-#include <stdio.h>
+#include <cstdint>
+#include <cstdio>
 
-typedef struct json_t json_t;
+using json_t = struct json_t;
 
 struct json_writer {
 	explicit json_writer(FILE *f) : f_(f) {}
@@ -70,9 +70,9 @@ private:
 	void add(json_t *v, bool container);
 	void close(bool object);
 
-	static constexpr int max_depth = 32;
+	static constexpr int kMaxDepth = 32;
 	FILE *f_;
-	json_t *stack_[max_depth] = {};
+	json_t *stack_[kMaxDepth] = {};
 	int depth_ = 0;
 	char *key_ = nullptr; /* pending member name, owned (strdup) */
 	bool ok_ = true;

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "run_meta.h"
 
-#include <stdio.h>
-#include <string.h>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
 #include <sys/utsname.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -18,9 +18,9 @@
 namespace {
 
 /* A copy of the pointer array: rte_eal_init() and the apps reorder argv itself. */
-constexpr int max_saved_args = 256;
+constexpr int kMaxSavedArgs = 256;
 int saved_argc;
-const char *saved_argv[max_saved_args];
+const char *saved_argv[kMaxSavedArgs];
 
 /* The "model name" line of /proc/cpuinfo, or "unknown". */
 void
@@ -49,7 +49,7 @@ cpu_model(char *buf, size_t len)
 void
 run_meta_save_argv(int argc, char **argv)
 {
-	saved_argc = argc < max_saved_args ? argc : max_saved_args;
+	saved_argc = argc < kMaxSavedArgs ? argc : kMaxSavedArgs;
 	for (int i = 0; i < saved_argc; i++)
 		saved_argv[i] = argv[i];
 }

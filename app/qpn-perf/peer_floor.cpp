@@ -12,9 +12,9 @@
  * the array go through memory (volatile top), so the pop and the push cannot fold into nothing.
  */
 
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 
 #include <rte_common.h>
 #include <rte_lcore.h>

@@ -9,8 +9,8 @@
  * requirement. Its memory line is rte_mempool at its leanest; the loops are the same.
  */
 
-#include <errno.h>
-#include <stdio.h>
+#include <cerrno>
+#include <cstdio>
 
 #include <rte_errno.h>
 #include <rte_lcore.h>

@@ -5,8 +5,8 @@
  * application compiles them: inline from mlx5_qpn.h. Next to "qpnpool" it shows what the driver
  * layer costs on top of the bare pool (aim: at most 1.3x, benchmark guide).
  */
-#include <errno.h>
-#include <stdio.h>
+#include <cerrno>
+#include <cstdio>
 #include <unistd.h>
 
 #include <mlx5_qpn/mlx5_qpn.h>

@@ -7,8 +7,8 @@
  * "qpnpool-q" keeps every released QPN for --quarantine-us before it can come back.
  */
 
-#include <errno.h>
-#include <stdio.h>
+#include <cerrno>
+#include <cstdio>
 
 #include <rte_errno.h>
 #include <rte_memory.h>

@@ -14,10 +14,10 @@
  * which adds a firmware round trip every 2^g allocations.
  */
 
-#include <errno.h>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <pthread.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include <rte_common.h>
 

@@ -14,9 +14,9 @@
  * there is no per-thread state and no quarantine beyond the FIFO-like order of a sweep.
  */
 
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 
 #include <atomic>
 #include <new>
@@ -26,9 +26,9 @@
 
 namespace {
 
-constexpr uint32_t rv_page_bytes = 4096;
-constexpr uint32_t rv_bits_per_page = rv_page_bytes * 8;
-constexpr uint32_t rv_words_per_page = rv_page_bytes / sizeof(uint64_t);
+constexpr uint32_t kRvPageBytes = 4096;
+constexpr uint32_t kRvBitsPerPage = kRvPageBytes * 8;
+constexpr uint32_t kRvWordsPerPage = kRvPageBytes / sizeof(uint64_t);
 
 struct rv_ctx {
 	std::atomic<uint32_t> last; /* offset of the last QPN handed out */
@@ -46,7 +46,7 @@ rv_page(struct rv_ctx *c, uint32_t page)
 
 	if (likely(p != nullptr))
 		return p;
-	fresh = static_cast<std::atomic<uint64_t> *>(calloc(rv_words_per_page, sizeof(*fresh)));
+	fresh = static_cast<std::atomic<uint64_t> *>(calloc(kRvWordsPerPage, sizeof(*fresh)));
 	if (fresh == nullptr)
 		return nullptr;
 	if (c->pages[page].compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
@@ -67,12 +67,11 @@ rv_alloc(struct rv_ctx *c, uint32_t *qpn)
 
 		if (off >= c->range)
 			off = 0; /* wrap to the bottom */
-		map = rv_page(c, off / rv_bits_per_page);
+		map = rv_page(c, off / kRvBitsPerPage);
 		if (unlikely(map == nullptr))
 			return -ENOMEM;
 		/* Probe the rest of this page. */
-		for (uint32_t bit = off % rv_bits_per_page;
-		     bit < rv_bits_per_page && off < c->range;
+		for (uint32_t bit = off % kRvBitsPerPage; bit < kRvBitsPerPage && off < c->range;
 		     bit += c->incr, off += c->incr, probed += c->incr) {
 			uint64_t mask = UINT64_C(1) << (bit % 64);
 
@@ -95,12 +94,11 @@ rv_free(struct rv_ctx *c, uint32_t qpn)
 
 	if (off >= c->range)
 		return -EINVAL;
-	map = c->pages[off / rv_bits_per_page].load(std::memory_order_acquire);
+	map = c->pages[off / kRvBitsPerPage].load(std::memory_order_acquire);
 	if (map == nullptr)
 		return -EINVAL;
 	mask = UINT64_C(1) << (off % 64);
-	if (!(map[(off % rv_bits_per_page) / 64].fetch_and(~mask, std::memory_order_acq_rel) &
-	      mask))
+	if (!(map[(off % kRvBitsPerPage) / 64].fetch_and(~mask, std::memory_order_acq_rel) & mask))
 		return -EINVAL;
 	return 0;
 }
@@ -165,7 +163,7 @@ rv_setup(const struct perf_cfg *cfg, void **ctx)
 	c->incr = 1;
 	/* Start so that the first QPN handed out is the bottom of the range. */
 	c->last.store(cfg->range - 1);
-	c->nb_pages = (cfg->range + rv_bits_per_page - 1) / rv_bits_per_page;
+	c->nb_pages = (cfg->range + kRvBitsPerPage - 1) / kRvBitsPerPage;
 	c->pages = static_cast<std::atomic<std::atomic<uint64_t> *> *>(
 		calloc(c->nb_pages, sizeof(*c->pages)));
 	if (c->pages == nullptr) {
@@ -182,7 +180,7 @@ rv_footprint(void *p)
 	struct rv_ctx *c = static_cast<struct rv_ctx *>(p);
 
 	return sizeof(*c) + c->nb_pages * sizeof(*c->pages) +
-	       c->pages_allocated.load() * rv_page_bytes;
+	       c->pages_allocated.load() * kRvPageBytes;
 }
 
 void

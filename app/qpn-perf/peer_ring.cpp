@@ -5,8 +5,8 @@
  * whole range, which is what a timewait-aware allocator without a clock would do.
  */
 
-#include <errno.h>
-#include <stdio.h>
+#include <cerrno>
+#include <cstdio>
 
 #include <rte_errno.h>
 #include <rte_ring.h>

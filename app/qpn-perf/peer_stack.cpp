@@ -5,8 +5,8 @@
  * It is the closest DPDK relative of our shared pool: lock-free, LIFO, no per-lcore cache.
  */
 
-#include <errno.h>
-#include <stdio.h>
+#include <cerrno>
+#include <cstdio>
 
 #include <rte_errno.h>
 #include <rte_stack.h>

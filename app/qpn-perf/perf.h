@@ -14,8 +14,8 @@
  * (alloc/free through a function pointer) are used only for the untimed self-check.
  */
 
-#include <stdint.h>
-#include <stddef.h>
+#include <cstddef>
+#include <cstdint>
 
 #include <rte_log.h>
 

@@ -7,16 +7,16 @@
 #ifndef QPN_PERF_APP_H
 #define QPN_PERF_APP_H
 
-#include <errno.h>
+#include <cerrno>
+#include <cinttypes>
+#include <climits>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
 #include <getopt.h>
-#include <inttypes.h>
-#include <limits.h>
-#include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,7 +66,7 @@ struct perf_opts {
 	std::string only;
 };
 
-constexpr uint32_t perf_first_qpn = 0x1000; /* clear of QP0/QP1 and of low special QPNs */
+constexpr uint32_t kPerfFirstQpn = 0x1000; /* clear of QP0/QP1 and of low special QPNs */
 
 /* perf_options.cpp: returns 0, 1 (--help), or -EINVAL after one readable error line. */
 int perf_parse_args(int argc, char **argv, struct perf_opts *o);
@@ -154,7 +154,7 @@ struct perf_timed {
 };
 
 /* perf_measure.cpp: memory, self-check, timed runs, calibration, hooks on every lcore. */
-uint64_t perf_heap_allocated(void);
+uint64_t perf_heap_allocated();
 
 struct perf_cfg perf_make_cfg(const struct perf_opts *o, uint32_t range);
 
@@ -243,7 +243,7 @@ double perf_point_mops(const perf_state &s, unsigned int k); /* median Mops/s on
 /* perf_report.cpp: the printed tables; perf_json.cpp: the JSON file. */
 void perf_print_tables(const struct perf_opts *o, std::vector<perf_state> &st);
 
-double perf_loadavg(void);
+double perf_loadavg();
 
 int perf_write_json(const struct perf_opts *o, std::vector<perf_state> &st, double elapsed_s);
 

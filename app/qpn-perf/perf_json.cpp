@@ -7,7 +7,7 @@
 #include "perf_app.h"
 
 static std::string
-perf_cpu_model(void)
+perf_cpu_model()
 {
 	FILE *f = fopen("/proc/cpuinfo", "r");
 	char line[512];
@@ -35,7 +35,7 @@ perf_cpu_model(void)
 
 /* 1-minute load average: a busy machine makes the 2-lcore figures meaningless. */
 double
-perf_loadavg(void)
+perf_loadavg()
 {
 	FILE *f = fopen("/proc/loadavg", "r");
 	double l = -1;
@@ -112,7 +112,7 @@ perf_json_params(json_writer &js, const struct perf_opts *o)
 	js.kv("cache", (uint64_t)o->cache);
 	js.kv("range", (uint64_t)o->range);
 	js.kv("range_qpnpool_q", (uint64_t)std::max(o->range, o->range_q));
-	js.kv("first_qpn", (uint64_t)perf_first_qpn);
+	js.kv("first_qpn", (uint64_t)kPerfFirstQpn);
 	js.kv("quarantine_us", o->quarantine_us);
 	js.kv("burst", (uint64_t)o->burst);
 	js.kv("hold", (uint64_t)o->hold);
@@ -156,9 +156,11 @@ perf_json_scaling(json_writer &js, std::vector<perf_state> &st)
 			js.kv("lcores", (uint64_t)k);
 			js.kv("mops_median", m);
 			js.kv("ours_over_this",
-			      ours ? perf_ratio(perf_point_mops(*ours, k), m) : NAN);
-			js.kv("over_mempool", mp ? perf_ratio(m, perf_point_mops(*mp, k)) : NAN);
-			js.kv("over_rdmacore", rc ? perf_ratio(m, perf_point_mops(*rc, k)) : NAN);
+			      ours != nullptr ? perf_ratio(perf_point_mops(*ours, k), m) : NAN);
+			js.kv("over_mempool",
+			      mp != nullptr ? perf_ratio(m, perf_point_mops(*mp, k)) : NAN);
+			js.kv("over_rdmacore",
+			      rc != nullptr ? perf_ratio(m, perf_point_mops(*rc, k)) : NAN);
 			js.kv("failures", s.scaling[k - 1].failures);
 			json_writer_series(js, "mops", s.scaling[k - 1].mops);
 			js.key("ns_per_op_by_lcore_median");
@@ -200,7 +202,7 @@ perf_json_phases(json_writer &js, const struct perf_opts *o, std::vector<perf_st
 	for (int ph = 0; ph < PH_NB; ph++) {
 		if (ph == PH_BURST && o->burst == 0)
 			continue;
-		double ref = ours ? perf_median(ours->ph[ph].ns) : 0;
+		double ref = ours != nullptr ? perf_median(ours->ph[ph].ns) : 0;
 
 		js.key(perf_phase_name[ph]);
 		js.obj();

@@ -19,10 +19,10 @@
  * loop.
  */
 
-#include <stdint.h>
-#include <stdlib.h>
-#include <unistd.h>
+#include <cstdint>
+#include <cstdlib>
 #include <type_traits>
+#include <unistd.h>
 
 #include <rte_branch_prediction.h>
 #include <rte_cycles.h>
@@ -220,9 +220,9 @@ template <class Ops> struct perf_loops {
 	/*
 	 * Cross-lcore producer: tokens go to the consumer through an SPSC ring of 8-byte slots.
 	 * A producer that cannot allocate for long (the consumer's cache holds the range) gives
-	 * up and sends perf_stop so that the consumer does not wait for the rest.
+	 * up and sends kPerfStop so that the consumer does not wait for the rest.
 	 */
-	static constexpr uint64_t perf_stop = UINT64_MAX;
+	static constexpr uint64_t kPerfStop = UINT64_MAX;
 
 	static void produce(void *c, uint64_t n, struct rte_ring *r, struct perf_loop_res *res)
 	{
@@ -244,7 +244,7 @@ template <class Ops> struct perf_loops {
 				rte_pause();
 		}
 		if (i < n) {
-			uint64_t v = perf_stop;
+			uint64_t v = kPerfStop;
 
 			while (rte_ring_sp_enqueue_elem(r, &v, sizeof(v)) != 0)
 				rte_pause();
@@ -264,7 +264,7 @@ template <class Ops> struct perf_loops {
 
 			while (rte_ring_sc_dequeue_elem(r, &v, sizeof(v)) != 0)
 				rte_pause();
-			if (unlikely(v == perf_stop))
+			if (unlikely(v == kPerfStop))
 				break;
 			if (unlikely(Ops::free(ctx, from_u64(v)) != 0))
 				fails++;

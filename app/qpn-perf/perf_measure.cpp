@@ -10,7 +10,7 @@ double perf_load_at_start = -1;
 
 /* Bytes allocated in the DPDK heaps of all sockets (memzones included). */
 uint64_t
-perf_heap_allocated(void)
+perf_heap_allocated()
 {
 	uint64_t sum = 0;
 
@@ -28,7 +28,7 @@ perf_make_cfg(const struct perf_opts *o, uint32_t range)
 {
 	struct perf_cfg cfg = {};
 
-	cfg.first = perf_first_qpn;
+	cfg.first = kPerfFirstQpn;
 	cfg.range = range;
 	cfg.cache = o->cache;
 	cfg.quarantine_ns = o->quarantine_us * 1000;
@@ -106,13 +106,13 @@ perf_self_check(const struct perf_opts *, perf_state *s)
 			}
 			continue;
 		}
-		if (qpn < perf_first_qpn || qpn - perf_first_qpn >= s->range ||
-		    seen[qpn - perf_first_qpn]) {
+		if (qpn < kPerfFirstQpn || qpn - kPerfFirstQpn >= s->range ||
+		    seen[qpn - kPerfFirstQpn]) {
 			s->error = "self-check: QPN " + std::to_string(qpn) +
 				   " out of range or handed out twice";
 			return false;
 		}
-		seen[qpn - perf_first_qpn] = 1;
+		seen[qpn - kPerfFirstQpn] = 1;
 	}
 	for (unsigned int i = 0; i < k; i++) {
 		ret = s->peer->free(s->ctx, tokens[i]);
@@ -161,8 +161,8 @@ perf_order(perf_state *s)
 			break;
 		tokens.push_back(tok);
 		if (got++ != 0) {
-			adjacent += qpn == prev + 1 || qpn + 1 == prev;
-			pages += (qpn >> 9) != (prev >> 9);
+			adjacent += static_cast<unsigned int>(qpn == prev + 1 || qpn + 1 == prev);
+			pages += static_cast<unsigned int>((qpn >> 9) != (prev >> 9));
 		}
 		prev = qpn;
 	}

@@ -14,7 +14,7 @@
 
 namespace {
 
-constexpr unsigned int perf_max_slots = RTE_MAX_LCORE;
+constexpr unsigned int kPerfMaxSlots = RTE_MAX_LCORE;
 
 enum perf_role { ROLE_PAIRS, ROLE_PRODUCE, ROLE_CONSUME };
 
@@ -45,7 +45,7 @@ struct perf_marg {
  * (a lock holder, an rte_ring enqueuer between its reservation and its commit) can stall the
  * others for whole time slices, so every runner stops at the time limit and counts what it did.
  */
-constexpr uint64_t perf_chunk = 64;
+constexpr uint64_t kPerfChunk = 64;
 
 void
 perf_slot_run(perf_mjob *j, perf_slot &sl, perf_loop_res *out)
@@ -60,7 +60,7 @@ perf_slot_run(perf_mjob *j, perf_slot &sl, perf_loop_res *out)
 		return;
 	}
 	while (done < j->n) {
-		uint64_t c = std::min(perf_chunk, j->n - done);
+		uint64_t c = std::min(kPerfChunk, j->n - done);
 		perf_loop_res r = {};
 
 		if (sl.role == ROLE_PAIRS)
@@ -76,7 +76,7 @@ perf_slot_run(perf_mjob *j, perf_slot &sl, perf_loop_res *out)
 			break;
 	}
 	if (sl.role == ROLE_PRODUCE && done < j->n) {
-		uint64_t v = UINT64_MAX; /* perf_loops<>::perf_stop */
+		uint64_t v = UINT64_MAX; /* perf_loops<>::kPerfStop */
 
 		while (rte_ring_sp_enqueue_elem(j->ring, &v, sizeof(v)) != 0)
 			rte_pause();
@@ -90,10 +90,10 @@ perf_slot_warm(perf_mjob *j, perf_loop_res *warm)
 	uint64_t stop_at = rte_rdtsc() + j->limit / 4;
 
 	*warm = {};
-	for (uint64_t done = 0; done < j->warm && rte_rdtsc() < stop_at; done += perf_chunk) {
+	for (uint64_t done = 0; done < j->warm && rte_rdtsc() < stop_at; done += kPerfChunk) {
 		perf_loop_res r = {};
 
-		j->s->peer->run_pairs(j->s->ctx, perf_chunk, &r);
+		j->s->peer->run_pairs(j->s->ctx, kPerfChunk, &r);
 		warm->failures += r.failures;
 	}
 }
@@ -241,7 +241,7 @@ perf_run_multi(perf_state *s, perf_multi_mode mode, const std::vector<unsigned i
 	int main_idx = -1;
 	bool launch_failed = false;
 
-	if (k == 0 || k > perf_max_slots || (mode == PM_CROSS && k != 2))
+	if (k == 0 || k > kPerfMaxSlots || (mode == PM_CROSS && k != 2))
 		return -1;
 	if (!perf_mjob_init(j, s, mode, k, n))
 		return -1;

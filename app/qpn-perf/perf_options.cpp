@@ -118,7 +118,7 @@ set_help(perf_opts *, const perf_row &, const char *, const char *)
 	return 1;
 }
 
-constexpr uint64_t kMaxRange = MLX5_QPN_MAX - perf_first_qpn;
+constexpr uint64_t kMaxRange = MLX5_QPN_MAX - kPerfFirstQpn;
 
 /* clang-format off */
 const perf_row perf_rows[] = {
@@ -175,8 +175,8 @@ perf_usage(const char *prog)
 		if (r.help == nullptr)
 			continue;
 		char left[40];
-		snprintf(left, sizeof(left), "--%s%s%s", r.name, r.arg ? "=" : "",
-			 r.arg ? r.arg : "");
+		snprintf(left, sizeof(left), "--%s%s%s", r.name, r.arg != nullptr ? "=" : "",
+			 r.arg != nullptr ? r.arg : "");
 		printf(strlen(left) < 19 ? "  %-19s" : "  %s  ", left);
 		for (const char *h = r.help; *h != '\0'; h++)
 			if (*h == '\n')
@@ -225,8 +225,9 @@ perf_parse_args(int argc, char **argv, struct perf_opts *o)
 {
 	struct option longs[kRows + 1];
 	for (size_t i = 0; i < kRows; i++)
-		longs[i] = {perf_rows[i].name, perf_rows[i].arg ? required_argument : no_argument,
-			    nullptr, int(256 + i)};
+		longs[i] = {perf_rows[i].name,
+			    perf_rows[i].arg != nullptr ? required_argument : no_argument, nullptr,
+			    int(256 + i)};
 	longs[kRows] = {nullptr, 0, nullptr, 0};
 	bool gv[kRows] = {};
 	int opt;

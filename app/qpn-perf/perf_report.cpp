@@ -34,8 +34,9 @@ perf_print_scaling(const struct perf_opts *o, std::vector<perf_state> &st)
 		printf("  %-10s", s.peer->name);
 		for (unsigned int k = 1; k <= nb; k++)
 			printf(" %10.2f", perf_point_mops(s, k));
-		printf(" %11.2fx\n",
-		       ours ? perf_ratio(perf_point_mops(*ours, nb), perf_point_mops(s, nb)) : 0.0);
+		printf(" %11.2fx\n", ours != nullptr ? perf_ratio(perf_point_mops(*ours, nb),
+								  perf_point_mops(s, nb)) :
+						       0.0);
 	}
 	printf("\nsolo: each lcore alone in the same launch, ns per pair (median)\n  %-10s",
 	       "peer");
@@ -81,7 +82,7 @@ perf_print_phases(const struct perf_opts *o, std::vector<perf_state> &st)
 	for (int ph = 0; ph < PH_NB; ph++) {
 		if (ph == PH_BURST && o->burst == 0)
 			continue;
-		double ref = ours ? perf_median(ours->ph[ph].ns) : 0;
+		double ref = ours != nullptr ? perf_median(ours->ph[ph].ns) : 0;
 
 		printf("\n%s: %s, median of %u (ns and TSC cycles per QPN allocated and freed)\n",
 		       perf_phase_name[ph], perf_phase_desc[ph], o->repeat);

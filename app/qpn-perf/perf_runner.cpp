@@ -26,7 +26,7 @@ perf_selected(const std::string &only, const char *name)
 
 /* The quarantine's clock (CLOCK_MONOTONIC), the one the pools are judged against. */
 static double
-perf_now_s(void)
+perf_now_s()
 {
 	return double(mlx5_qpn_clock_ns()) / 1e9;
 }

@@ -136,11 +136,12 @@ perf_aims(std::vector<perf_state> &st)
 	perf_state *mp = perf_find(st, "mempool");
 	perf_state *fl = perf_find(st, "floor");
 	perf_state *rc = perf_find(st, "rdmacore");
-	double oc = ours ? perf_median(ours->ph[PH_PAIR].cycles) : 0;
-	double mc = mp ? perf_median(mp->ph[PH_PAIR].cycles) : 0;
-	double oi = ours ? ours->instr[PH_PAIR] : 0, mi = mp ? mp->instr[PH_PAIR] : 0;
-	double qc = q ? perf_median(q->ph[PH_PAIR].cycles) : 0;
-	double fc = fl ? perf_median(fl->ph[PH_PAIR].cycles) : 0;
+	double oc = ours != nullptr ? perf_median(ours->ph[PH_PAIR].cycles) : 0;
+	double mc = mp != nullptr ? perf_median(mp->ph[PH_PAIR].cycles) : 0;
+	double oi = ours != nullptr ? ours->instr[PH_PAIR] : 0,
+	       mi = mp != nullptr ? mp->instr[PH_PAIR] : 0;
+	double qc = q != nullptr ? perf_median(q->ph[PH_PAIR].cycles) : 0;
+	double fc = fl != nullptr ? perf_median(fl->ph[PH_PAIR].cycles) : 0;
 
 	double lo, hi, v;
 
@@ -169,7 +170,8 @@ perf_aims(std::vector<perf_state> &st)
 	unsigned int nb = ours ? (unsigned int)ours->scaling.size() : 0;
 
 	for (unsigned int k = 1; k <= nb; k++) {
-		double o = perf_point_mops(*ours, k), m = mp ? perf_point_mops(*mp, k) : 0;
+		double o = perf_point_mops(*ours, k),
+		       m = mp != nullptr ? perf_point_mops(*mp, k) : 0;
 
 		a.push_back({perf_fmt("throughput_vs_mempool_at_%u", k),
 			     perf_fmt("ours@%u / rte_mempool@%u, pairs/s", k, k), perf_ratio(o, m),
@@ -177,7 +179,8 @@ perf_aims(std::vector<perf_state> &st)
 			     perf_fmt("ours %.2f, rte_mempool %.2f Mops/s", o, m)});
 	}
 	if (nb >= 2) {
-		double o = perf_point_mops(*ours, 2), r = rc ? perf_point_mops(*rc, 2) : 0;
+		double o = perf_point_mops(*ours, 2),
+		       r = rc != nullptr ? perf_point_mops(*rc, 2) : 0;
 
 		a.push_back({"throughput_vs_rdmacore_at_2", "ours@2 / rdma-core model@2, pairs/s",
 			     perf_ratio(o, r), ">= 20", false, 20,

@@ -328,7 +328,7 @@ struct active_loop {
 	{
 		unsigned n = 0;
 		for (const slot &s : slots)
-			n += s.state != S_IDLE;
+			n += static_cast<unsigned int>(s.state != S_IDLE);
 		return n;
 	}
 

@@ -160,7 +160,9 @@ tel_stats(const char *, const char *, struct rte_tel_data *d)
 	const qpn_engine *e = g_pub_engine.load(std::memory_order_relaxed);
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_string(d, "engine", e != nullptr ? e->name : "");
-	rte_tel_data_add_dict_u64(d, "running", g_pub_running.load(std::memory_order_relaxed));
+	rte_tel_data_add_dict_u64(d, "running",
+				  static_cast<uint64_t>(
+					  g_pub_running.load(std::memory_order_relaxed)));
 	rte_tel_data_add_dict_u64(d, "elapsed_ms",
 				  g_pub_elapsed_ms.load(std::memory_order_relaxed));
 	rte_tel_data_add_dict_u64(d, "connections", g_pub_conns.load(std::memory_order_relaxed));

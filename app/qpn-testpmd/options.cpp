@@ -415,8 +415,8 @@ usage(const char *prog)
 		int at = 0;
 		if (o.short_name != 0)
 			at = snprintf(left, sizeof(left), "-%c, ", o.short_name);
-		snprintf(left + at, sizeof(left) - at, "--%s%s%s", o.name, o.arg ? "=" : "",
-			 o.arg ? o.arg : "");
+		snprintf(left + at, sizeof(left) - at, "--%s%s%s", o.name,
+			 o.arg != nullptr ? "=" : "", o.arg != nullptr ? o.arg : "");
 		printf("  %-22s", left);
 		for (const char *h = o.help; *h != '\0'; h++)
 			if (*h == '\n')
@@ -512,7 +512,8 @@ getopt_tables(struct option *longs, char *shorts)
 	*shorts++ = ':';
 	for (size_t i = 0; i < kOpts; i++) {
 		const opt_row &o = opt_table[i];
-		longs[i] = {o.name, o.arg ? required_argument : no_argument, nullptr, int(256 + i)};
+		longs[i] = {o.name, o.arg != nullptr ? required_argument : no_argument, nullptr,
+			    int(256 + i)};
 		if (o.short_name != 0)
 			shorts[n++] = o.short_name;
 	}

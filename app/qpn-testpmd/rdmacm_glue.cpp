@@ -20,7 +20,7 @@ struct sym_desc {
 #sym, offsetof(rdmacm_glue, member)                                                \
 	}
 
-constexpr sym_desc syms[] = {
+constexpr sym_desc kSyms[] = {
 	RC_SYM(rdma_create_event_channel, create_event_channel),
 	RC_SYM(rdma_destroy_event_channel, destroy_event_channel),
 	RC_SYM(rdma_create_id, create_id),
@@ -59,7 +59,7 @@ load()
 			 e != nullptr ? e : "unknown dlopen error");
 		return;
 	}
-	for (const sym_desc &s : syms) {
+	for (const sym_desc &s : kSyms) {
 		void *p = dlsym(h, s.name);
 		if (p == nullptr) {
 			snprintf(g_err, sizeof(g_err), "symbol %s missing from librdmacm.so.1",

@@ -97,7 +97,7 @@ push_event(mlx5_qpn_cm *cm, uint32_t type, const Conn *c, uint16_t reason,
 	ev->local_qpn = c->local_qpn;
 	ev->service_id = c->service_id;
 	ev->reason = reason;
-	ev->private_data_len = msg ? msg->private_data_len : 0;
+	ev->private_data_len = msg != nullptr ? msg->private_data_len : 0;
 	if (ev->private_data_len != 0)
 		std::memcpy(ev->private_data, msg->private_data, ev->private_data_len);
 }
@@ -254,7 +254,7 @@ peer_conn(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m)
 Conn *
 conn_arg(mlx5_qpn_cm *cm, uint32_t conn_id, int *rc)
 {
-	Conn *c = cm ? lookup(cm, conn_id) : nullptr;
+	Conn *c = cm != nullptr ? lookup(cm, conn_id) : nullptr;
 	*rc = cm == nullptr ? -EINVAL : c == nullptr ? -ENOENT : 0;
 	return c;
 }

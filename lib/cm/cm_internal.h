@@ -35,10 +35,10 @@ extern uint64_t shm_stall_grace_ns;
  * tables are allocated once at create, and first-touch page faults on the data path cost ~34 us
  * each in this VM (~28k a second in a 1 s timewait run, ~25 % of its samples). Large tables
  * are mmap()ed with MAP_POPULATE, which maps every page in one call (~20x faster than touching
- * them one by one, which cost 1.4 s at each qpn-testpmd start); small ones come from malloc and
- * are written once. (A plain malloc + memset does not do it: GCC folds the pair into calloc,
- * which leaves fresh pages untouched.) nullptr on overflow or no memory. Free with table_free()
- * and the same sizes.
+ * them one by one, which cost 1.4 s at each qpn-testpmd start); small ones come from
+ * new (std::nothrow) unsigned char[]() and are written once more, a byte a page. (Zeroing alone
+ * does not do it: GCC may fold an allocation and its zeroing into calloc, which leaves fresh
+ * pages untouched.) nullptr on overflow or no memory. Free with table_free() and the same sizes.
  */
 void *table_alloc(size_t n, size_t size);
 void table_free(void *p, size_t n, size_t size);

@@ -148,22 +148,22 @@ uint8_t
 mlx5_qpn_cm_private_data_max(uint8_t type)
 {
 	const TypeInfo *ti = type_info(type);
-	return ti ? ti->pd_max : 0;
+	return ti != nullptr ? ti->pd_max : 0;
 }
 
 const char *
 mlx5_qpn_cm_msg_name(uint8_t type)
 {
 	const TypeInfo *ti = type_info(type);
-	return ti ? ti->name : "?";
+	return ti != nullptr ? ti->name : "?";
 }
 
 int
 mlx5_qpn_cm_rej_reason_valid(uint16_t reason)
 {
-	return (reason >= MLX5_QPN_CM_REJ_NO_QP &&
-		reason <= MLX5_QPN_CM_REJ_INVALID_ALT_FLOW_LABEL) ||
-	       reason == MLX5_QPN_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED;
+	return static_cast<int>((reason >= MLX5_QPN_CM_REJ_NO_QP &&
+				 reason <= MLX5_QPN_CM_REJ_INVALID_ALT_FLOW_LABEL) ||
+				reason == MLX5_QPN_CM_REJ_VENDOR_OPTION_NOT_SUPPORTED);
 }
 
 const char *

@@ -414,7 +414,7 @@ mlx5_qpn_cm_shm_fabric_detach(struct mlx5_qpn_cm_shm_fabric *fab, uint64_t guid)
 uint64_t
 mlx5_qpn_cm_shm_fabric_drops(const struct mlx5_qpn_cm_shm_fabric *fab)
 {
-	return fab ? fab->h->drops.load(std::memory_order_relaxed) : 0;
+	return fab != nullptr ? fab->h->drops.load(std::memory_order_relaxed) : 0;
 }
 
 /* The 2.1 ABI's names: the same functions under second symbols (mlx5_qpn_cm.h). */

@@ -29,11 +29,10 @@ table_alloc(size_t n, size_t size)
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 		return p == MAP_FAILED ? nullptr : p; /* anonymous pages are zero */
 	}
-	void *p = std::malloc(bytes);
+	auto *p = new (std::nothrow) unsigned char[bytes]();
 	if (p == nullptr)
 		return nullptr;
-	std::memset(p, 0, bytes);
-	volatile unsigned char *v = static_cast<unsigned char *>(p);
+	volatile unsigned char *v = p;
 	for (size_t off = 0; off < bytes; off += 4096)
 		v[off] = 0; /* calloc (see the header) may have skipped the pages */
 	return p;
@@ -47,7 +46,7 @@ table_free(void *p, size_t n, size_t size)
 	if (n * size >= kMapAbove)
 		munmap(p, n * size);
 	else
-		std::free(p);
+		delete[] static_cast<unsigned char *>(p);
 }
 
 bool

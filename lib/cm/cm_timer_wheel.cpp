@@ -5,19 +5,20 @@
 #include "cm_timer_wheel.h"
 
 #include <algorithm>
-#include <cstdlib>
+#include <new>
 
 namespace cm_impl {
 
 bool
 TimerWheel::init(uint32_t capacity, uint64_t now_ns)
 {
-	head_ = static_cast<uint32_t *>(std::malloc((kSlots + 1) * sizeof(uint32_t)));
-	next_ = static_cast<uint32_t *>(std::malloc(capacity * sizeof(uint32_t)));
-	prev_ = static_cast<uint32_t *>(std::malloc(capacity * sizeof(uint32_t)));
-	where_ = static_cast<uint32_t *>(std::malloc(capacity * sizeof(uint32_t)));
-	deadline_ = static_cast<uint64_t *>(std::malloc(capacity * sizeof(uint64_t)));
-	if (!head_ || !next_ || !prev_ || !where_ || !deadline_) {
+	head_ = new (std::nothrow) uint32_t[kSlots + 1];
+	next_ = new (std::nothrow) uint32_t[capacity];
+	prev_ = new (std::nothrow) uint32_t[capacity];
+	where_ = new (std::nothrow) uint32_t[capacity];
+	deadline_ = new (std::nothrow) uint64_t[capacity];
+	if (head_ == nullptr || next_ == nullptr || prev_ == nullptr || where_ == nullptr ||
+	    deadline_ == nullptr) {
 		fini();
 		return false;
 	}
@@ -38,11 +39,11 @@ TimerWheel::init(uint32_t capacity, uint64_t now_ns)
 void
 TimerWheel::fini()
 {
-	std::free(head_);
-	std::free(next_);
-	std::free(prev_);
-	std::free(where_);
-	std::free(deadline_);
+	delete[] head_;
+	delete[] next_;
+	delete[] prev_;
+	delete[] where_;
+	delete[] deadline_;
 	head_ = next_ = prev_ = where_ = nullptr;
 	deadline_ = nullptr;
 	cap_ = count_ = 0;

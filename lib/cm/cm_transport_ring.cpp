@@ -19,6 +19,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <cstring>
 
 namespace {
@@ -145,7 +146,7 @@ mlx5_qpn_cm_fabric_create(const char *name, unsigned int max_nodes, unsigned int
 		rte_errno = EINVAL;
 		return nullptr;
 	}
-	auto *fab = static_cast<mlx5_qpn_cm_fabric *>(std::calloc(1, sizeof(mlx5_qpn_cm_fabric)));
+	auto *fab = new (std::nothrow) mlx5_qpn_cm_fabric();
 	if (fab == nullptr) {
 		rte_errno = ENOMEM;
 		return nullptr;
@@ -163,7 +164,7 @@ mlx5_qpn_cm_fabric_create(const char *name, unsigned int max_nodes, unsigned int
 		int err = rte_errno;
 		CM_LOG(ERR, "fabric %s: cannot create frame pool of %u: %s", name, nb,
 		       rte_strerror(err));
-		std::free(fab);
+		delete fab;
 		rte_errno = err;
 		return nullptr;
 	}
@@ -183,7 +184,7 @@ mlx5_qpn_cm_fabric_destroy(struct mlx5_qpn_cm_fabric *fab)
 		rte_ring_free(fab->nodes[i].ring);
 	}
 	rte_mempool_free(fab->mp);
-	std::free(fab);
+	delete fab;
 }
 
 int
@@ -221,7 +222,7 @@ mlx5_qpn_cm_fabric_attach(struct mlx5_qpn_cm_fabric *fab, uint64_t guid,
 uint64_t
 mlx5_qpn_cm_fabric_drops(const struct mlx5_qpn_cm_fabric *fab)
 {
-	return fab ? fab->drops.load(std::memory_order_relaxed) : 0;
+	return fab != nullptr ? fab->drops.load(std::memory_order_relaxed) : 0;
 }
 
 } // extern "C"

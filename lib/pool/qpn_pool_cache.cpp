@@ -67,8 +67,8 @@ fence_register()
 	if (f >= 0)
 		return f == 1;
 	long q = sys_membarrier(MEMBARRIER_CMD_QUERY);
-	f = q > 0 && (q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
-	    sys_membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0;
+	f = static_cast<int>(q > 0 && ((q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0) &&
+			     sys_membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0);
 	g_fenced.store(f, rel);
 	return f == 1;
 }

@@ -239,7 +239,7 @@ count_held(const Pool &pool, uint32_t head, uint32_t base, uint32_t cnt)
 		uint32_t t = slot_aux(pool.slot(b).load(rlx));
 		for (uint32_t s = b;;) {
 			uint64_t w = pool.slot(s).load(rlx);
-			found += s - base < cnt;
+			found += static_cast<unsigned int>(s - base < cnt);
 			if (s == t)
 				break;
 			s = slot_next(w);

@@ -7,9 +7,10 @@
 #include <cinttypes>
 #include <climits>
 #include <cstdlib>
+#include <new>
 
+#include <csignal>
 #include <sched.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <rte_pause.h>
@@ -36,7 +37,7 @@ struct Marks {
 		bits[s / 64] |= 1ull << (s % 64);
 		return true;
 	}
-	bool marked(uint32_t s) const { return s < n && ((bits[s / 64] >> (s % 64)) & 1); }
+	bool marked(uint32_t s) const { return s < n && (((bits[s / 64] >> (s % 64)) & 1) != 0u); }
 };
 
 } // namespace
@@ -217,7 +218,7 @@ Reclaim::find_dead()
 	for (uint32_t i = 0; i < kMaxProcs; i++) {
 		uint64_t id = p_->procs[i].ident.load(acq);
 		dead_[i] = id != 0 && id != me_ && proc_dead(id);
-		nd_ += dead_[i];
+		nd_ += static_cast<unsigned int>(dead_[i]);
 	}
 	return nd_ != 0 || p_->need_audit.load(acq) != 0;
 }
@@ -411,7 +412,7 @@ Reclaim::collect(uint32_t s, uint64_t w, bool to_free)
 		c.tail = s;
 	c.head = s;
 	recovered_++;
-	census_q_ += !to_free;
+	census_q_ += static_cast<unsigned long>(!to_free);
 	if (++c.n == p_->batch)
 		flush(to_free);
 }
@@ -429,10 +430,10 @@ Reclaim::sweep_range(const Range &r)
 			bool unpublished = (slot_aux(w) & kUnpublished) != 0;
 			if (hd >= kMaxProcs || !dead_[hd]) {
 				/* A bulk's unpublished QPN is not counted yet. */
-				census_inuse_ += !unpublished;
+				census_inuse_ += static_cast<unsigned long>(!unpublished);
 				continue;
 			}
-			inuse_ += !unpublished;
+			inuse_ += static_cast<unsigned long>(!unpublished);
 			collect(s, w, unpublished); /* a bulk's QPN was never handed out */
 		} else if (!m_.marked(s)) {
 			collect(s, w, st != kQuarantine);
@@ -445,7 +446,7 @@ void
 Reclaim::sweep()
 {
 	ns_ = p_->nb_slots.load(acq);
-	m_ = Marks{static_cast<uint64_t *>(calloc(ns_ / 64 + 1, sizeof(uint64_t))), ns_};
+	m_ = Marks{new (std::nothrow) uint64_t[ns_ / 64 + 1](), ns_};
 	if (m_.bits == nullptr) {
 		rc_ = -ENOMEM;
 		return;
@@ -457,7 +458,7 @@ Reclaim::sweep()
 		sweep_range(p_->ranges[ri]);
 	flush(true);
 	flush(false);
-	free(m_.bits);
+	delete[] m_.bits;
 }
 
 /* Dead caches emptied and unclaimed, live ones given back. */

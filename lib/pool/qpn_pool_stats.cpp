@@ -48,8 +48,8 @@ sum_events(const mlx5_qpn_pool *p, uint64_t *allocs, uint64_t *frees, uint64_t *
 		/* Frees queued for this cache's holder have returned 0: count them as frees now
 		 * (the rare one refused when applied comes back into in_use then). */
 		for (const auto &q : c.rq)
-			f += q.load(rlx) != 0;
-		cl += c.owner.load(rlx) != 0;
+			f += static_cast<unsigned long>(q.load(rlx) != 0);
+		cl += static_cast<unsigned int>(c.owner.load(rlx) != 0);
 	}
 	*allocs = a;
 	*frees = f;
@@ -119,7 +119,7 @@ qpn::detail::Recovery::fix_counters(uint64_t in_use, uint64_t in_quarantine)
 	sum_events(p_, &a, &f, &q, &cl);
 	for (uint32_t i = 0; i < p_->nb_caches; i++)
 		for (const auto &e : p_->caches[i].rq)
-			in_use -= e.load(rlx) != 0;
+			in_use -= static_cast<unsigned long>(e.load(rlx) != 0);
 	/* Modulo 2^64: a correction may be negative. */
 	p_->bypass_frees.fetch_add((a - f) - in_use, rlx);
 	p_->bypass_quarantined.fetch_add(in_quarantine - (q - p_->released.load(rlx)), rlx);

@@ -12,9 +12,9 @@
 #include <cstring>
 #include <ctime>
 
+#include <csignal>
 #include <fcntl.h>
 #include <sched.h>
-#include <signal.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>

@@ -19,10 +19,10 @@
 #include "qpn_shm.h"
 
 #include <cerrno>
+#include <csignal>
 #include <mutex>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 

@@ -16,7 +16,7 @@ using namespace mlx5_qpn_sim;
 
 namespace {
 
-constexpr uint32_t AIP_BASE = uint32_t(AIP_PREFIX) << AIP_SHIFT;
+constexpr uint32_t AIP_BASE = uint32_t(kAipPrefix) << kAipShift;
 
 std::unique_ptr<QpnTable>
 make_table(const QpnTableCfg &cfg)
@@ -93,10 +93,10 @@ INSTANTIATE_TEST_SUITE_P(
 		/* The cursor itself may land on offset 0 of a page. */
 		SeqCase{"cursor at page start", cfg_of(32766, 1, 0), 0, {32767, 32768, 32769}},
 		/* AIP prefix: 16 bits OR-ed with 0x81 << 16, wrap at 2^16. */
-		SeqCase{"aip", cfg_of(0, 1, 0), AIP_PREFIX, {AB | 1, AB | 2, AB | 3}},
+		SeqCase{"aip", cfg_of(0, 1, 0), kAipPrefix, {AB | 1, AB | 2, AB | 3}},
 		SeqCase{"aip wrap",
 			cfg_of(0xfffa, 1, 1),
-			AIP_PREFIX,
+			kAipPrefix,
 			{AB | 0xfffc, AB | 0xfffe, AB | 3, AB | 5}}),
 	[](const ::testing::TestParamInfo<SeqCase> &info) {
 		std::string s = info.param.what;
@@ -146,23 +146,23 @@ TEST(SimTable, AipExhaustionThenFreeReuse)
 	auto t = make_table(cfg_of(0, 1, 0));
 	std::set<int> got;
 	int q;
-	while ((q = t->alloc(QpType::ORDINARY, 1, AIP_PREFIX)) >= 0) {
-		ASSERT_EQ(uint32_t(q) >> AIP_SHIFT, AIP_PREFIX);
+	while ((q = t->alloc(QpType::ORDINARY, 1, kAipPrefix)) >= 0) {
+		ASSERT_EQ(uint32_t(q) >> kAipShift, kAipPrefix);
 		ASSERT_TRUE(got.insert(q).second) << "duplicate " << q;
-		ASSERT_LT(got.size(), size_t(AIP_SPACE));
+		ASSERT_LT(got.size(), size_t(kAipSpace));
 	}
 	EXPECT_EQ(q, -ENOMEM);
 	/* Each allocation steps straight from the cursor (so 32768 is reached from 32767), and
 	 * only a wrap restarts at incr | bit 0: QPN 0 stays unreachable. */
-	EXPECT_EQ(got.size(), size_t(AIP_SPACE - 1));
+	EXPECT_EQ(got.size(), size_t(kAipSpace - 1));
 	EXPECT_EQ(got.count(AB), 0u);
 	/* The 16-bit space is full; the 24-bit space is not. */
 	int wide = t->alloc(QpType::ORDINARY, 1, 0);
 	EXPECT_GT(wide, 0xffff);
 	/* Free one in the middle: the next AIP allocation finds exactly it. */
-	EXPECT_EQ(t->free(AIP_BASE | 12345, AIP_PREFIX), 0);
-	EXPECT_EQ(t->alloc(QpType::ORDINARY, 1, AIP_PREFIX), AB | 12345);
-	EXPECT_EQ(t->alloc(QpType::ORDINARY, 1, AIP_PREFIX), -ENOMEM);
+	EXPECT_EQ(t->free(AIP_BASE | 12345, kAipPrefix), 0);
+	EXPECT_EQ(t->alloc(QpType::ORDINARY, 1, kAipPrefix), AB | 12345);
+	EXPECT_EQ(t->alloc(QpType::ORDINARY, 1, kAipPrefix), -ENOMEM);
 }
 
 TEST(SimTable, StrideExhaustsBothParities)
@@ -172,7 +172,7 @@ TEST(SimTable, StrideExhaustsBothParities)
 	auto t = make_table(cfg_of(0, 1, 1));
 	std::set<int> got;
 	int q;
-	while ((q = t->alloc(QpType::ORDINARY, 1, AIP_PREFIX)) >= 0)
+	while ((q = t->alloc(QpType::ORDINARY, 1, kAipPrefix)) >= 0)
 		ASSERT_TRUE(got.insert(q).second);
 	EXPECT_EQ(q, -ENOMEM);
 	size_t odd = 0;
@@ -190,8 +190,8 @@ TEST(SimTable, FreeErrors)
 	EXPECT_EQ(t->free(3, 0), -EINVAL);          /* never allocated */
 	EXPECT_EQ(t->free(105, 0), -EINVAL);        /* driver-reserved */
 	EXPECT_EQ(t->free(1, 0), -EINVAL);          /* special */
-	EXPECT_EQ(t->free(QPN_SPACE, 0), -EINVAL);  /* out of the space */
-	EXPECT_EQ(t->free(2, AIP_PREFIX), -EINVAL); /* no prefix */
+	EXPECT_EQ(t->free(kQpnSpace, 0), -EINVAL);  /* out of the space */
+	EXPECT_EQ(t->free(2, kAipPrefix), -EINVAL); /* no prefix */
 	EXPECT_EQ(t->free(2, 0), 0);
 	EXPECT_EQ(t->free(2, 0), -EINVAL); /* double free */
 }
@@ -201,8 +201,8 @@ TEST(SimTable, InitRejectsBadConfig)
 	auto t = std::make_unique<QpnTable>();
 	EXPECT_EQ(t->init(cfg_of(0, 0, 0)), -EINVAL);
 	EXPECT_EQ(t->init(cfg_of(0, 1, 16)), -EINVAL);
-	EXPECT_EQ(t->init(cfg_of(QPN_SPACE, 1, 0)), -EINVAL);
-	EXPECT_EQ(t->init(cfg_of(0, 1, 0, QPN_SPACE - 4, 5)), -EINVAL);
+	EXPECT_EQ(t->init(cfg_of(kQpnSpace, 1, 0)), -EINVAL);
+	EXPECT_EQ(t->init(cfg_of(0, 1, 0, kQpnSpace - 4, 5)), -EINVAL);
 	QpnTableCfg c = cfg_of(0, 1, 0);
 	c.nb_ports = 5;
 	EXPECT_EQ(t->init(c), -EINVAL);
@@ -227,7 +227,7 @@ TEST(SimTable, BlocksAlignedAfterCursorAndDisjoint)
 			ASSERT_TRUE(t->test(uint32_t(b) + i, 0));
 	}
 	EXPECT_EQ(t->reserve_block(25, 0), -EINVAL);
-	EXPECT_EQ(t->reserve_block(17, AIP_PREFIX), -EINVAL);
+	EXPECT_EQ(t->reserve_block(17, kAipPrefix), -EINVAL);
 	EXPECT_EQ(t->free_block(8, 3, 0), 0);
 	EXPECT_EQ(t->free_block(8, 3, 0), -EINVAL);    /* double free */
 	EXPECT_EQ(t->free_block(1024, 3, 0), 0);       /* part of a bigger block: bits are set */
@@ -239,15 +239,15 @@ TEST(SimTable, BlocksFillSpaceThenEnomemAndWrap)
 	auto t = make_table(cfg_of(0, 1, 0, 0, 0, true));
 	std::vector<int> blocks;
 	int b;
-	while ((b = t->reserve_block(12, AIP_PREFIX)) >= 0)
+	while ((b = t->reserve_block(12, kAipPrefix)) >= 0)
 		blocks.push_back(b);
 	EXPECT_EQ(b, -ENOMEM);
 	/* 16 blocks of 4096 in 2^16; block 0 holds QP0/QP1. */
 	ASSERT_EQ(blocks.size(), 15u);
 	EXPECT_EQ(blocks.front(), AB | 0x1000);
-	EXPECT_EQ(t->free_block(uint32_t(blocks[3]), 12, AIP_PREFIX), 0);
+	EXPECT_EQ(t->free_block(uint32_t(blocks[3]), 12, kAipPrefix), 0);
 	/* The search wraps from the cursor (at the top) to the freed block. */
-	EXPECT_EQ(t->reserve_block(12, AIP_PREFIX), blocks[3]);
+	EXPECT_EQ(t->reserve_block(12, kAipPrefix), blocks[3]);
 }
 
 /* 0xFFFFFF is the multicast QPN: the hardware never hands it out, for ordinary QPs or in a

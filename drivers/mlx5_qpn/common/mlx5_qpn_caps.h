@@ -9,7 +9,7 @@
  * them. Plain data: nothing above common/ is needed to use it.
  */
 
-#include <stdint.h>
+#include <cstdint>
 
 #ifdef __cplusplus
 extern "C" {

@@ -5,8 +5,8 @@
  */
 #include "mlx5_qpn_prm.h"
 
-#include <errno.h>
-#include <string.h>
+#include <cerrno>
+#include <cstring>
 
 namespace prm = mlx5_qpn_prm;
 

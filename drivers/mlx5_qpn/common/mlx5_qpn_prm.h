@@ -21,8 +21,8 @@
  * Thread safety: all functions are reentrant.
  */
 
-#include <stddef.h>
-#include <stdint.h>
+#include <cstddef>
+#include <cstdint>
 
 #include "mlx5_qpn_caps.h"
 #include "mlx5_qpn_prm_status.h"

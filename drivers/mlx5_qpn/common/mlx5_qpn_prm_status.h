@@ -9,8 +9,8 @@
  * hardware backend (decoding DEVX outboxes) and the emulated device (faking them).
  */
 
-#include <errno.h>
-#include <stdint.h>
+#include <cerrno>
+#include <cstdint>
 
 #ifdef __cplusplus
 extern "C" {

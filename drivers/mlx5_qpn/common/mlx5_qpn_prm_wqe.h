@@ -31,10 +31,10 @@
  * Thread safety: all functions are reentrant; none logs. Big-endian fields are byte exact.
  */
 
-#include <errno.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <string.h>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
 
 #include <rte_byteorder.h>
 
@@ -222,7 +222,7 @@ mlx5_qpn_wqe_build_dc_send_av(uint8_t *wqe, uint16_t wqe_index, uint32_t qpn, co
 {
 	uint32_t ds;
 
-	if (wqe == NULL || len > MLX5_QPN_WQE_MAX_INLINE || (buf == NULL && len > 0) ||
+	if (wqe == nullptr || len > MLX5_QPN_WQE_MAX_INLINE || (buf == nullptr && len > 0) ||
 	    qpn > 0xffffff || dctn > 0xffffff)
 		return -EINVAL;
 	ds = mlx5_qpn_wqe_dc_send_ds(len);
@@ -232,7 +232,7 @@ mlx5_qpn_wqe_build_dc_send_av(uint8_t *wqe, uint16_t wqe_index, uint32_t qpn, co
 	mlx5_qpn_put_be32(wqe + 4, (qpn << 8) | ds);
 	wqe[11] = fm_ce_se;
 	/* DC datagram segment: the address vector (the route), the DC key and the target. */
-	if (av != NULL)
+	if (av != nullptr)
 		memcpy(wqe + 16, av, MLX5_QPN_DC_AV_SIZE);
 	mlx5_qpn_put_be64(wqe + 16 + MLX5_QPN_AV_OFF_DC_KEY, dc_key);
 	mlx5_qpn_put_be32(wqe + 16 + MLX5_QPN_AV_OFF_DQP_DCT, dctn | MLX5_QPN_EXTENDED_UD_AV);
@@ -248,7 +248,7 @@ static inline int
 mlx5_qpn_wqe_build_dc_send(uint8_t *wqe, uint16_t wqe_index, uint32_t qpn, uint32_t dctn,
 			   uint64_t dc_key, const void *buf, uint32_t len, uint8_t fm_ce_se)
 {
-	return mlx5_qpn_wqe_build_dc_send_av(wqe, wqe_index, qpn, NULL, dctn, dc_key, buf, len,
+	return mlx5_qpn_wqe_build_dc_send_av(wqe, wqe_index, qpn, nullptr, dctn, dc_key, buf, len,
 					     fm_ce_se);
 }
 
@@ -355,7 +355,8 @@ mlx5_qpn_cqe_parse(const uint8_t *cqe, uint8_t op_own, struct mlx5_qpn_cqe_field
 
 	f->opcode = op_own >> 4;
 	f->owner = op_own & MLX5_QPN_CQE_OWNER_MASK;
-	err = f->opcode == MLX5_QPN_PRM_CQE_REQ_ERR || f->opcode == MLX5_QPN_PRM_CQE_RESP_ERR;
+	err = static_cast<int>(f->opcode == MLX5_QPN_PRM_CQE_REQ_ERR ||
+			       f->opcode == MLX5_QPN_PRM_CQE_RESP_ERR);
 	f->syndrome = err ? cqe[MLX5_QPN_CQE_OFF_SYNDROME] : 0;
 	f->vendor_synd = err ? cqe[MLX5_QPN_CQE_OFF_VENDOR_SYND] : 0;
 	f->wqe_opcode = (uint8_t)(sdq >> 24);
@@ -369,8 +370,8 @@ mlx5_qpn_cqe_parse(const uint8_t *cqe, uint8_t op_own, struct mlx5_qpn_cqe_field
 static inline int
 mlx5_qpn_cqe_is_sw_owned(uint8_t op_own, uint32_t ci, uint32_t log_depth)
 {
-	return (op_own >> 4) != MLX5_QPN_CQE_OPCODE_INVALID &&
-	       (op_own & MLX5_QPN_CQE_OWNER_MASK) == ((ci >> log_depth) & 1);
+	return static_cast<int>((op_own >> 4) != MLX5_QPN_CQE_OPCODE_INVALID &&
+				(op_own & MLX5_QPN_CQE_OWNER_MASK) == ((ci >> log_depth) & 1));
 }
 
 #ifdef __cplusplus

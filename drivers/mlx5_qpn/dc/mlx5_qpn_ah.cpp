@@ -4,9 +4,10 @@
  * (hardware: ibv_create_ah and mlx5dv_init_obj(MLX5DV_OBJ_AH); emulated device: built in
  * software); the DC layer keeps it, and the WQE builder copies it into each datagram segment.
  */
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <new>
 
 #include <rte_common.h>
 #include <rte_log.h>
@@ -30,10 +31,10 @@ int
 mlx5_qpn_ah_create_be(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_addr *addr,
 		      struct mlx5_qpn_ah **ah)
 {
-	if (!be || !addr || !ah)
+	if ((be == nullptr) || (addr == nullptr) || (ah == nullptr))
 		return -EINVAL;
-	const mlx5_qpn_dc_ops *dc = be->ops ? be->ops->dc : nullptr;
-	if (!dc || !dc->ah_create || !dc->ah_destroy) {
+	const mlx5_qpn_dc_ops *dc = be->ops != nullptr ? be->ops->dc : nullptr;
+	if ((dc == nullptr) || (dc->ah_create == nullptr) || (dc->ah_destroy == nullptr)) {
 		DC_LOG(ERR, "ah_create: not supported: the backend has no DC op for it");
 		return -EOPNOTSUPP;
 	}
@@ -42,12 +43,12 @@ mlx5_qpn_ah_create_be(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_addr
 		       addr->flow_label);
 		return -EINVAL;
 	}
-	auto *a = static_cast<mlx5_qpn_ah *>(calloc(1, sizeof(mlx5_qpn_ah)));
-	if (!a)
+	auto *a = new (std::nothrow) mlx5_qpn_ah();
+	if (a == nullptr)
 		return -ENOMEM;
 	int rc = dc->ah_create(be, addr, &a->info);
 	if (rc) {
-		free(a);
+		delete a;
 		return rc;
 	}
 	a->be = be;
@@ -60,7 +61,7 @@ int
 mlx5_qpn_ah_create(struct mlx5_qpn_dev *dev, const struct mlx5_qpn_dc_addr *addr,
 		   struct mlx5_qpn_ah **ah)
 {
-	mlx5_qpn_backend *be = dev ? mlx5_qpn_dev_backend(dev) : nullptr;
+	mlx5_qpn_backend *be = dev != nullptr ? mlx5_qpn_dev_backend(dev) : nullptr;
 
 	return mlx5_qpn_ah_create_be(be, addr, ah);
 }
@@ -68,12 +69,12 @@ mlx5_qpn_ah_create(struct mlx5_qpn_dev *dev, const struct mlx5_qpn_dc_addr *addr
 void
 mlx5_qpn_ah_destroy(struct mlx5_qpn_ah *ah)
 {
-	if (!ah)
+	if (ah == nullptr)
 		return;
 	int rc = ah->dc->ah_destroy(ah->be, &ah->info);
 	if (rc)
 		DC_LOG(ERR, "AH: device refused to destroy it: %s", strerror(-rc));
-	free(ah);
+	delete ah;
 }
 
 /* The 2.1 ABI's names: the same functions under second symbols (mlx5_qpn_dc.h). */

@@ -22,9 +22,10 @@
  * Memory shared with the device (rings, doorbell records, the UAR register) is written and read
  * with std::atomic_ref: on the emulated device it is another process's memory too.
  */
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <new>
 
 #include <atomic>
 
@@ -59,8 +60,8 @@ static_assert(std::atomic_ref<uint8_t>::is_always_lock_free &&
 namespace {
 
 /* Largest log2 of a send queue in WQEs; the ring has 8 BBs per WQE (the largest SEND has 6). */
-constexpr uint32_t LOG_SQ_MAX = 12;
-constexpr uint32_t SQ_BB_SHIFT = 3;
+constexpr uint32_t kLogSqMax = 12;
+constexpr uint32_t kSqBbShift = 3;
 
 using mlx5_qpn_dc::load_shared;
 
@@ -80,24 +81,24 @@ map_insert(mlx5_qpn_cq *cq, mlx5_qpn_dci *dci)
 {
 	if ((cq->map_used + 1) * 2 > cq->map_cap) {
 		uint32_t cap = cq->map_cap ? cq->map_cap * 2 : 16;
-		auto **m = static_cast<mlx5_qpn_dci **>(calloc(cap, sizeof(mlx5_qpn_dci *)));
-		if (!m)
+		auto **m = new (std::nothrow) mlx5_qpn_dci *[cap]();
+		if (m == nullptr)
 			return false;
 		for (uint32_t i = 0; i < cq->map_cap; i++) {
 			mlx5_qpn_dci *x = cq->map[i];
-			if (!x)
+			if (x == nullptr)
 				continue;
 			uint32_t j = map_slot(x->info.qpn, cap);
-			while (m[j])
+			while (m[j] != nullptr)
 				j = (j + 1) & (cap - 1);
 			m[j] = x;
 		}
-		free(cq->map);
+		delete[] cq->map;
 		cq->map = m;
 		cq->map_cap = cap;
 	}
 	uint32_t j = map_slot(dci->info.qpn, cq->map_cap);
-	while (cq->map[j])
+	while (cq->map[j] != nullptr)
 		j = (j + 1) & (cq->map_cap - 1);
 	cq->map[j] = dci;
 	cq->map_used++;
@@ -107,13 +108,13 @@ map_insert(mlx5_qpn_cq *cq, mlx5_qpn_dci *dci)
 mlx5_qpn_dci *
 map_find(mlx5_qpn_cq *cq, uint32_t qpn)
 {
-	if (cq->last && cq->last->info.qpn == qpn)
+	if ((cq->last != nullptr) && cq->last->info.qpn == qpn)
 		return cq->last;
 	if (!cq->map_cap)
 		return nullptr;
 	for (uint32_t j = map_slot(qpn, cq->map_cap);; j = (j + 1) & (cq->map_cap - 1)) {
 		mlx5_qpn_dci *x = cq->map[j];
-		if (!x)
+		if (x == nullptr)
 			return nullptr;
 		if (x->info.qpn == qpn) {
 			cq->last = x;
@@ -131,13 +132,13 @@ map_remove(mlx5_qpn_cq *cq, mlx5_qpn_dci *dci)
 		return;
 	uint32_t mask = cq->map_cap - 1;
 	uint32_t i = map_slot(dci->info.qpn, cq->map_cap);
-	while (cq->map[i] && cq->map[i] != dci)
+	while ((cq->map[i] != nullptr) && cq->map[i] != dci)
 		i = (i + 1) & mask;
-	if (!cq->map[i])
+	if (cq->map[i] == nullptr)
 		return;
 	/* Backward-shift deletion keeps every probe chain unbroken. */
 	cq->map[i] = nullptr;
-	for (uint32_t j = (i + 1) & mask; cq->map[j]; j = (j + 1) & mask) {
+	for (uint32_t j = (i + 1) & mask; cq->map[j] != nullptr; j = (j + 1) & mask) {
 		uint32_t k = map_slot(cq->map[j]->info.qpn, cq->map_cap);
 		bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
 		if (stays)
@@ -166,16 +167,16 @@ dc_has(const mlx5_qpn_dc_ops *dc, const char *what, Fn mlx5_qpn_dc_ops::*...op)
 const mlx5_qpn_dc_ops *
 dc_of(const mlx5_qpn_backend *be)
 {
-	return be->ops ? be->ops->dc : nullptr;
+	return be->ops != nullptr ? be->ops->dc : nullptr;
 }
 
 /* The backend of a device with a data path, or NULL (and why, in *rc). */
 mlx5_qpn_backend *
 dc_backend(mlx5_qpn_dev *dev, const char *what, int *rc)
 {
-	mlx5_qpn_backend *be = dev ? mlx5_qpn_dev_backend(dev) : nullptr;
+	mlx5_qpn_backend *be = dev != nullptr ? mlx5_qpn_dev_backend(dev) : nullptr;
 
-	if (!be) {
+	if (be == nullptr) {
 		*rc = -EINVAL;
 		return nullptr;
 	}
@@ -202,7 +203,7 @@ extern "C" {
 int
 mlx5_qpn_cq_create_be(struct mlx5_qpn_backend *be, uint32_t log_depth, struct mlx5_qpn_cq **cq)
 {
-	if (!be || !cq)
+	if ((be == nullptr) || (cq == nullptr))
 		return -EINVAL;
 	const mlx5_qpn_dc_ops *dc = dc_of(be);
 	if (!dc_has(dc, "cq_create", &mlx5_qpn_dc_ops::cq_create, &mlx5_qpn_dc_ops::cq_destroy))
@@ -211,12 +212,12 @@ mlx5_qpn_cq_create_be(struct mlx5_qpn_backend *be, uint32_t log_depth, struct ml
 		DC_LOG(ERR, "CQ log_depth %u outside [1, 16]", log_depth);
 		return -EINVAL;
 	}
-	auto *c = static_cast<mlx5_qpn_cq *>(calloc(1, sizeof(mlx5_qpn_cq)));
-	if (!c)
+	auto *c = new (std::nothrow) mlx5_qpn_cq();
+	if (c == nullptr)
 		return -ENOMEM;
 	int rc = dc->cq_create(be, log_depth, &c->info);
 	if (rc) {
-		free(c);
+		delete c;
 		return rc;
 	}
 	c->be = be;
@@ -235,7 +236,7 @@ mlx5_qpn_cq_create(struct mlx5_qpn_dev *dev, uint32_t log_depth, struct mlx5_qpn
 	int rc;
 	mlx5_qpn_backend *be = dc_backend(dev, "cq_create", &rc);
 
-	if (!be)
+	if (be == nullptr)
 		return rc;
 	return mlx5_qpn_cq_create_be(be, log_depth, cq);
 }
@@ -243,7 +244,7 @@ mlx5_qpn_cq_create(struct mlx5_qpn_dev *dev, uint32_t log_depth, struct mlx5_qpn
 void
 mlx5_qpn_cq_destroy(struct mlx5_qpn_cq *cq)
 {
-	if (!cq)
+	if (cq == nullptr)
 		return;
 	if (cq->nb_qps) {
 		/* Freeing it would let the device write completions into reused memory. */
@@ -254,21 +255,21 @@ mlx5_qpn_cq_destroy(struct mlx5_qpn_cq *cq)
 	int rc = cq->dc->cq_destroy(cq->be, &cq->info);
 	if (rc)
 		DC_LOG(ERR, "CQ %u: device refused to destroy it: %s", cq->info.cqn, strerror(-rc));
-	free(cq->map);
-	free(cq);
+	delete[] cq->map;
+	delete cq;
 }
 
 int
 mlx5_qpn_cq_poll(struct mlx5_qpn_cq *cq, struct mlx5_qpn_wc *wc, unsigned int n)
 {
-	if (!cq || (!wc && n))
+	if ((cq == nullptr) || ((wc == nullptr) && n))
 		return -EINVAL;
 	uint32_t mask = (uint32_t(1) << cq->log_depth) - 1;
 	unsigned int k = 0;
 
 	/* The device's progress (mlx5_qpn_dc_ops.h: a table property), out of line so that a
 	 * table without it (hardware) pays one test. */
-	if (cq->exec) [[unlikely]]
+	if (cq->exec != nullptr) [[unlikely]]
 		device_step(cq);
 	for (; k < n; k++) {
 		uint8_t *cqe = cq->ring + size_t(cq->ci & mask) * MLX5_QPN_CQE_SIZE;
@@ -288,7 +289,7 @@ mlx5_qpn_cq_poll(struct mlx5_qpn_cq *cq, struct mlx5_qpn_wc *wc, unsigned int n)
 		w.syndrome = f.syndrome;
 		if (f.opcode == MLX5_QPN_CQE_REQ || f.opcode == MLX5_QPN_CQE_REQ_ERR) {
 			mlx5_qpn_dci *d = map_find(cq, f.qpn);
-			if (d) {
+			if (d != nullptr) {
 				w.wr_id = d->wrid[f.wqe_counter & d->bb_mask];
 				/* An error CQE means the device moved the DCI to ERR: its
 				 * later WQEs flush until mlx5_qpn_dci_recover(). Stored
@@ -307,7 +308,7 @@ mlx5_qpn_cq_poll(struct mlx5_qpn_cq *cq, struct mlx5_qpn_wc *wc, unsigned int n)
 				w.byte_len = 0;
 		} else {
 			w.src_qpn = f.src_qpn;
-			if (cq->rx_dcts) /* a DCT completes on this CQ */
+			if (cq->rx_dcts != nullptr) /* a DCT completes on this CQ */
 				mlx5_qpn_dc::rx_complete(cq, cqe, op_own, &f, &w);
 		}
 		cq->ci++;
@@ -328,23 +329,23 @@ int
 mlx5_qpn_dct_create_cq_path(struct mlx5_qpn_cq *cq, uint64_t dc_key,
 			    const struct mlx5_qpn_dc_path *path, struct mlx5_qpn_dct **dct)
 {
-	if (!cq || !dct)
+	if ((cq == nullptr) || (dct == nullptr))
 		return -EINVAL;
 	if (!dc_has(cq->dc, "dct_create", &mlx5_qpn_dc_ops::dct_create,
 		    &mlx5_qpn_dc_ops::dct_destroy))
 		return -EOPNOTSUPP;
-	auto *t = static_cast<mlx5_qpn_dct *>(calloc(1, sizeof(mlx5_qpn_dct)));
-	if (!t)
+	auto *t = new (std::nothrow) mlx5_qpn_dct();
+	if (t == nullptr)
 		return -ENOMEM;
 	int rc = cq->dc->dct_create(cq->be, &cq->info, dc_key, path, &t->info);
 	if (rc) {
-		free(t);
+		delete t;
 		return rc;
 	}
 	t->cq = cq;
 	if ((rc = mlx5_qpn_dc::rx_init(t)) != 0) {
 		cq->dc->dct_destroy(cq->be, &t->info);
-		free(t);
+		delete t;
 		return rc;
 	}
 	cq->nb_qps++;
@@ -366,9 +367,9 @@ mlx5_qpn_dct_create_path(struct mlx5_qpn_dev *dev, struct mlx5_qpn_cq *cq, uint6
 	int rc;
 	mlx5_qpn_backend *be = dc_backend(dev, "dct_create", &rc);
 
-	if (!be)
+	if (be == nullptr)
 		return rc;
-	if (!cq || cq->be != be) {
+	if ((cq == nullptr) || cq->be != be) {
 		DC_LOG(ERR, "dct_create: the CQ is not one of this device");
 		return -EINVAL;
 	}
@@ -378,7 +379,7 @@ mlx5_qpn_dct_create_path(struct mlx5_qpn_dev *dev, struct mlx5_qpn_cq *cq, uint6
 uint32_t
 mlx5_qpn_dct_qpn(const struct mlx5_qpn_dct *dct)
 {
-	return dct ? dct->info.dctn : 0;
+	return dct != nullptr ? dct->info.dctn : 0;
 }
 
 /* The 2.1 ABI's name: the same function under a second symbol (mlx5_qpn_dc.h). */
@@ -388,7 +389,7 @@ uint32_t mlx5_qpn_dct_number(const struct mlx5_qpn_dct *dct)
 void
 mlx5_qpn_dct_destroy(struct mlx5_qpn_dct *dct)
 {
-	if (!dct)
+	if (dct == nullptr)
 		return;
 	mlx5_qpn_dc::rx_fini(dct);
 	int rc = dct->cq->dc->dct_destroy(dct->cq->be, &dct->info);
@@ -396,13 +397,13 @@ mlx5_qpn_dct_destroy(struct mlx5_qpn_dct *dct)
 		DC_LOG(ERR, "DCT 0x%x: device refused to destroy it: %s", dct->info.dctn,
 		       strerror(-rc));
 	dct->cq->nb_qps--;
-	free(dct);
+	delete dct;
 }
 
 int
 mlx5_qpn_dct_read(const struct mlx5_qpn_dct *dct, uint16_t wqe_counter, void *buf, uint32_t len)
 {
-	if (!dct || (!buf && len))
+	if ((dct == nullptr) || ((buf == nullptr) && len))
 		return -EINVAL;
 	return mlx5_qpn_dc::rx_read(dct, wqe_counter, buf, len);
 }
@@ -417,22 +418,22 @@ int
 mlx5_qpn_dci_create_cq_path(struct mlx5_qpn_cq *cq, uint32_t log_sq_depth,
 			    const struct mlx5_qpn_dc_path *path, struct mlx5_qpn_dci **dci)
 {
-	if (!cq || !dci)
+	if ((cq == nullptr) || (dci == nullptr))
 		return -EINVAL;
 	if (!dc_has(cq->dc, "dci_create", &mlx5_qpn_dc_ops::dci_create,
 		    &mlx5_qpn_dc_ops::dci_destroy))
 		return -EOPNOTSUPP;
-	if (log_sq_depth > LOG_SQ_MAX) {
-		DC_LOG(ERR, "DCI log_sq_depth %u above %u", log_sq_depth, LOG_SQ_MAX);
+	if (log_sq_depth > kLogSqMax) {
+		DC_LOG(ERR, "DCI log_sq_depth %u above %u", log_sq_depth, kLogSqMax);
 		return -EINVAL;
 	}
-	uint32_t log_bbs = log_sq_depth + SQ_BB_SHIFT;
-	auto *d = static_cast<mlx5_qpn_dci *>(calloc(1, sizeof(mlx5_qpn_dci)));
-	if (!d)
+	uint32_t log_bbs = log_sq_depth + kSqBbShift;
+	auto *d = new (std::nothrow) mlx5_qpn_dci();
+	if (d == nullptr)
 		return -ENOMEM;
 	int rc = cq->dc->dci_create(cq->be, &cq->info, log_bbs, path, &d->info);
 	if (rc) {
-		free(d);
+		delete d;
 		return rc;
 	}
 	/* The ring is what the backend made (rdma-core rounds a DCI's SQ up): at least what was
@@ -441,19 +442,18 @@ mlx5_qpn_dci_create_cq_path(struct mlx5_qpn_cq *cq, uint32_t log_sq_depth,
 	    d->info.max_inline > MLX5_QPN_DC_MAX_INLINE)
 		rc = -ENOMEM;
 	else
-		d->wrid = static_cast<uint64_t *>(
-			calloc(size_t(1) << d->info.log_sq_bbs, sizeof(uint64_t)));
-	if (rc || !d->wrid || !map_insert(cq, d)) {
+		d->wrid = new (std::nothrow) uint64_t[size_t(1) << d->info.log_sq_bbs]();
+	if (rc || (d->wrid == nullptr) || !map_insert(cq, d)) {
 		if (rc)
 			DC_LOG(ERR, "DCI 0x%x: SQ of 2^%u BBs (2^%u asked), %u inline bytes",
 			       d->info.qpn, d->info.log_sq_bbs, log_bbs, d->info.max_inline);
 		cq->dc->dci_destroy(cq->be, &d->info);
-		free(d->wrid);
-		free(d);
+		delete[] d->wrid;
+		delete d;
 		return -ENOMEM;
 	}
 	d->cq = cq;
-	if (path) {
+	if (path != nullptr) {
 		d->has_path = true;
 		d->path = *path;
 	}
@@ -479,9 +479,9 @@ mlx5_qpn_dci_create_path(struct mlx5_qpn_dev *dev, struct mlx5_qpn_cq *cq, uint3
 	int rc;
 	mlx5_qpn_backend *be = dc_backend(dev, "dci_create", &rc);
 
-	if (!be)
+	if (be == nullptr)
 		return rc;
-	if (!cq || cq->be != be) {
+	if ((cq == nullptr) || cq->be != be) {
 		DC_LOG(ERR, "dci_create: the CQ is not one of this device");
 		return -EINVAL;
 	}
@@ -491,24 +491,25 @@ mlx5_qpn_dci_create_path(struct mlx5_qpn_dev *dev, struct mlx5_qpn_cq *cq, uint3
 uint32_t
 mlx5_qpn_dci_qpn(const struct mlx5_qpn_dci *dci)
 {
-	return dci ? dci->info.qpn : 0;
+	return dci != nullptr ? dci->info.qpn : 0;
 }
 
 uint32_t
 mlx5_qpn_dci_max_inline(const struct mlx5_qpn_dci *dci)
 {
-	return dci ? dci->info.max_inline : 0;
+	return dci != nullptr ? dci->info.max_inline : 0;
 }
 
 int
 mlx5_qpn_dci_post_send(struct mlx5_qpn_dci *dci, const struct mlx5_qpn_ah *ah, uint32_t dctn,
 		       uint64_t dc_key, const void *buf, uint32_t len, uint64_t wr_id)
 {
-	if (!dci || len > dci->info.max_inline || (!buf && len) || dctn > 0xffffff)
+	if ((dci == nullptr) || len > dci->info.max_inline || ((buf == nullptr) && len) ||
+	    dctn > 0xffffff)
 		return -EINVAL;
 	/* Never a zero route (a fabric routes by it; the emulated device refuses it too, so that
 	 * what runs there runs on a ConnectX); never another device's AV. */
-	if (!ah || ah->be != dci->cq->be)
+	if ((ah == nullptr) || ah->be != dci->cq->be)
 		return -EINVAL;
 	/* A DCI in ERR would only flush the WQE: refuse it here, so that nothing is posted
 	 * until mlx5_qpn_dci_recover(). */
@@ -541,7 +542,7 @@ mlx5_qpn_dci_post_send(struct mlx5_qpn_dci *dci, const struct mlx5_qpn_ah *ah, u
 void
 mlx5_qpn_dci_ring(struct mlx5_qpn_dci *dci)
 {
-	if (!dci || dci->pi_bb == dci->rung_bb)
+	if ((dci == nullptr) || dci->pi_bb == dci->rung_bb)
 		return;
 	/*
 	 * DPDK's mlx5_doorbell_ring() (drivers/common/mlx5/mlx5_common.h), step by step: the WQEs
@@ -568,7 +569,7 @@ mlx5_qpn_dci_ring(struct mlx5_qpn_dci *dci)
 void
 mlx5_qpn_dci_destroy(struct mlx5_qpn_dci *dci)
 {
-	if (!dci)
+	if (dci == nullptr)
 		return;
 	int rc = dci->cq->dc->dci_destroy(dci->cq->be, &dci->info);
 	if (rc)
@@ -576,26 +577,26 @@ mlx5_qpn_dci_destroy(struct mlx5_qpn_dci *dci)
 		       strerror(-rc));
 	map_remove(dci->cq, dci);
 	dci->cq->nb_qps--;
-	free(dci->wrid);
-	free(dci);
+	delete[] dci->wrid;
+	delete dci;
 }
 
 int
 mlx5_qpn_dc_service_run_be(struct mlx5_qpn_backend *be)
 {
-	if (!be)
+	if (be == nullptr)
 		return -EINVAL;
 	const mlx5_qpn_dc_ops *dc = dc_of(be);
 	/* Quiet (what = NULL): a loop may call this on any device. */
 	if (!dc_has(dc, nullptr))
 		return -EOPNOTSUPP;
-	if (!dc->execute)
+	if (dc->execute == nullptr)
 		return 0; /* the device executes WQEs itself (hardware) */
 	int rc = dc->execute(be);
 	if (rc < 0)
 		return rc;
 	/* Count the doorbell writes too, as the doorbell service does. */
-	if (dc->poll)
+	if (dc->poll != nullptr)
 		dc->poll(be);
 	return rc;
 }
@@ -606,7 +607,7 @@ mlx5_qpn_dev_service_run(struct mlx5_qpn_dev *dev)
 	int rc;
 	mlx5_qpn_backend *be = dc_backend(dev, nullptr, &rc);
 
-	if (!be)
+	if (be == nullptr)
 		return rc;
 	return mlx5_qpn_dc_service_run_be(be);
 }

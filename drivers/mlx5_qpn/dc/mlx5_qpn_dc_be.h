@@ -13,7 +13,7 @@
  *  - progress of a backend handle's device (mlx5_qpn_dev_service_run() on the handle).
  */
 
-#include <stdint.h>
+#include <cstdint>
 
 #include "mlx5_qpn_dc.h"
 

@@ -14,7 +14,7 @@
  * Thread safety: as mlx5_qpn_dc.h (each object used by one thread at a time).
  */
 
-#include <stdint.h>
+#include <cstdint>
 
 #include <atomic>
 

@@ -6,8 +6,8 @@
  * DC transport does with a failed DCI: wait until the device has given back every WQE, then
  * RESET -> INIT -> RTR -> RTS through the backend's dci_reset, and start the send queue over.
  */
-#include <errno.h>
-#include <string.h>
+#include <cerrno>
+#include <cstring>
 
 #include <atomic>
 
@@ -31,7 +31,7 @@ extern "C" {
 int
 mlx5_qpn_dci_state(const struct mlx5_qpn_dci *dci)
 {
-	if (!dci)
+	if (dci == nullptr)
 		return -EINVAL;
 	return int(load_shared(dci->state, std::memory_order_acquire));
 }
@@ -39,7 +39,7 @@ mlx5_qpn_dci_state(const struct mlx5_qpn_dci *dci)
 int
 mlx5_qpn_dci_recover(struct mlx5_qpn_dci *dci)
 {
-	if (!dci)
+	if (dci == nullptr)
 		return -EINVAL;
 	if (load_shared(dci->state, std::memory_order_acquire) == MLX5_QPN_DCI_READY)
 		return 0;

@@ -17,9 +17,10 @@
  * one spare (its end, never posted, as rdma-core keeps it) and the rest posted to the device.
  * An error completion's WQE (a message longer than the buffer, a flush) is reposted at once.
  */
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <new>
 
 #include <rte_atomic.h>
 #include <rte_common.h>
@@ -76,12 +77,13 @@ give_back(mlx5_qpn_dc_rx *rx, uint16_t i)
 mlx5_qpn_dct *
 rx_dct_of(mlx5_qpn_cq *cq, uint32_t qpn)
 {
-	for (mlx5_qpn_dct *t = cq->rx_dcts; t; t = t->rx_next)
+	for (mlx5_qpn_dct *t = cq->rx_dcts; t != nullptr; t = t->rx_next)
 		if (t->info.dctn == qpn)
 			return t;
 	/* A CQE may name the receiving DCT by its user index rather than its number (CQE
 	 * version 1): with one SRQ-backed DCT on the CQ, as the apps build it, it is that one. */
-	return cq->rx_dcts && !cq->rx_dcts->rx_next ? cq->rx_dcts : nullptr;
+	return (cq->rx_dcts != nullptr) && (cq->rx_dcts->rx_next == nullptr) ? cq->rx_dcts :
+									       nullptr;
 }
 
 } // namespace
@@ -94,16 +96,15 @@ rx_init(mlx5_qpn_dct *dct)
 	uint32_t n = si.log_wqes < 16 ? uint32_t(1) << si.log_wqes : 0;
 	/* Room for the held messages, the spare and at least as many posted. */
 	uint32_t hold = dct->info.rx_slots;
-	if (n < 2 * hold + 1 || !hold || (hold & (hold - 1)) || !si.dbrec || !si.buf ||
-	    si.stride < MLX5_QPN_SRQ_WQE_MIN_STRIDE || (si.stride & (si.stride - 1)) ||
-	    dct->info.rx_stride < MLX5_QPN_DC_MAX_INLINE) {
+	if (n < 2 * hold + 1 || !hold || (hold & (hold - 1)) || (si.dbrec == nullptr) ||
+	    (si.buf == nullptr) || si.stride < MLX5_QPN_SRQ_WQE_MIN_STRIDE ||
+	    (si.stride & (si.stride - 1)) || dct->info.rx_stride < MLX5_QPN_DC_MAX_INLINE) {
 		DC_LOG(ERR, "DCT 0x%x: SRQ of %u WQEs of %u bytes for %u held messages of %u bytes",
 		       dct->info.dctn, n, si.stride, dct->info.rx_slots, dct->info.rx_stride);
 		return -EINVAL;
 	}
-	rx->held = static_cast<mlx5_qpn_dc_rx_msg *>(
-		calloc(dct->info.rx_slots, sizeof(mlx5_qpn_dc_rx_msg)));
-	if (!rx->held)
+	rx->held = new (std::nothrow) mlx5_qpn_dc_rx_msg[dct->info.rx_slots]();
+	if (rx->held == nullptr)
 		return -ENOMEM;
 	rx->wqes = static_cast<uint8_t *>(si.wqes);
 	rx->dbrec = si.dbrec;
@@ -128,13 +129,13 @@ rx_init(mlx5_qpn_dct *dct)
 void
 rx_fini(mlx5_qpn_dct *dct)
 {
-	for (mlx5_qpn_dct **p = &dct->cq->rx_dcts; *p; p = &(*p)->rx_next) {
+	for (mlx5_qpn_dct **p = &dct->cq->rx_dcts; *p != nullptr; p = &(*p)->rx_next) {
 		if (*p == dct) {
 			*p = dct->rx_next;
 			break;
 		}
 	}
-	free(dct->srq.held);
+	delete[] dct->srq.held;
 	dct->srq.held = nullptr;
 }
 
@@ -143,7 +144,7 @@ rx_complete(mlx5_qpn_cq *cq, const uint8_t *cqe, uint8_t op_own, const mlx5_qpn_
 	    mlx5_qpn_wc *wc)
 {
 	mlx5_qpn_dct *t = rx_dct_of(cq, f->qpn);
-	if (!t)
+	if (t == nullptr)
 		return false;
 	mlx5_qpn_dc_rx *rx = &t->srq;
 	uint16_t wqe = uint16_t(f->wqe_counter & rx->wqe_mask);

@@ -172,7 +172,7 @@ mlx5_qpn_dev_info_get(struct mlx5_qpn_dev *d, struct mlx5_qpn_dev_info *info)
 	info->numa_node = d->id.numa_node;
 	snprintf(info->cores, sizeof(info->cores), "%s", d->id.cores);
 	info->pool_name = d->sup.pool_name;
-	info->secondary = d->proc.secondary;
+	info->secondary = static_cast<int>(d->proc.secondary);
 	mlx5_qpn_mp_counters(d->proc.mp, nullptr, nullptr, nullptr, &info->primary_pid);
 	if (d->id.backend->flags & MLX5_QPN_BACKEND_F_EMULATED)
 		info->flags |= MLX5_QPN_DEV_F_EMULATED;

@@ -3,7 +3,7 @@
 #define MLX5_QPN_DEV_INTERNAL_H
 
 /* Internal: device queries by name for telemetry, safe against a concurrent close. */
-#include <stddef.h>
+#include <cstddef>
 
 #include "mlx5_qpn.h"
 

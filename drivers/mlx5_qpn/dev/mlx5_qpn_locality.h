@@ -3,7 +3,7 @@
 #define MLX5_QPN_LOCALITY_H
 
 /* Internal: where a device sits (NUMA node, nearby cores), through hwloc. */
-#include <stddef.h>
+#include <cstddef>
 
 #include "mlx5_qpn_devargs.h"
 

@@ -139,8 +139,8 @@ handler(const struct rte_mp_msg *msg, const void *peer)
 				continue;
 			mp->info->ipc_requests.fetch_add(1, rlx);
 			reclaim(mp);
-			rep.rc = mlx5_qpn_dev_grow_if(mp->dev, req.seen, req.force != 0,
-						      &rep.grown);
+			rep.rc = mlx5_qpn_dev_grow_if(mp->dev, req.seen,
+						      static_cast<int>(req.force != 0), &rep.grown);
 			/* The mirror may lag (grows before publish): the next request sees it right. */
 			mp->info->grown.store(rep.grown, std::memory_order_release);
 			if (rep.rc == 1)
@@ -431,7 +431,7 @@ mlx5_qpn_mp_grow(struct mlx5_qpn_mp *mp, int force)
 	mp->grow_requests.fetch_add(1, rlx);
 	MpReq req = {};
 	req.op = 1;
-	req.force = force != 0;
+	req.force = static_cast<uint32_t>(force != 0);
 	req.seen = mp->info->grown.load(std::memory_order_acquire);
 	snprintf(req.name, sizeof(req.name), "%s", mp->name);
 	struct rte_mp_msg msg = {};
@@ -447,7 +447,7 @@ mlx5_qpn_mp_grow(struct mlx5_qpn_mp *mp, int force)
 	bool got = r == 0 && reply.nb_received == 1 && reply.msgs[0].len_param == sizeof(rep);
 	if (got)
 		memcpy(&rep, reply.msgs[0].param, sizeof(rep));
-	free(reply.msgs);
+	free(reply.msgs); // NOLINT(cppcoreguidelines-no-malloc): DPDK's, the caller frees it
 	if (!got) {
 		if (mlx5_qpn_mp_check_primary(mp) != 0)
 			return -ENODEV;
@@ -502,7 +502,7 @@ mlx5_qpn_mp_close(struct mlx5_qpn_mp *mp)
 	unsigned live = 0;
 	if (lock_info(in) == 0) {
 		for (auto &s : in->secondaries)
-			live += s.pid != 0 && qpn::shm::alive(s);
+			live += static_cast<unsigned int>(s.pid != 0 && qpn::shm::alive(s));
 		pthread_mutex_unlock(&in->lock);
 	}
 	if (live != 0)

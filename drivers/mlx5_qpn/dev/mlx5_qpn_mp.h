@@ -29,7 +29,7 @@
  * mutex (mlx5_qpn_mp_note_grow() is a single atomic store).
  */
 
-#include <stdint.h>
+#include <cstdint>
 
 #include "mlx5_qpn.h"
 #include "mlx5_qpn_devargs.h"

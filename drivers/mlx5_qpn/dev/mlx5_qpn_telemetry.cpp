@@ -97,7 +97,8 @@ tel_dev_info(const char *, const char *params, struct rte_tel_data *d)
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_string(d, "name", in.name);
 	rte_tel_data_add_dict_string(d, "backend", in.backend);
-	rte_tel_data_add_dict_u64(d, "emulated", (in.flags & MLX5_QPN_DEV_F_EMULATED) != 0);
+	rte_tel_data_add_dict_u64(d, "emulated",
+				  static_cast<uint64_t>((in.flags & MLX5_QPN_DEV_F_EMULATED) != 0));
 	rte_tel_data_add_dict_string(d, "node_guid", guid);
 	rte_tel_data_add_dict_u64(d, "port", in.port);
 	rte_tel_data_add_dict_string(d, "source", src[in.source]);

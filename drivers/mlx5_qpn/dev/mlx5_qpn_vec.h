@@ -55,7 +55,7 @@ public:
 	NtVec() = default;
 	NtVec(const NtVec &) = delete;
 	NtVec &operator=(const NtVec &) = delete;
-	~NtVec() { free(p_); }
+	~NtVec() { free(p_); } // NOLINT(cppcoreguidelines-no-malloc): grown by realloc
 
 	/** Append; false (nothing changed) if memory is short. */
 	[[nodiscard]] bool push_back(const T &v)
@@ -64,6 +64,7 @@ public:
 			return false;
 		if (n_ == cap_) {
 			size_t cap = cap_ != 0 ? 2 * cap_ : 8;
+			// NOLINTNEXTLINE(cppcoreguidelines-no-malloc): grows in place when it can
 			void *q = realloc(static_cast<void *>(p_), cap * sizeof(T));
 			if (q == nullptr)
 				return false;

@@ -5,11 +5,11 @@
  */
 #include "mlx5_qpn_glue.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include <atomic>
 #include <mutex>
@@ -21,7 +21,7 @@ namespace {
 enum lib_idx { LIB_VERBS = 0, LIB_MLX5 = 1, LIB_COUNT };
 
 /* Sonames: the ABI major versions the prototypes in the installed headers belong to. */
-constexpr const char *lib_name[LIB_COUNT] = {"libibverbs.so.1", "libmlx5.so.1"};
+constexpr const char *kLibName[LIB_COUNT] = {"libibverbs.so.1", "libmlx5.so.1"};
 
 struct sym_desc {
 	lib_idx lib;
@@ -43,7 +43,7 @@ struct sym_desc {
  * dlsym() returns the default version of versioned symbols (ibv_*@@IBVERBS_1.1), which is the
  * one the headers' prototypes describe.
  */
-constexpr sym_desc syms[] = {
+constexpr sym_desc kSyms[] = {
 	GLUE_SYM(LIB_VERBS, ibv_get_device_list, get_device_list),
 	GLUE_SYM(LIB_VERBS, ibv_free_device_list, free_device_list),
 	GLUE_SYM(LIB_VERBS, ibv_get_device_name, get_device_name),
@@ -97,7 +97,7 @@ set_err(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
 
 /* dlerror() text, never NULL; it already names the file or the symbol. */
 const char *
-last_dlerror(void)
+last_dlerror()
 {
 	const char *e = dlerror();
 	return e != nullptr ? e : "unknown dlopen error";
@@ -130,7 +130,7 @@ open_lib(const char *libdir, const char *soname, char *err, size_t errlen)
 bool
 resolve(struct mlx5_qpn_glue *glue, lib_idx lib, char *err, size_t errlen)
 {
-	for (const sym_desc &s : syms) {
+	for (const sym_desc &s : kSyms) {
 		if (s.lib != lib)
 			continue;
 		dlerror();
@@ -138,7 +138,7 @@ resolve(struct mlx5_qpn_glue *glue, lib_idx lib, char *err, size_t errlen)
 		if (p == nullptr && s.optional)
 			continue;
 		if (p == nullptr) {
-			set_err(err, errlen, "symbol %s missing from %s", s.name, lib_name[lib]);
+			set_err(err, errlen, "symbol %s missing from %s", s.name, kLibName[lib]);
 			return false;
 		}
 		/* Object pointer to function pointer: copy the bits, as POSIX dlsym intends. */
@@ -151,7 +151,7 @@ void
 clear_lib(struct mlx5_qpn_glue *glue, lib_idx lib)
 {
 	void *null = nullptr;
-	for (const sym_desc &s : syms)
+	for (const sym_desc &s : kSyms)
 		if (s.lib == lib)
 			memcpy(reinterpret_cast<char *>(glue) + s.offset, &null, sizeof(null));
 	if (glue->handle[lib] != nullptr)
@@ -174,7 +174,7 @@ global_glue g_glue;
 std::atomic<const struct mlx5_qpn_glue *> g_override{nullptr};
 
 void
-global_load(void)
+global_load()
 {
 	memset(&g_glue.table, 0, sizeof(g_glue.table));
 	const char *libdir = getenv("MLX5_QPN_GLUE_LIBDIR");
@@ -182,7 +182,7 @@ global_load(void)
 }
 
 void
-ensure_loaded(void)
+ensure_loaded()
 {
 	std::call_once(g_glue.once, global_load);
 }
@@ -201,7 +201,7 @@ mlx5_qpn_glue_load(const char *libdir, struct mlx5_qpn_glue *glue, char *err, si
 	memset(glue, 0, sizeof(*glue));
 	/* libibverbs first: libmlx5 depends on it and resolves against the loaded copy. */
 	for (lib_idx lib : {LIB_VERBS, LIB_MLX5}) {
-		glue->handle[lib] = open_lib(libdir, lib_name[lib], err, errlen);
+		glue->handle[lib] = open_lib(libdir, kLibName[lib], err, errlen);
 		if (glue->handle[lib] == nullptr) {
 			mlx5_qpn_glue_unload(glue);
 			return -ENOENT;

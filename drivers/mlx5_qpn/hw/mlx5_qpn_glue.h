@@ -26,7 +26,7 @@
  * (std::call_once); afterwards the table and the error text are immutable.
  */
 
-#include <stddef.h>
+#include <cstddef>
 
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>

@@ -6,10 +6,10 @@
  */
 #include "mlx5_qpn_hw.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <endian.h>
-#include <errno.h>
-#include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 #include <mutex>

@@ -6,9 +6,9 @@
 #include "mlx5_qpn_hw_dc.h"
 #include "mlx5_qpn_hw_dc_path.h"
 
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <unistd.h>
 
 #include <mutex>
@@ -29,7 +29,7 @@ namespace {
 using namespace mlx5_qpn_hw;
 
 /* The BB shift of a DC WQE slot: the DC layer gives each WQE 8 BBs (the largest SEND has 6). */
-constexpr uint32_t SQ_BB_SHIFT = 3;
+constexpr uint32_t kSqBbShift = 3;
 
 mlx5_qpn_hw_dev *
 to_dev(struct mlx5_qpn_backend *be)
@@ -39,7 +39,7 @@ to_dev(struct mlx5_qpn_backend *be)
 
 /* A verbs call that returned NULL: its errno, negated; -EIO when it set none. */
 int
-fail_errno(void)
+fail_errno()
 {
 	return errno > 0 ? -errno : -EIO;
 }
@@ -189,7 +189,7 @@ dc_qp_create(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_dc_cq_info *cq, struct 
 		mlx5_qpn_hw_dc_dci_cap(log_sq_bbs, dci_max_inline(dev), &attr.cap);
 	errno = 0;
 	struct ibv_qp *qp = dev->glue->dv_create_qp(dev->ctx, &attr, &dv);
-	const char *what = srq ? "DCT" : "DCI";
+	const char *what = srq != nullptr ? "DCT" : "DCI";
 	if (qp == nullptr) {
 		*rc = fail_errno();
 		HW_LOG(ERR, "%s: %s: mlx5dv_create_qp failed (%s)", dev->name, what,
@@ -210,7 +210,7 @@ hw_dci_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq,
 	      struct mlx5_qpn_dc_dci_info *dci)
 {
 	if (be == nullptr || cq == nullptr || dci == nullptr || cq->handle == 0 ||
-	    log_sq_bbs < SQ_BB_SHIFT || log_sq_bbs > 16)
+	    log_sq_bbs < kSqBbShift || log_sq_bbs > 16)
 		return -EINVAL;
 	mlx5_qpn_hw_dev *dev = to_dev(be);
 	const uint32_t max_inline = dci_max_inline(dev);
@@ -314,7 +314,7 @@ dct_free(mlx5_qpn_hw_dev *dev, hw_dct *t)
 		if (t->srq != nullptr)
 			dev->glue->destroy_srq(t->srq);
 	}
-	free(t->buf);
+	free(t->buf); // NOLINT(cppcoreguidelines-no-malloc): aligned_alloc'd for the device
 	delete t;
 }
 
@@ -524,7 +524,7 @@ mlx5_qpn_hw_dc_qp_attr(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_srq *srq
 	}
 	/* One WR per 8 BBs of the ring: a 256-byte inline SEND is 6 BBs, which rdma-core rounds
 	 * to the power of two the DC layer asked for. */
-	attr->cap.max_send_wr = 1u << (log_sq_bbs - SQ_BB_SHIFT);
+	attr->cap.max_send_wr = 1u << (log_sq_bbs - kSqBbShift);
 	attr->cap.max_send_sge = 1;
 	attr->cap.max_inline_data = MLX5_QPN_HW_DC_MAX_INLINE;
 	dv->dc_init_attr.dc_type = MLX5DV_DCTYPE_DCI;
@@ -551,7 +551,7 @@ mlx5_qpn_hw_dc_ah_attr(const struct mlx5_qpn_dc_addr *addr, struct ibv_ah_attr *
 	attr->dlid = addr->dlid;
 	attr->sl = addr->sl;
 	attr->port_num = addr->port != 0 ? addr->port : MLX5_QPN_HW_DC_PORT;
-	attr->is_global = addr->is_global != 0;
+	attr->is_global = static_cast<uint8_t>(addr->is_global != 0);
 	if (!attr->is_global)
 		return;
 	memcpy(attr->grh.dgid.raw, addr->dgid, sizeof(attr->grh.dgid.raw));

@@ -7,8 +7,8 @@
  */
 #include "mlx5_qpn_hw_dc_path.h"
 
-#include <errno.h>
-#include <string.h>
+#include <cerrno>
+#include <cstring>
 
 #include "mlx5_qpn_glue.h"
 #include "mlx5_qpn_hw_log.h"
@@ -18,7 +18,7 @@ namespace mlx5_qpn_hw {
 namespace {
 
 /* Min RNR NAK timer of a DCT: 12 = 0.64 ms, the IBTA table's middle (UCX's default too). */
-constexpr uint8_t DCT_MIN_RNR_TIMER = 12;
+constexpr uint8_t kDctMinRnrTimer = 12;
 
 /* A GID entry that RoCE v2 routes by an IPv4 address: type v2, address ::ffff:a.b.c.d. */
 bool
@@ -205,7 +205,7 @@ dc_to_ready(mlx5_qpn_hw_dev *dev, struct ibv_qp *qp, bool dct, const dc_rtr &rtr
 	a.ah_attr = rtr.ah;
 	mask = IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_AV;
 	if (dct) {
-		a.min_rnr_timer = DCT_MIN_RNR_TIMER;
+		a.min_rnr_timer = kDctMinRnrTimer;
 		mask |= IBV_QP_MIN_RNR_TIMER;
 	}
 	rc = dc_modify(dev, qp, &a, mask, dct ? "DCT RTR" : "DCI RTR");

@@ -5,10 +5,10 @@
  */
 #include "mlx5_qpn_hw_memlock.h"
 
-#include <errno.h>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <linux/capability.h>
-#include <stdio.h>
-#include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -19,7 +19,7 @@ namespace {
 
 /* CAP_IPC_LOCK in the effective set: the kernel then pins without looking at the limit. */
 bool
-has_ipc_lock(void)
+has_ipc_lock()
 {
 	struct __user_cap_header_struct hdr;
 	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
@@ -34,7 +34,7 @@ has_ipc_lock(void)
 
 /* VmPin of /proc/self/status in bytes: what this process has pinned already (0 unknown). */
 uint64_t
-pinned_now(void)
+pinned_now()
 {
 	FILE *f = fopen("/proc/self/status", "re");
 	if (f == nullptr)

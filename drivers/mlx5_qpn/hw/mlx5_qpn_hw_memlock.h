@@ -13,7 +13,7 @@
  * Thread safety: reentrant; nothing is cached (a limit or capability change is seen at once).
  */
 
-#include <stdint.h>
+#include <cstdint>
 
 #ifdef __cplusplus
 extern "C" {

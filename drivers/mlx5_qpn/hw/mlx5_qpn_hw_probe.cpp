@@ -5,9 +5,9 @@
  * requested, and the size step-down on a refusal. The decisions themselves are in
  * mlx5_qpn_hw_sizing.cpp.
  */
+#include <cerrno>
+#include <cstring>
 #include <endian.h>
-#include <errno.h>
-#include <string.h>
 
 #include <new>
 

@@ -5,9 +5,9 @@
  */
 #include "mlx5_qpn_hw_qp.h"
 
-#include <errno.h>
-#include <stdio.h>
-#include <string.h>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 
 #include <mutex>
 #include <new>
@@ -17,7 +17,7 @@
 namespace {
 
 /* Buckets of the QPN -> QP table: a destroy finds its QP in count/1024 steps, not count. */
-constexpr uint32_t QP_BUCKETS = 1024;
+constexpr uint32_t kQpBuckets = 1024;
 
 struct held_qp {
 	held_qp *next;
@@ -27,7 +27,7 @@ struct held_qp {
 
 /* A verbs call that returned NULL: its errno, negated; -EIO when it set none. */
 int
-neg_errno_or_eio(void)
+neg_errno_or_eio()
 {
 	return errno > 0 ? -errno : -EIO;
 }
@@ -48,8 +48,8 @@ round_up(uint64_t v, uint64_t to)
 }
 
 /* libmlx5's WQE and CQE sizes (mlx5dv.h: the segments; the basic block of a send WQE). */
-constexpr uint64_t SEND_WQE_BB = 64, CTRL_SEG = 16, DATAGRAM_SEG = 48, DATA_SEG = 16;
-constexpr uint64_t CQE_SIZE = 64, DBREC_SLOT = 64;
+constexpr uint64_t kSendWqeBb = 64, kCtrlSeg = 16, kDatagramSeg = 48, kDataSeg = 16;
+constexpr uint64_t kCqeSize = 64, kDbrecSlot = 64;
 
 } /* namespace */
 
@@ -62,7 +62,7 @@ struct mlx5_qpn_hw_qps {
 	struct ibv_cq *cq;       /* shared by every QP, created with the first */
 	uint32_t count;
 	uint32_t cap; /* most QPs held at once (RLIMIT_MEMLOCK) */
-	held_qp *bucket[QP_BUCKETS];
+	held_qp *bucket[kQpBuckets];
 };
 
 extern "C" {
@@ -103,14 +103,14 @@ mlx5_qpn_hw_qp_pin_bytes(const struct ibv_qp_init_attr *attr, uint64_t page)
 {
 	if (page == 0)
 		page = 4096;
-	const uint64_t sge = attr->cap.max_send_sge * DATA_SEG;
+	const uint64_t sge = attr->cap.max_send_sge * kDataSeg;
 	const uint64_t inl = attr->cap.max_inline_data;
-	const uint64_t swqe = round_up(CTRL_SEG + DATAGRAM_SEG + (sge > inl ? sge : inl),
-				       SEND_WQE_BB);
-	const uint64_t rwqe = pow2_at_least(attr->cap.max_recv_sge * DATA_SEG);
+	const uint64_t swqe = round_up(kCtrlSeg + kDatagramSeg + (sge > inl ? sge : inl),
+				       kSendWqeBb);
+	const uint64_t rwqe = pow2_at_least(attr->cap.max_recv_sge * kDataSeg);
 	const uint64_t sq = pow2_at_least(attr->cap.max_send_wr) * swqe;
 	const uint64_t rq = pow2_at_least(attr->cap.max_recv_wr) * rwqe;
-	return round_up(sq + rq, page) + DBREC_SLOT;
+	return round_up(sq + rq, page) + kDbrecSlot;
 }
 
 uint64_t
@@ -119,7 +119,7 @@ mlx5_qpn_hw_cq_pin_bytes(int cqe, uint64_t page)
 	if (page == 0)
 		page = 4096;
 	const uint64_t n = pow2_at_least(static_cast<uint64_t>(cqe < 0 ? 0 : cqe) + 1);
-	return round_up(n * CQE_SIZE, page) + DBREC_SLOT;
+	return round_up(n * kCqeSize, page) + kDbrecSlot;
 }
 
 uint32_t
@@ -203,7 +203,7 @@ mlx5_qpn_hw_qps_get(struct mlx5_qpn_hw_qps *q, uint32_t *qpn)
 		return rc;
 	}
 	h->qpn = h->qp->qp_num;
-	held_qp *&head = q->bucket[h->qpn % QP_BUCKETS];
+	held_qp *&head = q->bucket[h->qpn % kQpBuckets];
 	h->next = head;
 	head = h;
 	q->count++;
@@ -217,7 +217,7 @@ mlx5_qpn_hw_qps_put(struct mlx5_qpn_hw_qps *q, uint32_t qpn)
 	if (q == nullptr)
 		return -EINVAL;
 	std::lock_guard<std::mutex> g(q->lock);
-	held_qp **pp = &q->bucket[qpn % QP_BUCKETS];
+	held_qp **pp = &q->bucket[qpn % kQpBuckets];
 	while (*pp != nullptr && (*pp)->qpn != qpn)
 		pp = &(*pp)->next;
 	held_qp *h = *pp;

@@ -27,7 +27,7 @@
  * not race them. All calls return 0 or a negative errno.
  */
 
-#include <stdint.h>
+#include <cstdint>
 #include <sys/types.h>
 
 #include "mlx5_qpn_glue.h"

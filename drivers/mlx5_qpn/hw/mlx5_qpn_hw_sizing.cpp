@@ -5,9 +5,9 @@
  */
 #include "mlx5_qpn_hw_sizing.h"
 
-#include <errno.h>
-#include <stdio.h>
-#include <string.h>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 
 #include "mlx5_qpn_prm.h"
 

@@ -22,8 +22,8 @@
  * Thread safety: every function is reentrant and touches only its arguments. None logs.
  */
 
-#include <stddef.h>
-#include <stdint.h>
+#include <cstddef>
+#include <cstdint>
 
 #include "mlx5_qpn_devargs.h"
 #include "mlx5_qpn_ops.h"

@@ -493,7 +493,7 @@ Lease::stats(Stats *st)
 	for (uint32_t i = 0; i < map_->hdr.nb_entries; i++)
 		(map_->entries[i].state == kHeld ? st->held : st->cooling)++;
 	for (const auto &u : map_->users)
-		st->users += u.id.pid != 0;
+		st->users += static_cast<unsigned int>(u.id.pid != 0);
 	st->deaths_noticed = map_->hdr.deaths_noticed;
 	st->expired = map_->hdr.expired;
 	st->repairs = map_->hdr.repairs;

@@ -17,8 +17,8 @@
  * thread exists; lookups afterwards only read.
  */
 
-#include <stddef.h>
-#include <stdint.h>
+#include <cstddef>
+#include <cstdint>
 
 #include "mlx5_qpn_devargs.h"
 

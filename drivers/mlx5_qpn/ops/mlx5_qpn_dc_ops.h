@@ -30,7 +30,7 @@
  * execute and poll may run concurrently with them and with each other.
  */
 
-#include <stdint.h>
+#include <cstdint>
 
 #ifdef __cplusplus
 extern "C" {

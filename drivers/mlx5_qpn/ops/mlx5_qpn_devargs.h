@@ -14,9 +14,9 @@
  * checked against the allow-list (the generic keys and the chosen backend's own); see doc/guides/driver.md §3 for the keys and every refusal.
  */
 
-#include <stddef.h>
-#include <stdint.h>
-#include <string.h>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
 
 #ifdef __cplusplus
 extern "C" {

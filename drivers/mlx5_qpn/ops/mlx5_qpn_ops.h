@@ -13,7 +13,7 @@
  * rdma-core maps them (see common/mlx5_qpn_prm.h: mlx5_qpn_fw_status_to_errno()).
  */
 
-#include <stdint.h>
+#include <cstdint>
 
 #include "mlx5_qpn_caps.h"
 #include "mlx5_qpn_devargs.h"

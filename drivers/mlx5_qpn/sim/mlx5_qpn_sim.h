@@ -27,7 +27,7 @@
  * the next command repairs). A backend handle must not be used across fork(): a child opens its own.
  */
 
-#include <stdint.h>
+#include <cstdint>
 
 #include "mlx5_qpn_dc_ops.h"
 #include "mlx5_qpn_ops.h"

@@ -10,7 +10,7 @@
  * emulated device (simN) takes this key"). doc/guides/driver.md §3 lists them.
  */
 
-#include <stdint.h>
+#include <cstdint>
 
 #include "mlx5_qpn_devargs.h"
 
@@ -67,7 +67,7 @@ mlx5_qpn_sim_cargs(const struct mlx5_qpn_devargs *da)
 
 #ifdef __cplusplus
 static_assert(sizeof(struct mlx5_qpn_sim_devargs) <=
-		      sizeof(((struct mlx5_qpn_devargs *)0)->be_args),
+		      sizeof(((struct mlx5_qpn_devargs *)nullptr)->be_args),
 	      "the emulated device's keys fit mlx5_qpn_devargs.be_args");
 }
 #endif

@@ -11,8 +11,8 @@
 #include "mlx5_qpn_prm_wqe.h"
 #include "mlx5_qpn_dc_ops.h"
 
-#include <errno.h>
-#include <string.h>
+#include <cerrno>
+#include <cstring>
 
 #include <atomic>
 
@@ -22,25 +22,25 @@ static_assert(std::atomic_ref<uint32_t>::is_always_lock_free, "lock-free in shar
 
 namespace mlx5_qpn_sim {
 
-static_assert(DC_SRQ_STRIDE == MLX5_QPN_SRQ_WQE_MIN_STRIDE, "one data segment per receive WQE");
-static_assert(DC_RX_STRIDE >= MLX5_QPN_WQE_MAX_INLINE, "a receive buffer holds any SEND");
-static_assert(DC_SRQ_WQES >= 2 * DC_RX_HOLD + 1, "the DC layer's held, spare and posted WQEs");
+static_assert(kDcSrqStride == MLX5_QPN_SRQ_WQE_MIN_STRIDE, "one data segment per receive WQE");
+static_assert(kDcRxStride >= MLX5_QPN_WQE_MAX_INLINE, "a receive buffer holds any SEND");
+static_assert(kDcSrqWqes >= 2 * kDcRxHold + 1, "the DC layer's held, spare and posted WQEs");
 
 namespace {
 
 bool
 page_used(const SimDc *dc, uint32_t p)
 {
-	return (dc->page_bits[p / 64] >> (p % 64)) & 1;
+	return ((dc->page_bits[p / 64] >> (p % 64)) & 1) != 0u;
 }
 
 void
 pages_mark(SimDc *dc, uint32_t first, uint32_t n, bool used)
 {
-	if (first >= DC_NB_PAGES)
+	if (first >= kDcNbPages)
 		return;
-	if (n > DC_NB_PAGES - first)
-		n = DC_NB_PAGES - first;
+	if (n > kDcNbPages - first)
+		n = kDcNbPages - first;
 	for (uint32_t p = first; p < first + n; p++) {
 		if (used)
 			dc->page_bits[p / 64] |= uint64_t(1) << (p % 64);
@@ -53,12 +53,12 @@ pages_mark(SimDc *dc, uint32_t first, uint32_t n, bool used)
 int
 pages_alloc(SimDc *dc, uint8_t *arena, uint64_t bytes, uint32_t *first, uint32_t *n)
 {
-	uint32_t need = uint32_t((bytes + DC_PAGE - 1) / DC_PAGE);
+	uint32_t need = uint32_t((bytes + kDcPage - 1) / kDcPage);
 	uint32_t run = 0;
 
-	if (need == 0 || need > DC_NB_PAGES)
+	if (need == 0 || need > kDcNbPages)
 		return -ENOMEM;
-	for (uint32_t p = 0; p < DC_NB_PAGES; p++) {
+	for (uint32_t p = 0; p < kDcNbPages; p++) {
 		if (dc->page_bits[p / 64] == ~uint64_t(0) && p % 64 == 0) {
 			run = 0;
 			p += 63;
@@ -68,7 +68,7 @@ pages_alloc(SimDc *dc, uint8_t *arena, uint64_t bytes, uint32_t *first, uint32_t
 		if (run == need) {
 			uint32_t f = p + 1 - need;
 			pages_mark(dc, f, need, true);
-			memset(dc_page_ptr(arena, f), 0, size_t(need) * DC_PAGE);
+			memset(dc_page_ptr(arena, f), 0, size_t(need) * kDcPage);
 			*first = f;
 			*n = need;
 			return 0;
@@ -93,9 +93,9 @@ active_remove(SimDc *dc, uint32_t idx)
 	uint32_t pos = dc->dci[idx].active_pos;
 	uint32_t last = dc->nb_active - 1;
 
-	if (pos < dc->nb_active && dc->nb_active <= DC_MAX_DCI && dc->active[pos] == idx) {
+	if (pos < dc->nb_active && dc->nb_active <= kDcMaxDci && dc->active[pos] == idx) {
 		dc->active[pos] = dc->active[last];
-		if (dc->active[pos] < DC_MAX_DCI)
+		if (dc->active[pos] < kDcMaxDci)
 			dc->dci[dc->active[pos]].active_pos = pos;
 		std::atomic_ref<uint32_t>(dc->nb_active).store(last, std::memory_order_relaxed);
 	}
@@ -107,9 +107,9 @@ int
 dc_cq_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t log_depth,
 	     uint32_t *idx)
 {
-	if (log_depth < 1 || log_depth > DC_LOG_CQ_MAX)
+	if (log_depth < 1 || log_depth > kDcLogCqMax)
 		return -EINVAL;
-	int i = slot_alloc(dc->cq, DC_MAX_CQ);
+	int i = slot_alloc(dc->cq, kDcMaxCq);
 	if (i < 0)
 		return -ENOMEM;
 	SimDcCq &c = dc->cq[i];
@@ -142,11 +142,11 @@ int
 dc_dci_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t qpn, uint32_t cq,
 	      uint32_t log_bbs, uint32_t uar, uint32_t *idx)
 {
-	if (cq >= DC_MAX_CQ || !dc->cq[cq].live || dc->cq[cq].owner != owner ||
-	    log_bbs > DC_LOG_SQ_MAX + DC_SQ_BB_SHIFT)
+	if (cq >= kDcMaxCq || !dc->cq[cq].live || dc->cq[cq].owner != owner ||
+	    log_bbs > kDcLogSqMax + kDcSqBbShift)
 		return -EINVAL;
-	int i = slot_alloc(dc->dci, DC_MAX_DCI);
-	if (i < 0 || dc->nb_active >= DC_MAX_DCI)
+	int i = slot_alloc(dc->dci, kDcMaxDci);
+	if (i < 0 || dc->nb_active >= kDcMaxDci)
 		return -ENOMEM;
 	SimDcDci &d = dc->dci[i];
 	uint32_t first, n;
@@ -181,14 +181,14 @@ int
 dc_dct_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t number, uint32_t cq,
 	      uint64_t dc_key, uint32_t lkey, uint32_t *idx)
 {
-	if (cq >= DC_MAX_CQ || !dc->cq[cq].live || dc->cq[cq].owner != owner)
+	if (cq >= kDcMaxCq || !dc->cq[cq].live || dc->cq[cq].owner != owner)
 		return -EINVAL;
-	int i = slot_alloc(dc->dct, DC_MAX_DCT);
+	int i = slot_alloc(dc->dct, kDcMaxDct);
 	if (i < 0)
 		return -ENOMEM;
 	SimDcDct &t = dc->dct[i];
 	uint32_t first, n;
-	int rc = pages_alloc(dc, arena, DC_DCT_BYTES, &first, &n);
+	int rc = pages_alloc(dc, arena, kDcDctBytes, &first, &n);
 	if (rc)
 		return rc;
 	t.owner = owner;
@@ -199,7 +199,7 @@ dc_dct_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t 
 	t.npages = n;
 	t.dc_key = dc_key;
 	/* The owner registers the buffers where its own mapping of the arena has them. */
-	t.buf_va = uint64_t(uintptr_t(dc_page_ptr(arena, first) + DC_RX_BUF_OFF));
+	t.buf_va = uint64_t(uintptr_t(dc_page_ptr(arena, first) + kDcRxBufOff));
 	t.lkey = lkey;
 	t.srq_head = 0;
 	t.srq_taken = 0;
@@ -214,7 +214,7 @@ dc_dct_create(SimDc *dc, uint8_t *arena, uint16_t owner, uint32_t gen, uint32_t 
 int
 dc_cq_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen)
 {
-	if (idx >= DC_MAX_CQ || !dc->cq[idx].live || dc->cq[idx].owner != owner ||
+	if (idx >= kDcMaxCq || !dc->cq[idx].live || dc->cq[idx].owner != owner ||
 	    dc->cq[idx].gen != gen)
 		return -EINVAL;
 	SimDcCq &c = dc->cq[idx];
@@ -229,14 +229,14 @@ dc_cq_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen)
 int
 dc_dci_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen)
 {
-	if (idx >= DC_MAX_DCI || !dc->dci[idx].live || dc->dci[idx].owner != owner ||
+	if (idx >= kDcMaxDci || !dc->dci[idx].live || dc->dci[idx].owner != owner ||
 	    dc->dci[idx].gen != gen)
 		return -EINVAL;
 	SimDcDci &d = dc->dci[idx];
 	active_remove(dc, idx);
 	std::atomic_ref<uint32_t>(d.live).store(0, std::memory_order_release);
 	pages_mark(dc, d.page, d.npages, false);
-	if (d.cq < DC_MAX_CQ && dc->cq[d.cq].refs)
+	if (d.cq < kDcMaxCq && dc->cq[d.cq].refs)
 		dc->cq[d.cq].refs--;
 	dc->ctr.dcis--;
 	return 0;
@@ -245,13 +245,13 @@ dc_dci_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen)
 int
 dc_dct_destroy(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen)
 {
-	if (idx >= DC_MAX_DCT || !dc->dct[idx].live || dc->dct[idx].owner != owner ||
+	if (idx >= kDcMaxDct || !dc->dct[idx].live || dc->dct[idx].owner != owner ||
 	    dc->dct[idx].gen != gen)
 		return -EINVAL;
 	SimDcDct &t = dc->dct[idx];
 	std::atomic_ref<uint32_t>(t.live).store(0, std::memory_order_release);
 	pages_mark(dc, t.page, t.npages, false);
-	if (t.cq < DC_MAX_CQ && dc->cq[t.cq].refs)
+	if (t.cq < kDcMaxCq && dc->cq[t.cq].refs)
 		dc->cq[t.cq].refs--;
 	dc->ctr.dcts--;
 	return 0;
@@ -261,13 +261,13 @@ void
 dc_owner_release(SimDc *dc, uint16_t owner)
 {
 	/* QPs first, so that their CQs have no users left. */
-	for (uint32_t i = 0; i < DC_MAX_DCI; i++)
+	for (uint32_t i = 0; i < kDcMaxDci; i++)
 		if (dc->dci[i].live && dc->dci[i].owner == owner)
 			dc_dci_destroy(dc, owner, i, dc->dci[i].gen);
-	for (uint32_t i = 0; i < DC_MAX_DCT; i++)
+	for (uint32_t i = 0; i < kDcMaxDct; i++)
 		if (dc->dct[i].live && dc->dct[i].owner == owner)
 			dc_dct_destroy(dc, owner, i, dc->dct[i].gen);
-	for (uint32_t i = 0; i < DC_MAX_CQ; i++) {
+	for (uint32_t i = 0; i < kDcMaxCq; i++) {
 		if (dc->cq[i].live && dc->cq[i].owner == owner) {
 			dc->cq[i].refs =
 				0; /* a QP of another owner on it is impossible (checked) */
@@ -284,7 +284,7 @@ dc_rebuild(SimDc *dc)
 	dc->ctr.cqs = dc->ctr.dcis = dc->ctr.dcts = 0;
 	/* A process died inside a command: an entry that does not check out is dropped rather
 	 * than indexed with. */
-	for (uint32_t i = 0; i < DC_MAX_CQ; i++) {
+	for (uint32_t i = 0; i < kDcMaxCq; i++) {
 		if (dc->cq[i].live && !dc_cq_ok(dc->cq[i]))
 			dc->cq[i].live = 0;
 		if (!dc->cq[i].live)
@@ -293,7 +293,7 @@ dc_rebuild(SimDc *dc)
 		pages_mark(dc, dc->cq[i].page, dc->cq[i].npages, true);
 		dc->ctr.cqs++;
 	}
-	for (uint32_t i = 0; i < DC_MAX_DCI; i++) {
+	for (uint32_t i = 0; i < kDcMaxDci; i++) {
 		SimDcDci &d = dc->dci[i];
 		if (d.live && (!dc_dci_ok(d) || !dc->cq[d.cq].live))
 			d.live = 0;
@@ -305,7 +305,7 @@ dc_rebuild(SimDc *dc)
 		dc->cq[d.cq].refs++;
 		dc->ctr.dcis++;
 	}
-	for (uint32_t i = 0; i < DC_MAX_DCT; i++) {
+	for (uint32_t i = 0; i < kDcMaxDct; i++) {
 		if (dc->dct[i].live && (!dc_dct_ok(dc->dct[i]) || !dc->cq[dc->dct[i].cq].live))
 			dc->dct[i].live = 0;
 		if (!dc->dct[i].live)
@@ -319,15 +319,15 @@ dc_rebuild(SimDc *dc)
 bool
 dc_valid(const SimDc *dc, uint32_t max_owner, uint32_t nb_uars)
 {
-	if (dc->nb_active > DC_MAX_DCI)
+	if (dc->nb_active > kDcMaxDci)
 		return false;
 	uint32_t active = 0;
-	for (uint32_t i = 0; i < DC_MAX_CQ; i++) {
+	for (uint32_t i = 0; i < kDcMaxCq; i++) {
 		const SimDcCq &c = dc->cq[i];
 		if (c.live > 1 || (c.live && (!dc_cq_ok(c) || c.owner >= max_owner)))
 			return false;
 	}
-	for (uint32_t i = 0; i < DC_MAX_DCI; i++) {
+	for (uint32_t i = 0; i < kDcMaxDci; i++) {
 		const SimDcDci &d = dc->dci[i];
 		if (d.live > 1)
 			return false;
@@ -339,7 +339,7 @@ dc_valid(const SimDc *dc, uint32_t max_owner, uint32_t nb_uars)
 			return false;
 		active++;
 	}
-	for (uint32_t i = 0; i < DC_MAX_DCT; i++) {
+	for (uint32_t i = 0; i < kDcMaxDct; i++) {
 		const SimDcDct &t = dc->dct[i];
 		if (t.live > 1 ||
 		    (t.live && (!dc_dct_ok(t) || t.owner >= max_owner || !dc->cq[t.cq].live)))
@@ -351,7 +351,7 @@ dc_valid(const SimDc *dc, uint32_t max_owner, uint32_t nb_uars)
 int
 dc_dci_reset(SimDc *dc, uint16_t owner, uint32_t idx, uint32_t gen)
 {
-	if (idx >= DC_MAX_DCI || !dc->dci[idx].live || dc->dci[idx].owner != owner ||
+	if (idx >= kDcMaxDci || !dc->dci[idx].live || dc->dci[idx].owner != owner ||
 	    dc->dci[idx].gen != gen)
 		return -EINVAL;
 	SimDcDci &d = dc->dci[idx];

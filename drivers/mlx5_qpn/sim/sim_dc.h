@@ -23,34 +23,34 @@
 
 namespace mlx5_qpn_sim {
 
-constexpr uint32_t DC_MAX_CQ = 4096;
-constexpr uint32_t DC_MAX_DCI = 4096;
-constexpr uint32_t DC_MAX_DCT = 4096;
-constexpr uint32_t DC_PAGE = 4096;
-constexpr uint64_t DC_ARENA = uint64_t(64) << 20; /* sparse: pages exist once touched */
-constexpr uint32_t DC_NB_PAGES = uint32_t(DC_ARENA / DC_PAGE);
-constexpr uint32_t DC_LOG_CQ_MAX = 16;
-constexpr uint32_t DC_LOG_SQ_MAX = 12;
+constexpr uint32_t kDcMaxCq = 4096;
+constexpr uint32_t kDcMaxDci = 4096;
+constexpr uint32_t kDcMaxDct = 4096;
+constexpr uint32_t kDcPage = 4096;
+constexpr uint64_t kDcArena = uint64_t(64) << 20; /* sparse: pages exist once touched */
+constexpr uint32_t kDcNbPages = uint32_t(kDcArena / kDcPage);
+constexpr uint32_t kDcLogCqMax = 16;
+constexpr uint32_t kDcLogSqMax = 12;
 /* Send queues hold 8 BBs per WQE (the largest DC SEND is 6): a full queue of the largest WQEs
  * fits, so "full" is decided by the WQE count alone. */
-constexpr uint32_t DC_SQ_BB_SHIFT = 3;
+constexpr uint32_t kDcSqBbShift = 3;
 /*
- * A DCT receives through an SRQ, as a ConnectX's does: a linked list of 2^DC_SRQ_LOG_WQES receive
- * WQEs of DC_SRQ_STRIDE bytes (common/mlx5_qpn_prm_wqe.h) that the DC layer writes and posts, and
- * one receive buffer of DC_RX_STRIDE bytes per WQE, registered for that DCT alone. Both live in
+ * A DCT receives through an SRQ, as a ConnectX's does: a linked list of 2^kDcSrqLogWqes receive
+ * WQEs of kDcSrqStride bytes (common/mlx5_qpn_prm_wqe.h) that the DC layer writes and posts, and
+ * one receive buffer of kDcRxStride bytes per WQE, registered for that DCT alone. Both live in
  * the DCT's pages of the arena: WQEs first, then the buffers, so a DCI of any process delivers.
- * DC_RX_HOLD is what the DC layer keeps readable (mlx5_qpn_dc_dct_info::rx_slots): 64 held, one
+ * kDcRxHold is what the DC layer keeps readable (mlx5_qpn_dc_dct_info::rx_slots): 64 held, one
  * spare, the other 191 posted.
  */
-constexpr uint32_t DC_SRQ_LOG_WQES = 8;
-constexpr uint32_t DC_SRQ_WQES = uint32_t(1) << DC_SRQ_LOG_WQES;
-constexpr uint32_t DC_SRQ_STRIDE = 32;
-constexpr uint32_t DC_RX_HOLD = 64;
-constexpr uint32_t DC_RX_STRIDE = 256;
-constexpr uint32_t DC_RX_BUF_OFF = DC_SRQ_WQES * DC_SRQ_STRIDE;
-constexpr uint64_t DC_DCT_BYTES = DC_RX_BUF_OFF + uint64_t(DC_SRQ_WQES) * DC_RX_STRIDE;
-constexpr uint32_t DC_EXEC_BUDGET_PER_DCI = 64;
-constexpr uint32_t DC_EXEC_BUDGET = 8192;
+constexpr uint32_t kDcSrqLogWqes = 8;
+constexpr uint32_t kDcSrqWqes = uint32_t(1) << kDcSrqLogWqes;
+constexpr uint32_t kDcSrqStride = 32;
+constexpr uint32_t kDcRxHold = 64;
+constexpr uint32_t kDcRxStride = 256;
+constexpr uint32_t kDcRxBufOff = kDcSrqWqes * kDcSrqStride;
+constexpr uint64_t kDcDctBytes = kDcRxBufOff + uint64_t(kDcSrqWqes) * kDcRxStride;
+constexpr uint32_t kDcExecBudgetPerDci = 64;
+constexpr uint32_t kDcExecBudget = 8192;
 
 struct alignas(64) SimDcCq {
 	uint32_t live;
@@ -123,14 +123,14 @@ struct SimDcCounters {
 };
 
 struct SimDc {
-	uint64_t page_bits[DC_NB_PAGES / 64];
+	uint64_t page_bits[kDcNbPages / 64];
 	uint32_t nb_active; /* live DCIs, listed in active[] (atomic read by idle checks) */
 	uint32_t pass;      /* execution passes (dc_execute calls): the clock of time-outs */
 	SimDcCounters ctr;
-	uint16_t active[DC_MAX_DCI];
-	SimDcCq cq[DC_MAX_CQ];
-	SimDcDci dci[DC_MAX_DCI];
-	SimDcDct dct[DC_MAX_DCT];
+	uint16_t active[kDcMaxDci];
+	SimDcCq cq[kDcMaxCq];
+	SimDcDci dci[kDcMaxDci];
+	SimDcDct dct[kDcMaxDct];
 };
 
 /* Returns the DCT table index of DCT number dctn, or -1. */
@@ -139,7 +139,7 @@ using DctLookup = int (*)(void *ctx, uint32_t dctn);
 inline uint8_t *
 dc_page_ptr(uint8_t *arena, uint32_t page)
 {
-	return arena + size_t(page) * DC_PAGE;
+	return arena + size_t(page) * kDcPage;
 }
 
 /* The shapes of table entries (what another process may have written is checked before it is
@@ -147,27 +147,27 @@ dc_page_ptr(uint8_t *arena, uint32_t page)
 inline bool
 dc_pages_ok(uint32_t first, uint32_t n, uint64_t bytes)
 {
-	return first < DC_NB_PAGES && n <= DC_NB_PAGES - first && uint64_t(n) * DC_PAGE >= bytes;
+	return first < kDcNbPages && n <= kDcNbPages - first && uint64_t(n) * kDcPage >= bytes;
 }
 
 inline bool
 dc_cq_ok(const SimDcCq &c)
 {
-	return c.log_depth >= 1 && c.log_depth <= DC_LOG_CQ_MAX &&
+	return c.log_depth >= 1 && c.log_depth <= kDcLogCqMax &&
 	       dc_pages_ok(c.page, c.npages, uint64_t(MLX5_QPN_CQE_SIZE) << c.log_depth);
 }
 
 inline bool
 dc_dci_ok(const SimDcDci &d)
 {
-	return d.cq < DC_MAX_CQ && d.log_bbs <= DC_LOG_SQ_MAX + DC_SQ_BB_SHIFT &&
+	return d.cq < kDcMaxCq && d.log_bbs <= kDcLogSqMax + kDcSqBbShift &&
 	       dc_pages_ok(d.page, d.npages, uint64_t(MLX5_QPN_SEND_WQE_BB) << d.log_bbs);
 }
 
 inline bool
 dc_dct_ok(const SimDcDct &t)
 {
-	return t.cq < DC_MAX_CQ && dc_pages_ok(t.page, t.npages, DC_DCT_BYTES);
+	return t.cq < kDcMaxCq && dc_pages_ok(t.page, t.npages, kDcDctBytes);
 }
 
 /* Create; return 0 and the table index, or -ENOMEM (no slot or no arena room), -EINVAL. */

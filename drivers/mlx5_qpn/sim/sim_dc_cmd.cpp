@@ -11,9 +11,9 @@
 #include "mlx5_qpn_dc.h"
 #include "mlx5_qpn_prm_wqe.h"
 
-#include <errno.h>
+#include <cerrno>
+#include <cstring>
 #include <pthread.h>
-#include <string.h>
 
 #include <atomic>
 
@@ -34,7 +34,7 @@ dct_lookup(void *ctx, uint32_t dctn)
 	if (qpn_of(s, idx) != dctn)
 		return -1;
 	const SimRec *r = rec_find(s, idx + 1);
-	if (!r || r->kind != REC_DCT || r->aux >= DC_MAX_DCT)
+	if ((r == nullptr) || r->kind != REC_DCT || r->aux >= kDcMaxDct)
 		return -1;
 	return int(r->aux);
 }
@@ -43,7 +43,7 @@ dct_lookup(void *ctx, uint32_t dctn)
 int
 dc_cmd_begin(mlx5_qpn_backend *be, CmdKind kind, uint8_t *st)
 {
-	if (!be)
+	if (be == nullptr)
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	if (d->dc_off)
@@ -107,7 +107,8 @@ dc_qpn_free(SimDev *d, uint32_t qpn, uint8_t kind)
 	SimShm *s = d->shm;
 	SimRec *r = rec_find(s, index_of(s, qpn) + 1);
 
-	if (r && r->kind == kind && r->owner == d->slot && qpn_of(s, index_of(s, qpn)) == qpn)
+	if ((r != nullptr) && r->kind == kind && r->owner == d->slot &&
+	    qpn_of(s, index_of(s, qpn)) == qpn)
 		rec_release(s, r);
 }
 
@@ -116,9 +117,9 @@ sim_cq_create(mlx5_qpn_backend *be, uint32_t log_depth, mlx5_qpn_dc_cq_info *cq)
 {
 	if (!cq)
 		return -EINVAL;
-	if (be && (log_depth < 1 || log_depth > DC_LOG_CQ_MAX)) {
+	if ((be != nullptr) && (log_depth < 1 || log_depth > kDcLogCqMax)) {
 		SIM_LOG(ERR, "device %s: CQ log_depth %u outside [1, %u]", to_dev(be)->name,
-			log_depth, DC_LOG_CQ_MAX);
+			log_depth, kDcLogCqMax);
 		return -EINVAL;
 	}
 	return dc_cmd(be, CMD_CREATE, Fw::MAY_FAIL, "CREATE_CQ", [&](SimDev *d, uint8_t *) {
@@ -140,7 +141,7 @@ sim_cq_create(mlx5_qpn_backend *be, uint32_t log_depth, mlx5_qpn_dc_cq_info *cq)
 int
 sim_cq_destroy(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq)
 {
-	if (!cq || !handle_ok(cq->handle, DC_MAX_CQ))
+	if (!cq || !handle_ok(cq->handle, kDcMaxCq))
 		return -EINVAL;
 	return dc_cmd(be, CMD_DESTROY, Fw::NEVER_FAILS, "DESTROY_CQ", [&](SimDev *d, uint8_t *) {
 		return dc_cq_destroy(&d->shm->dc, d->slot, uint32_t(cq->handle),
@@ -153,7 +154,7 @@ bool
 cq_is_mine(const SimDc *dc, const SimDev *d, uint64_t handle)
 {
 	uint32_t i = uint32_t(handle);
-	return dc->cq[i].live && dc->cq[i].owner == d->slot &&
+	return (dc->cq[i].live != 0u) && dc->cq[i].owner == d->slot &&
 	       dc->cq[i].gen == uint32_t(handle >> 32);
 }
 
@@ -208,7 +209,7 @@ dc_qp_create_cmd(mlx5_qpn_backend *be, uint64_t cq_handle, uint8_t rec, const ch
 int
 path_check(const SimDev *d, const mlx5_qpn_dc_path *p, const char *what)
 {
-	if (!p)
+	if (p == nullptr)
 		return 0;
 	const char *bad = nullptr;
 	unsigned v = 0;
@@ -226,7 +227,7 @@ path_check(const SimDev *d, const mlx5_qpn_dc_path *p, const char *what)
 		bad = "sgid_index (the port's GID table has index 0 only)", v = p->sgid_index;
 	else if (p->is_global && p->flow_label > 0xfffff)
 		bad = "flow_label", v = p->flow_label;
-	if (!bad)
+	if (bad == nullptr)
 		return 0;
 	SIM_LOG(ERR, "device %s: %s: path refused: %s %u", d->name, what, bad, v);
 	return -EINVAL;
@@ -260,8 +261,8 @@ int
 sim_dci_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint32_t log_sq_bbs,
 	       const mlx5_qpn_dc_path *path, mlx5_qpn_dc_dci_info *dci)
 {
-	if (!be || !cq || !dci || !handle_ok(cq->handle, DC_MAX_CQ) ||
-	    log_sq_bbs > DC_LOG_SQ_MAX + DC_SQ_BB_SHIFT)
+	if (!be || !cq || !dci || !handle_ok(cq->handle, kDcMaxCq) ||
+	    log_sq_bbs > kDcLogSqMax + kDcSqBbShift)
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	if (d->dc_off)
@@ -291,7 +292,7 @@ sim_dci_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint32_t log
 int
 sim_dci_reset(mlx5_qpn_backend *be, const mlx5_qpn_dc_dci_info *dci, const mlx5_qpn_dc_path *path)
 {
-	if (!be || !dci || !handle_ok(dci->handle, DC_MAX_DCI))
+	if (!be || !dci || !handle_ok(dci->handle, kDcMaxDci))
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	if (!d->dc_off && path_check(d, path, "DCI reset") != 0)
@@ -306,9 +307,9 @@ sim_dci_reset(mlx5_qpn_backend *be, const mlx5_qpn_dc_dci_info *dci, const mlx5_
 int
 sim_dci_destroy(mlx5_qpn_backend *be, const mlx5_qpn_dc_dci_info *dci)
 {
-	if (!dci)
+	if (dci == nullptr)
 		return -EINVAL;
-	return dc_qp_destroy_cmd(be, dci->handle, DC_MAX_DCI, REC_DCI, "DESTROY_QP (DCI)");
+	return dc_qp_destroy_cmd(be, dci->handle, kDcMaxDci, REC_DCI, "DESTROY_QP (DCI)");
 }
 
 /* What the DC layer receives a DCT's messages by: its SRQ as mlx5dv hands one out (the WQE
@@ -321,13 +322,13 @@ dct_info_fill(SimShm *s, uint32_t idx, uint32_t gen, mlx5_qpn_dc_dct_info *dct)
 	rec_find(s, index_of(s, t.number) + 1)->aux = idx;
 	memset(dct, 0, sizeof(*dct));
 	dct->dctn = t.number;
-	dct->rx_slots = DC_RX_HOLD;
-	dct->rx_stride = DC_RX_STRIDE;
+	dct->rx_slots = kDcRxHold;
+	dct->rx_stride = kDcRxStride;
 	dct->srq.wqes = q;
 	dct->srq.dbrec = t.srq_dbrec;
-	dct->srq.log_wqes = DC_SRQ_LOG_WQES;
-	dct->srq.stride = DC_SRQ_STRIDE;
-	dct->srq.buf = q + DC_RX_BUF_OFF;
+	dct->srq.log_wqes = kDcSrqLogWqes;
+	dct->srq.stride = kDcSrqStride;
+	dct->srq.buf = q + kDcRxBufOff;
 	dct->srq.lkey = t.lkey;
 	dct->handle = (uint64_t(gen) << 32) | idx;
 }
@@ -336,9 +337,9 @@ int
 sim_dct_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint64_t dc_key,
 	       const mlx5_qpn_dc_path *path, mlx5_qpn_dc_dct_info *dct)
 {
-	if (!cq || !dct || !handle_ok(cq->handle, DC_MAX_CQ))
+	if (!cq || !dct || !handle_ok(cq->handle, kDcMaxCq))
 		return -EINVAL;
-	if (be && !to_dev(be)->dc_off && path_check(to_dev(be), path, "DCT") != 0)
+	if ((be != nullptr) && !to_dev(be)->dc_off && path_check(to_dev(be), path, "DCT") != 0)
 		return -EINVAL;
 	return dc_qp_create_cmd(be, cq->handle, REC_DCT, "CREATE_DCT",
 				[&](SimDev *d, uint32_t number, uint32_t gen) {
@@ -358,15 +359,15 @@ sim_dct_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint64_t dc_
 int
 sim_dct_destroy(mlx5_qpn_backend *be, const mlx5_qpn_dc_dct_info *dct)
 {
-	if (!dct)
+	if (dct == nullptr)
 		return -EINVAL;
-	return dc_qp_destroy_cmd(be, dct->handle, DC_MAX_DCT, REC_DCT, "DESTROY_DCT");
+	return dc_qp_destroy_cmd(be, dct->handle, kDcMaxDct, REC_DCT, "DESTROY_DCT");
 }
 
 int
 sim_dc_execute(mlx5_qpn_backend *be)
 {
-	if (!be)
+	if (be == nullptr)
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	if (d->dc_off)
@@ -390,7 +391,7 @@ sim_dc_execute(mlx5_qpn_backend *be)
 int
 sim_ah_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_addr *addr, mlx5_qpn_dc_ah_info *ah)
 {
-	if (!be || !addr || !ah)
+	if ((be == nullptr) || (addr == nullptr) || (ah == nullptr))
 		return -EINVAL;
 	if (to_dev(be)->dc_off)
 		return -EOPNOTSUPP;
@@ -403,7 +404,7 @@ sim_ah_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_addr *addr, mlx5_qpn_dc_ah
 int
 sim_ah_destroy(mlx5_qpn_backend *be, const mlx5_qpn_dc_ah_info *ah)
 {
-	return be && ah ? 0 : -EINVAL;
+	return (be != nullptr) && (ah != nullptr) ? 0 : -EINVAL;
 }
 
 } // namespace
@@ -429,9 +430,9 @@ const struct mlx5_qpn_dc_ops mlx5_qpn_sim_dc_ops = {
 int
 mlx5_qpn_sim_dc_enable(struct mlx5_qpn_backend *be, int on)
 {
-	if (!be || (on != 0 && on != 1))
+	if ((be == nullptr) || (on != 0 && on != 1))
 		return -EINVAL;
-	to_dev(be)->dc_off = !on;
+	to_dev(be)->dc_off = (on == 0);
 	return 0;
 }
 

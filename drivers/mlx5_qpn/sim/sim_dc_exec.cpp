@@ -97,11 +97,11 @@ srq_posted(const SimDcDct &t)
 uint8_t *
 srq_buffer(uint8_t *arena, const SimDcDct &t, uint32_t lkey, uint64_t addr, uint32_t len)
 {
-	const uint64_t size = uint64_t(DC_SRQ_WQES) * DC_RX_STRIDE;
+	const uint64_t size = uint64_t(kDcSrqWqes) * kDcRxStride;
 	if (lkey != t.lkey || addr < t.buf_va || addr - t.buf_va > size ||
 	    len > size - (addr - t.buf_va))
 		return nullptr;
-	return dc_page_ptr(arena, t.page) + DC_RX_BUF_OFF + (addr - t.buf_va);
+	return dc_page_ptr(arena, t.page) + kDcRxBufOff + (addr - t.buf_va);
 }
 
 /*
@@ -121,8 +121,8 @@ srq_deliver(SimDc *dc, uint8_t *arena, SimDcDct &t, SimDcCq &rcq, uint32_t src_q
 		dc->ctr.rnr++;
 		return false;
 	}
-	uint16_t idx = uint16_t(t.srq_head & (DC_SRQ_WQES - 1));
-	const uint8_t *w = dc_page_ptr(arena, t.page) + size_t(idx) * DC_SRQ_STRIDE;
+	uint16_t idx = uint16_t(t.srq_head & (kDcSrqWqes - 1));
+	const uint8_t *w = dc_page_ptr(arena, t.page) + size_t(idx) * kDcSrqStride;
 	uint32_t cap = mlx5_qpn_get_be32(w + MLX5_QPN_SRQ_OFF_DSEG);
 	uint32_t lkey = mlx5_qpn_get_be32(w + MLX5_QPN_SRQ_OFF_DSEG + 4);
 	uint64_t addr = mlx5_qpn_get_be64(w + MLX5_QPN_SRQ_OFF_DSEG + 8);
@@ -225,7 +225,7 @@ SimDcDct *
 send_target(SimDc *dc, const ExecEnv &env, uint32_t dctn)
 {
 	int t = env.lookup(env.ctx, dctn);
-	if (t < 0 || t >= int(DC_MAX_DCT) || !dc->dct[t].live || !dc_dct_ok(dc->dct[t]) ||
+	if (t < 0 || t >= int(kDcMaxDct) || !dc->dct[t].live || !dc_dct_ok(dc->dct[t]) ||
 	    !dc_cq_ok(dc->cq[dc->dct[t].cq]))
 		return nullptr;
 	return &dc->dct[t];
@@ -339,19 +339,19 @@ dc_execute(SimDc *dc, uint8_t *arena, DctLookup lookup, void *ctx, uint32_t err_
 	const ExecEnv env = {lookup, ctx, err_every};
 	uint32_t total = 0;
 	dc->pass++;
-	uint32_t nb = dc->nb_active < DC_MAX_DCI ? dc->nb_active : DC_MAX_DCI;
+	uint32_t nb = dc->nb_active < kDcMaxDci ? dc->nb_active : kDcMaxDci;
 
-	for (uint32_t k = 0; k < nb && total < DC_EXEC_BUDGET; k++) {
+	for (uint32_t k = 0; k < nb && total < kDcExecBudget; k++) {
 		/* Checked at attach; re-checked here because another process of this user may
 		 * have written the tables since: a bad entry is skipped, never indexed with. */
-		if (dc->active[k] >= DC_MAX_DCI)
+		if (dc->active[k] >= kDcMaxDci)
 			continue;
 		SimDcDci &d = dc->dci[dc->active[k]];
 		if (!d.live || !dc_dci_ok(d) || !dc_cq_ok(dc->cq[d.cq]))
 			continue;
-		uint32_t budget = DC_EXEC_BUDGET - total;
-		if (budget > DC_EXEC_BUDGET_PER_DCI)
-			budget = DC_EXEC_BUDGET_PER_DCI;
+		uint32_t budget = kDcExecBudget - total;
+		if (budget > kDcExecBudgetPerDci)
+			budget = kDcExecBudgetPerDci;
 		total += uint32_t(dci_execute(dc, arena, d, env, budget));
 	}
 	return int(total);

@@ -8,8 +8,8 @@
  */
 #include "sim_internal.h"
 
-#include <stddef.h>
-#include <stdio.h>
+#include <cstddef>
+#include <cstdio>
 
 #include <rte_common.h>
 

@@ -9,11 +9,12 @@
 #include "sim_internal.h"
 #include "mlx5_qpn_prm_status.h"
 
-#include <errno.h>
-#include <inttypes.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <new>
 
 using namespace mlx5_qpn_sim;
 
@@ -26,24 +27,24 @@ uint64_t g_lock_timeout_ns = qpn::shm::kLockTimeoutNs;
 static void
 repair(SimShm *s)
 {
-	SimRec *copy = static_cast<SimRec *>(malloc(sizeof(SimRec) * REC_MAX_LIVE));
+	SimRec *copy = new (std::nothrow) SimRec[kRecMaxLive];
 
-	if (copy) {
+	if (copy != nullptr) {
 		/* The hash may be mid-shift: re-insert every entry once. */
 		uint32_t n = 0;
-		for (uint32_t i = 0; i < REC_CAP && n < REC_MAX_LIVE; i++)
+		for (uint32_t i = 0; i < kRecCap && n < kRecMaxLive; i++)
 			if (s->recs[i].key && rec_ok(s, s->recs[i]))
 				copy[n++] = s->recs[i];
 		memset(s->recs, 0, sizeof(s->recs));
 		s->recs_live = 0;
 		for (uint32_t i = 0; i < n; i++)
-			if (!rec_find(s, copy[i].key))
+			if (rec_find(s, copy[i].key) == nullptr)
 				rec_insert(s, copy[i]);
-		free(copy);
+		delete[] copy;
 	}
 	s->table.reset_bitmap();
 	s->ctr.objs_live = s->ctr.qpns_reserved = s->ctr.qps_live = 0;
-	for (uint32_t i = 0; i < REC_CAP; i++) {
+	for (uint32_t i = 0; i < kRecCap; i++) {
 		const SimRec &r = s->recs[i];
 		if (!r.key || !rec_ok(s, r))
 			continue;
@@ -85,7 +86,7 @@ dev_lock(SimShm *s, const char *name)
 		return -EIO;
 	}
 	const char *bad = hdr_bad(s);
-	if (bad) {
+	if (bad != nullptr) {
 		if (rc == 1)
 			pthread_mutex_consistent(&s->mutex);
 		pthread_mutex_unlock(&s->mutex);
@@ -124,8 +125,8 @@ fw_begin(SimShm *s, CmdKind kind)
 	if (kind != CMD_CREATE)
 		return 0; /* destroy/query never fail by injection: close always cleans up */
 	uint64_t n = ++s->fault_cmds;
-	bool fail = (s->cfg.fault_fw_after && n > s->cfg.fault_fw_after) ||
-		    (s->cfg.fault_fw_rate && n % s->cfg.fault_fw_rate == 0);
+	bool fail = ((s->cfg.fault_fw_after != 0u) && n > s->cfg.fault_fw_after) ||
+		    ((s->cfg.fault_fw_rate != 0u) && n % s->cfg.fault_fw_rate == 0);
 	if (!fail)
 		return 0;
 	s->ctr.faults_injected++;
@@ -149,7 +150,7 @@ extern "C" {
 int
 mlx5_qpn_sim_test_hold_mutex(struct mlx5_qpn_backend *be)
 {
-	if (!be)
+	if (be == nullptr)
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	return dev_lock(d->shm, d->name); /* never unlocked: the caller hangs or dies holding it */

@@ -47,9 +47,9 @@
 #include "mlx5_qpn_prm.h"
 #include "mlx5_qpn_prm_wqe.h"
 
+#include <cstddef>
+#include <cstdint>
 #include <pthread.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <sys/types.h>
 
 #include <rte_log.h>
@@ -65,17 +65,17 @@ extern int mlx5_qpn_sim_logtype;
 
 namespace mlx5_qpn_sim {
 
-constexpr uint64_t SIM_MAGIC = 0x4d49535135584c4dULL; /* "MLX5QSIM" little endian */
+constexpr uint64_t kSimMagic = 0x4d49535135584c4dULL; /* "MLX5QSIM" little endian */
 /* 2: DC data path; 3: owners are ProcIds; 4: DCI time-outs and dc_err_every; 5: DCTs receive
  * through an SRQ. */
-constexpr uint32_t SIM_VERSION = 5;
-constexpr uint32_t SIM_STATE_READY = 0x52454459; /* "REDY" */
-constexpr uint32_t MAX_OWNERS = 64;
-constexpr uint32_t NB_UARS = 64;
-constexpr uint32_t UAR_PAGE = 4096;
-constexpr uint32_t REC_BITS = 18;
-constexpr uint32_t REC_CAP = 1u << REC_BITS;
-constexpr uint32_t REC_MAX_LIVE = REC_CAP / 2; /* keeps linear probing short */
+constexpr uint32_t kSimVersion = 5;
+constexpr uint32_t kSimStateReady = 0x52454459; /* "REDY" */
+constexpr uint32_t kMaxOwners = 64;
+constexpr uint32_t kNbUars = 64;
+constexpr uint32_t kUarPage = 4096;
+constexpr uint32_t kRecBits = 18;
+constexpr uint32_t kRecCap = 1u << kRecBits;
+constexpr uint32_t kRecMaxLive = kRecCap / 2; /* keeps linear probing short */
 
 /* DCI and DCT numbers are QPs of the table too; aux holds their DC table index. */
 enum : uint8_t { REC_OBJ = 1, REC_QP = 2, REC_DCI = 3, REC_DCT = 4 };
@@ -96,7 +96,7 @@ struct SimPrefix {
 	uint32_t version;
 	uint32_t state;
 	uint64_t size;
-	SimOwner owners[MAX_OWNERS];
+	SimOwner owners[kMaxOwners];
 };
 
 /* An object or an ordinary QP; key = table index + 1 (0: empty slot). */
@@ -161,12 +161,12 @@ struct SimShm {
 	uint64_t fault_cmds; /* creation commands seen by fault injection */
 	uint32_t gen_next;
 	uint32_t recs_live;
-	SimUarMeta uar_meta[NB_UARS];
-	alignas(4096) uint8_t uar[NB_UARS][UAR_PAGE];
+	SimUarMeta uar_meta[kNbUars];
+	alignas(4096) uint8_t uar[kNbUars][kUarPage];
 	QpnTable table;
-	SimRec recs[REC_CAP];
+	SimRec recs[kRecCap];
 	SimDc dc;
-	alignas(4096) uint8_t dc_arena[DC_ARENA];
+	alignas(4096) uint8_t dc_arena[kDcArena];
 };
 
 /* rdma-core's mlx5dv_reserved_qpn_alloc model: per-context blocks of 2^granularity QPNs, kept
@@ -214,26 +214,26 @@ to_dev(mlx5_qpn_backend *be)
 inline uint8_t
 prefix_of(const SimShm *s)
 {
-	return s->cfg.aip ? AIP_PREFIX : 0;
+	return s->cfg.aip ? kAipPrefix : 0;
 }
 
 inline uint32_t
 index_of(const SimShm *s, uint32_t qpn)
 {
-	return s->cfg.aip ? (qpn & (AIP_SPACE - 1)) : qpn;
+	return s->cfg.aip ? (qpn & (kAipSpace - 1)) : qpn;
 }
 
 inline uint32_t
 qpn_of(const SimShm *s, uint32_t idx)
 {
-	return s->cfg.aip ? (idx | (uint32_t(AIP_PREFIX) << AIP_SHIFT)) : idx;
+	return s->cfg.aip ? (idx | (uint32_t(kAipPrefix) << kAipShift)) : idx;
 }
 
 /* The space a record of this device may name: 2^16 with the AIP prefix, else 2^24. */
 inline uint32_t
 space_of(const SimShm *s)
 {
-	return s->cfg.aip ? AIP_SPACE : QPN_SPACE;
+	return s->cfg.aip ? kAipSpace : kQpnSpace;
 }
 
 /* ---- segment and liveness (sim_segment.cpp) ---- */

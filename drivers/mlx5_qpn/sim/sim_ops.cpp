@@ -8,8 +8,8 @@
 
 #include <atomic>
 
-#include <errno.h>
-#include <string.h>
+#include <cerrno>
+#include <cstring>
 
 #include <rte_log.h>
 
@@ -22,7 +22,7 @@ namespace {
 int
 sim_query_caps(mlx5_qpn_backend *be, mlx5_qpn_caps *caps)
 {
-	if (!be || !caps)
+	if ((be == nullptr) || (caps == nullptr))
 		return -EINVAL;
 	SimShm *s = to_dev(be)->shm;
 	int rc = dev_lock(s, to_dev(be)->name);
@@ -68,7 +68,7 @@ const struct mlx5_qpn_dev_ops mlx5_qpn_sim_ops = {
 int
 mlx5_qpn_sim_node_guid(struct mlx5_qpn_backend *be, uint64_t *guid)
 {
-	if (!be || !guid)
+	if ((be == nullptr) || (guid == nullptr))
 		return -EINVAL;
 	*guid = to_dev(be)->shm->cfg.guid;
 	return 0;
@@ -77,7 +77,7 @@ mlx5_qpn_sim_node_guid(struct mlx5_qpn_backend *be, uint64_t *guid)
 int
 mlx5_qpn_sim_stats_get(struct mlx5_qpn_backend *be, struct mlx5_qpn_sim_stats *st)
 {
-	if (!be || !st)
+	if ((be == nullptr) || (st == nullptr))
 		return -EINVAL;
 	SimShm *s = to_dev(be)->shm;
 	int rc = dev_lock(s, to_dev(be)->name);
@@ -93,8 +93,8 @@ mlx5_qpn_sim_stats_get(struct mlx5_qpn_backend *be, struct mlx5_qpn_sim_stats *s
 	st->qps_live = s->ctr.qps_live;
 	st->uars_live = s->ctr.uars_live;
 	st->qpns_used = s->table.used();
-	for (uint32_t i = 0; i < MAX_OWNERS; i++)
-		st->owners_live += s->pre.owners[i].live != 0;
+	for (uint32_t i = 0; i < kMaxOwners; i++)
+		st->owners_live += static_cast<unsigned long>(s->pre.owners[i].live != 0);
 	st->reclaimed_objs = s->ctr.reclaimed_objs;
 	st->reclaimed_qps = s->ctr.reclaimed_qps;
 	st->repairs = s->ctr.repairs;
@@ -119,7 +119,7 @@ mlx5_qpn_sim_stats_get(struct mlx5_qpn_backend *be, struct mlx5_qpn_sim_stats *s
 int
 mlx5_qpn_sim_reclaim(struct mlx5_qpn_backend *be)
 {
-	if (!be)
+	if (be == nullptr)
 		return -EINVAL;
 	SimShm *s = to_dev(be)->shm;
 	int rc = dev_lock(s, to_dev(be)->name);

@@ -5,8 +5,8 @@
  */
 #include "sim_qpn_table.h"
 
-#include <errno.h>
-#include <string.h>
+#include <cerrno>
+#include <cstring>
 
 namespace mlx5_qpn_sim {
 
@@ -14,17 +14,17 @@ bool
 QpnTable::cfg_ok(const QpnTableCfg &cfg)
 {
 	/* qpn_inc is bounded before the shift: (qpn_inc << qos_shift) must not wrap. */
-	return cfg.qpn_inc != 0 && cfg.qpn_inc <= MAX_INCR && cfg.qos_shift < 16 &&
-	       (cfg.qpn_inc << cfg.qos_shift) <= MAX_INCR && cfg.qpn_start < QPN_SPACE &&
-	       cfg.res_start < QPN_SPACE && cfg.res_count <= QPN_SPACE - cfg.res_start &&
-	       cfg.nb_ports >= 1 && cfg.nb_ports <= MAX_PORTS;
+	return cfg.qpn_inc != 0 && cfg.qpn_inc <= kMaxIncr && cfg.qos_shift < 16 &&
+	       (cfg.qpn_inc << cfg.qos_shift) <= kMaxIncr && cfg.qpn_start < kQpnSpace &&
+	       cfg.res_start < kQpnSpace && cfg.res_count <= kQpnSpace - cfg.res_start &&
+	       cfg.nb_ports >= 1 && cfg.nb_ports <= kMaxPorts;
 }
 
 bool
 QpnTable::valid() const
 {
-	return cfg_ok(cfg_) && incr_ == (cfg_.qpn_inc << cfg_.qos_shift) && last_ < QPN_SPACE &&
-	       flags_ < (1u << (2 * MAX_PORTS)) && used_ <= QPN_SPACE && bit(MCAST_QPN);
+	return cfg_ok(cfg_) && incr_ == (cfg_.qpn_inc << cfg_.qos_shift) && last_ < kQpnSpace &&
+	       flags_ < (1u << (2 * kMaxPorts)) && used_ <= kQpnSpace && bit(kMcastQpn);
 }
 
 int
@@ -45,7 +45,7 @@ QpnTable::reset_bitmap()
 {
 	memset(map_, 0, sizeof(map_));
 	used_ = 0;
-	set(MCAST_QPN); /* not counted: it is not a QPN anyone can hold */
+	set(kMcastQpn); /* not counted: it is not a QPN anyone can hold */
 	if (cfg_.premark_special)
 		mark_range(0, 2);
 	if (cfg_.res_count)
@@ -55,10 +55,10 @@ QpnTable::reset_bitmap()
 void
 QpnTable::mark_range(uint32_t first, uint32_t count)
 {
-	if (first >= QPN_SPACE)
+	if (first >= kQpnSpace)
 		return;
-	if (count > QPN_SPACE - first)
-		count = QPN_SPACE - first;
+	if (count > kQpnSpace - first)
+		count = kQpnSpace - first;
 	for (uint32_t i = first; i < first + count; i++) {
 		if (!bit(i)) {
 			set(i);
@@ -70,21 +70,21 @@ QpnTable::mark_range(uint32_t first, uint32_t count)
 bool
 QpnTable::is_static(uint32_t i) const
 {
-	if (i == MCAST_QPN || (cfg_.premark_special && i < 2))
+	if (i == kMcastQpn || (cfg_.premark_special && i < 2))
 		return true;
-	return cfg_.res_count && i >= cfg_.res_start && i - cfg_.res_start < cfg_.res_count;
+	return (cfg_.res_count != 0u) && i >= cfg_.res_start && i - cfg_.res_start < cfg_.res_count;
 }
 
 int
 QpnTable::to_index(uint32_t qpn, uint8_t prefix, uint32_t *idx) const
 {
-	if (prefix == AIP_PREFIX) {
-		if ((qpn >> AIP_SHIFT) != AIP_PREFIX)
+	if (prefix == kAipPrefix) {
+		if ((qpn >> kAipShift) != kAipPrefix)
 			return -EINVAL;
-		*idx = qpn & (AIP_SPACE - 1);
+		*idx = qpn & (kAipSpace - 1);
 		return 0;
 	}
-	if (qpn >= QPN_SPACE)
+	if (qpn >= kQpnSpace)
 		return -EINVAL;
 	*idx = qpn;
 	return 0;
@@ -104,7 +104,7 @@ QpnTable::alloc(QpType type, uint32_t port, uint8_t prefix)
 	if (type == QpType::SMI || type == QpType::GSI) {
 		if (port < 1 || port > cfg_.nb_ports)
 			return -EINVAL;
-		uint32_t ret = type == QpType::GSI;
+		uint32_t ret = static_cast<uint32_t>(type == QpType::GSI);
 		uint32_t n = 1u << (ret + 2 * (port - 1));
 
 		if (flags_ & n)
@@ -116,30 +116,30 @@ QpnTable::alloc(QpType type, uint32_t port, uint8_t prefix)
 		return -EINVAL;
 
 	const uint32_t space = space_of(prefix);
-	const uint32_t npages = space / BITS_PER_PAGE;
+	const uint32_t npages = space / kBitsPerPage;
 	uint32_t qpn = last_ + incr_;
 
 	if (qpn >= space)
 		qpn = incr_ | ((last_ & 1) ^ 1);
-	uint32_t page = qpn / BITS_PER_PAGE;
-	uint32_t off = qpn % BITS_PER_PAGE;
+	uint32_t page = qpn / kBitsPerPage;
+	uint32_t off = qpn % kBitsPerPage;
 
 	/* 2 * npages + 1 page segments: the start page's tail, every other page with the current
 	 * bit-0 parity, every page with the flipped parity after the wrap, and the start page's head
 	 * again. So one call gives up only when neither parity has a free QPN on the walk. */
 	for (uint32_t seg = 0; seg <= 2 * npages; seg++) {
-		const uint32_t base = page * BITS_PER_PAGE;
+		const uint32_t base = page * kBitsPerPage;
 
 		if (incr_ == 1) {
 			/* Stride 1: skip whole used words instead of testing bit by bit. */
-			while (off < BITS_PER_PAGE) {
+			while (off < kBitsPerPage) {
 				uint32_t i = base + off;
 				uint64_t free_bits = ~map_[i >> 6] >> (i & 63);
 
 				if (free_bits) {
 					uint32_t k = uint32_t(__builtin_ctzll(free_bits));
 
-					if (off + k < BITS_PER_PAGE) {
+					if (off + k < kBitsPerPage) {
 						set(i + k);
 						used_++;
 						last_ = i + k;
@@ -148,10 +148,10 @@ QpnTable::alloc(QpType type, uint32_t port, uint8_t prefix)
 				}
 				off += 64 - (i & 63);
 			}
-			off = BITS_PER_PAGE +
+			off = kBitsPerPage +
 			      1; /* bit 0 of the overflowed offset, as the step loop */
 		} else {
-			while (off < BITS_PER_PAGE) {
+			while (off < kBitsPerPage) {
 				uint32_t i = base + off;
 
 				if (!bit(i)) {
@@ -204,7 +204,7 @@ QpnTable::reserve_block(uint32_t log_size, uint8_t prefix, bool first_fit)
 {
 	const uint32_t space = space_of(prefix);
 
-	if (log_size > QPN_BITS || (uint32_t(1) << log_size) > space)
+	if (log_size > kQpnBits || (uint32_t(1) << log_size) > space)
 		return -EINVAL;
 	const uint32_t n = uint32_t(1) << log_size;
 	uint32_t start = ((last_ + 1) + n - 1) & ~(n - 1);
@@ -237,7 +237,7 @@ QpnTable::free_block(uint32_t first_qpn, uint32_t log_size, uint8_t prefix)
 {
 	uint32_t idx;
 
-	if (to_index(first_qpn, prefix, &idx) < 0 || log_size > QPN_BITS)
+	if (to_index(first_qpn, prefix, &idx) < 0 || log_size > kQpnBits)
 		return -EINVAL;
 	const uint32_t n = uint32_t(1) << log_size;
 	if ((idx & (n - 1)) || n > space_of(prefix) - idx)

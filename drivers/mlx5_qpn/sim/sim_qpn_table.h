@@ -39,26 +39,26 @@
  * it under its device mutex. It never allocates and never aborts.
  */
 
-#include <stddef.h>
-#include <stdint.h>
+#include <cstddef>
+#include <cstdint>
 
 namespace mlx5_qpn_sim {
 
 /** QP type for alloc(): the special QPs, or an ordinary one. */
 enum class QpType : uint8_t { SMI = 0, GSI = 1, ORDINARY = 2 };
 
-constexpr uint32_t QPN_BITS = 24;
-constexpr uint32_t QPN_SPACE = 1u << QPN_BITS;
-constexpr uint32_t BITS_PER_PAGE = 4096 * 8; /* RVT_BITS_PER_PAGE */
-constexpr uint32_t NB_PAGES = QPN_SPACE / BITS_PER_PAGE;
-constexpr uint8_t AIP_PREFIX = 0x81; /* RVT_AIP_QP_PREFIX */
-constexpr uint32_t AIP_SHIFT = 16;
-constexpr uint32_t AIP_SPACE = 1u << AIP_SHIFT;
-constexpr uint32_t MAX_PORTS = 4;
-constexpr uint32_t MCAST_QPN = QPN_SPACE - 1; /* 0xFFFFFF: never handed out */
+constexpr uint32_t kQpnBits = 24;
+constexpr uint32_t kQpnSpace = 1u << kQpnBits;
+constexpr uint32_t kBitsPerPage = 4096 * 8; /* RVT_BITS_PER_PAGE */
+constexpr uint32_t kNbPages = kQpnSpace / kBitsPerPage;
+constexpr uint8_t kAipPrefix = 0x81; /* RVT_AIP_QP_PREFIX */
+constexpr uint32_t kAipShift = 16;
+constexpr uint32_t kAipSpace = 1u << kAipShift;
+constexpr uint32_t kMaxPorts = 4;
+constexpr uint32_t kMcastQpn = kQpnSpace - 1; /* 0xFFFFFF: never handed out */
 /* Largest stride accepted: rdmavt drivers use qpn_inc 1 and qos_shift <= 3; a stride must stay
  * well inside one bitmap page for the page-walk rules to mean anything. */
-constexpr uint32_t MAX_INCR = 4096;
+constexpr uint32_t kMaxIncr = 4096;
 
 /** Table parameters (rdmavt's dparms). */
 struct QpnTableCfg {
@@ -125,14 +125,14 @@ public:
 private:
 	static uint32_t space_of(uint8_t prefix)
 	{
-		return prefix == AIP_PREFIX ? AIP_SPACE : QPN_SPACE;
+		return prefix == kAipPrefix ? kAipSpace : kQpnSpace;
 	}
 	static uint32_t with_prefix(uint32_t idx, uint8_t prefix)
 	{
-		return prefix == AIP_PREFIX ? (idx | (uint32_t(AIP_PREFIX) << AIP_SHIFT)) : idx;
+		return prefix == kAipPrefix ? (idx | (uint32_t(kAipPrefix) << kAipShift)) : idx;
 	}
 	int to_index(uint32_t qpn, uint8_t prefix, uint32_t *idx) const;
-	bool bit(uint32_t i) const { return (map_[i >> 6] >> (i & 63)) & 1; }
+	bool bit(uint32_t i) const { return ((map_[i >> 6] >> (i & 63)) & 1) != 0u; }
 	void set(uint32_t i) { map_[i >> 6] |= uint64_t(1) << (i & 63); }
 	void clr(uint32_t i) { map_[i >> 6] &= ~(uint64_t(1) << (i & 63)); }
 	bool is_static(uint32_t i) const;
@@ -143,7 +143,7 @@ private:
 	uint32_t incr_;
 	uint32_t flags_;
 	uint32_t used_;
-	uint64_t map_[QPN_SPACE / 64];
+	uint64_t map_[kQpnSpace / 64];
 };
 
 } // namespace mlx5_qpn_sim

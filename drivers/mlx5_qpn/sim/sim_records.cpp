@@ -13,13 +13,13 @@ namespace mlx5_qpn_sim {
 static uint32_t
 rec_hash(uint32_t key)
 {
-	return (key * 0x9e3779b1u) >> (32 - REC_BITS);
+	return (key * 0x9e3779b1u) >> (32 - kRecBits);
 }
 
 SimRec *
 rec_find(SimShm *s, uint32_t key)
 {
-	for (uint32_t i = rec_hash(key), n = 0; n < REC_CAP; i = (i + 1) & (REC_CAP - 1), n++) {
+	for (uint32_t i = rec_hash(key), n = 0; n < kRecCap; i = (i + 1) & (kRecCap - 1), n++) {
 		if (s->recs[i].key == key)
 			return &s->recs[i];
 		if (s->recs[i].key == 0)
@@ -31,10 +31,10 @@ rec_find(SimShm *s, uint32_t key)
 bool
 rec_insert(SimShm *s, const SimRec &r)
 {
-	if (s->recs_live >= REC_MAX_LIVE)
+	if (s->recs_live >= kRecMaxLive)
 		return false;
 	/* Bounded: a corrupted recs_live must not turn a full table into an endless probe. */
-	for (uint32_t i = rec_hash(r.key), n = 0; n < REC_CAP; i = (i + 1) & (REC_CAP - 1), n++) {
+	for (uint32_t i = rec_hash(r.key), n = 0; n < kRecCap; i = (i + 1) & (kRecCap - 1), n++) {
 		if (s->recs[i].key == 0) {
 			s->recs[i] = r;
 			s->recs_live++;
@@ -51,8 +51,8 @@ rec_delete(SimShm *s, SimRec *r)
 	uint32_t j = i;
 
 	s->recs[i].key = 0;
-	for (uint32_t n = 0; n < REC_CAP; n++) {
-		j = (j + 1) & (REC_CAP - 1);
+	for (uint32_t n = 0; n < kRecCap; n++) {
+		j = (j + 1) & (kRecCap - 1);
 		if (s->recs[j].key == 0)
 			break;
 		uint32_t k = rec_hash(s->recs[j].key);

@@ -7,10 +7,11 @@
 #include "sim_internal.h"
 #include "mlx5_qpn_prm_status.h"
 
-#include <errno.h>
-#include <inttypes.h>
-#include <stdlib.h>
-#include <string.h>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdlib>
+#include <cstring>
+#include <new>
 
 using namespace mlx5_qpn_sim;
 
@@ -54,7 +55,7 @@ create_rsvd_qpn(SimDev *d, uint32_t log_size, mlx5_qpn_range_obj *obj)
 		 * their QPNs out next: never be more lenient than that. */
 		reclaim_dead(s);
 		for (int attempt = 0; attempt < 2; attempt++) {
-			if (s->ctr.qpns_reserved + n <= lim && s->recs_live < REC_MAX_LIVE)
+			if (s->ctr.qpns_reserved + n <= lim && s->recs_live < kRecMaxLive)
 				got = s->table.reserve_block(log_size, prefix_of(s),
 							     d->fw_first_fit);
 			if (got >= 0 || attempt == 1)
@@ -104,11 +105,11 @@ destroy_rsvd_qpn(SimDev *d, const mlx5_qpn_range_obj *obj)
 		return rc;
 	fw_begin(s, CMD_DESTROY);
 	SimRec *r = nullptr;
-	if (obj->first_qpn < (s->cfg.aip ? ((uint32_t(AIP_PREFIX) + 1) << AIP_SHIFT) : QPN_SPACE) &&
-	    (!s->cfg.aip || (obj->first_qpn >> AIP_SHIFT) == AIP_PREFIX))
+	if (obj->first_qpn < (s->cfg.aip ? ((uint32_t(kAipPrefix) + 1) << kAipShift) : kQpnSpace) &&
+	    (!s->cfg.aip || (obj->first_qpn >> kAipShift) == kAipPrefix))
 		r = rec_find(s, index_of(s, obj->first_qpn) + 1);
-	if (!r || r->kind != REC_OBJ || r->owner != d->slot || r->log_size != obj->log_size ||
-	    r->gen != uint32_t(obj->handle >> 32)) {
+	if ((r == nullptr) || r->kind != REC_OBJ || r->owner != d->slot ||
+	    r->log_size != obj->log_size || r->gen != uint32_t(obj->handle >> 32)) {
 		SIM_LOG(ERR, "device %s: no RESERVED_QPN object 0x%x (2^%u) of this handle",
 			d->name, obj->first_qpn, unsigned(obj->log_size));
 		rc = fw_fail(s, MLX5_QPN_CMD_STAT_BAD_RES_ERR);
@@ -123,7 +124,7 @@ destroy_rsvd_qpn(SimDev *d, const mlx5_qpn_range_obj *obj)
 int
 sim_range_reserve(mlx5_qpn_backend *be, uint32_t log_size, mlx5_qpn_range_obj *obj)
 {
-	if (!be || !obj)
+	if ((be == nullptr) || (obj == nullptr))
 		return -EINVAL;
 	return create_rsvd_qpn(to_dev(be), log_size, obj);
 }
@@ -131,7 +132,7 @@ sim_range_reserve(mlx5_qpn_backend *be, uint32_t log_size, mlx5_qpn_range_obj *o
 int
 sim_range_release(mlx5_qpn_backend *be, const mlx5_qpn_range_obj *obj)
 {
-	if (!be || !obj)
+	if ((be == nullptr) || (obj == nullptr))
 		return -EINVAL;
 	return destroy_rsvd_qpn(to_dev(be), obj);
 }
@@ -139,7 +140,7 @@ sim_range_release(mlx5_qpn_backend *be, const mlx5_qpn_range_obj *obj)
 int
 sim_qpn_reserve_one(mlx5_qpn_backend *be, uint32_t *qpn)
 {
-	if (!be || !qpn)
+	if ((be == nullptr) || (qpn == nullptr))
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	if (!d->shm->cfg.cap_reserved_qpn || d->shm->cfg.fault_nodevx)
@@ -147,15 +148,18 @@ sim_qpn_reserve_one(mlx5_qpn_backend *be, uint32_t *qpn)
 
 	pthread_mutex_lock(&d->lock);
 	SingleBlock *b = d->nb_blks ? &d->blks[d->nb_blks - 1] : nullptr;
-	if (!b || b->next == b->size) {
+	if ((b == nullptr) || b->next == b->size) {
 		if (d->nb_blks == d->cap_blks) {
 			uint32_t cap = d->cap_blks ? 2 * d->cap_blks : 8;
-			void *p = realloc(d->blks, sizeof(SingleBlock) * cap);
-			if (!p) {
+			auto *p = new (std::nothrow) SingleBlock[cap];
+			if (p == nullptr) {
 				pthread_mutex_unlock(&d->lock);
 				return -ENOMEM;
 			}
-			d->blks = static_cast<SingleBlock *>(p);
+			for (uint32_t k = 0; k < d->nb_blks; k++)
+				p[k] = d->blks[k];
+			delete[] d->blks;
+			d->blks = p;
 			d->cap_blks = cap;
 		}
 		SingleBlock nb = {};
@@ -167,8 +171,8 @@ sim_qpn_reserve_one(mlx5_qpn_backend *be, uint32_t *qpn)
 			return rc;
 		}
 		nb.size = uint32_t(1) << nb.obj.log_size;
-		nb.bits = static_cast<uint64_t *>(calloc((nb.size + 63) / 64, sizeof(uint64_t)));
-		if (!nb.bits) {
+		nb.bits = new (std::nothrow) uint64_t[(nb.size + 63) / 64]();
+		if (nb.bits == nullptr) {
 			destroy_rsvd_qpn(d, &nb.obj);
 			pthread_mutex_unlock(&d->lock);
 			return -ENOMEM;
@@ -187,7 +191,7 @@ sim_qpn_reserve_one(mlx5_qpn_backend *be, uint32_t *qpn)
 int
 sim_qpn_release_one(mlx5_qpn_backend *be, uint32_t qpn)
 {
-	if (!be)
+	if (be == nullptr)
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	int rc = -EINVAL;
@@ -205,7 +209,7 @@ sim_qpn_release_one(mlx5_qpn_backend *be, uint32_t qpn)
 		if (++b->returned == b->size) {
 			/* Every QPN of the block was handed out and came back. */
 			rc = destroy_rsvd_qpn(d, &b->obj);
-			free(b->bits);
+			delete[] b->bits;
 			/* Removed in place: the list keeps its order, so its tail stays the newest
 			 * block, the one handed out from (a block moved to the tail's place would
 			 * hide the newest one's unused QPNs; it would never come back whole, and
@@ -247,7 +251,7 @@ qp_alloc_locked(SimDev *d, uint8_t kind, uint32_t aux, uint32_t *qpn)
 
 	for (int attempt = 0; attempt < 2; attempt++) {
 		if (s->ctr.qps_live < (uint64_t(1) << s->cfg.log_max_qp) &&
-		    s->recs_live < REC_MAX_LIVE)
+		    s->recs_live < kRecMaxLive)
 			got = s->table.alloc(QpType::ORDINARY, 1, prefix_of(s));
 		if (got >= 0 || attempt == 1 || reclaim_dead(s) == 0)
 			break;
@@ -269,7 +273,7 @@ qp_alloc_locked(SimDev *d, uint8_t kind, uint32_t aux, uint32_t *qpn)
 int
 sim_qp_create(mlx5_qpn_backend *be, uint32_t *qpn)
 {
-	if (!be || !qpn)
+	if ((be == nullptr) || (qpn == nullptr))
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	SimShm *s = d->shm;
@@ -287,7 +291,7 @@ sim_qp_create(mlx5_qpn_backend *be, uint32_t *qpn)
 int
 sim_qp_destroy(mlx5_qpn_backend *be, uint32_t qpn)
 {
-	if (!be)
+	if (be == nullptr)
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	SimShm *s = d->shm;
@@ -298,7 +302,7 @@ sim_qp_destroy(mlx5_qpn_backend *be, uint32_t qpn)
 	SimRec *r = nullptr;
 	if (s->table.test(qpn, prefix_of(s)))
 		r = rec_find(s, index_of(s, qpn) + 1);
-	if (!r || r->kind != REC_QP || r->owner != d->slot) {
+	if ((r == nullptr) || r->kind != REC_QP || r->owner != d->slot) {
 		SIM_LOG(ERR, "device %s: no QP 0x%x of this handle", d->name, qpn);
 		rc = fw_fail(s, MLX5_QPN_CMD_STAT_BAD_RES_ERR);
 	} else {
@@ -315,7 +319,7 @@ extern "C" {
 int
 mlx5_qpn_sim_special_qp(struct mlx5_qpn_backend *be, int gsi, uint32_t port, uint32_t *qpn)
 {
-	if (!be || !qpn || (gsi != 0 && gsi != 1))
+	if ((be == nullptr) || (qpn == nullptr) || (gsi != 0 && gsi != 1))
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	SimShm *s = d->shm;

@@ -9,12 +9,12 @@
 
 #include <atomic>
 
-#include <errno.h>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fcntl.h>
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -77,7 +77,7 @@ owner_release(SimShm *s, uint16_t slot, bool dead)
 	 * and repeat the pass until nothing of this owner is left. */
 	while (again) {
 		again = false;
-		for (uint32_t i = 0; i < REC_CAP; i++) {
+		for (uint32_t i = 0; i < kRecCap; i++) {
 			while (s->recs[i].key && s->recs[i].owner == slot) {
 				if (dead) {
 					if (s->recs[i].kind == REC_OBJ)
@@ -90,7 +90,7 @@ owner_release(SimShm *s, uint16_t slot, bool dead)
 			}
 		}
 	}
-	for (uint32_t i = 0; i < NB_UARS; i++) {
+	for (uint32_t i = 0; i < kNbUars; i++) {
 		if (s->uar_meta[i].in_use && s->uar_meta[i].owner == slot) {
 			std::atomic_ref<uint32_t>(s->uar_meta[i].in_use)
 				.store(0, std::memory_order_release);
@@ -107,7 +107,7 @@ reclaim_dead(SimShm *s)
 {
 	int n = 0;
 
-	for (uint16_t i = 0; i < MAX_OWNERS; i++) {
+	for (uint16_t i = 0; i < kMaxOwners; i++) {
 		if (s->pre.owners[i].live && !owner_alive(s->pre.owners[i])) {
 			SIM_LOG(INFO, "reclaiming the resources of dead process %d (handle %u)",
 				int(s->pre.owners[i].proc.pid), unsigned(i));
@@ -132,17 +132,17 @@ shm_init(SimShm *s, const mlx5_qpn_devargs *da)
 	rc = qpn::shm::mutex_init(&s->mutex);
 	if (rc)
 		return rc;
-	s->pre.magic = SIM_MAGIC;
-	s->pre.version = SIM_VERSION;
+	s->pre.magic = kSimMagic;
+	s->pre.version = kSimVersion;
 	s->pre.size = sizeof(SimShm);
-	std::atomic_ref<uint32_t>(s->pre.state).store(SIM_STATE_READY, std::memory_order_release);
+	std::atomic_ref<uint32_t>(s->pre.state).store(kSimStateReady, std::memory_order_release);
 	return 0;
 }
 
 static bool
 any_live_owner(const SimPrefix *p)
 {
-	for (uint32_t i = 0; i < MAX_OWNERS; i++)
+	for (uint32_t i = 0; i < kMaxOwners; i++)
 		if (p->owners[i].live && owner_alive(p->owners[i]))
 			return true;
 	return false;
@@ -196,7 +196,7 @@ shm_attach(qpn::shm::Segment *seg, const mlx5_qpn_devargs *da, SimShm **out, boo
 	rc = qpn::shm::segment_read(seg, &pre, sizeof(pre), 0);
 	if (rc)
 		return rc;
-	if (pre.magic != SIM_MAGIC) {
+	if (pre.magic != kSimMagic) {
 		if (pre.magic == 0 && pre.version == 0 && pre.state == 0)
 			return fresh(); /* its creator died before initialising it */
 		SIM_LOG(ERR,
@@ -213,13 +213,13 @@ shm_attach(qpn::shm::Segment *seg, const mlx5_qpn_devargs *da, SimShm **out, boo
 	if (!any_live_owner(&pre))
 		return fresh(); /* nobody alive holds it */
 
-	if (pre.version != SIM_VERSION || pre.size != sizeof(SimShm) || fsize != sizeof(SimShm) ||
-	    pre.state != SIM_STATE_READY) {
+	if (pre.version != kSimVersion || pre.size != sizeof(SimShm) || fsize != sizeof(SimShm) ||
+	    pre.state != kSimStateReady) {
 		SIM_LOG(ERR,
 			"device %s: shared memory %s of layout version %u (size %" PRIu64
 			", state 0x%x) is in use by live processes (this build: version %u)",
 			da->name, seg->name, unsigned(pre.version), pre.size, unsigned(pre.state),
-			unsigned(SIM_VERSION));
+			unsigned(kSimVersion));
 		return -EPROTO;
 	}
 	rc = qpn::shm::segment_map(seg, sizeof(SimShm), false);
@@ -252,25 +252,24 @@ static void
 dev_free(SimDev *d)
 {
 	for (uint32_t k = 0; k < d->nb_blks; k++)
-		free(d->blks[k].bits);
-	free(d->blks);
+		delete[] d->blks[k].bits;
+	delete[] d->blks;
 	pthread_mutex_destroy(&d->lock);
-	free(d);
+	delete d;
 }
 
 int
 sim_open(const mlx5_qpn_devargs *da, mlx5_qpn_backend **out)
 {
-	if (!da || !out)
+	if ((da == nullptr) || (out == nullptr))
 		return -EINVAL;
 	int rc = validate(da);
 	if (rc)
 		return rc;
 
-	SimDev *d = static_cast<SimDev *>(calloc(1, sizeof(SimDev)));
-	if (!d)
+	auto *d = new (std::nothrow) SimDev();
+	if (d == nullptr)
 		return -ENOMEM;
-	new (&d->seg) qpn::shm::Segment();
 	d->base.ops = &mlx5_qpn_sim_ops;
 	d->pid = getpid();
 	snprintf(d->name, sizeof(d->name), "%s", da->name);
@@ -298,7 +297,7 @@ sim_open(const mlx5_qpn_devargs *da, mlx5_qpn_backend **out)
 	}
 	if (rc == 0) {
 		rc = -ENOSPC;
-		for (uint16_t i = 0; i < MAX_OWNERS; i++) {
+		for (uint16_t i = 0; i < kMaxOwners; i++) {
 			SimOwner &o = s->pre.owners[i];
 			if (o.live)
 				continue;
@@ -312,7 +311,7 @@ sim_open(const mlx5_qpn_devargs *da, mlx5_qpn_backend **out)
 		}
 		dev_unlock(s);
 		if (rc == -ENOSPC)
-			SIM_LOG(ERR, "device %s: all %u handles are open", da->name, MAX_OWNERS);
+			SIM_LOG(ERR, "device %s: all %u handles are open", da->name, kMaxOwners);
 	}
 	if (rc) {
 		/* A refused open leaves nothing behind: a segment this opener created or reset
@@ -330,7 +329,7 @@ sim_open(const mlx5_qpn_devargs *da, mlx5_qpn_backend **out)
 void
 sim_close(mlx5_qpn_backend *be)
 {
-	if (!be)
+	if (be == nullptr)
 		return;
 	SimDev *d = to_dev(be);
 	SimShm *s = d->shm;
@@ -382,7 +381,7 @@ mlx5_qpn_sim_purge(const char *name, uint64_t *guid)
 		void *p = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
 		if (p != MAP_FAILED) {
 			const SimShm *s = static_cast<const SimShm *>(p);
-			if (s->pre.magic == SIM_MAGIC && s->cfg.guid != 0)
+			if (s->pre.magic == kSimMagic && s->cfg.guid != 0)
 				*guid = s->cfg.guid;
 			munmap(p, len);
 		}

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The emulated device's UAR pages and doorbell service. uar_map hands out one of NB_UARS 4-KiB
+ * The emulated device's UAR pages and doorbell service. uar_map hands out one of kNbUars 4-KiB
  * pages in the segment (the doorbell/BlueFlame register at MLX5_QPN_UAR_DB_OFFSET); the first map of a
  * handle registers an rte_service whose body, mlx5_qpn_sim_poll(), consumes every new doorbell
  * value once across all pollers of all processes. The DC data path does not run here: the
@@ -10,10 +10,10 @@
 #include "sim_internal.h"
 #include "mlx5_qpn_prm_status.h"
 
-#include <errno.h>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <pthread.h>
-#include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -100,7 +100,7 @@ svc_unregister(SimDev *d)
 int
 sim_uar_map(mlx5_qpn_backend *be, mlx5_qpn_uar *uar)
 {
-	if (!be || !uar)
+	if ((be == nullptr) || (uar == nullptr))
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	SimShm *s = d->shm;
@@ -110,11 +110,11 @@ sim_uar_map(mlx5_qpn_backend *be, mlx5_qpn_uar *uar)
 	uint8_t st = fw_begin(s, CMD_CREATE);
 	if (!st) {
 		st = MLX5_QPN_CMD_STAT_LIM_ERR;
-		for (uint32_t i = 0; i < NB_UARS; i++) {
+		for (uint32_t i = 0; i < kNbUars; i++) {
 			SimUarMeta &m = s->uar_meta[i];
 			if (m.in_use)
 				continue;
-			memset(s->uar[i], 0, UAR_PAGE);
+			memset(s->uar[i], 0, kUarPage);
 			m.owner = d->slot;
 			m.gen = ++s->gen_next;
 			std::atomic_ref<uint64_t>(m.last_seen).store(0, std::memory_order_relaxed);
@@ -124,7 +124,7 @@ sim_uar_map(mlx5_qpn_backend *be, mlx5_qpn_uar *uar)
 			uar->base_addr = s->uar[i];
 			uar->reg_addr = s->uar[i] + MLX5_QPN_UAR_DB_OFFSET;
 			uar->page_id = i;
-			uar->mmap_off = offsetof(SimShm, uar) + uint64_t(i) * UAR_PAGE;
+			uar->mmap_off = offsetof(SimShm, uar) + uint64_t(i) * kUarPage;
 			uar->handle = (uint64_t(m.gen) << 32) | i;
 			st = 0;
 			break;
@@ -143,7 +143,7 @@ sim_uar_map(mlx5_qpn_backend *be, mlx5_qpn_uar *uar)
 int
 sim_uar_unmap(mlx5_qpn_backend *be, mlx5_qpn_uar *uar)
 {
-	if (!be || !uar)
+	if ((be == nullptr) || (uar == nullptr))
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	SimShm *s = d->shm;
@@ -152,7 +152,7 @@ sim_uar_unmap(mlx5_qpn_backend *be, mlx5_qpn_uar *uar)
 		return rc;
 	fw_begin(s, CMD_DESTROY);
 	uint32_t i = uar->page_id;
-	if (i >= NB_UARS || !s->uar_meta[i].in_use || s->uar_meta[i].owner != d->slot ||
+	if (i >= kNbUars || !s->uar_meta[i].in_use || s->uar_meta[i].owner != d->slot ||
 	    s->uar_meta[i].gen != uint32_t(uar->handle >> 32)) {
 		SIM_LOG(ERR, "device %s: UAR page %u is not mapped by this handle", d->name, i);
 		rc = fw_fail(s, MLX5_QPN_CMD_STAT_BAD_RES_ERR);
@@ -173,14 +173,14 @@ extern "C" {
 int
 mlx5_qpn_sim_poll(struct mlx5_qpn_backend *be)
 {
-	if (!be)
+	if (be == nullptr)
 		return -EINVAL;
 	SimShm *s = to_dev(be)->shm;
 	int n = 0;
 
-	for (uint32_t i = 0; i < NB_UARS; i++) {
+	for (uint32_t i = 0; i < kNbUars; i++) {
 		SimUarMeta &m = s->uar_meta[i];
-		if (!std::atomic_ref<uint32_t>(m.in_use).load(std::memory_order_acquire))
+		if (std::atomic_ref<uint32_t>(m.in_use).load(std::memory_order_acquire) == 0u)
 			continue;
 		auto *reg = reinterpret_cast<uint64_t *>(s->uar[i] + MLX5_QPN_UAR_DB_OFFSET);
 		uint64_t v = std::atomic_ref<uint64_t>(*reg).load(std::memory_order_acquire);
@@ -203,7 +203,7 @@ mlx5_qpn_sim_poll(struct mlx5_qpn_backend *be)
 int
 mlx5_qpn_sim_service_id(struct mlx5_qpn_backend *be, uint32_t *id)
 {
-	if (!be || !id)
+	if ((be == nullptr) || (id == nullptr))
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	if (!d->svc_registered)

@@ -22,19 +22,19 @@ namespace mlx5_qpn_sim {
 static const char *
 cfg_bad(const SimCfg &c)
 {
-	if (c.nb_ports < 1 || c.nb_ports > MAX_PORTS)
+	if (c.nb_ports < 1 || c.nb_ports > kMaxPorts)
 		return "ports";
 	if (c.cap_reserved_qpn > 1)
 		return "cap_reserved_qpn";
 	if (c.aip > 1)
 		return "aip";
-	if (c.log_max_alloc > (c.aip ? AIP_SHIFT : QPN_BITS))
+	if (c.log_max_alloc > (c.aip ? kAipShift : kQpnBits))
 		return "log_max_alloc";
 	if (c.log_gran > c.log_max_alloc)
 		return "log_gran";
-	if (c.log_max_num > QPN_BITS)
+	if (c.log_max_num > kQpnBits)
 		return "log_max_num";
-	if (c.log_max_qp > QPN_BITS)
+	if (c.log_max_qp > kQpnBits)
 		return "log_max_qp";
 	if (c.fault_fw_status >= MLX5_QPN_SIM_NB_STATUS)
 		return "fault_fw_status";
@@ -47,25 +47,25 @@ cfg_bad(const SimCfg &c)
 const char *
 hdr_bad(const SimShm *s)
 {
-	if (s->pre.magic != SIM_MAGIC)
+	if (s->pre.magic != kSimMagic)
 		return "magic";
-	if (s->pre.version != SIM_VERSION)
+	if (s->pre.version != kSimVersion)
 		return "layout version";
 	if (s->pre.size != sizeof(SimShm))
 		return "size";
 	/* Written by other processes: atomic loads (atomic_ref<const T> is C++26, hence the
 	 * const_cast; a load does not write). */
 	auto &state = const_cast<uint32_t &>(s->pre.state);
-	if (std::atomic_ref<uint32_t>(state).load(std::memory_order_acquire) != SIM_STATE_READY)
+	if (std::atomic_ref<uint32_t>(state).load(std::memory_order_acquire) != kSimStateReady)
 		return "state";
 	if (const char *bad = cfg_bad(s->cfg))
 		return bad;
 	if (!s->table.valid())
 		return "QPN table";
-	if (s->recs_live > REC_MAX_LIVE)
+	if (s->recs_live > kRecMaxLive)
 		return "record count";
 	auto &nb_active = const_cast<uint32_t &>(s->dc.nb_active);
-	if (std::atomic_ref<uint32_t>(nb_active).load(std::memory_order_relaxed) > DC_MAX_DCI)
+	if (std::atomic_ref<uint32_t>(nb_active).load(std::memory_order_relaxed) > kDcMaxDci)
 		return "DC active count";
 	return nullptr;
 }
@@ -75,19 +75,19 @@ hdr_bad(const SimShm *s)
 bool
 rec_ok(const SimShm *s, const SimRec &r)
 {
-	if (r.key == 0 || r.key > space_of(s) || r.owner >= MAX_OWNERS)
+	if (r.key == 0 || r.key > space_of(s) || r.owner >= kMaxOwners)
 		return false;
 	uint32_t idx = r.key - 1;
 	switch (r.kind) {
 	case REC_OBJ:
-		return r.log_size <= QPN_BITS && (idx & ((uint32_t(1) << r.log_size) - 1)) == 0 &&
+		return r.log_size <= kQpnBits && (idx & ((uint32_t(1) << r.log_size) - 1)) == 0 &&
 		       (uint32_t(1) << r.log_size) <= space_of(s) - idx;
 	case REC_QP:
 		return r.log_size == 0;
 	case REC_DCI:
-		return r.log_size == 0 && r.aux < DC_MAX_DCI;
+		return r.log_size == 0 && r.aux < kDcMaxDci;
 	case REC_DCT:
-		return r.log_size == 0 && r.aux < DC_MAX_DCT;
+		return r.log_size == 0 && r.aux < kDcMaxDct;
 	default:
 		return false;
 	}
@@ -96,7 +96,7 @@ rec_ok(const SimShm *s, const SimRec &r)
 bool
 owners_ok(const SimPrefix &p)
 {
-	for (uint32_t i = 0; i < MAX_OWNERS; i++)
+	for (uint32_t i = 0; i < kMaxOwners; i++)
 		if (p.owners[i].live > 1)
 			return false;
 	return true;
@@ -111,7 +111,7 @@ shm_bad(const SimShm *s)
 	if (!owners_ok(s->pre))
 		return "owner table";
 	uint32_t n = 0;
-	for (uint32_t i = 0; i < REC_CAP; i++) {
+	for (uint32_t i = 0; i < kRecCap; i++) {
 		if (s->recs[i].key == 0)
 			continue;
 		if (!rec_ok(s, s->recs[i]))
@@ -120,10 +120,10 @@ shm_bad(const SimShm *s)
 	}
 	if (n != s->recs_live)
 		return "record count";
-	for (uint32_t i = 0; i < NB_UARS; i++)
-		if (s->uar_meta[i].in_use > 1 || s->uar_meta[i].owner >= MAX_OWNERS)
+	for (uint32_t i = 0; i < kNbUars; i++)
+		if (s->uar_meta[i].in_use > 1 || s->uar_meta[i].owner >= kMaxOwners)
 			return "UAR table";
-	if (!dc_valid(&s->dc, MAX_OWNERS, NB_UARS))
+	if (!dc_valid(&s->dc, kMaxOwners, kNbUars))
 		return "DC tables";
 	return nullptr;
 }
@@ -139,17 +139,17 @@ validate(const mlx5_qpn_devargs *da)
 		bad = "backend";
 	else if (!name_ok(da->name))
 		bad = "name";
-	else if (a->ports < 1 || a->ports > MAX_PORTS)
+	else if (a->ports < 1 || a->ports > kMaxPorts)
 		bad = "ports", val = a->ports;
 	else if (a->cap_reserved_qpn != 0 && a->cap_reserved_qpn != 1)
 		bad = "cap_reserved_qpn", val = unsigned(a->cap_reserved_qpn);
-	else if (a->log_max_alloc > (a->aip ? AIP_SHIFT : QPN_BITS))
+	else if (a->log_max_alloc > (a->aip ? kAipShift : kQpnBits))
 		bad = "log_max_alloc", val = a->log_max_alloc;
 	else if (a->log_gran > a->log_max_alloc)
 		bad = "log_gran", val = a->log_gran;
-	else if (a->log_max_num > QPN_BITS)
+	else if (a->log_max_num > kQpnBits)
 		bad = "log_max_num", val = a->log_max_num;
-	else if (a->log_max_qp > QPN_BITS)
+	else if (a->log_max_qp > kQpnBits)
 		bad = "log_max_qp", val = a->log_max_qp;
 	else if (a->aip > 1)
 		bad = "aip", val = a->aip;
@@ -157,7 +157,7 @@ validate(const mlx5_qpn_devargs *da)
 		bad = "fault_fw_status", val = a->fault_fw_status;
 	else if (a->dc_err_every > 1000000)
 		bad = "dc_err_every", val = a->dc_err_every;
-	if (bad) {
+	if (bad != nullptr) {
 		SIM_LOG(ERR, "invalid device argument %s=%u", bad, val);
 		return -EINVAL;
 	}
