@@ -111,9 +111,10 @@ static void
 perf_driver_aims(std::vector<perf_aim> &a, const perf_state *ours, const perf_state *dev)
 {
 	double lo, hi, v = perf_paired(dev, ours, PH_PAIR, &lo, &hi);
-	double dc = dev ? perf_median(dev->ph[PH_PAIR].cycles) : 0;
-	double oc = ours ? perf_median(ours->ph[PH_PAIR].cycles) : 0;
-	double di = dev ? dev->instr[PH_PAIR] : 0, oi = ours ? ours->instr[PH_PAIR] : 0;
+	double dc = dev != nullptr ? perf_median(dev->ph[PH_PAIR].cycles) : 0;
+	double oc = ours != nullptr ? perf_median(ours->ph[PH_PAIR].cycles) : 0;
+	double di = dev != nullptr ? dev->instr[PH_PAIR] : 0,
+	       oi = ours != nullptr ? ours->instr[PH_PAIR] : 0;
 
 	a.push_back({"driver_vs_pool_cycles", "driver API / bare pool, cycles per pair, 1 lcore", v,
 		     "<= 1.3", true, 1.3,
@@ -167,7 +168,7 @@ perf_aims(std::vector<perf_state> &st)
 		     perf_fmt("per repetition %.3f-%.3f; medians ours %.1f, floor %.1f cycles", lo,
 			      hi, oc, fc)});
 	perf_driver_aims(a, ours, perf_find(st, "qpndev"));
-	unsigned int nb = ours ? (unsigned int)ours->scaling.size() : 0;
+	unsigned int nb = ours != nullptr ? (unsigned int)ours->scaling.size() : 0;
 
 	for (unsigned int k = 1; k <= nb; k++) {
 		double o = perf_point_mops(*ours, k),

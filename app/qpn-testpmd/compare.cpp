@@ -333,7 +333,7 @@ run_compare(run_ctx *ctx, const qpn_engine *e)
 			printf("qpn-testpmd: allocator %s, %u client lcore(s): %" PRIu64
 			       " connections in %.2f s, %" PRIu64 " stale rejects\n",
 			       a, r.lcores, r.conns, r.secs, r.stale);
-			rc |= r.errors != 0;
+			rc |= static_cast<int>(r.errors != 0);
 			rows.push_back(r);
 		}
 	ctx->alloc_fw = false;

@@ -16,8 +16,8 @@
  * release and the poller reads it with acquire; CQ consumer indices go back the same way.
  */
 
-#include <stddef.h>
-#include <stdint.h>
+#include <cstddef>
+#include <cstdint>
 
 #include "mlx5_qpn_prm_wqe.h"
 

@@ -115,7 +115,7 @@ dc_qpn_free(SimDev *d, uint32_t qpn, uint8_t kind)
 int
 sim_cq_create(mlx5_qpn_backend *be, uint32_t log_depth, mlx5_qpn_dc_cq_info *cq)
 {
-	if (!cq)
+	if (cq == nullptr)
 		return -EINVAL;
 	if ((be != nullptr) && (log_depth < 1 || log_depth > kDcLogCqMax)) {
 		SIM_LOG(ERR, "device %s: CQ log_depth %u outside [1, %u]", to_dev(be)->name,
@@ -141,7 +141,7 @@ sim_cq_create(mlx5_qpn_backend *be, uint32_t log_depth, mlx5_qpn_dc_cq_info *cq)
 int
 sim_cq_destroy(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq)
 {
-	if (!cq || !handle_ok(cq->handle, kDcMaxCq))
+	if ((cq == nullptr) || !handle_ok(cq->handle, kDcMaxCq))
 		return -EINVAL;
 	return dc_cmd(be, CMD_DESTROY, Fw::NEVER_FAILS, "DESTROY_CQ", [&](SimDev *d, uint8_t *) {
 		return dc_cq_destroy(&d->shm->dc, d->slot, uint32_t(cq->handle),
@@ -261,8 +261,8 @@ int
 sim_dci_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint32_t log_sq_bbs,
 	       const mlx5_qpn_dc_path *path, mlx5_qpn_dc_dci_info *dci)
 {
-	if (!be || !cq || !dci || !handle_ok(cq->handle, kDcMaxCq) ||
-	    log_sq_bbs > kDcLogSqMax + kDcSqBbShift)
+	if ((be == nullptr) || (cq == nullptr) || (dci == nullptr) ||
+	    !handle_ok(cq->handle, kDcMaxCq) || log_sq_bbs > kDcLogSqMax + kDcSqBbShift)
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	if (d->dc_off)
@@ -292,7 +292,7 @@ sim_dci_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint32_t log
 int
 sim_dci_reset(mlx5_qpn_backend *be, const mlx5_qpn_dc_dci_info *dci, const mlx5_qpn_dc_path *path)
 {
-	if (!be || !dci || !handle_ok(dci->handle, kDcMaxDci))
+	if ((be == nullptr) || (dci == nullptr) || !handle_ok(dci->handle, kDcMaxDci))
 		return -EINVAL;
 	SimDev *d = to_dev(be);
 	if (!d->dc_off && path_check(d, path, "DCI reset") != 0)
@@ -337,7 +337,7 @@ int
 sim_dct_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint64_t dc_key,
 	       const mlx5_qpn_dc_path *path, mlx5_qpn_dc_dct_info *dct)
 {
-	if (!cq || !dct || !handle_ok(cq->handle, kDcMaxCq))
+	if ((cq == nullptr) || (dct == nullptr) || !handle_ok(cq->handle, kDcMaxCq))
 		return -EINVAL;
 	if ((be != nullptr) && !to_dev(be)->dc_off && path_check(to_dev(be), path, "DCT") != 0)
 		return -EINVAL;

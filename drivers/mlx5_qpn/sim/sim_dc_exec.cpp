@@ -8,8 +8,8 @@
 #include "sim_dc.h"
 #include "mlx5_qpn_prm_wqe.h"
 
-#include <errno.h>
-#include <string.h>
+#include <cerrno>
+#include <cstring>
 
 #include <atomic>
 
@@ -238,7 +238,7 @@ send_deliver(SimDc *dc, uint8_t *arena, SimDcDci &d, SimDcCq &cq, SimDcDct &dt, 
 	     const mlx5_qpn_wqe_fields &f)
 {
 	SimDcCq &rcq = dc->cq[dt.cq];
-	bool sig = f.fm_ce_se & MLX5_QPN_WQE_CTRL_CQ_UPDATE;
+	bool sig = (f.fm_ce_se & MLX5_QPN_WQE_CTRL_CQ_UPDATE) != 0;
 	uint32_t need_r = (&rcq == &cq) ? 1 + (sig ? 1 : 0) : 1;
 	if (cq_room(rcq) < need_r) {
 		dc->ctr.stalls++;

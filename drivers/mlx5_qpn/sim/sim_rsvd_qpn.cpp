@@ -230,7 +230,7 @@ sim_qpn_release_one(mlx5_qpn_backend *be, uint32_t qpn)
 int
 sim_cmd_count(mlx5_qpn_backend *be, uint64_t *n)
 {
-	if (!be || !n)
+	if ((be == nullptr) || (n == nullptr))
 		return -EINVAL;
 	SimShm *s = to_dev(be)->shm;
 	int rc = dev_lock(s, to_dev(be)->name);

@@ -366,7 +366,7 @@ int
 mlx5_qpn_sim_purge(const char *name, uint64_t *guid)
 {
 	*guid = 0;
-	if (!name || !name_ok(name)) {
+	if ((name == nullptr) || !name_ok(name)) {
 		SIM_LOG(ERR, "invalid emulated device name");
 		return -EINVAL;
 	}
