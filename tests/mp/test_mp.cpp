@@ -294,10 +294,13 @@ TEST_F(MpTest, MpPrimaryKilledSecondaryFailsClearly)
 TEST_F(MpTest, MpSecondaryKilledMidCallIsReclaimed)
 {
 	std::string lp = log_path("p");
-	/* A pool that a tight loop does not drain through a 50 ms quarantine. */
+	/* A pool that a tight loop does not drain through a 50 ms quarantine; low_water=0: the
+	 * control thread never reserves ahead of need, so a growth below can only be an allocation
+	 * that found the pool empty (with the default mark it reserves a range whenever the
+	 * final "alloc capacity" empties the pool, and under load it does so before "stats"). */
 	const uint64_t q_us = 50000;
 	Proc *p = primary(cat(",quarantine_us=", std::to_string(q_us),
-			      ",log_range=9,max_qpns=8192,cache=8"),
+			      ",log_range=9,max_qpns=8192,cache=8,low_water=0"),
 			  lp);
 	ASSERT_NE(p, nullptr);
 	EXPECT_EQ(p->cmd("loop 32"), "OK");
