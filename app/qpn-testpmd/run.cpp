@@ -257,7 +257,9 @@ qpn_cap_check(run_ctx *ctx, const qpn_engine *e)
 		const double cap_qpns = dev_capacity(ctx->devs[d], &info);
 		const double dq_s = static_cast<double>(info.quarantine_us) / 1e6;
 		double hold = 0;
-		if (ctx->side_active && ctx->nb_clients != 0)
+		/* rdma-core's allocator (--allocator) gives the client's QPN straight back to the
+		 * device: it holds none of the pool's. */
+		if (ctx->side_active && ctx->nb_clients != 0 && !ctx->alloc_fw)
 			hold += dq_s * clients_on[d] / ctx->nb_clients;
 		if (ctx->side_passive && d == 0)
 			hold += tw_s + dq_s;

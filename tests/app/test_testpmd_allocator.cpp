@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "common/test_helpers.h"
-#include "sim/mlx5_qpn_sim.h"
+#include "mlx5_qpn.h"
 
 namespace {
 
@@ -45,7 +45,7 @@ protected:
 
 	void TearDown() override
 	{
-		mlx5_qpn_sim_destroy(name_.c_str()); /* -ENOENT when --destroy-sim did it */
+		mlx5_qpn_dev_purge(name_.c_str()); /* -ENOENT when --destroy-sim did it */
 		std::remove(json_.c_str());
 	}
 
