@@ -22,29 +22,67 @@ constexpr int kMaxSavedArgs = 256;
 int saved_argc;
 const char *saved_argv[kMaxSavedArgs];
 
-/* The "model name" line of /proc/cpuinfo, or "unknown". */
-void
-cpu_model(char *buf, size_t len)
+/* What /proc/cpuinfo says of the first CPU: the fields a figure's CPU is named by. */
+struct cpu_id {
+	char model_name[128] = "unknown";
+	char family[16] = "?";
+	char model[16] = "?";
+	char stepping[16] = "?";
+	char microcode[32] = "?";
+	bool vm = false;
+};
+
+/* The value of a "key<tabs>: value" line whose key is `key`, copied into buf; false if not. */
+bool
+cpuinfo_field(const char *line, const char *key, char *buf, size_t len)
 {
-	snprintf(buf, len, "unknown");
+	size_t n = strlen(key);
+
+	if (strncmp(line, key, n) != 0 || (line[n] != ' ' && line[n] != '\t' && line[n] != ':'))
+		return false;
+	const char *v = strchr(line, ':');
+	if (v == nullptr)
+		return false;
+	v += strspn(v + 1, " \t") + 1;
+	snprintf(buf, len, "%.*s", (int)strcspn(v, "\n"), v);
+	return true;
+}
+
+cpu_id
+read_cpu_id()
+{
+	cpu_id id;
 	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[4096]; /* the flags line is long */
+
 	if (f == nullptr)
-		return;
-	char line[256];
-	while (fgets(line, sizeof(line), f) != nullptr) {
-		if (strncmp(line, "model name", 10) != 0)
+		return id;
+	while (fgets(line, sizeof(line), f) != nullptr && line[0] != '\n') {
+		char flags[8];
+
+		if (cpuinfo_field(line, "model name", id.model_name, sizeof(id.model_name)) ||
+		    cpuinfo_field(line, "cpu family", id.family, sizeof(id.family)) ||
+		    cpuinfo_field(line, "model", id.model, sizeof(id.model)) ||
+		    cpuinfo_field(line, "stepping", id.stepping, sizeof(id.stepping)) ||
+		    cpuinfo_field(line, "microcode", id.microcode, sizeof(id.microcode)))
 			continue;
-		const char *v = strchr(line, ':');
-		if (v == nullptr)
-			break;
-		v += strspn(v + 1, " \t") + 1;
-		snprintf(buf, len, "%.*s", (int)strcspn(v, "\n"), v);
-		break;
+		if (cpuinfo_field(line, "flags", flags, sizeof(flags)))
+			id.vm = strstr(line, " hypervisor") != nullptr;
 	}
 	fclose(f);
+	return id;
 }
 
 } /* namespace */
+
+void
+run_meta_cpu(char *buf, size_t len)
+{
+	cpu_id id = read_cpu_id();
+
+	snprintf(buf, len, "%s (family %s model %s stepping %s, microcode %s%s)", id.model_name,
+		 id.family, id.model, id.stepping, id.microcode, id.vm ? ", VM" : "");
+}
 
 void
 run_meta_save_argv(int argc, char **argv)
@@ -57,13 +95,12 @@ run_meta_save_argv(int argc, char **argv)
 void
 run_meta_json(json_writer &js, const char *tool)
 {
-	char model[160];
+	cpu_id id = read_cpu_id();
 	char when[32];
 	struct utsname u = {};
 	time_t now = time(nullptr);
 	struct tm tm_utc = {};
 
-	cpu_model(model, sizeof(model));
 	uname(&u);
 	gmtime_r(&now, &tm_utc);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm_utc);
@@ -91,7 +128,12 @@ run_meta_json(json_writer &js, const char *tool)
 	js.kv("hostname", u.nodename);
 	js.kv("kernel", u.release);
 	js.kv("arch", u.machine);
-	js.kv("cpu_model", model);
+	js.kv("cpu_model", id.model_name);
+	js.kv("cpu_family", id.family);
+	js.kv("cpu_model_number", id.model);
+	js.kv("cpu_stepping", id.stepping);
+	js.kv("cpu_microcode", id.microcode);
+	js.kv_bool("cpu_hypervisor", id.vm);
 	js.kv("online_cpus", (uint64_t)sysconf(_SC_NPROCESSORS_ONLN));
 	js.kv("tsc_hz", (uint64_t)rte_get_tsc_hz());
 	js.end_obj();

@@ -6,33 +6,6 @@
  */
 #include "perf_app.h"
 
-static std::string
-perf_cpu_model()
-{
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	char line[512];
-	std::string model = "unknown";
-
-	if (f == nullptr)
-		return model;
-	while (fgets(line, sizeof(line), f) != nullptr) {
-		if (strncmp(line, "model name", 10) == 0) {
-			char *p = strchr(line, ':');
-
-			if (p != nullptr) {
-				p++;
-				while (*p == ' ' || *p == '\t')
-					p++;
-				p[strcspn(p, "\n")] = '\0';
-				model = p;
-			}
-			break;
-		}
-	}
-	fclose(f);
-	return model;
-}
-
 /* 1-minute load average: a busy machine makes the 2-lcore figures meaningless. */
 double
 perf_loadavg()
@@ -268,13 +241,12 @@ perf_json_counts(json_writer &js, const struct perf_opts *o, std::vector<perf_st
 	js.end_obj();
 }
 
-/* Where the figures were measured. */
+/* Where the figures were measured, beside meta.machine (the CPU's identity is there). */
 static void
 perf_json_machine(json_writer &js)
 {
 	js.key("machine");
 	js.obj();
-	js.kv("cpu_model", perf_cpu_model().c_str());
 	js.kv("online_cpus", (uint64_t)sysconf(_SC_NPROCESSORS_ONLN));
 	js.kv("tsc_hz", rte_get_tsc_hz());
 	js.kv("dpdk_version", rte_version());

@@ -4,6 +4,7 @@
  * repetition, interleaved, then the report.
  */
 #include "perf_app.h"
+#include "run_meta.h"
 
 static bool
 perf_selected(const std::string &only, const char *name)
@@ -258,12 +259,15 @@ perf_announce(const struct perf_opts *o, bool scaling)
 			 "load average %.2f on %ld CPUs: other work will skew the figures, "
 			 "above all the multi-lcore ones",
 			 perf_load_at_start, sysconf(_SC_NPROCESSORS_ONLN));
+	char cpu[256];
+
+	run_meta_cpu(cpu, sizeof(cpu));
 	printf("qpn-perf: range %u QPNs (qpnpool-q %u), cache %u, quarantine %" PRIu64
 	       " us, burst %u, hold %u, storm %u after %u us, %u repetitions, %zu lcores, "
-	       "TSC %" PRIu64 " Hz, %s\n",
+	       "TSC %" PRIu64 " Hz, %s\nqpn-perf: CPU %s\n",
 	       o->range, std::max(o->range, o->range_q), o->cache, o->quarantine_us, o->burst,
 	       o->hold, o->storm, o->idle_us, o->repeat, perf_lcores.size(), rte_get_tsc_hz(),
-	       rte_version());
+	       rte_version(), cpu);
 }
 
 /* One repetition: every workload of every peer, latency, scaling (*scaling goes false if the

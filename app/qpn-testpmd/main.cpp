@@ -41,6 +41,35 @@ destroy_sims(const run_config &cfg)
 	}
 }
 
+/* What the run is on, in the first lines of its output: the engine and device, the CPU (a
+ * figure without its CPU cannot be compared), the process role. A secondary process does not
+ * destroy the primary's device at its end. */
+void
+print_setup(run_ctx &ctx, run_config &cfg, const qpn_engine *engine)
+{
+	struct mlx5_qpn_dev_info info;
+	char cpu[256];
+
+	mlx5_qpn_dev_info_get(ctx.dev, &info);
+	printf("qpn-testpmd: engine %s on %u lcores, device %s (%s, GUID %016" PRIx64
+	       ", NUMA %d, cores %s), quarantine %" PRIu64 " us, CM timewait %u ms (%s)\n",
+	       engine->name, rte_lcore_count(), info.name, info.backend, info.node_guid,
+	       info.numa_node, info.cores[0] ? info.cores : "-", info.quarantine_us,
+	       cm_timewait_ms(cfg), cfg.policy == MLX5_QPN_CM_POLICY_STRICT ? "strict" : "live");
+	run_meta_cpu(cpu, sizeof(cpu));
+	printf("qpn-testpmd: CPU %s\n", cpu);
+	if (info.secondary) {
+		/* --proc-type=secondary: the device and its pool are the primary's (driver.md §15). */
+		printf("qpn-testpmd: secondary process: device %s of the primary (pid %d)\n",
+		       info.name, int(info.primary_pid));
+		cfg.destroy_sim = false;
+	}
+	if (cfg.role != "both" || !cfg.fabric.empty())
+		printf("qpn-testpmd: role %s, CM fabric \"%s\" (shared memory /dev/shm/mlx5_qpn_cmfab_%s)"
+		       "\n",
+		       cfg.role.c_str(), cfg.fabric.c_str(), cfg.fabric.c_str());
+}
+
 } /* namespace */
 
 int
@@ -81,25 +110,7 @@ main(int argc, char **argv)
 		rte_eal_cleanup();
 		return 1;
 	}
-	struct mlx5_qpn_dev_info info;
-	mlx5_qpn_dev_info_get(ctx.dev, &info);
-	printf("qpn-testpmd: engine %s on %u lcores, device %s (%s, GUID %016" PRIx64
-	       ", NUMA %d, cores %s), quarantine %" PRIu64 " us, CM timewait %u ms (%s)\n",
-	       engine->name, rte_lcore_count(), info.name, info.backend, info.node_guid,
-	       info.numa_node, info.cores[0] ? info.cores : "-", info.quarantine_us,
-	       cm_timewait_ms(cfg), cfg.policy == MLX5_QPN_CM_POLICY_STRICT ? "strict" : "live");
-	if (info.secondary) {
-		/* --proc-type=secondary: the device and its pool are the primary's (driver.md §15). */
-		printf("qpn-testpmd: secondary process: device %s of the primary (pid %d)\n",
-		       info.name, int(info.primary_pid));
-		cfg.destroy_sim = false;
-	}
-
-	if (cfg.role != "both" || !cfg.fabric.empty())
-		printf("qpn-testpmd: role %s, CM fabric \"%s\" (shared memory /dev/shm/mlx5_qpn_cmfab_%s)"
-		       "\n",
-		       cfg.role.c_str(), cfg.fabric.c_str(), cfg.fabric.c_str());
-
+	print_setup(ctx, cfg, engine);
 
 	if (cfg.interactive) {
 		rc = cli_run(&ctx, &engine);

@@ -44,6 +44,21 @@ def near(a, b):
 for key in ("tool", "version", "git_revision", "eal_args", "machine", "dpdk_version"):
     if key not in d["meta"]:
         bad.append("meta has no " + key)
+# The CPU's identity as /proc/cpuinfo gives it: a model name alone hides the core generation.
+cpuinfo = {}
+for line in open("/proc/cpuinfo"):
+    if not line.strip():
+        break
+    k, _, v = line.partition(":")
+    cpuinfo.setdefault(k.strip(), v.strip())
+m = d["meta"].get("machine", {})
+for key, ci in (("cpu_model", "model name"), ("cpu_family", "cpu family"),
+                ("cpu_model_number", "model"), ("cpu_stepping", "stepping"),
+                ("cpu_microcode", "microcode")):
+    if ci in cpuinfo and m.get(key) != cpuinfo[ci]:
+        bad.append("meta.machine.%s %r, /proc/cpuinfo says %r" % (key, m.get(key), cpuinfo[ci]))
+if m.get("cpu_hypervisor") != (" hypervisor" in " " + cpuinfo.get("flags", "")):
+    bad.append("meta.machine.cpu_hypervisor %r disagrees with cpuinfo's flags" % m.get("cpu_hypervisor"))
 peers = [n for n, p in d["peers"].items() if p["ok"]]
 if not peers or len(peers) != len(d["peers"]):
     bad.append("peers not all ok: %s" % d["peers"])
