@@ -228,6 +228,43 @@ TEST_F(DcRecover, RecoverRingsPostedWqesSoThatTheyFlush)
 	EXPECT_EQ(mlx5_qpn_cq_poll(scq_, wc, 4), 0); /* nothing completed twice */
 }
 
+/* The firmware refuses the recovery's MODIFY_QP (fault_fw_after: every command after the one
+ * the error left the device at fails, as a ConnectX's modify can): recover gives the device's
+ * error, the DCI stays in ERR with its queue as it was (posts refused, nothing completes twice,
+ * no reset counted), a second attempt is refused the same way, and the DCI is destroyed
+ * cleanly. The command count comes from the same sequence on a device without faults. */
+TEST_F(DcRecover, RecoverRefusedByTheFirmwareLeavesTheDciInErr)
+{
+	auto to_err = [this] {
+		EXPECT_EQ(mlx5_qpn_dci_post_send(dci_, ah_, dctn_, KEY ^ 1, "bad", 3, 1), 0);
+		mlx5_qpn_dci_ring(dci_);
+		EXPECT_EQ(drain(scq_, 1).size(), 1u);
+		EXPECT_EQ(mlx5_qpn_dci_state(dci_), MLX5_QPN_DCI_ERROR);
+	};
+	to_err();
+	const uint64_t cmds = stats().cmds_may_fail;
+	close();
+	ASSERT_NO_FATAL_FAILURE(open((",fault_fw_after=" + std::to_string(cmds)).c_str()));
+	to_err();
+	ASSERT_EQ(stats().cmds_may_fail, cmds);
+	const uint64_t faults = stats().faults_injected;
+
+	int rc = mlx5_qpn_dci_recover(dci_);
+	EXPECT_LT(rc, 0);
+	EXPECT_NE(rc, -EBUSY);
+	EXPECT_EQ(stats().faults_injected, faults + 1);
+	EXPECT_EQ(stats().dc_resets, 0u);
+	EXPECT_EQ(mlx5_qpn_dci_state(dci_), MLX5_QPN_DCI_ERROR);
+	EXPECT_EQ(mlx5_qpn_dci_post_send(dci_, ah_, dctn_, KEY, "x", 1, 2), -EIO);
+	EXPECT_EQ(mlx5_qpn_dci_recover(dci_), rc);
+	EXPECT_EQ(mlx5_qpn_dci_state(dci_), MLX5_QPN_DCI_ERROR);
+	EXPECT_GE(mlx5_qpn_dev_service_run(dev_), 0);
+	mlx5_qpn_wc wc[4];
+	EXPECT_EQ(mlx5_qpn_cq_poll(scq_, wc, 4), 0); /* nothing completes twice */
+	EXPECT_EQ(mlx5_qpn_cq_poll(rcq_, wc, 4), 0);
+	EXPECT_EQ(stats().dc_delivered, 0u);
+}
+
 /* An unknown DCT (nobody answers) moves the DCI to ERR too; recovery brings it back. */
 TEST_F(DcRecover, UnknownDctThenRecover)
 {

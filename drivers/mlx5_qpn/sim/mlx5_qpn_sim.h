@@ -44,6 +44,8 @@ struct mlx5_qpn_sim_stats {
 	uint64_t commands;        /**< Firmware commands executed (create, destroy, query, UAR). */
 	uint64_t cmd_failed;      /**< Commands that returned a non-zero status. */
 	uint64_t faults_injected; /**< Of those, failures injected by fault_fw_rate/after. */
+	/** Of the commands, the creates and modifies: those fault_fw_rate/after count. */
+	uint64_t cmds_may_fail;
 	uint64_t failed_by_status[MLX5_QPN_SIM_NB_STATUS]; /**< Failures by PRM status. */
 	uint64_t objs_live;                                /**< RESERVED_QPN objects alive. */
 	uint64_t qpns_reserved;  /**< QPNs held by RESERVED_QPN objects. */

@@ -36,10 +36,11 @@ struct mlx5_qpn_sim_devargs {
 	uint32_t aip;        /**< aip=0|1: confine allocation to the AIP prefix 0x81 (default 0). */
 
 	/* Fault injection. */
-	uint32_t fault_nodevx;  /**< fault_nodevx=1: cap bit set but object creation fails. */
-	uint32_t fault_fw_rate; /**< fault_fw_rate=N: a firmware error every N commands (0 off). */
+	uint32_t fault_nodevx; /**< fault_nodevx=1: cap bit set but object creation fails. */
 	uint32_t
-		fault_fw_after; /**< fault_fw_after=N: every command after the Nth fails (0 off). */
+		fault_fw_rate; /**< fault_fw_rate=N: every N-th create or modify command fails (0 off). */
+	uint32_t
+		fault_fw_after; /**< fault_fw_after=N: every create or modify after the Nth fails (0 off). */
 	uint32_t
 		fault_fw_status; /**< fault_fw_status=N: the PRM status injected (0: NO_RES_ERR 0xf, -EAGAIN). */
 	uint32_t slow_cmd_us;  /**< slow_cmd_us=N: each firmware command takes N us. */

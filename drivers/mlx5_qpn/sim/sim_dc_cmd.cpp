@@ -288,7 +288,9 @@ sim_dci_create(mlx5_qpn_backend *be, const mlx5_qpn_dc_cq_info *cq, uint32_t log
 }
 
 /* RESET -> INIT -> RTR (path) -> RTS of a DCI of this handle, as one command: out of ERR, its
- * queue restarted at BB 0 (sim_dc.h, dc_dci_reset). */
+ * queue restarted at BB 0 (sim_dc.h, dc_dci_reset). A modify may fail as a create may (the
+ * firmware's fault injection applies): a ConnectX refuses MODIFY_QP too, and the DCI then stays
+ * in ERR with its queue as it was. */
 int
 sim_dci_reset(mlx5_qpn_backend *be, const mlx5_qpn_dc_dci_info *dci, const mlx5_qpn_dc_path *path)
 {
@@ -297,7 +299,7 @@ sim_dci_reset(mlx5_qpn_backend *be, const mlx5_qpn_dc_dci_info *dci, const mlx5_
 	SimDev *d = to_dev(be);
 	if (!d->dc_off && path_check(d, path, "DCI reset") != 0)
 		return -EINVAL;
-	return dc_cmd(be, CMD_MODIFY, Fw::NEVER_FAILS, "MODIFY_QP (DCI RESET->RTS)",
+	return dc_cmd(be, CMD_MODIFY, Fw::MAY_FAIL, "MODIFY_QP (DCI RESET->RTS)",
 		      [&](SimDev *, uint8_t *) {
 			      return dc_dci_reset(&d->shm->dc, d->slot, uint32_t(dci->handle),
 						  uint32_t(dci->handle >> 32));

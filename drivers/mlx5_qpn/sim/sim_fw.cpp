@@ -139,8 +139,10 @@ fw_begin(SimShm *s, CmdKind kind)
 	s->ctr.commands++;
 	if (s->cfg.slow_cmd_us != 0)
 		fw_latency(s->cfg.slow_cmd_us);
-	if (kind != CMD_CREATE)
-		return 0; /* destroy/query never fail by injection: close always cleans up */
+	/* A create or a modify may be refused, as a ConnectX refuses them (no resources, a bad
+	 * state); a destroy or a query never fails by injection: close always cleans up. */
+	if (kind != CMD_CREATE && kind != CMD_MODIFY)
+		return 0;
 	uint64_t n = ++s->fault_cmds;
 	bool fail = ((s->cfg.fault_fw_after != 0u) && n > s->cfg.fault_fw_after) ||
 		    ((s->cfg.fault_fw_rate != 0u) && n % s->cfg.fault_fw_rate == 0);

@@ -158,7 +158,7 @@ struct SimShm {
 	pthread_mutex_t mutex;
 	SimCfg cfg;
 	SimCounters ctr;
-	uint64_t fault_cmds; /* creation commands seen by fault injection */
+	uint64_t fault_cmds; /* creates and modifies seen by fault injection */
 	uint32_t gen_next;
 	uint32_t recs_live;
 	SimUarMeta uar_meta[kNbUars];

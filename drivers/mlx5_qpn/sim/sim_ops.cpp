@@ -87,6 +87,7 @@ mlx5_qpn_sim_stats_get(struct mlx5_qpn_backend *be, struct mlx5_qpn_sim_stats *s
 	st->commands = s->ctr.commands;
 	st->cmd_failed = s->ctr.cmd_failed;
 	st->faults_injected = s->ctr.faults_injected;
+	st->cmds_may_fail = s->fault_cmds;
 	memcpy(st->failed_by_status, s->ctr.failed_by_status, sizeof(st->failed_by_status));
 	st->objs_live = s->ctr.objs_live;
 	st->qpns_reserved = s->ctr.qpns_reserved;
