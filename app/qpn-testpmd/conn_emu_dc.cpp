@@ -98,7 +98,7 @@ emu_dc_init(run_ctx *ctx)
 		rc = mlx5_qpn_cq_create(dev, 10, &g->dcl[lc].cq);
 		if (rc == 0) {
 			what = "mlx5_qpn_dci_create";
-			rc = mlx5_qpn_dci_create(dev, g->dcl[lc].cq, 8, &g->dcl[lc].dci);
+			rc = app_dci_create(g->dcl[lc], dev, nullptr);
 		}
 		if (rc == 0) {
 			what = "mlx5_qpn_ah_create";

@@ -138,6 +138,7 @@ lcore_stats::clear()
 	cqe_errors = 0;
 	cqe_flushed = 0;
 	dci_recoveries = 0;
+	dci_replaced = 0;
 	for (auto &f : conn_failed)
 		f = 0;
 	recvs = 0;
@@ -242,6 +243,7 @@ collect(run_ctx *ctx, const qpn_engine *e, totals &t)
 		t.cqe_err += s.cqe_errors.load();
 		t.cqe_flushed += s.cqe_flushed.load();
 		t.dci_recoveries += s.dci_recoveries.load();
+		t.dci_replaced += s.dci_replaced.load();
 		for (unsigned k = 0; k < kSyndSlots; k++)
 			t.conn_failed[k] += s.conn_failed[k].load();
 		t.errors += s.errors.load();
@@ -522,8 +524,8 @@ cm_lines(FILE *f, run_ctx *ctx, const totals &t)
 	fprintf(f,
 		"data path: %" PRIu64 " sends, %" PRIu64 " completions, %" PRIu64
 		" error completions, %" PRIu64 " flushed, %" PRIu64 " DCI recoveries, %" PRIu64
-		" received by DCTs\n",
-		t.sends, t.cqes, t.cqe_err, t.cqe_flushed, t.dci_recoveries,
+		" DCIs replaced, %" PRIu64 " received by DCTs\n",
+		t.sends, t.cqes, t.cqe_err, t.cqe_flushed, t.dci_recoveries, t.dci_replaced,
 		srv_sum(ctx, &lcore_stats::recvs));
 	fprintf(f, "connections failed by DC sends: %s\n", conn_failed_line(t).c_str());
 }

@@ -16,7 +16,7 @@ struct totals {
 	uint64_t conns = 0, allocs = 0, frees = 0, eagain = 0, enospc = 0, errors = 0;
 	uint64_t rej[MLX5_QPN_CM_REJ_REASON_SLOTS] = {};
 	uint64_t stale = 0, peer_disc = 0, cm_busy = 0, sends = 0, cqes = 0, cqe_err = 0;
-	uint64_t cqe_flushed = 0, dci_recoveries = 0;
+	uint64_t cqe_flushed = 0, dci_recoveries = 0, dci_replaced = 0;
 	uint64_t conn_failed[kSyndSlots] = {}; /* by CQE syndrome (synd_slot()) */
 	uint64_t pool_cyc = 0, cycle_cyc = 0;
 	latency_hist hist[STEP_NB];

@@ -157,6 +157,7 @@ data_json(json_writer &js, run_ctx *ctx, const totals &t)
 	js.kv("error_completions", t.cqe_err);
 	js.kv("flushed_completions", t.cqe_flushed);
 	js.kv("dci_recoveries", t.dci_recoveries);
+	js.kv("dci_replaced", t.dci_replaced);
 	js.kv("received", srv_sum(ctx, &lcore_stats::recvs));
 	/* Connections failed by a DC send error, by the CQE syndrome's name. */
 	js.key("failed_connections");

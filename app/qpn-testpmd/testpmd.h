@@ -134,6 +134,7 @@ struct lcore_stats {
 	std::atomic<uint64_t> cqe_errors{0};  /* error CQEs, flushed ones not included */
 	std::atomic<uint64_t> cqe_flushed{0}; /* CQEs flushed by a DCI in error */
 	std::atomic<uint64_t> dci_recoveries{0};
+	std::atomic<uint64_t> dci_replaced{0}; /* DCIs whose recovery was refused, made anew */
 	/* Connections failed by a DC send error, per CQE syndrome (kSyndSlots: the PRM's are all
 	 * below 0x40; slot 0 holds any other). */
 	std::atomic<uint64_t> conn_failed[kSyndSlots]{};

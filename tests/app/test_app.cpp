@@ -239,6 +239,30 @@ TEST_F(AppTest, AppDciReconnectRecoversFromDciErrors)
 	EXPECT_NE(r.output.find(cat("connections failed by DC sends: ")), std::string::npos);
 }
 
+/* A recovery the device refuses (fault_fw_rate=13: every 13th create or modify fails, the DCI's
+ * RESET->RTS among them, as a ConnectX may refuse a MODIFY_QP): the DCI is replaced by a new
+ * one, one line says so, the rest are counted, and connections go on being made. */
+TEST_F(AppTest, AppDciReconnectReplacesADciWhoseRecoveryIsRefused)
+{
+	std::string dev = next_name();
+	run_result r = run("0-1",
+			   cat("--qpn-dev=", dev,
+			       ",dc_err_every=50,fault_fw_rate=13 --duration=1 --destroy-sim"),
+			   dev);
+	EXPECT_RUN_OK(r);
+	ASSERT_NE(r.json.find("\"data_path\": true"), std::string::npos) << r.output;
+	const double errs = json_num(r.json, "data.error_completions");
+	const double recov = json_num(r.json, "data.dci_recoveries");
+	const double repl = json_num(r.json, "data.dci_replaced");
+	EXPECT_GT(repl, 0) << r.json;
+	EXPECT_GE(recov + repl, errs - 1);
+	EXPECT_LE(recov + repl, errs);
+	EXPECT_GT(json_num(r.json, "connections"), 4 * errs);
+	EXPECT_EQ(json_num(r.json, "errors.other"), 0) << r.output;
+	EXPECT_NE(r.output.find("its recovery refused"), std::string::npos) << r.output;
+	EXPECT_NE(r.output.find("DCIs replaced"), std::string::npos) << r.output;
+}
+
 /* Negative control 1: no quarantine, strict policy, a small range: QPNs come back while the
  * server still holds their pair in timewait. */
 TEST_F(AppTest, AppDciReconnectStrictWithoutQuarantineGivesStaleRejects)

@@ -19,6 +19,8 @@
 #include "../app/qpn-testpmd/testpmd.h"
 #include "mlx5_qpn_dc.h"
 #include "mlx5_qpn.h"
+#include "mlx5_qpn_dev_internal.h"
+#include "sim/mlx5_qpn_sim.h"
 
 /* The app's log type (main.cpp defines it in qpn-testpmd). */
 int qpn_app_logtype = RTE_LOGTYPE_USER1;
@@ -29,24 +31,28 @@ constexpr uint64_t KEY = 0x5150'4e44'434b'4559ull;
 
 class TestpmdDci : public ::testing::Test {
 protected:
-	void SetUp() override
+	void SetUp() override { ASSERT_NO_FATAL_FAILURE(open("")); }
+	void TearDown() override { close(); }
+
+	void open(const std::string &extra)
 	{
 		static std::atomic<int> seq{0};
 		char b[64];
 		snprintf(b, sizeof(b), "simad%dx%d", int(getpid()), seq.fetch_add(1));
 		name_ = b;
-		ASSERT_EQ(mlx5_qpn_dev_probe((name_ + ",quarantine_us=0").c_str(), &dev_), 0);
+		ASSERT_EQ(mlx5_qpn_dev_probe((name_ + ",quarantine_us=0" + extra).c_str(), &dev_),
+			  0);
 		mlx5_qpn_dc_addr a{};
 		a.dlid = 1;
 		ASSERT_EQ(mlx5_qpn_ah_create(dev_, &a, &ah_), 0);
 		ASSERT_EQ(mlx5_qpn_cq_create(dev_, 5, &d_.cq), 0);
 		ASSERT_EQ(mlx5_qpn_cq_create(dev_, 5, &rcq_), 0);
 		ASSERT_EQ(mlx5_qpn_dct_create(dev_, rcq_, KEY, &dct_), 0);
-		ASSERT_EQ(mlx5_qpn_dci_create(dev_, d_.cq, 4, &d_.dci), 0);
+		ASSERT_EQ(app_dci_create(d_, dev_, nullptr), 0);
 		dctn_ = mlx5_qpn_dct_qpn(dct_);
 	}
 
-	void TearDown() override
+	void close()
 	{
 		mlx5_qpn_dci_destroy(d_.dci);
 		mlx5_qpn_dct_destroy(dct_);
@@ -55,6 +61,35 @@ protected:
 		mlx5_qpn_ah_destroy(ah_);
 		mlx5_qpn_dev_close(dev_);
 		mlx5_qpn_dev_purge(name_.c_str());
+		d_ = app_dci{};
+		dct_ = nullptr;
+		rcq_ = nullptr;
+		ah_ = nullptr;
+		dev_ = nullptr;
+		st_ = std::make_unique<lcore_stats>();
+		refused_in_err_ = 0;
+	}
+
+	/* The firmware commands that may fail (creates and modifies) the device has run so far:
+	 * right after open(), and still when a SEND has taken the DCI to ERR (the data path runs
+	 * no command), so the recovery's modify is the next one. The sequence is the same on
+	 * every device of these keys. */
+	uint64_t cmds_before_recovery()
+	{
+		mlx5_qpn_sim_stats st;
+		EXPECT_EQ(mlx5_qpn_sim_stats_get(mlx5_qpn_dev_backend(dev_), &st), 0);
+		return st.cmds_may_fail;
+	}
+
+	/* One wrong-key SEND: its error CQE, and with it the recovery (or its refusal). */
+	void fail_one_send()
+	{
+		ASSERT_EQ(app_dci_send(d_, ah_, dctn_, KEY ^ 1, 1), 0);
+		mlx5_qpn_dci_ring(d_.dci);
+		std::vector<qpn_conn_event> ev = drain(1);
+		ASSERT_EQ(ev.size(), 1u);
+		EXPECT_TRUE(ev[0].error);
+		EXPECT_EQ(d_.outstanding, 0u);
 	}
 
 	/* Run the device and take completions one per poll until WANT arrived (bounded passes);
@@ -137,4 +172,46 @@ TEST_F(TestpmdDci, NoDciIsNotConnected)
 	EXPECT_EQ(app_dci_send(none, ah_, dctn_, KEY, 1), -ENOTCONN);
 	qpn_conn_event ev[1];
 	EXPECT_EQ(app_dci_completions(none, ev, 1, *st_, 1), 0u);
+}
+
+/* The device refuses the recovery's modify (fault_fw_rate: the next create or modify fails, the
+ * one after it does not): the DCI is replaced by a new one on the same CQ, counted, and sends
+ * go through it; nothing is counted as an error. */
+TEST_F(TestpmdDci, RefusedRecoveryReplacesTheDci)
+{
+	/* Count the commands up to the recovery, then the same on a device that refuses it. */
+	const uint64_t n = cmds_before_recovery();
+	close();
+	ASSERT_NO_FATAL_FAILURE(open(",fault_fw_rate=" + std::to_string(n + 1)));
+	const uint32_t old_qpn = mlx5_qpn_dci_qpn(d_.dci);
+	ASSERT_NO_FATAL_FAILURE(fail_one_send());
+	EXPECT_EQ(st_->dci_recoveries.load(), 0u);
+	EXPECT_EQ(st_->dci_replaced.load(), 1u);
+	EXPECT_EQ(st_->errors.load(), 0u);
+	EXPECT_FALSE(d_.dead);
+	ASSERT_NE(d_.dci, nullptr);
+	EXPECT_NE(mlx5_qpn_dci_qpn(d_.dci), old_qpn);
+	EXPECT_EQ(mlx5_qpn_dci_state(d_.dci), MLX5_QPN_DCI_READY);
+	ASSERT_EQ(app_dci_send(d_, ah_, dctn_, KEY, 2), 0);
+	mlx5_qpn_dci_ring(d_.dci);
+	std::vector<qpn_conn_event> ev = drain(1);
+	ASSERT_EQ(ev.size(), 1u);
+	EXPECT_EQ(ev[0].wr_id, 2u);
+	EXPECT_FALSE(ev[0].error);
+}
+
+/* Recovery and replacement both refused (fault_fw_after: every create or modify from the
+ * recovery on fails): the DCI is dead, its sends -EIO, one error counted. */
+TEST_F(TestpmdDci, RefusedRecoveryAndReplacementLeaveTheDciDead)
+{
+	const uint64_t n = cmds_before_recovery();
+	close();
+	ASSERT_NO_FATAL_FAILURE(open(",fault_fw_after=" + std::to_string(n)));
+	ASSERT_NO_FATAL_FAILURE(fail_one_send());
+	EXPECT_EQ(st_->dci_replaced.load(), 0u);
+	EXPECT_EQ(st_->errors.load(), 1u);
+	EXPECT_TRUE(d_.dead);
+	EXPECT_EQ(app_dci_send(d_, ah_, dctn_, KEY, 2), -EIO);
+	qpn_conn_event ev[1];
+	EXPECT_EQ(app_dci_completions(d_, ev, 1, *st_, 1), 0u);
 }
