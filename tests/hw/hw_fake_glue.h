@@ -89,6 +89,10 @@ struct FakeDevice {
 	int srq_max_wr = 0;
 	uint32_t bf_size = 256;     /* mlx5dv_qp.bf.size handed out (0: NC doorbell) */
 	int dv_create_qp_errno = 0; /* non-zero: mlx5dv_create_qp fails with it */
+	/* Non-zero: a modify into state refuse_modify_to fails with it (a firmware refusal, e.g.
+	 * ENOMEM, after the kernel's checks passed), changing nothing. */
+	int refuse_modify_errno = 0;
+	int refuse_modify_to = -1;
 	int mrs_live = 0, mrs_made = 0, mr_access = 0;
 
 	/* Ports: InfiniBand, or RoCE (use_roce()). Every port has the same GID table. */

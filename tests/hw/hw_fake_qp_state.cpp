@@ -176,7 +176,10 @@ modify_qp(ibv_qp *qp, ibv_qp_attr *a, int mask)
 {
 	std::lock_guard<std::mutex> g(g_mu);
 	FakeQp *f = reinterpret_cast<FakeQp *>(qp);
-	const int rc = check(f, a, mask);
+	int rc = check(f, a, mask);
+	if (rc == 0 && fake().refuse_modify_errno != 0 && (mask & IBV_QP_STATE) &&
+	    int(a->qp_state) == fake().refuse_modify_to)
+		rc = fake().refuse_modify_errno;
 	fake().modifies.push_back({qp->qp_num, int(a->qp_state), mask, int(a->port_num),
 				   int(a->path_mtu), int(a->min_rnr_timer), *a, rc});
 	if (rc != 0)

@@ -143,6 +143,39 @@ TEST(HwRecover, BusyUntilEveryWqeCompleted)
 	}
 }
 
+/* The device refuses the recovery half way (RESET done, the modify to INIT refused, as firmware
+ * out of resources would): recover gives the error, the DCI stays in ERR (posts -EIO), and a
+ * later recovery starts again from RESET and brings it back. */
+TEST(HwRecover, RefusedHalfWayStaysInErrAndRecoversLater)
+{
+	Dev t(false);
+	ASSERT_EQ(t.make(nullptr, nullptr, false), 0);
+	const uint32_t qpn = mlx5_qpn_dci_qpn(t.dci);
+	ASSERT_NO_FATAL_FAILURE(fail_dci(t, 0));
+	fake().refuse_modify_errno = ENOMEM;
+	fake().refuse_modify_to = IBV_QPS_INIT;
+	size_t n = modifies_of(qpn).size();
+	EXPECT_EQ(mlx5_qpn_dci_recover(t.dci), -ENOMEM);
+	auto m = modifies_of(qpn);
+	ASSERT_EQ(m.size(), n + 2); /* RESET done, INIT refused, nothing after it */
+	EXPECT_EQ(m[n].state, IBV_QPS_RESET);
+	EXPECT_EQ(m[n].rc, 0);
+	EXPECT_EQ(m[n + 1].state, IBV_QPS_INIT);
+	EXPECT_EQ(m[n + 1].rc, ENOMEM);
+	EXPECT_EQ(mlx5_qpn_dci_state(t.dci), MLX5_QPN_DCI_ERROR);
+	EXPECT_EQ(t.send(KEY, 5), -EIO);
+	fake().refuse_modify_errno = 0;
+	fake().refuse_modify_to = -1;
+	ASSERT_EQ(mlx5_qpn_dci_recover(t.dci), 0);
+	EXPECT_EQ(modifies_of(qpn).size(), n + 2 + 4);
+	EXPECT_EQ(mlx5_qpn_dci_state(t.dci), MLX5_QPN_DCI_READY);
+	ASSERT_EQ(t.send(KEY, 6), 0);
+	auto s = t.run(1);
+	ASSERT_EQ(s.size(), 1u);
+	EXPECT_EQ(s[0].syndrome, 0);
+	EXPECT_EQ(s[0].wr_id, 6u);
+}
+
 /* A DCI made with a RoCE path comes back with that path, not the port's default. */
 TEST(HwRecover, RocePathIsKeptForRecovery)
 {
