@@ -72,6 +72,12 @@ get_device_name(ibv_device *)
 	return "mlx5_fake";
 }
 
+__be64
+get_device_guid(ibv_device *)
+{
+	return htobe64(g_dev.guid);
+}
+
 bool
 dv_is_supported(ibv_device *)
 {
@@ -237,6 +243,7 @@ make_table(void)
 	g.get_device_list = get_device_list;
 	g.free_device_list = free_device_list;
 	g.get_device_name = get_device_name;
+	g.get_device_guid = get_device_guid;
 	g.open_device = open_device;
 	g.close_device = close_device;
 	g.query_device = query_device;
