@@ -175,6 +175,20 @@ config_show(FILE *f, const run_config &cfg)
 	fprintf(f, "  %-14s %s\n", "force-shared-qpn", cfg.force_shared_qpn ? "on" : "off");
 	fprintf(f, "  %-14s %s\n", "idle-yield", cfg.idle_yield ? "on" : "off");
 	fprintf(f, "  %-14s %s\n", "co-poll", cfg.co_poll ? "on" : "off");
+	fprintf(f, "  %-14s %s\n", "allocator", cfg.allocator.c_str());
+	std::string counts;
+	for (unsigned n : cfg.client_lcores) {
+		if (!counts.empty())
+			counts += ',';
+		counts += std::to_string(n);
+	}
+	fprintf(f, "  %-14s %s\n", "client-lcores",
+		counts.empty() ? "(every client lcore of the layout)" : counts.c_str());
+	fprintf(f, "  %-14s %s\n", "destroy-sim", cfg.destroy_sim ? "on" : "off");
+	fprintf(f, "  %-14s %s\n", "hw-peer", cfg.hw_peer.empty() ? "(none)" : cfg.hw_peer.c_str());
+	fprintf(f, "  %-14s %u\n", "hw-port", cfg.hw_port);
+	fprintf(f, "  %-14s %s\n", "hw-bind",
+		cfg.hw_bind.empty() ? "(the device's netdev)" : cfg.hw_bind.c_str());
 }
 
 namespace {
