@@ -23,6 +23,7 @@
 #include "common/mlx5_qpn_prm.h"
 #include "hw/mlx5_qpn_hw_sizing.h"
 #include "hw_fake_caps.h"
+#include "mlx5_qpn.h"
 
 namespace hwfake {
 namespace priv {
@@ -337,6 +338,13 @@ Scope::Scope(const struct mlx5_qpn_glue *table)
 
 Scope::~Scope()
 {
+	/* A device probed through the generic layer leaves its lease file, keyed by the fake's
+	 * GUID: remove it while the fake still names the GUID (-EBUSY, nothing removed, if a
+	 * device is still probed here). Only a GUID a test set, its own: the default one is
+	 * shared by every process running these tests at once (the sanitizer suites run side by
+	 * side), whose lease file may be in use, and it is one file, not one per run. */
+	if (g_dev.guid != FakeDevice().guid)
+		mlx5_qpn_dev_purge("mlx5_fake");
 	mlx5_qpn_glue_set_override(nullptr);
 	reset_all();
 }
