@@ -5,7 +5,9 @@
  *
  * The engine runs on the worker lcores between `start` and `stop`; the main lcore keeps the
  * prompt. Every run parameter has its `set` (the option's name and value, checked as the option
- * is) and changes only while stopped, except --stats-period; `show config` lists them. Leaving
+ * is) and changes only while stopped, except --stats-period; `show config` lists them all (those
+ * fixed at start too: --allocator, --client-lcores, the hardware options) and the lcores: the
+ * main one, the workers, and which of them the last start made client and server lcores. Leaving
  * the prompt (`quit`, end of input, SIGINT/SIGTERM) stops the engine and prints the summary
  * (main.cpp). Commands print to stdout; the prompt reads stdin, so a pipe can drive it.
  */
@@ -13,6 +15,7 @@
 #include <cinttypes>
 #include <cstddef>
 #include <cstring>
+#include <string>
 
 #include <cmdline.h>
 #include <cmdline_parse.h>
@@ -166,6 +169,45 @@ struct cmd_three {
 	cmdline_fixed_string_t c;
 };
 
+/* Lcore ids as a list ("1,2", or "(none)"). */
+std::string
+lcore_list(const bool *in)
+{
+	std::string s;
+	for (unsigned lc = 0; lc < RTE_MAX_LCORE; lc++)
+		if (in[lc]) {
+			if (!s.empty())
+				s += ',';
+			s += std::to_string(lc);
+		}
+	return s.empty() ? "(none)" : s;
+}
+
+/* `show config`'s lcores: the workers' roles are assigned at each start (testpmd.h's layout,
+ * from --server-lcores, --co-poll and --role), so the roles shown are the last start's. */
+void
+show_lcores(FILE *f, const run_ctx *ctx)
+{
+	bool workers[RTE_MAX_LCORE] = {}, clients[RTE_MAX_LCORE] = {}, servers[RTE_MAX_LCORE] = {};
+	bool assigned = false;
+	unsigned lc;
+	RTE_LCORE_FOREACH_WORKER(lc)
+	workers[lc] = true;
+	for (lc = 0; lc < RTE_MAX_LCORE; lc++) {
+		clients[lc] = ctx->role[lc].client;
+		servers[lc] = ctx->role[lc].server;
+		assigned |= clients[lc] || servers[lc];
+	}
+	fprintf(f, "  %-14s main %u (the prompt), workers %s\n", "lcores", rte_get_main_lcore(),
+		lcore_list(workers).c_str());
+	if (!assigned) {
+		fprintf(f, "  %-14s (client and server lcores are assigned at start)\n", "roles");
+		return;
+	}
+	fprintf(f, "  %-14s client lcores %s, server lcores %s (the last start's)\n", "roles",
+		lcore_list(clients).c_str(), lcore_list(servers).c_str());
+}
+
 void
 cmd_show_parsed(void *res, struct cmdline *, void *)
 {
@@ -180,6 +222,7 @@ cmd_show_parsed(void *res, struct cmdline *, void *)
 		show_device(stdout, g_cli_ctx);
 	} else if (strcmp(r->b, "config") == 0) {
 		config_show(stdout, *g_cli_ctx->cfg);
+		show_lcores(stdout, g_cli_ctx);
 	} else {
 		show_pool(stdout, g_cli_ctx);
 	}

@@ -420,7 +420,7 @@ rc_active_poll(run_ctx *ctx, unsigned lcore, qpn_conn_event *ev, unsigned max)
 
 using namespace rcm;
 
-/* The option checks (options.cpp) share the parsers of the runner. */
+/* The option checks (options_table.cpp) share the parsers of the runner. */
 bool
 hw_peer_valid(const std::string &s, std::string *why)
 {

@@ -10,7 +10,7 @@
  * Exit codes: 0 success, 1 run-time failure (probe, engine start, errors during the run),
  * 2 bad command line, 128 + N after signal N stopped the run (as a shell reports it).
  *
- * This file holds the program's outline only: the options are options.cpp's, the runner
+ * This file holds the program's outline only: the options are options*.cpp's, the runner
  * run.cpp's, the engines engine_*.cpp's, the connections conn*.cpp's, the prompt cli.cpp's.
  */
 #include <cerrno>

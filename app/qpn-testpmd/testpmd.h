@@ -10,7 +10,7 @@
  * monitor (monitor.cpp) samples the timeline, prints the progress lines every --stats-period,
  * serves telemetry and turns SIGINT/SIGTERM into a normal end. At the end the summary
  * (stats.cpp) and the JSON (stats_json.cpp; stats.h what they share). Options, and `set` by
- * name, are options.cpp's. The CM engines reach connections only through conn.h.
+ * name, are options*.cpp's (options.h). The CM engines reach connections only through conn.h.
  *
  * Lcore layout (see doc/guides/app.md): the main lcore monitors or runs the prompt. With two or
  * more workers the last --server-lcores workers (at least one client lcore left) are the
@@ -249,7 +249,7 @@ void count_rej(lcore_stats &st, uint16_t reason);
  * an error (counted as such). */
 bool count_alloc_failure(lcore_stats &st, int rc);
 
-/* ---- options.cpp: the command line ---- */
+/* ---- options*.cpp: the command line (options.h: which file holds what) ---- */
 /* Parse the options after the EAL's into CFG: 0, 1 (--help printed), or negative errno (one
  * line printed). */
 int parse_args(int argc, char **argv, run_config *cfg);
@@ -311,8 +311,9 @@ int run_for(run_ctx *ctx, const qpn_engine *e, void (*started)(run_ctx *) = null
 int cli_run(run_ctx *ctx, const qpn_engine **engine);
 
 /* ---- testpmd's habits: settings by name, the run's clock, the monitor, signals ---- */
-/* options.cpp: set the run parameter NAME (as its option, without "--") to VALUE, checked as the
- * option is: 0, or -EINVAL with *why (the one line to print) or -ENOENT for an unknown name. */
+/* options_params.cpp: set the run parameter NAME (as its option, without "--") to VALUE,
+ * checked as the option is: 0, or -EINVAL with *why (the one line to print) or -ENOENT for an
+ * unknown name. */
 int config_set(run_config *cfg, const char *name, const char *value, std::string *why);
 /* The names config_set takes, '#'-separated (a cmdline token's choice list). */
 extern const char config_names[];

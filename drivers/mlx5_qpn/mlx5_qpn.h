@@ -173,15 +173,19 @@ int mlx5_qpn_devargs_check(const char *devargs, char *why, size_t len);
 
 /**
  * Remove the state that crashed processes left behind for a device name, so that the next probe
- * starts afresh: for the emulated device, its shared-memory segment and its lease file (a
- * process that closed cleanly leaves neither; one killed may leave both). Call it only when no
- * process has the device open: the state is shared by every process that opens the name.
+ * starts afresh: the device's lease file (keyed by its node GUID: the quarantine of the QPNs
+ * its processes let go) and, for the emulated device, its shared-memory segment. A process that
+ * closed cleanly leaves neither; one killed may leave both. A hardware device keeps nothing
+ * else (the kernel destroys a dead process's objects): its name is resolved to its node GUID
+ * through rdma-core (ibv_get_device_list, ibv_get_device_guid; no context is opened). Call it
+ * only when no process has the device open: the state is shared by every process that opens
+ * the name.
  *
  * @param name  a device name as in devargs: "sim0", "mlx5_0" or "ib=mlx5_0".
- * @return 0 removed; -ENOENT nothing left for that name; -EOPNOTSUPP the device's backend keeps
- *         no such state (hardware: the kernel destroys a dead process's objects);
- *         -EBUSY the device is probed in this process (close it first); -EINVAL NULL, empty or
- *         malformed name; -ENODEV no backend takes that name.
+ * @return 0 removed; -ENOENT nothing left for that name; -EBUSY the device is probed in this
+ *         process (close it first); -EINVAL NULL, empty or malformed name; -ENODEV no backend
+ *         takes that name, or no RDMA device has it (or rdma-core is unavailable), and nothing
+ *         is removed; -ENOTSUP the RDMA device of that name is not an mlx5 device.
  * Thread safety: must not race a probe or close of the same name.
  */
 int mlx5_qpn_dev_purge(const char *name);

@@ -664,15 +664,18 @@ TEST(DevProbe, InfoFlagsSayEmulated)
 }
 
 /* Purge removes what a crashed process left (here: a handle that was never closed, as a killed
- * process leaves it), through the backend's hook; hardware keeps nothing to purge. */
+ * process leaves it), through the backend's hook; a hardware name no RDMA device has is refused
+ * (tests/hw/test_hw_purge.cpp purges a hardware device's lease file against the fake
+ * rdma-core). */
 TEST(DevPurge, RemovesLeftoversThroughTheBackend)
 {
 	SimName n;
 	EXPECT_EQ(mlx5_qpn_dev_purge(nullptr), -EINVAL);
 	EXPECT_EQ(mlx5_qpn_dev_purge(""), -EINVAL);
 	EXPECT_EQ(mlx5_qpn_dev_purge(n.str().c_str()), -ENOENT);
-	EXPECT_EQ(mlx5_qpn_dev_purge("mlx5_0"), -EOPNOTSUPP);
-	EXPECT_EQ(mlx5_qpn_dev_purge("ib=mlx5_0"), -EOPNOTSUPP);
+	EXPECT_EQ(mlx5_qpn_dev_purge("mlx5_qpn_none"), -ENODEV);
+	EXPECT_EQ(mlx5_qpn_dev_purge("ib=mlx5_qpn_none"), -ENODEV);
+	EXPECT_EQ(mlx5_qpn_dev_purge("ib=bad,name"), -EINVAL);
 
 	struct mlx5_qpn_dev *dev = nullptr;
 	ASSERT_EQ(mlx5_qpn_dev_probe(n.str().c_str(), &dev), 0);

@@ -23,6 +23,7 @@
 #include "common/mlx5_qpn_prm.h"
 #include "hw/mlx5_qpn_hw_sizing.h"
 #include "hw_fake_caps.h"
+#include "mlx5_qpn.h"
 
 namespace hwfake {
 namespace priv {
@@ -70,6 +71,12 @@ const char *
 get_device_name(ibv_device *)
 {
 	return "mlx5_fake";
+}
+
+__be64
+get_device_guid(ibv_device *)
+{
+	return htobe64(g_dev.guid);
 }
 
 bool
@@ -237,6 +244,7 @@ make_table(void)
 	g.get_device_list = get_device_list;
 	g.free_device_list = free_device_list;
 	g.get_device_name = get_device_name;
+	g.get_device_guid = get_device_guid;
 	g.open_device = open_device;
 	g.close_device = close_device;
 	g.query_device = query_device;
@@ -330,6 +338,13 @@ Scope::Scope(const struct mlx5_qpn_glue *table)
 
 Scope::~Scope()
 {
+	/* A device probed through the generic layer leaves its lease file, keyed by the fake's
+	 * GUID: remove it while the fake still names the GUID (-EBUSY, nothing removed, if a
+	 * device is still probed here). Only a GUID a test set, its own: the default one is
+	 * shared by every process running these tests at once (the sanitizer suites run side by
+	 * side), whose lease file may be in use, and it is one file, not one per run. */
+	if (g_dev.guid != FakeDevice().guid)
+		mlx5_qpn_dev_purge("mlx5_fake");
 	mlx5_qpn_glue_set_override(nullptr);
 	reset_all();
 }

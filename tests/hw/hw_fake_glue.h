@@ -230,7 +230,9 @@ const struct mlx5_qpn_glue *fake_glue();
 const struct mlx5_qpn_glue *fake_glue_without_reserved_qpn();
 
 /** Installs the fake as the process's glue for its lifetime, from a fresh FakeDevice; at its
- * end, frees whatever the code under test left behind (live_objects() says what that was). */
+ * end, removes the lease file of a GUID the test set (mlx5_qpn_dev_purge("mlx5_fake"); not of
+ * the default GUID, which other processes may use) and frees whatever the code under test left
+ * behind (live_objects() says what that was). */
 class Scope {
 public:
 	Scope();

@@ -59,13 +59,13 @@ device_count(const char *name, bool *present)
 bool
 core_complete(const mlx5_qpn_glue *g)
 {
-	return g->get_device_list && g->free_device_list && g->get_device_name && g->open_device &&
-	       g->close_device && g->query_device && g->query_port && g->dv_is_supported &&
-	       g->dv_open_device && g->devx_general_cmd && g->devx_obj_create &&
-	       g->devx_obj_destroy && g->reserved_qpn_alloc && g->reserved_qpn_dealloc &&
-	       g->fork_init && g->is_fork_initialized && g->devx_alloc_uar && g->devx_free_uar &&
-	       g->alloc_pd && g->dealloc_pd && g->create_cq && g->destroy_cq && g->create_qp &&
-	       g->destroy_qp;
+	return g->get_device_list && g->free_device_list && g->get_device_name &&
+	       g->get_device_guid && g->open_device && g->close_device && g->query_device &&
+	       g->query_port && g->dv_is_supported && g->dv_open_device && g->devx_general_cmd &&
+	       g->devx_obj_create && g->devx_obj_destroy && g->reserved_qpn_alloc &&
+	       g->reserved_qpn_dealloc && g->fork_init && g->is_fork_initialized &&
+	       g->devx_alloc_uar && g->devx_free_uar && g->alloc_pd && g->dealloc_pd &&
+	       g->create_cq && g->destroy_cq && g->create_qp && g->destroy_qp;
 }
 
 bool

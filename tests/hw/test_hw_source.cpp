@@ -475,6 +475,8 @@ TEST(HwSource, ProbeTryWithoutObjectsServesOrdinaryQpns)
 	EXPECT_EQ(mlx5_qpn_reserved_dealloc(dev, q), 0);
 	mlx5_qpn_dev_close(dev);
 	EXPECT_EQ(hwfake::live_objects(), 0);
+	/* Its lease file now: the next Scope resets the GUID that names it. */
+	mlx5_qpn_dev_purge("mlx5_fake");
 
 	/* yes on the same device: refused at probe. */
 	hwfake::Scope again;

@@ -47,6 +47,7 @@ constexpr sym_desc kSyms[] = {
 	GLUE_SYM(LIB_VERBS, ibv_get_device_list, get_device_list),
 	GLUE_SYM(LIB_VERBS, ibv_free_device_list, free_device_list),
 	GLUE_SYM(LIB_VERBS, ibv_get_device_name, get_device_name),
+	GLUE_SYM(LIB_VERBS, ibv_get_device_guid, get_device_guid),
 	GLUE_SYM(LIB_VERBS, ibv_open_device, open_device),
 	GLUE_SYM(LIB_VERBS, ibv_close_device, close_device),
 	GLUE_SYM(LIB_VERBS, ibv_query_device, query_device),

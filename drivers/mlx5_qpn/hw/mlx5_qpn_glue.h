@@ -41,6 +41,8 @@ struct mlx5_qpn_glue {
 	__typeof__(ibv_get_device_list) *get_device_list;
 	__typeof__(ibv_free_device_list) *free_device_list;
 	__typeof__(ibv_get_device_name) *get_device_name;
+	/** The node GUID without opening the device (big-endian): the purge's lookup. */
+	__typeof__(ibv_get_device_guid) *get_device_guid;
 	__typeof__(ibv_open_device) *open_device;
 	__typeof__(ibv_close_device) *close_device;
 	__typeof__(ibv_query_device) *query_device;

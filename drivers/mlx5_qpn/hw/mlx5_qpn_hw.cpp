@@ -83,38 +83,6 @@ free_dev(mlx5_qpn_hw_dev *dev)
 
 /* ---- ops ---- */
 
-/* The device named name, with the list to free after opening it (NULL and -ENODEV or
- * -ENOTSUP, logged, when there is none). */
-int
-find_device(const struct mlx5_qpn_glue *glue, const char *name, struct ibv_device ***list_out,
-	    struct ibv_device **found)
-{
-	int n = 0;
-	struct ibv_device **list = glue->get_device_list(&n);
-	if (list == nullptr)
-		n = 0; /* no uverbs in the kernel at all: the same as no device */
-	*found = nullptr;
-	for (int i = 0; i < n && list[i] != nullptr; i++) {
-		const char *nm = glue->get_device_name(list[i]);
-		if (nm != nullptr && strcmp(nm, name) == 0) {
-			*found = list[i];
-			break;
-		}
-	}
-	int rc = 0;
-	if (*found == nullptr) {
-		HW_LOG(ERR, "no RDMA device \"%s\" (%d devices found)", name, n);
-		rc = -ENODEV;
-	} else if (!glue->dv_is_supported(*found)) {
-		HW_LOG(ERR, "RDMA device \"%s\" is not an mlx5 device", name);
-		rc = -ENOTSUP;
-	}
-	if (rc != 0 && list != nullptr)
-		glue->free_device_list(list);
-	*list_out = rc == 0 ? list : nullptr;
-	return rc;
-}
-
 /* The context: with DEVX when the device allows it, verbs only otherwise. */
 int
 open_context(mlx5_qpn_hw_dev *dev, struct ibv_device *found)
@@ -227,15 +195,10 @@ hw_open(const struct mlx5_qpn_devargs *da, struct mlx5_qpn_backend **out)
 		return -EINVAL;
 	}
 	*out = nullptr;
-	const struct mlx5_qpn_glue *glue = mlx5_qpn_glue_get_quiet();
-	if (glue == nullptr) {
-		HW_LOG(ERR, "no RDMA device \"%s\": rdma-core unavailable (%s)", da->name,
-		       mlx5_qpn_glue_error());
-		return -ENODEV;
-	}
+	const struct mlx5_qpn_glue *glue = nullptr;
 	struct ibv_device **list = nullptr;
 	struct ibv_device *found = nullptr;
-	int rc = find_device(glue, da->name, &list, &found);
+	int rc = find_device(da->name, &glue, &list, &found);
 	if (rc != 0)
 		return rc;
 	mlx5_qpn_hw_dev *dev = new (std::nothrow) mlx5_qpn_hw_dev();
@@ -539,8 +502,9 @@ extern "C" const struct mlx5_qpn_dev_ops mlx5_qpn_hw_ops = {
 /*
  * The hardware backend registers itself at load. It takes devices named by key ("ib=mlx5_0")
  * and one key of its own (port=), and where it sits comes from hwloc (no
- * `where` hook). It keeps no state for a crashed process to leave behind (the kernel destroys
- * a dead process's DEVX objects; the lease file is generic), hence no purge.
+ * `where` hook). Its purge keeps nothing of its own to remove (the kernel destroys a dead
+ * process's DEVX objects) and names the device's GUID, whose lease file the generic layer
+ * removes (mlx5_qpn_hw_purge(), mlx5_qpn_hw_probe.cpp).
  */
 static_assert(sizeof(mlx5_qpn_hw_devargs) <= sizeof(mlx5_qpn_devargs::be_args), "be_args room");
 
@@ -567,7 +531,7 @@ static const struct mlx5_qpn_backend_desc hw_backend = {
 	.args_default = hw_args_default,
 	.args_check = nullptr,
 	.where = nullptr,
-	.purge = nullptr,
+	.purge = mlx5_qpn_hw_purge,
 };
 
 RTE_INIT(mlx5_qpn_hw_register) { mlx5_qpn_backend_register(&hw_backend); }

@@ -81,6 +81,18 @@ struct mlx5_qpn_hw_devargs {
 /** The hardware backend's table; the generic layer finds it through the registry alone. */
 extern const struct mlx5_qpn_dev_ops mlx5_qpn_hw_ops;
 
+/**
+ * The backend's purge hook (mlx5_qpn_backend_desc.purge). The hardware keeps no state of its
+ * own for a crashed process to leave (the kernel destroys a dead process's DEVX objects), so
+ * the hook only says which device the name is: *guid gets its node GUID, looked up as open
+ * does (ibv_get_device_list, then ibv_get_device_guid: no context is opened), and the generic
+ * layer removes that GUID's lease file.
+ * @return -ENOENT with *guid set (nothing of the backend's own to remove); -EINVAL a NULL or
+ *         malformed name; -ENODEV no RDMA device of that name, or rdma-core unavailable;
+ *         -ENOTSUP not an mlx5 device (one line each; *guid 0).
+ */
+int mlx5_qpn_hw_purge(const char *name, uint64_t *guid);
+
 #ifdef __cplusplus
 }
 #endif

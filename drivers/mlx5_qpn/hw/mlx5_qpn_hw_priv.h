@@ -93,6 +93,15 @@ neg_errno(int rc)
 	return rc > 0 ? -rc : rc;
 }
 
+/**
+ * The device named name, as open and the purge hook look it up: *glue the process's table,
+ * *found the device and *list the list to free once done with it.
+ * @return 0; -ENODEV rdma-core unavailable or no such device, -ENOTSUP not an mlx5 device
+ *         (one line each; *found and *list NULL).
+ */
+int find_device(const char *name, const struct mlx5_qpn_glue **glue, struct ibv_device ***list,
+		struct ibv_device **found);
+
 /** Caps from verbs (GUID, ports, QP count) and, with DEVX, from HCA caps and caps 2;
  * dev->probe.verdict says how far it got. */
 void read_caps(mlx5_qpn_hw_dev *dev);

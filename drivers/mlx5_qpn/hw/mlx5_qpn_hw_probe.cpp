@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The hardware backend's probe: fork safety of pinned memory, QUERY_HCA_CAP (general, then caps
- * 2 when hca_cap_2 says they exist), the trial RESERVED_QPN object at the size that will be
- * requested, and the size step-down on a refusal. The decisions themselves are in
- * mlx5_qpn_hw_sizing.cpp.
+ * The hardware backend's probe: the device's lookup by name (which the purge hook shares), fork
+ * safety of pinned memory, QUERY_HCA_CAP (general, then caps 2 when hca_cap_2 says they exist),
+ * the trial RESERVED_QPN object at the size that will be requested, and the size step-down on a
+ * refusal. The decisions themselves are in mlx5_qpn_hw_sizing.cpp.
  */
 #include <cerrno>
 #include <cstring>
@@ -11,11 +11,53 @@
 
 #include <new>
 
+#include "mlx5_qpn_glue.h"
 #include "mlx5_qpn_hw_log.h"
 #include "mlx5_qpn_hw_priv.h"
 #include "mlx5_qpn_prm.h"
 
 namespace mlx5_qpn_hw {
+
+int
+find_device(const char *name, const struct mlx5_qpn_glue **glue_out, struct ibv_device ***list_out,
+	    struct ibv_device **found)
+{
+	*list_out = nullptr;
+	*found = nullptr;
+	const struct mlx5_qpn_glue *glue = mlx5_qpn_glue_get_quiet();
+	*glue_out = glue;
+	if (glue == nullptr) {
+		HW_LOG(ERR, "no RDMA device \"%s\": rdma-core unavailable (%s)", name,
+		       mlx5_qpn_glue_error());
+		return -ENODEV;
+	}
+	int n = 0;
+	struct ibv_device **list = glue->get_device_list(&n);
+	if (list == nullptr)
+		n = 0; /* no uverbs in the kernel at all: the same as no device */
+	for (int i = 0; i < n && list[i] != nullptr; i++) {
+		const char *nm = glue->get_device_name(list[i]);
+		if (nm != nullptr && strcmp(nm, name) == 0) {
+			*found = list[i];
+			break;
+		}
+	}
+	int rc = 0;
+	if (*found == nullptr) {
+		HW_LOG(ERR, "no RDMA device \"%s\" (%d devices found)", name, n);
+		rc = -ENODEV;
+	} else if (!glue->dv_is_supported(*found)) {
+		HW_LOG(ERR, "RDMA device \"%s\" is not an mlx5 device", name);
+		rc = -ENOTSUP;
+	}
+	if (rc != 0) {
+		*found = nullptr;
+		if (list != nullptr)
+			glue->free_device_list(list);
+	}
+	*list_out = rc == 0 ? list : nullptr;
+	return rc;
+}
 
 /*
  * After a failed DEVX command: the firmware status in the outbox if there is one (the kernel
@@ -339,3 +381,47 @@ log_setup(const mlx5_qpn_hw_dev *dev, enum mlx5_qpn_hw_source src)
 }
 
 } /* namespace mlx5_qpn_hw */
+
+namespace {
+
+/* An ibv device name as devargs take it after ib=: letters, digits, '_', '-' and '.', shorter
+ * than MLX5_QPN_DEV_NAMESIZE. */
+bool
+name_ok(const char *name)
+{
+	const size_t n = strnlen(name, MLX5_QPN_DEV_NAMESIZE);
+	if (n == 0 || n >= MLX5_QPN_DEV_NAMESIZE)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		const char c = name[i];
+		if ((c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') &&
+		    c != '_' && c != '-' && c != '.')
+			return false;
+	}
+	return true;
+}
+
+} /* namespace */
+
+extern "C" int
+mlx5_qpn_hw_purge(const char *name, uint64_t *guid)
+{
+	*guid = 0;
+	if (name == nullptr || !name_ok(name)) {
+		HW_LOG(ERR, "purge: invalid RDMA device name");
+		return -EINVAL;
+	}
+	const struct mlx5_qpn_glue *glue = nullptr;
+	struct ibv_device **list = nullptr;
+	struct ibv_device *found = nullptr;
+	int rc = mlx5_qpn_hw::find_device(name, &glue, &list, &found);
+	if (rc != 0)
+		return rc;
+	/* The GUID probe reads (ibv_query_device's node_guid), without opening a context; a
+	 * test's partial table without the call names none, and nothing is removed. */
+	if (glue->get_device_guid != nullptr)
+		*guid = be64toh(glue->get_device_guid(found));
+	glue->free_device_list(list);
+	/* Nothing of the backend's own: the kernel destroyed a dead process's DEVX objects. */
+	return -ENOENT;
+}
