@@ -14,7 +14,7 @@
 # top-level entry a symlink, `build` the BUILD_DIR given, default build/), so files the commands
 # write (tp.json, ...) land there and `build/...` paths mean the build under test. Runs are kept
 # short: --duration=N becomes --duration=0.3, QPN_DURATION=0.3 for quickstart.sh; a `meson test`
-# gets --logbase doc-commands-testlog.
+# gets --print-errorlogs and a log of its own, --logbase doc-commands-GUIDE-LINE.
 # Exit 0 if every command exited 0, else 1 with each failing command and its output's tail.
 set -uo pipefail
 
@@ -55,11 +55,14 @@ for doc in "${docs[@]}"; do
 	while IFS= read -r entry; do
 		line=${entry%%:*}
 		cmd=${entry#*:}
-		# A documented `meson test` writes its log under its own name: under the default one
-		# it overwrote the log of the run that this script is a test of (meson-logs/testlog.txt
-		# of the same build), and a failure's details went with it.
+		# A documented `meson test` writes its log under a name of its own, one per command
+		# (meson-logs/doc-commands-GUIDE-LINE.txt): under the default name it overwrote the log
+		# of the run this script is a test of, and under one shared name the next command's
+		# overwrote a failure's. It prints a failed test's log too, for the tail below.
+		logbase="doc-commands-$(basename "$doc" .md)-$line"
 		short=$(sed -E -e 's/--duration=[0-9.]+/--duration=0.3/g' \
-			-e 's/(^|[;&|] *)meson test /\1meson test --logbase doc-commands-testlog /g' <<<"$cmd")
+			-e "s/(^|[;&|] *)meson test /\\1meson test --print-errorlogs --logbase $logbase /g" \
+			<<<"$cmd")
 		ran=$((ran + 1))
 		t=$SECONDS
 		out=$(cd "$work" && QPN_DURATION=0.3 timeout -k 5 300 bash -c "$short" 2>&1 </dev/null)
@@ -68,7 +71,7 @@ for doc in "${docs[@]}"; do
 		if [ $rc -ne 0 ]; then
 			failed=$((failed + 1))
 			echo "doc-commands: $doc:$line: exit $rc: $cmd"
-			tail -n 15 <<<"$out" | sed 's/^/    /'
+			tail -n 40 <<<"$out" | sed 's/^/    /'
 		fi
 	done < <(extract "$src/$doc")
 done
