@@ -157,7 +157,9 @@ rcdc_active_peer(run_ctx *ctx, unsigned lcore, const rdmacm_pdata &p, rdma_cm_id
 	    !rdmacm_dc_addr(qa.ah_attr, &addr, why))
 		return -EINVAL;
 	mlx5_qpn_dev *dev = ctx->devs[ctx->role[lcore].dev];
-	if (l.d.dci == nullptr && (rc = app_dci_create(l.d, dev, &path)) != 0)
+	/* Made at the lcore's first connection; a dead DCI (recovery and replacement refused,
+	 * dc_dci.h) is not made again here: its sends stay -EIO, as its line said. */
+	if (l.d.dci == nullptr && !l.d.dead && (rc = app_dci_create(l.d, dev, &path)) != 0)
 		return call_failed("mlx5_qpn_dci_create_path", rc, why);
 	rc = mlx5_qpn_ah_create(dev, &addr, &l.ah);
 	return rc == 0 ? 0 : call_failed("mlx5_qpn_ah_create", rc, why);
