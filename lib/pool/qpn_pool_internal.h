@@ -55,18 +55,24 @@ enum SlotState : uint64_t {
  * next: the following slot of the chain. aux: in a batch head, the batch's tail; in a batch
  * tail (when head != tail), the batch's length. The generation is bumped at every hand-out.
  * In an in-use slot, next is the index of the cache that handed it out (kNil: none, the
- * cacheless path): only whoever holds that cache may write the slot (design_pool.md §4).
+ * cacheless path): only whoever holds that cache may write the slot with a plain store
+ * (design_pool.md §4); a remote freer only sets kQueued in aux, by CAS. In an in-use slot aux is
+ *   23: kUnpublished | 22: kQueued | 21-0: holder (process index; kNoHolder)
  */
 constexpr unsigned kGenBits = 14;
 
 /*
  * In an in-use slot `aux` links nothing; it says who may free the QPN. kUnpublished: taken by an
  * alloc_bulk() that has not returned yet. Such a QPN was handed to nobody, so free() refuses it
- * (a guessed or stale QPN must not be released out of a bulk that may still roll back). The low
- * bits name the holder (kNoHolder: not recorded).
+ * (a guessed or stale QPN must not be released out of a bulk that may still roll back).
+ * kQueued: a free from a thread that does not hold the naming cache was accepted and waits in
+ * that cache's remote queue; set by the freer's CAS, so that every later free of the QPN, from
+ * any thread, is refused at its call (design_pool.md §4). The low bits name the holder
+ * (kNoHolder: not recorded).
  */
 constexpr uint32_t kUnpublished = 0x800000;
-constexpr uint32_t kHolderMask = 0x7FFFFF;
+constexpr uint32_t kQueued = 0x400000;
+constexpr uint32_t kHolderMask = 0x3FFFFF;
 constexpr uint32_t kNoHolder = kHolderMask;
 constexpr uint32_t kGenMask = (1u << kGenBits) - 1;
 
@@ -322,10 +328,11 @@ struct alignas(64) ProcEntry {
  * head carries the newest epoch pushed into it, so a drain can never release anything early. */
 constexpr unsigned kBuckets = 16;
 constexpr uint64_t kRegionGraceNs = 1000000000ull; /* 1 s, or the quarantine if longer */
-/* "MLX5QNP4": raised with each layout change of the pool header or its caches, so that a process
- * of another build refuses the pool (-EINVAL) instead of misreading it. 2: Chain {head, count};
- * 3: the freer's count in a remote queue entry; 4: a cache's `open_remote`. */
-constexpr uint64_t kPoolMagic = 0x4d4c5835514e5034ull;
+/* "MLX5QNP5": raised with each layout change of the pool header, its caches or its slot words, so
+ * that a process of another build refuses the pool (-EINVAL) instead of misreading it. 2: Chain
+ * {head, count}; 3: the freer's count in a remote queue entry; 4: a cache's `open_remote`; 5: the
+ * kQueued bit of an in-use slot. */
+constexpr uint64_t kPoolMagic = 0x4d4c5835514e5035ull;
 
 struct EventCounters {
 	uint64_t hits, misses, refills, flushes, steals, refused, enospc, eagain, refused_async;

@@ -329,6 +329,8 @@ class RemoteQueue : public CacheChains {
 public:
 	using CacheChains::CacheChains;
 	QPN_COLD int free_remote(Cache *self, uint32_t s, uint64_t w);
+	bool mark_queued(uint32_t s, uint64_t w);
+	int withdraw(std::atomic<uint64_t> &q, uint64_t e);
 	QPN_COLD void drain_remote(Cache &c, bool own);
 	bool try_hold(Cache &v);
 	void rescue(Cache &v);
@@ -418,12 +420,22 @@ Pool::alloc_one(Cache *c, uint32_t *qpn, uint32_t *gen, uint32_t flags)
 	return 0;
 }
 
-/* In use, handed out (not inside a bulk that may roll back), and of the given generation. */
+/* In use, handed out (not inside a bulk that may roll back), not freed already by a free that
+ * waits in a remote queue (kQueued), and of the given generation. */
 QPN_HOT bool
 freeable(uint64_t w, bool check_gen, uint32_t gen)
 {
-	return slot_state(w) == kInUse && (slot_aux(w) & kUnpublished) == 0 &&
+	return slot_state(w) == kInUse && (slot_aux(w) & (kUnpublished | kQueued)) == 0 &&
 	       (!check_gen || slot_gen(w) == (gen & kGenMask));
+}
+
+/* What the holder of cache `me` checks before it applies a queued free of generation gen:
+ * freeable() and named by `me`, the queued mark ignored (the entry's own freer sets it, after
+ * the entry: it may be there or not yet). */
+QPN_HOT bool
+applicable(uint64_t w, uint32_t gen, uint32_t me)
+{
+	return freeable(slot_with_aux(w, slot_aux(w) & ~kQueued), true, gen) && slot_next(w) == me;
 }
 
 /*

@@ -3,14 +3,17 @@
  * Frees that do not go through the caller's own cache (design_pool.md §4).
  *
  * An in-use slot names the cache that handed it out, and only the thread that holds that cache
- * writes it: its owner inside a call, or a thief that holds it. That is what lets the owner free
- * with a plain load and store. Any other thread that frees such a QPN checks it (not allocated:
- * -EINVAL at once) and queues (slot, generation) in the naming cache's remote queue `rq`; the
- * cache's holder applies the queued frees when it next enters the pool, after checking them
- * again. Two racing frees of one QPN both pass the first check only when one of them is remote;
- * the holder then applies one and refuses the other, which has already returned 0: that refusal
- * is counted (`refused_async`), not returned. A slot handed out without a cache names none and
- * is freed by CAS, by anyone.
+ * writes it with plain stores: its owner inside a call, or a thief that holds it. That is what
+ * lets the owner free with a plain load and store. Any other thread that frees such a QPN checks
+ * it (not allocated, or freed already: -EINVAL at once), queues (slot, generation) in the naming
+ * cache's remote queue `rq`, and then marks the slot kQueued by CAS: every later free of the QPN,
+ * from any thread, sees the mark and is refused at its call, although the cache's holder applies
+ * the queued free only when it next enters the pool (after checking it again). The CAS fails only
+ * when another free of the QPN ran at the same time; the freer then takes its entry back and
+ * returns -EINVAL, or, if a holder took the entry first, returns 0 and the holder applied it or
+ * refused it as the loser of the race (counted in `refused_async`, not returned). So two frees
+ * both return 0 only when both were in flight at once. A slot handed out without a cache names
+ * none and is freed by CAS, by anyone.
  */
 
 #include <cerrno>
@@ -61,7 +64,8 @@ RemoteQueue::remote_empty(const Cache &v) const
 /*
  * Apply the queued frees of cache c; the caller holds c. Each entry is checked again: the slot
  * must still be in use, named by c, with the generation the remote freer saw (a free that lost a
- * race, or a QPN handed out again since, is refused and counted).
+ * race, or a QPN handed out again since, is refused and counted). Its kQueued mark is not
+ * required: the freer sets it after the entry, and the freed word the apply stores clears it.
  */
 QPN_COLD void
 RemoteQueue::drain_remote(Cache &c, bool own)
@@ -94,7 +98,7 @@ RemoteQueue::drain_remote(Cache &c, bool own)
 	for (unsigned k = 0; k < n; k++) {
 		const uint32_t s = rq_slot(got[k]);
 		uint64_t w = s < ns ? slot(s).load(rlx) : 0;
-		if (s < ns && freeable(w, true, rq_gen(got[k])) && slot_next(w) == me)
+		if (s < ns && applicable(w, rq_gen(got[k]), me))
 			link_freed<false>(c, s, w, false, 0, own);
 		else
 			bump(c.refused_async);
@@ -145,10 +149,37 @@ RemoteQueue::rescue(Cache &v)
 }
 
 /*
- * Free slot s (word w: freeable, named by another cache). Queue it for that cache's holder. When
- * the queue is full, hold the cache as a thief (its owner outside the pool) and apply its queue
- * and this free ourselves; meanwhile apply our own queue, since its owner may be waiting for
- * room in it just as we wait for room in its.
+ * Mark slot s (word w, checked freeable) queued, so that every later free of it is refused at
+ * its call. After the entry is queued: a freer that dies in between leaves a free that is
+ * applied, not a QPN that nobody may free. Relaxed: a free that comes after ours (in
+ * happens-before) reads this word or a later one; the entry carries everything the holder needs.
+ * The CAS fails only if the word changed since our check: another free of the QPN ran at the
+ * same time as ours (it marked the slot, or the holder released the QPN: our entry or another).
+ */
+bool
+RemoteQueue::mark_queued(uint32_t s, uint64_t w)
+{
+	return slot(s).compare_exchange_strong(w, slot_with_aux(w, slot_aux(w) | kQueued), rlx,
+					       rlx);
+}
+
+/*
+ * Our free lost a race (mark_queued() failed). Take our entry e back out of cell q if it is
+ * still there: the other free is the one, ours is refused at the call. If a holder took the
+ * entry first, it applied it or refused it (refused_async): the two frees were in flight at
+ * once, and ours returns 0, the contract's one exception.
+ */
+int
+RemoteQueue::withdraw(std::atomic<uint64_t> &q, uint64_t e)
+{
+	return q.compare_exchange_strong(e, 0, rlx, rlx) ? -EINVAL : 0;
+}
+
+/*
+ * Free slot s (word w: freeable, named by another cache). Queue it for that cache's holder and
+ * mark the slot queued. When the queue is full, hold the cache as a thief (its owner outside the
+ * pool) and apply its queue and this free ourselves; meanwhile apply our own queue, since its
+ * owner may be waiting for room in it just as we wait for room in its.
  */
 QPN_COLD int
 RemoteQueue::free_remote(Cache *self, uint32_t s, uint64_t w)
@@ -162,6 +193,9 @@ RemoteQueue::free_remote(Cache *self, uint32_t s, uint64_t w)
 			uint64_t z = 0;
 			if (q.load(rlx) != 0 || !q.compare_exchange_strong(z, e, sc, rlx))
 				continue;
+			QPN_TEST_HOOK(remote_queued);
+			if (!mark_queued(s, w))
+				return withdraw(q, e);
 			x.gate.fetch_or(kGateRemote, rel);
 			/* Its owner released it meanwhile (sequentially consistent with the release
 			 * in release_cache(), which looks at the queue after it): nobody drains it. */

@@ -47,6 +47,10 @@ struct TestHooks {
 	 * count: a test measures both orders side by side, under the same load, instead of
 	 * holding the sorted one to a fixed figure that load moves. */
 	std::atomic<bool> remote_cell_order{false};
+	/* A remote free queued its entry and has not marked the slot queued yet
+	 * (RemoteQueue::mark_queued()): a test runs another free of the QPN there, in flight at
+	 * the same time. */
+	std::atomic<void (*)()> remote_queued{nullptr};
 	/* An owner found a thief holding its cache and is about to wait for it to let go. */
 	std::atomic<void (*)()> thief_wait{nullptr};
 	/* Barriers a thief issued, by scope (detail::Scope: this process, expedited global, grace

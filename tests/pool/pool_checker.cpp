@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "pool_checker.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
+#include <tuple>
 
 namespace {
 
@@ -54,16 +56,17 @@ PoolChecker::messages() const
 	return messages_;
 }
 
-void
+uint64_t
 PoolChecker::on_acquire(uint32_t qpn)
 {
 	uint64_t now = checker_now_ns();
 	auto it = index_.find(qpn);
 	if (it == index_.end()) {
 		violation("invariant 3: QPN 0x" + std::to_string(qpn) + " is outside every range");
-		return;
+		return 0;
 	}
 	Entry &e = entries_[it->second];
+	const uint64_t hand_out = e.hand_outs.fetch_add(1) + 1;
 	uint64_t expect = 0;
 	if (!e.owner.compare_exchange_strong(expect, thread_token()))
 		violation("invariant 1: QPN " + std::to_string(qpn) + " handed out while held by " +
@@ -73,6 +76,7 @@ PoolChecker::on_acquire(uint32_t qpn)
 		violation("invariant 2: QPN " + std::to_string(qpn) + " reused " +
 			  std::to_string(now - rel) + " ns after its release (quarantine " +
 			  std::to_string(quarantine_ns_) + " ns)");
+	return hand_out;
 }
 
 void
@@ -108,4 +112,48 @@ PoolChecker::on_drain_complete(uint64_t got)
 	if (got != capacity_)
 		violation("invariant 4: " + std::to_string(got) +
 			  " QPNs free at the end, capacity " + std::to_string(capacity_));
+}
+
+uint64_t
+PoolChecker::free_begin()
+{
+	return checker_now_ns();
+}
+
+void
+PoolChecker::on_free_end(uint32_t qpn, uint64_t hand_out, uint64_t begin_ns, int rc)
+{
+	const uint64_t end = checker_now_ns();
+	std::lock_guard<std::mutex> g(free_mutex_);
+	frees_.push_back({qpn, hand_out, begin_ns, end, rc});
+}
+
+void
+PoolChecker::check_frees()
+{
+	std::lock_guard<std::mutex> g(free_mutex_);
+	/* The accepted frees of each hand-out, by start. */
+	std::vector<FreeCall> ok;
+	for (const FreeCall &f : frees_)
+		if (f.rc == 0)
+			ok.push_back(f);
+	std::sort(ok.begin(), ok.end(), [](const FreeCall &a, const FreeCall &b) {
+		return std::tie(a.qpn, a.hand_out, a.begin_ns) <
+		       std::tie(b.qpn, b.hand_out, b.begin_ns);
+	});
+	/* Within a hand-out: one that began after an earlier one had ended was a double free. */
+	uint64_t first_end = 0;
+	for (size_t i = 0; i < ok.size(); i++) {
+		const FreeCall &f = ok[i];
+		if (i == 0 || f.qpn != ok[i - 1].qpn || f.hand_out != ok[i - 1].hand_out) {
+			first_end = f.end_ns;
+			continue;
+		}
+		if (f.begin_ns > first_end)
+			violation("double free accepted: QPN " + std::to_string(f.qpn) +
+				  " hand-out " + std::to_string(f.hand_out) + " freed again " +
+				  std::to_string(f.begin_ns - first_end) +
+				  " ns after an accepted free of it had returned");
+		first_end = std::min(first_end, f.end_ns);
+	}
 }

@@ -102,6 +102,44 @@ lcore_stress(void *)
 	return 0;
 }
 
+/* Invariant 4: once all is released and the quarantine passed, everything is free; then the
+ * checker's verdict. */
+void
+expect_everything_back(struct mlx5_qpn_pool *p, PoolChecker &checker, uint64_t quarantine_ns,
+		       bool exchange)
+{
+	uint64_t until = mlx5_qpn_clock_ns() + quarantine_ns + quarantine_ns / 4 + 1000000;
+	while (mlx5_qpn_clock_ns() < until)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	std::vector<uint32_t> all;
+	uint32_t q;
+	int rc;
+	for (int round = 0;; round++) {
+		while ((rc = mlx5_qpn_pool_alloc(p, &q)) == 0) {
+			checker.on_acquire(q);
+			all.push_back(q);
+		}
+		/* A QPN freed by another thread after its allocating thread's last call (here: after
+		 * the EAL worker's cache_flush) waits in that cache's remote queue until this alloc
+		 * empties the idle cache; its quarantine starts only then (late, never early). */
+		if (rc != -EAGAIN || !exchange || round == 2)
+			break;
+		until = mlx5_qpn_clock_ns() + quarantine_ns + quarantine_ns / 4 + 1000000;
+		while (mlx5_qpn_clock_ns() < until)
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	}
+	EXPECT_EQ(rc, -ENOSPC);
+	checker.on_drain_complete(all.size());
+	for (uint32_t x : all) {
+		checker.on_release(x);
+		EXPECT_EQ(mlx5_qpn_pool_free(p, x), 0);
+	}
+	checker.check_frees();
+	for (auto &m : checker.messages())
+		ADD_FAILURE() << m;
+	EXPECT_EQ(checker.violations(), 0u);
+}
+
 void
 run_stress(uint32_t capacity, uint32_t cache, uint64_t quarantine_ns, uint64_t ops,
 	   bool exchange = false)
@@ -152,36 +190,7 @@ run_stress(uint32_t capacity, uint32_t cache, uint64_t quarantine_ns, uint64_t o
 		EXPECT_EQ(mlx5_qpn_pool_free(tp.get(), o - 1), 0);
 	}
 
-	/* Invariant 4: once all is released and the quarantine passed, everything is free. */
-	uint64_t until = mlx5_qpn_clock_ns() + quarantine_ns + quarantine_ns / 4 + 1000000;
-	while (mlx5_qpn_clock_ns() < until)
-		std::this_thread::sleep_for(std::chrono::milliseconds(1));
-	std::vector<uint32_t> all;
-	uint32_t q;
-	int rc;
-	for (int round = 0;; round++) {
-		while ((rc = mlx5_qpn_pool_alloc(tp.get(), &q)) == 0) {
-			checker.on_acquire(q);
-			all.push_back(q);
-		}
-		/* A QPN freed by another thread after its allocating thread's last call (here: after
-		 * the EAL worker's cache_flush) waits in that cache's remote queue until this alloc
-		 * empties the idle cache; its quarantine starts only then (late, never early). */
-		if (rc != -EAGAIN || !exchange || round == 2)
-			break;
-		until = mlx5_qpn_clock_ns() + quarantine_ns + quarantine_ns / 4 + 1000000;
-		while (mlx5_qpn_clock_ns() < until)
-			std::this_thread::sleep_for(std::chrono::milliseconds(1));
-	}
-	EXPECT_EQ(rc, -ENOSPC);
-	checker.on_drain_complete(all.size());
-	for (uint32_t x : all) {
-		checker.on_release(x);
-		EXPECT_EQ(mlx5_qpn_pool_free(tp.get(), x), 0);
-	}
-	for (auto &m : checker.messages())
-		ADD_FAILURE() << m;
-	EXPECT_EQ(checker.violations(), 0u);
+	expect_everything_back(tp.get(), checker, quarantine_ns, exchange);
 	EXPECT_GT(ctx.allocated.load(), ops / 4);
 	struct mlx5_qpn_pool_stats st;
 	mlx5_qpn_pool_stats_get(tp.get(), &st);
@@ -198,6 +207,150 @@ TEST(PoolStress, ThreeThreadsTinyPoolContention) { run_stress(64, 4, 50 * 1000, 
 TEST(PoolStress, CrossThreadFreesNoQuarantine) { run_stress(1024, 16, 0, 300000, true); }
 TEST(PoolStress, CrossThreadFreesWithQuarantine) { run_stress(4096, 32, 200 * 1000, 300000, true); }
 TEST(PoolStress, CrossThreadFreesTinyPool) { run_stress(64, 4, 50 * 1000, 200000, true); }
+
+/* ---- double frees: refused at the call --------------------------------------------------- */
+
+namespace {
+
+/* A hand-out as its holder knows it: QPN, generation, the checker's number. Packed in one word
+ * (never 0: the QPNs start at 0x100) to cross threads through an atomic cell. */
+struct HandOut {
+	uint32_t qpn, gen;
+	uint64_t n;
+	uint64_t pack() const { return qpn | uint64_t{gen} << 24 | n << 38; }
+	static HandOut unpack(uint64_t v)
+	{
+		return {static_cast<uint32_t>(v & 0xFFFFFF),
+			static_cast<uint32_t>(v >> 24) & 0x3FFF, v >> 38};
+	}
+};
+
+struct DoubleFreeCtx {
+	struct mlx5_qpn_pool *pool;
+	PoolChecker *checker;
+	uint64_t ops;
+	std::atomic<uint64_t> errors{0}, repeats{0};
+	/* Held QPNs passed between threads (their frees are remote) and freed ones (to be freed
+	 * again, by any thread); 0: empty. */
+	std::atomic<uint64_t> xchg[8] = {};
+	std::atomic<uint64_t> freed[16] = {};
+};
+
+/* A free the checker logs; free_gen() (a repeated free must name its hand-out: a plain free of a
+ * QPN handed out again since is a late free the pool cannot tell, design_pool.md §9) or free(). */
+int
+logged_free(DoubleFreeCtx *ctx, const HandOut &h, bool gen)
+{
+	const uint64_t t0 = PoolChecker::free_begin();
+	int rc = gen ? mlx5_qpn_pool_free_gen(ctx->pool, h.qpn, h.gen) :
+		       mlx5_qpn_pool_free(ctx->pool, h.qpn);
+	ctx->checker->on_free_end(h.qpn, h.n, t0, rc);
+	return rc;
+}
+
+/* Release a held QPN (counted an error if refused: nothing else frees it), publish it as freed,
+ * and sometimes free it again at once, from this thread. */
+void
+release(DoubleFreeCtx *ctx, const HandOut &h, std::mt19937 &rng)
+{
+	ctx->checker->on_release(h.qpn);
+	if (logged_free(ctx, h, rng() % 2 == 0) != 0) {
+		ctx->errors.fetch_add(1);
+		return;
+	}
+	ctx->freed[rng() % 16].store(h.pack());
+	if (rng() % 2 == 0) {
+		logged_free(ctx, h, true);
+		ctx->repeats.fetch_add(1);
+	}
+}
+
+void
+double_free_body(DoubleFreeCtx *ctx, uint32_t seed)
+{
+	std::mt19937 rng(seed);
+	std::vector<HandOut> held;
+	for (uint64_t i = 0; i < ctx->ops; i++) {
+		const unsigned r = rng() % 100;
+		if (r < 45 || held.empty()) {
+			HandOut h{};
+			int rc = mlx5_qpn_pool_alloc_gen(ctx->pool, &h.qpn, &h.gen);
+			if (rc == 0) {
+				h.n = ctx->checker->on_acquire(h.qpn);
+				held.push_back(h);
+			} else if (rc != -EAGAIN && rc != -ENOSPC) {
+				ctx->errors.fetch_add(1);
+			}
+		} else if (r < 85) {
+			const size_t j = rng() % held.size();
+			HandOut h = held[j];
+			held[j] = held.back();
+			held.pop_back();
+			if (rng() % 2 == 0) { /* pass it on, free one another thread allocated */
+				const uint64_t o = ctx->xchg[rng() % 8].exchange(h.pack());
+				if (o == 0)
+					continue;
+				h = HandOut::unpack(o);
+				ctx->checker->on_handover(h.qpn);
+			}
+			release(ctx, h, rng);
+		} else { /* free again what some thread freed, now or a while ago */
+			const uint64_t o = ctx->freed[rng() % 16].load();
+			if (o != 0) {
+				logged_free(ctx, HandOut::unpack(o), true);
+				ctx->repeats.fetch_add(1);
+			}
+		}
+	}
+	for (const HandOut &h : held)
+		release(ctx, h, rng);
+	mlx5_qpn_pool_cache_flush(ctx->pool);
+}
+
+} // namespace
+
+/*
+ * Three threads allocate, pass QPNs to each other, free them (a third of the frees remote:
+ * queued for the allocating cache) and free them again, at once or later, from any thread; a
+ * tiny pool, so that threads also steal each other's idle caches. The checker logs every free
+ * call with its hand-out and its result: a free accepted after another accepted free of the same
+ * hand-out had returned is a double free accepted (two frees in flight at once are the contract's
+ * exception). A quarantine of 2 ms keeps the 14-bit generations from wrapping within the run.
+ */
+TEST(PoolStress, DoubleFreesAreRefusedAtTheCall)
+{
+	constexpr uint32_t kCap = 128;
+	constexpr uint64_t kQuarantine = 2 * 1000 * 1000;
+	const std::vector<std::pair<uint32_t, uint32_t>> ranges = {{0x100, kCap / 2},
+								   {0x8000, kCap / 2}};
+	TestPool tp(kCap, 4, kQuarantine);
+	ASSERT_NE(tp.get(), nullptr);
+	for (auto &r : ranges)
+		ASSERT_EQ(mlx5_qpn_pool_range_add(tp.get(), r.first, r.second), 0);
+	PoolChecker checker(ranges, kQuarantine);
+	DoubleFreeCtx ctx;
+	ctx.pool = tp.get();
+	ctx.checker = &checker;
+	ctx.ops = 40000;
+	std::vector<std::thread> threads;
+	for (uint32_t t = 0; t < 3; t++)
+		threads.emplace_back(double_free_body, &ctx, 11 + t);
+	for (auto &t : threads)
+		t.join();
+	EXPECT_EQ(ctx.errors.load(), 0u) << "a free of a held QPN refused, or an alloc failed";
+	for (auto &x : ctx.xchg) {
+		const uint64_t o = x.exchange(0);
+		if (o == 0)
+			continue;
+		const HandOut h = HandOut::unpack(o);
+		checker.on_handover(h.qpn);
+		checker.on_release(h.qpn);
+		EXPECT_EQ(logged_free(&ctx, h, true), 0);
+	}
+	EXPECT_GT(ctx.repeats.load(), ctx.ops / 10) << "the double frees were made";
+	expect_everything_back(tp.get(), checker, kQuarantine, true);
+	EXPECT_EQ(pool_stats(tp.get()).in_use, 0u);
+}
 
 /* ---- the checker catches what it must ------------------------------------------------------ */
 
@@ -245,6 +398,36 @@ TEST(Checker, CatchesAPoolThatBreaksTheQuarantine)
 		ASSERT_EQ(mlx5_qpn_pool_free(tp.get(), q), 0);
 	}
 	EXPECT_GE(c.violations(), 1u);
+}
+
+TEST(Checker, CatchesADoubleFreeAcceptedAfterTheFirstReturned)
+{
+	PoolChecker c({{7, 3}}, 0);
+	const uint64_t n = c.on_acquire(8);
+	c.on_release(8);
+	c.on_free_end(8, n, PoolChecker::free_begin(), 0);
+	c.on_free_end(8, n, PoolChecker::free_begin(), -EINVAL); /* refused: fine */
+	c.check_frees();
+	EXPECT_EQ(c.violations(), 0u);
+	c.on_free_end(8, n, PoolChecker::free_begin(), 0); /* accepted after the first returned */
+	c.check_frees();
+	EXPECT_EQ(c.violations(), 1u);
+	EXPECT_NE(c.messages().at(0).find("double free accepted"), std::string::npos);
+}
+
+TEST(Checker, TwoFreesInFlightAtOnceMayBothBeAccepted)
+{
+	PoolChecker c({{7, 3}}, 0);
+	const uint64_t n1 = c.on_acquire(9);
+	c.on_release(9);
+	const uint64_t t1 = PoolChecker::free_begin(), t2 = PoolChecker::free_begin();
+	c.on_free_end(9, n1, t1, 0);
+	c.on_free_end(9, n1, t2, 0);         /* began before the first returned */
+	const uint64_t n2 = c.on_acquire(9); /* the next hand-out: its own frees */
+	EXPECT_EQ(n2, n1 + 1);
+	c.on_free_end(9, n2, PoolChecker::free_begin(), 0);
+	c.check_frees();
+	EXPECT_EQ(c.violations(), 0u);
 }
 
 TEST(Checker, CleanSequenceHasNoViolation)
