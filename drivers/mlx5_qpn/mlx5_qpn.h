@@ -276,9 +276,11 @@ mlx5_qpn_reserved_alloc(struct mlx5_qpn_dev *dev, uint32_t *qpn)
 /**
  * Release a reserved QPN into quarantine (mlx5dv_reserved_qpn_dealloc()).
  *
- * Inline: the pool's inline mlx5_qpn_pool_free() on the device's pool.
+ * Inline: the pool's inline mlx5_qpn_pool_free() on the device's pool, whose contract it has:
+ * a double free is refused at the call, from any thread (but for two frees in flight at once).
  *
- * @return 0; -EINVAL if it is not an allocated QPN of this device (nothing changes).
+ * @return 0; -EINVAL if it is not an allocated QPN of this device, freed already included
+ *         (nothing changes).
  */
 static inline __attribute__((always_inline)) int
 mlx5_qpn_reserved_dealloc(struct mlx5_qpn_dev *dev, uint32_t qpn)

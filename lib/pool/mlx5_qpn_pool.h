@@ -16,8 +16,9 @@
  * - a released QPN is kept in *quarantine* for at least the pool's quarantine time, measured on
  *   CLOCK_MONOTONIC, before any thread or process can get it again: a peer's IB CM keeps the old
  *   (GUID, QPN) pair in timewait and would reject a REQ that reuses it as stale;
- * - free of a QPN that is not allocated (never was, already freed, outside every range) is
- *   refused with -EINVAL and changes nothing, also when two threads race to free one QPN;
+ * - free of a QPN that is not allocated (never was, already freed by any thread, outside every
+ *   range) is refused with -EINVAL at the call and changes nothing; of two frees of one QPN in
+ *   flight at once, the QPN is released once (see mlx5_qpn_pool_free());
  * - alloc fails with -ENOSPC only when no QPN is free anywhere (other threads' caches and QPNs
  *   on their way between two of the pool's lists included), and with -EAGAIN when QPNs exist but
  *   all of them are in quarantine or in transit;
@@ -81,8 +82,8 @@ struct mlx5_qpn_pool_stats {
 	uint64_t dead_processes; /**< Dead processes whose QPNs were reclaimed (not reset). */
 	uint64_t reclaimed;      /**< QPNs recovered from dead processes and interrupted calls. */
 	/** Frees that had returned 0 but were refused when the QPN's cache applied them: a free
-	 *  from a thread other than the allocating one that raced with another free of the same
-	 *  QPN (see mlx5_qpn_pool_free()). Not counted in refused_frees. */
+	 *  from a thread other than the allocating one that was in flight at the same time as
+	 *  another free of the same QPN (see mlx5_qpn_pool_free()). Not counted in refused_frees. */
 	uint64_t refused_async;
 };
 
@@ -300,11 +301,15 @@ slow:
  * by the freer, and an idle thread's when another thread's allocation finds the pool dry and
  * empties idle caches (its quarantine then starts at that moment: late, never early).
  *
- * Double frees are refused with -EINVAL, also when two threads race, with one exception: when
- * two frees of one QPN race and at least one comes from a thread other than the allocating
- * one, both may return 0; the QPN is then released once and the other free is refused when
- * the queue is applied, counted in mlx5_qpn_pool_stats.refused_async. The pool stays
- * consistent either way (the QPN is never released twice).
+ * Double frees are refused with -EINVAL at the call, from any thread or process: a free that
+ * comes after an accepted one (it began after that one returned) is refused, also while the
+ * accepted free still waits in the allocating cache's queue, also when the allocating thread
+ * frees twice while another thread holds its cache. The one exception is two frees of one QPN
+ * in flight at once, at least one of them from a thread other than the allocating one: both
+ * may return 0; the QPN is then released once and the other free is refused when the queue is
+ * applied, counted in mlx5_qpn_pool_stats.refused_async. The pool stays consistent either way
+ * (the QPN is never released twice). A late free after the QPN was handed out again frees the
+ * new hand-out: only mlx5_qpn_pool_free_gen() refuses that.
  *
  * @return 0; -EINVAL if the QPN is not allocated (never was, already freed, outside every range);
  *         the pool is then unchanged and the refusal is counted.
@@ -319,6 +324,11 @@ mlx5_qpn_pool_free(struct mlx5_qpn_pool *pool, uint32_t qpn)
 /**
  * Release a QPN only if it still has the given generation (guards against a late double free
  * by a previous owner after the QPN was handed out again).
+ *
+ * A generation whose hand-out was freed already is refused at the call, whether that free has
+ * been applied (the QPN free, in quarantine or handed out again) or still waits in the
+ * allocating cache's queue; the exception of mlx5_qpn_pool_free() (two frees in flight at once)
+ * applies. Generations wrap at 2^14 hand-outs of one QPN.
  *
  * @return 0; -EINVAL as mlx5_qpn_pool_free(), or if the generation does not match.
  */

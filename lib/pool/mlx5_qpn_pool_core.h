@@ -28,7 +28,10 @@ extern "C" {
 
 /** @internal A slot word (one per QPN, 8 bytes):
  *  bits 0-23 next (in use: the index of the cache that handed it out), 24-47 aux (in use: the
- *  holder's process index and the unpublished flag), 48-49 state, 50-63 generation.
+ *  holder's process index, the unpublished flag and the queued flag: freed by another thread,
+ *  waiting in the cache's queue), 48-49 state, 50-63 generation. The inline free releases only
+ *  a word equal to its own hand-out's but for the generation, so a flagged word goes out of
+ *  line.
  *  QUARANTINE stays after the drain (a drained slot is free by where it is, not by its word);
  *  the fast path reads the state only to require IN_USE on a free. */
 #define MLX5_QPN_POOL_SLOT_NIL         0xFFFFFFu
