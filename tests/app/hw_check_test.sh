@@ -82,7 +82,7 @@ for mode in local serve connect; do
 	rules="older than 5.2"
 	[ $mode = serve ] && rules="5.2 and later"
 	# The conditions come after the probe and before the first DC step (rdma_cm).
-	order=$(grep -n -E "^== host conditions|^FAIL probe|^FAIL rdma_cm" <<< "$out" | cut -d: -f2- |
+	order=$(grep -E "^== host conditions|^FAIL probe|^FAIL rdma_cm" <<< "$out" | head -3 |
 		cut -c1-10 | tr '\n' '|')
 	if [ $rc -ne 1 ] ||
 		! grep -q "^rocep1s0f0  driver mlx5_core  node_guid 0002:c903:00a1:b2c3  ports 1:Ethernet" <<< "$out" ||
