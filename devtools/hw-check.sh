@@ -12,7 +12,11 @@
 #     lists them (node GUID, ports and link layers, netdevs); other RDMA devices are named and
 #     skipped;
 #  2. probes each with qpn-testpmd's `alloc` engine: the caps and the QPN source the driver
-#     chose (its INFO line at probe);
+#     chose (its INFO line at probe), then, before the first DC step, the host's DC conditions:
+#     from the probe's "DC host:" line the device's DC transport (cmd_hca_cap.dct), a RoCE bond
+#     (LAG) and lag_dct, the port's link layer and whether it requires a GRH; from the kernel's
+#     release its DCI rules (DCI->RESET and an RTR address vector from 5.2 on; HWCHECK_KERNEL
+#     overrides the release, for tests);
 #  3. proves the fabric over rdma_cm on the first probed device (or --device), from its IPv4
 #     address (--ip, or the first IPv4 address of its netdev), with DC SENDs on every
 #     connection (the client's DCI to the DCT the server's REP names; the server reads them):
@@ -196,6 +200,32 @@ probe_devices() {
 	done
 }
 
+# The host's DC conditions, before the first DC step (see the header): each probe's "DC host:"
+# line, and the DCI rules of the kernel's release.
+declare -A dchost
+kernel_rules=""
+host_conditions() {
+	local d line rel maj min rules="unknown (release not read)"
+	echo "== host conditions (before the first DC step)"
+	for d in "${mlx5[@]}"; do
+		line=$(grep -m1 "DC host:" "$tmp/alloc_$d.log" 2>/dev/null)
+		dchost[$d]=${line#*DC host: }
+		echo "$d: ${dchost[$d]:-DC conditions not logged (the probe did not get that far)}"
+	done
+	rel=${HWCHECK_KERNEL:-$(uname -r)}
+	IFS=. read -r maj min _ <<< "${rel%%-*}"
+	if [[ "$maj" =~ ^[0-9]+$ && "${min:-}" =~ ^[0-9]+$ ]]; then
+		if ((maj > 5 || (maj == 5 && min >= 2))); then
+			rules="5.2 and later (DCI->RESET and an RTR address vector accepted)"
+		else
+			rules="older than 5.2 (no DCI->RESET: a DCI in ERR must be made again; DCIs reach RTR without an address vector)"
+		fi
+	fi
+	kernel_rules="kernel $rel: DCI rules $rules"
+	echo "$kernel_rules"
+	echo "(a vendor kernel may carry the 5.2 rules under an older release: the driver's line at the first DCI says which it met)"
+}
+
 # The device for the connections and its address; false (a FAIL recorded) when there is none.
 pick_device() {
 	local d nd
@@ -320,19 +350,22 @@ conditions() {
 
 list_devices
 probe_devices
+host_conditions
 pick_device && run_connections
 
 echo "== report"
 for d in "${mlx5[@]}"; do
-	echo "$d: source ${source[$d]:-?}; caps: ${caps[$d]:-not logged}"
+	echo "$d: source ${source[$d]:-?}; caps: ${caps[$d]:-not logged}; DC host: ${dchost[$d]:-not logged}"
 done
+echo "$kernel_rules"
 printf '%s\n' "${steps[@]}"
 echo "connections: device ${device:-none}, ${cps} connections/s (client), ${server_conns} accepted (server), stale rejects ${stale}, errors ${errors}"
 echo "DC data: ${sends} sends, ${comps} completions (${cerrs} in error) on the client; ${recvd} received and checked (${rerrs} bad) on the server"
 cond=$(conditions)
 echo "$cond"
 if [ -n "$json" ]; then
-	DEVS="${mlx5[*]}" STEPS=$(printf '%s\n' "${steps[@]}") COND="$cond" python3 - "$json" "$tmp" \
+	DEVS="${mlx5[*]}" STEPS=$(printf '%s\n' "${steps[@]}") COND="$cond" KRULES="$kernel_rules" \
+		python3 - "$json" "$tmp" \
 		"${device:-}" "$cps" "$stale" "$errors" "$server_conns" "$mode" "$fail" "$sends" \
 		"$comps" "$cerrs" "$recvd" "$rerrs" <<'PY'
 import json, os, sys
@@ -346,11 +379,13 @@ def num(v):
 devices = []
 for d in os.environ["DEVS"].split():
     log = os.path.join(tmp, "alloc_%s.log" % d)
-    line = ""
+    line = host = ""
     if os.path.exists(log):
         line = next((l.strip() for l in open(log) if "QPN source:" in l), "")
+        host = next((l.strip() for l in open(log) if "DC host:" in l), "")
     devices.append({"name": d, "caps": line.split("mlx5_qpn.hw: ", 1)[-1] or None,
-                    "source": line.rsplit("QPN source: ", 1)[-1] if line else None})
+                    "source": line.rsplit("QPN source: ", 1)[-1] if line else None,
+                    "dc_host": host.split("DC host: ", 1)[-1] if host else None})
 steps = [{"pass": s.startswith("PASS "), "step": s[5:]}
          for s in os.environ["STEPS"].splitlines() if s]
 json.dump({"mode": mode, "devices": devices, "steps": steps, "connections": {
@@ -358,6 +393,7 @@ json.dump({"mode": mode, "devices": devices, "steps": steps, "connections": {
     "stale_rejects": num(stale), "errors": num(errors)},
     "dc_data": {"sends": num(sends), "completions": num(comps), "error_completions": num(cerrs),
                 "received": num(recvd), "receive_errors": num(rerrs)},
+    "kernel_dci_rules": os.environ["KRULES"],
     "conditions": os.environ["COND"], "ok": fail == "0"}, open(out, "w"), indent=2)
 PY
 	echo "JSON: $json"

@@ -101,10 +101,16 @@ struct mlx5_qpn_dc_path {
 #define MLX5_QPN_DCI_ERROR 1
 
 /** Error CQE syndromes (PRM; rdma-core MLX5_CQE_SYNDROME_*) a DC user meets. */
-#define MLX5_QPN_SYND_LOCAL_LENGTH    0x01 /**< Local length error. */
-#define MLX5_QPN_SYND_LOCAL_QP_OP     0x02 /**< Malformed WQE. */
-#define MLX5_QPN_SYND_WR_FLUSH        0x05 /**< Flushed: the QP was in ERR. */
-#define MLX5_QPN_SYND_REMOTE_ACCESS   0x13 /**< Remote access error. */
+#define MLX5_QPN_SYND_LOCAL_LENGTH 0x01 /**< Local length error. */
+#define MLX5_QPN_SYND_LOCAL_QP_OP  0x02 /**< Malformed WQE. */
+#define MLX5_QPN_SYND_WR_FLUSH     0x05 /**< Flushed: the QP was in ERR. */
+/** The target NAKed the SEND: its receive could not hold it (the message is longer than the
+ * posted buffer). */
+#define MLX5_QPN_SYND_REMOTE_INV_REQ 0x12
+#define MLX5_QPN_SYND_REMOTE_ACCESS  0x13 /**< Remote access error. */
+/** The target NAKed the SEND: its receive failed (the buffer's key, access or PD, or an error
+ * of the responder). */
+#define MLX5_QPN_SYND_REMOTE_OP       0x14
 #define MLX5_QPN_SYND_TRANSPORT_RETRY 0x15 /**< Retries exceeded: no answer from the target. */
 
 /** CQE opcodes (PRM, op_own >> 4). */

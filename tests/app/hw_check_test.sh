@@ -8,6 +8,8 @@
 #  - discovery by driver, not by name: a device named rocep... whose driver is mlx5_core is
 #    found, one named mlx5_... with another driver is skipped; the probe then fails here (no
 #    rdma-core device), which is reported as a FAIL step, exit 1, and valid JSON;
+#  - the host's DC conditions reported before the first DC step (the kernel's DCI rules from
+#    HWCHECK_KERNEL, each device's "DC host:" line or why there is none);
 #  - the two-host modes: --serve and --connect refused together, --connect's address checked
 #    (one line, exit 2, before any device is looked at), and each mode reported as such.
 set -uo pipefail
@@ -72,8 +74,16 @@ for mode in local serve connect; do
 	args=()
 	[ $mode = serve ] && args=(--serve --duration=1)
 	[ $mode = connect ] && args=(--connect=192.0.2.1:18515 --duration=1)
-	out=$("$hc" --build="$build" --sysfs="$tmp/sys" --json="$tmp/r.json" "${args[@]}" 2>&1)
+	kern=5.1.0-test
+	[ $mode = serve ] && kern=6.1.0-13-amd64
+	out=$(HWCHECK_KERNEL=$kern "$hc" --build="$build" --sysfs="$tmp/sys" --json="$tmp/r.json" \
+		"${args[@]}" 2>&1)
 	rc=$?
+	rules="older than 5.2"
+	[ $mode = serve ] && rules="5.2 and later"
+	# The conditions come after the probe and before the first DC step (rdma_cm).
+	order=$(grep -E "^== host conditions|^FAIL probe|^FAIL rdma_cm" <<< "$out" | head -3 |
+		cut -c1-10 | tr '\n' '|')
 	if [ $rc -ne 1 ] ||
 		! grep -q "^rocep1s0f0  driver mlx5_core  node_guid 0002:c903:00a1:b2c3  ports 1:Ethernet" <<< "$out" ||
 		! grep -q "^mlx5_decoy (rxe_like): not an mlx5 device, skipped" <<< "$out" ||
@@ -81,12 +91,17 @@ for mode in local serve connect; do
 		! grep -q "^PASS discover: 1 mlx5 device(s) by driver mlx5_core: rocep1s0f0$" <<< "$out" ||
 		! grep -q "^FAIL probe rocep1s0f0: qpn-testpmd exit" <<< "$out" ||
 		! grep -q "^FAIL rdma_cm: no probed mlx5 device" <<< "$out" ||
+		! grep -q "^kernel $kern: DCI rules $rules" <<< "$out" ||
+		! grep -q "^rocep1s0f0: DC conditions not logged (the probe did not get that far)" <<< "$out" ||
+		[ "$order" != "FAIL probe|== host co|FAIL rdma_|" ] ||
 		! grep -q "^conditions: CPU .*EAL lcores 0-1.*mode $mode" <<< "$out" ||
 		! grep -q "hw-check: FAILED" <<< "$out" ||
 		! python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
 assert d["ok"] is False and d["mode"] == sys.argv[2], d
 assert [s["pass"] for s in d["steps"]] == [True, False, False], d["steps"]
-assert [x["name"] for x in d["devices"]] == ["rocep1s0f0"], d["devices"]' "$tmp/r.json" $mode; then
+assert [x["name"] for x in d["devices"]] == ["rocep1s0f0"], d["devices"]
+assert d["devices"][0]["dc_host"] is None and "DCI rules" in d["kernel_dci_rules"], d' \
+			"$tmp/r.json" $mode; then
 		echo "fake mlx5 device, mode $mode: expected discovery by driver, FAIL steps, exit 1, got exit $rc:"
 		printf '%s\n' "$out"
 		fail=1

@@ -45,7 +45,8 @@ protected:
 		mlx5_qpn_dc_addr a{};
 		a.dlid = 1;
 		ASSERT_EQ(mlx5_qpn_ah_create(dev_, &a, &ah_), 0);
-		ASSERT_EQ(mlx5_qpn_cq_create(dev_, 5, &d_.cq), 0);
+		/* The DCI's CQ takes all its WQEs (mlx5_qpn_dci_create: -ENOSPC otherwise). */
+		ASSERT_EQ(mlx5_qpn_cq_create(dev_, kDciLogSq, &d_.cq), 0);
 		ASSERT_EQ(mlx5_qpn_cq_create(dev_, 5, &rcq_), 0);
 		ASSERT_EQ(mlx5_qpn_dct_create(dev_, rcq_, KEY, &dct_), 0);
 		ASSERT_EQ(app_dci_create(d_, dev_, nullptr), 0);

@@ -596,7 +596,8 @@ TEST_F(DcPath, DestroyPathsReturnEverything)
 
 	/* Many create/destroy rounds reuse the queue memory (no leak in the arena). */
 	for (int i = 0; i < 200; i++) {
-		ASSERT_EQ(mlx5_qpn_cq_create(dev_, 10, &cq), 0) << i;
+		/* The CQ covers every WQE of its DCI (mlx5_qpn_dci_create: -ENOSPC otherwise). */
+		ASSERT_EQ(mlx5_qpn_cq_create(dev_, 12, &cq), 0) << i;
 		ASSERT_EQ(mlx5_qpn_dci_create(dev_, cq, 12, &dci), 0) << i;
 		mlx5_qpn_dci_destroy(dci);
 		mlx5_qpn_cq_destroy(cq);

@@ -55,13 +55,17 @@ struct Dev {
 	mlx5_qpn_ah *ah = nullptr;
 	uint32_t dctn = 0;
 
-	/* max_wqe_sz_sq_dc: the firmware's largest DC send WQE (0: the fake's default). */
-	explicit Dev(bool roce, uint16_t max_wqe_sz_sq_dc = 0)
+	/* max_wqe_sz_sq_dc: the firmware's largest DC send WQE (0: the fake's default); host: the
+	 * fake's settings made before the probe reads them (NULL: none). */
+	explicit Dev(bool roce, uint16_t max_wqe_sz_sq_dc = 0,
+		     void (*host)(hwfake::FakeDevice &) = nullptr)
 	{
 		if (roce)
 			hwfake::use_roce(hwfake::fake());
 		if (max_wqe_sz_sq_dc != 0)
 			hwfake::fake().max_wqe_sz_sq_dc = max_wqe_sz_sq_dc;
+		if (host != nullptr)
+			host(hwfake::fake());
 		mlx5_qpn_devargs da{};
 		snprintf(da.name, sizeof(da.name), "mlx5_fake");
 		da.reserved_qpn = MLX5_QPN_RSVD_NO;

@@ -22,11 +22,26 @@ using namespace priv;
 
 namespace {
 
-/* Write one CQE at the CQ's producer index, owner bit of its pass, op_own last. */
+/*
+ * Write one CQE at the CQ's producer index, owner bit of its pass, op_own last. The device
+ * reads the consumer index the driver publishes in the CQ's doorbell record (24 bits): a CQE
+ * that would land on one not yet consumed is an overrun, which a ConnectX does not write; it
+ * raises a CQ error (IBV_EVENT_CQ_ERR) and completes nothing more on that CQ.
+ */
 void
 cq_write(FakeCq *cq, mlx5_qpn_cqe_fields f, uint8_t extra, const uint8_t *inl, uint32_t inl_len)
 {
 	uint32_t n = uint32_t(cq->ring.size() / 64);
+	const uint32_t ci = be32toh(std::atomic_ref<uint32_t>(cq->dbrec[MLX5_QPN_CQ_SET_CI])
+					    .load(std::memory_order_acquire)) &
+			    0xffffff;
+	if (!cq->error && ((cq->pi - ci) & 0xffffff) >= n) {
+		cq->error = true;
+		fake().cq_errors++;
+		raise_cq_error(&cq->cq);
+	}
+	if (cq->error)
+		return;
 	uint8_t *cqe = &cq->ring[size_t(cq->pi % n) * 64];
 	f.owner = uint8_t((cq->pi / n) & 1);
 	uint8_t op_own = mlx5_qpn_cqe_fill(cqe, &f);
@@ -46,8 +61,36 @@ mr_covers(uint32_t lkey, uint64_t addr, uint32_t len)
 	return addr >= base && addr + len <= base + it->second->mr.length;
 }
 
-/* Deliver one SEND to DCT t. false: no receive posted (RNR). */
-bool
+/* Why the receive WQE at w cannot take a SEND of len bytes for DCT t: 0 (it can), or the
+ * NAK the responder answers with, as the IBTA classes it: a message longer than the buffer is
+ * an invalid request; a buffer the responder may not write (no MR of that lkey covering it,
+ * an MR without LOCAL_WRITE or of another PD) or an injected responder error is a remote
+ * operational error. *resp: the responder's own syndrome. */
+uint8_t
+receive_nak(const FakeQp *t, uint32_t cap, uint32_t lkey, uint64_t addr, uint32_t len,
+	    uint8_t *resp)
+{
+	if (fake().resp_err != 0) {
+		*resp = fake().resp_err;
+		fake().resp_err = 0;
+		return MLX5_QPN_SYND_REMOTE_OP_ERR;
+	}
+	if (len > cap) {
+		*resp = MLX5_QPN_SYND_LOCAL_LENGTH_ERR;
+		return MLX5_QPN_SYND_REMOTE_INV_REQ_ERR;
+	}
+	auto it = g_mrs.find(lkey);
+	if (!mr_covers(lkey, addr, len) || !(it->second->access & IBV_ACCESS_LOCAL_WRITE) ||
+	    it->second->mr.pd != t->qp.pd) {
+		*resp = MLX5_QPN_SYND_LOCAL_PROT_ERR;
+		return MLX5_QPN_SYND_REMOTE_OP_ERR;
+	}
+	return 0;
+}
+
+/* Deliver one SEND to DCT t: 0 delivered; -1 no receive posted (RNR); else the NAK's
+ * syndrome for the requester (the responder completed its WQE in error). */
+int
 deliver(FakeQp *t, uint32_t src_qpn, const uint8_t *data, uint32_t len)
 {
 	FakeSrq *s = t->srq;
@@ -55,7 +98,7 @@ deliver(FakeQp *t, uint32_t src_qpn, const uint8_t *data, uint32_t len)
 		be32toh(std::atomic_ref<uint32_t>(s->dbrec[0]).load(std::memory_order_acquire)));
 	if (s->hw_taken == posted) {
 		fake().rnr++;
-		return false;
+		return -1;
 	}
 	uint16_t idx = s->hw_head;
 	const uint8_t *w = &s->wqes[size_t(idx) * 32];
@@ -69,22 +112,23 @@ deliver(FakeQp *t, uint32_t src_qpn, const uint8_t *data, uint32_t len)
 	f.src_qpn = src_qpn;
 	f.wqe_counter = idx;
 	f.byte_cnt = len;
-	if (fake().resp_err != 0 || len > cap || !mr_covers(lkey, addr, len)) {
+	uint8_t resp = 0;
+	const uint8_t nak = receive_nak(t, cap, lkey, addr, len, &resp);
+	if (nak != 0) {
 		f.opcode = MLX5_QPN_PRM_CQE_RESP_ERR;
-		f.syndrome = fake().resp_err != 0 ? fake().resp_err :
-						    MLX5_QPN_SYND_LOCAL_LENGTH_ERR;
-		fake().resp_err = 0;
+		f.syndrome = resp;
 		cq_write(t->cq, f, 0, nullptr, 0);
-		return true;
+		fake().naks++;
+		return nak;
 	}
 	f.opcode = MLX5_QPN_PRM_CQE_RESP_SEND;
 	if (fake().scatter32 && len <= MLX5_QPN_CQE_INLINE_SCATTER_MAX) {
 		cq_write(t->cq, f, MLX5_QPN_CQE_INLINE_SCATTER_32, data, len);
-		return true;
+		return 0;
 	}
 	memcpy(reinterpret_cast<void *>(uintptr_t(addr)), data, len);
 	cq_write(t->cq, f, 0, nullptr, 0);
-	return true;
+	return 0;
 }
 
 /* The transport timeout of d in us: 4.096 us * 2^timeout per try, retry_cnt + 1 tries; a
@@ -138,11 +182,13 @@ send_one(FakeQp *d, const uint8_t *wqe, const mlx5_qpn_wqe_fields &w, bool *done
 	const bool routed = found && roce_route_ok(wqe + MLX5_QPN_CTRL_SEG_SIZE, t->second);
 	const bool key_ok = found && t->second->key == w.dc_key;
 	if (found && routed && key_ok) {
-		if (!deliver(t->second, d->qp.qp_num, w.data, w.inl_hdr & ~MLX5_QPN_INLINE_SEG))
+		const int rc = deliver(t->second, d->qp.qp_num, w.data,
+				       w.inl_hdr & ~MLX5_QPN_INLINE_SEG);
+		if (rc < 0)
 			return 0; /* RNR: retried on the next call */
 		d->waiting = false;
 		*done = true;
-		return 0;
+		return rc; /* 0, or the responder's NAK: the requester's error */
 	}
 	/* Lost on the way or dropped by the target: the requester hears nothing and retries
 	 * until its transport timeout has passed. */
@@ -214,7 +260,8 @@ dc_execute()
 				if (synd == 0 && (w.qpn != qpn || w.wqe_index != c))
 					synd = MLX5_QPN_SYND_LOCAL_QP_OP_ERR; /* a stale WQE */
 				bool sent = false;
-				if (synd == 0 && (synd = send_one(d, wqe, w, &sent)) == 0 && !sent)
+				synd = synd != 0 ? synd : send_one(d, wqe, w, &sent);
+				if (synd == 0 && !sent)
 					break; /* waits: RNR, or dropped before its timeout */
 				fake().executed++;
 				if (synd != 0)
@@ -224,7 +271,10 @@ dc_execute()
 				f.opcode = MLX5_QPN_PRM_CQE_REQ_ERR;
 				f.syndrome = uint8_t(synd);
 			}
-			cq_write(d->cq, f, 0, nullptr, 0);
+			/* A success completes into the CQ only when the WQE asked for it (CQ
+			 * update in fm_ce_se); an error always does. */
+			if (synd != 0 || (w.fm_ce_se & MLX5_QPN_WQE_CTRL_CQ_UPDATE) != 0)
+				cq_write(d->cq, f, 0, nullptr, 0);
 			d->sq_ci += nbb;
 			done++;
 		}

@@ -49,8 +49,13 @@ struct FakeObj {
 	uint32_t id;
 };
 
-/* Contexts, DEVX objects and UARs handed out and not given back (freed at a Scope's end). */
+/* Contexts, DEVX objects and UARs handed out and not given back (freed at a Scope's end);
+ * the contexts opened with DEVX; the asynchronous events not read yet; the QPNs
+ * mlx5dv_reserved_qpn_alloc handed out. */
 std::set<ibv_context *> g_ctxs;
+std::set<ibv_context *> g_devx_ctxs;
+std::vector<ibv_async_event> g_events;
+std::set<uint32_t> g_single_qpns;
 std::set<FakeObj *> g_objs;
 std::set<mlx5dv_devx_uar *> g_uars;
 
@@ -86,13 +91,17 @@ dv_is_supported(ibv_device *)
 }
 
 ibv_context *
-new_context(void)
+new_context(bool devx)
 {
 	std::lock_guard<std::mutex> g(g_mu);
 	g_dev.contexts_open++;
 	ibv_context *c = new ibv_context();
 	c->device = &g_ibdev;
+	c->async_fd = -1; /* no file behind the fake's events (get_async_event reads them) */
+	c->cmd_fd = -1;
 	g_ctxs.insert(c);
+	if (devx)
+		g_devx_ctxs.insert(c);
 	return c;
 }
 
@@ -103,13 +112,34 @@ dv_open_device(ibv_device *, mlx5dv_context_attr *)
 		errno = EPERM;
 		return nullptr;
 	}
-	return new_context();
+	return new_context(true);
 }
 
 ibv_context *
 open_device(ibv_device *)
 {
-	return new_context();
+	return new_context(false);
+}
+
+/* As on a context whose async_fd is non-blocking: the oldest event, or -1 with EAGAIN. */
+int
+get_async_event(ibv_context *c, ibv_async_event *ev)
+{
+	std::lock_guard<std::mutex> g(g_mu);
+	for (auto it = g_events.begin(); it != g_events.end(); ++it) {
+		if (it->element.cq->context != c)
+			continue;
+		*ev = *it;
+		g_events.erase(it);
+		return 0;
+	}
+	errno = EAGAIN;
+	return -1;
+}
+
+void
+ack_async_event(ibv_async_event *)
+{
 }
 
 int
@@ -119,6 +149,7 @@ close_device(ibv_context *c)
 	g_dev.closes++;
 	g_dev.contexts_open--;
 	g_ctxs.erase(c);
+	g_devx_ctxs.erase(c);
 	delete c;
 	return 0;
 }
@@ -138,6 +169,17 @@ devx_general_cmd(ibv_context *, const void *in, size_t inlen, void *out, size_t 
 {
 	uint16_t opcode = 0, op_mod = 0;
 	mlx5_qpn_prm_in_opcode(in, inlen, &opcode, &op_mod);
+	if (opcode == hwfake::cmd_query_lag) {
+		/* lag_state: non-zero while the ports are bonded. */
+		if (outlen < mlx5_qpn_prm::field_end(hwfake::query_lag_state)) {
+			errno = EINVAL;
+			return EINVAL;
+		}
+		memset(out, 0, outlen);
+		mlx5_qpn_prm::set(static_cast<uint8_t *>(out), hwfake::query_lag_state,
+				  g_dev.lag_active ? 1 : 0);
+		return 0;
+	}
 	const bool general = (op_mod >> 1) == MLX5_QPN_HCA_CAP_TYPE_GENERAL;
 	(general ? g_dev.caps_queries : g_dev.caps2_queries)++;
 	if (opcode != MLX5_QPN_CMD_OP_QUERY_HCA_CAP || (general && !g_dev.caps_ok)) {
@@ -156,6 +198,8 @@ devx_general_cmd(ibv_context *, const void *in, size_t inlen, void *out, size_t 
 		uint8_t *cap = static_cast<uint8_t *>(out) + MLX5_QPN_PRM_HCA_CAP_OFFSET;
 		mlx5_qpn_prm::set(cap, {MLX5_QPN_HW_CAP_HCA_CAP_2_BIT, 1}, g_dev.hca_cap_2);
 		mlx5_qpn_prm::set(cap, hwfake::cap_max_wqe_sz_sq_dc, g_dev.max_wqe_sz_sq_dc);
+		mlx5_qpn_prm::set(cap, hwfake::cap_dct, g_dev.dct_cap);
+		mlx5_qpn_prm::set(cap, hwfake::cap_lag_dct, g_dev.lag_dct);
 	}
 	return 0;
 }
@@ -200,18 +244,30 @@ devx_obj_destroy(mlx5dv_devx_obj *o)
 	return 0;
 }
 
+/* libmlx5's _mlx5dv_reserved_qpn_alloc: EOPNOTSUPP unless the context read
+ * general_obj_types with RESERVED_QPN (which it does over DEVX only); _dealloc: EINVAL for a
+ * QPN it did not hand out. Both return the positive errno. */
 int
-reserved_qpn_alloc(ibv_context *, uint32_t *qpn)
+reserved_qpn_alloc(ibv_context *c, uint32_t *qpn)
 {
+	std::lock_guard<std::mutex> g(g_mu);
 	g_dev.single_calls++;
+	if (!g_dev.bit44 || g_devx_ctxs.count(c) == 0)
+		return EOPNOTSUPP;
 	*qpn = g_dev.next_qpn++;
+	g_single_qpns.insert(*qpn);
 	return 0;
 }
 
 int
-reserved_qpn_dealloc(ibv_context *, uint32_t)
+reserved_qpn_dealloc(ibv_context *, uint32_t qpn)
 {
+	std::lock_guard<std::mutex> g(g_mu);
 	g_dev.single_calls++;
+	if (g_single_qpns.erase(qpn) == 0) {
+		errno = EINVAL;
+		return EINVAL;
+	}
 	return 0;
 }
 
@@ -255,6 +311,8 @@ make_table(void)
 	g.create_qp = create_qp;
 	g.destroy_qp = destroy_qp;
 	g.query_port = query_port;
+	g.get_async_event = get_async_event;
+	g.ack_async_event = ack_async_event;
 	g.modify_qp = modify_qp;
 	g.create_srq = create_srq;
 	g.destroy_srq = destroy_srq;
@@ -303,12 +361,24 @@ reset_all(void)
 	for (mlx5dv_devx_uar *u : g_uars)
 		delete u;
 	g_ctxs.clear();
+	g_devx_ctxs.clear();
+	g_events.clear();
+	g_single_qpns.clear();
 	g_objs.clear();
 	g_uars.clear();
 	g_dev = FakeDevice();
 }
 
 } // namespace
+
+void
+priv::raise_cq_error(ibv_cq *cq)
+{
+	ibv_async_event ev{};
+	ev.event_type = IBV_EVENT_CQ_ERR;
+	ev.element.cq = cq;
+	g_events.push_back(ev);
+}
 
 FakeDevice &
 fake()

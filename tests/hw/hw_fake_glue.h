@@ -20,7 +20,12 @@
  *  - destroying a held object (a CQ with a QP on it, an SRQ under a DCT, a PD with anything
  *    on it): EBUSY, the object intact;
  *  - pinned memory past RLIMIT_MEMLOCK without CAP_IPC_LOCK: ENOMEM;
- *  - a DCI whose WQE exceeds the firmware's max_wqe_sz_sq_dc: EINVAL.
+ *  - a DCI whose WQE exceeds the firmware's max_wqe_sz_sq_dc: EINVAL;
+ *  - the settings of hosts that differ (FakeDevice, "Hosts"): a port that requires a GRH, no
+ *    DC transport, an active RoCE LAG without lag_dct, the older kernel's DCI rules;
+ *  - a CQ the device overran: a CQ error event, nothing more written to it;
+ *  - a receive that fails at the responder: the sender NAKed (REMOTE_INV_REQ or REMOTE_OP
+ *    error) and its DCI in ERR.
  */
 
 #include <stdint.h>
@@ -108,12 +113,28 @@ struct FakeDevice {
 	/* Firmware limits (QUERY_HCA_CAP). */
 	uint16_t max_wqe_sz_sq_dc = 512; /* bytes of one DCI WQE (the kernel refuses larger) */
 
+	/* Hosts: what differs between real devices, kernels and fabrics (driver.md §13). */
+	/* IBV_QPF_GRH_REQUIRED in every port's flags (an IB VF, some fabrics): an AV without a
+	 * GRH is refused, AH and QP alike (mlx5_create_ah; rdma_check_ah_attr). */
+	bool grh_required = false;
+	bool dct_cap = true;     /* cmd_hca_cap.dct: clear, no DCI or DCT (EOPNOTSUPP) */
+	bool lag_active = false; /* RoCE LAG (a bond): QUERY_LAG's lag_state != 0 */
+	uint8_t lag_dct = 0;     /* cmd_hca_cap.lag_dct: 0, no DCT under an active LAG */
+	/* The kernel before DCI->RESET and the AV at DCI INIT->RTR were allowed (5.2):
+	 * modify_dci_qp_is_ok refuses both with EINVAL. */
+	bool old_dci_rules = false;
+	bool neigh_fail = false; /* RoCE: the kernel's neighbour lookup of an AH fails */
+	int cq_errors = 0;       /* CQs the device overran (each raised IBV_EVENT_CQ_ERR) */
+	int naks = 0;            /* receives that failed: the requester was NAKed */
+
 	/* Pinned memory (ib_umem_get): bytes of MRs and queue buffers, rounded up to pages. */
 	uint64_t pinned = 0;
 
 	/* The device executing DC sends (dc_execute()). */
 	bool scatter32 = false; /* payloads of <= 32 bytes go into the CQE (inline scatter) */
-	uint8_t resp_err = 0;   /* non-zero: the next receive completes in error, this syndrome */
+	/* Non-zero: the next receive completes in error with this syndrome, and its sender is
+	 * NAKed (REMOTE_OP_ERR). */
+	uint8_t resp_err = 0;
 	int executed = 0, rnr = 0;
 	int flushed = 0;        /* WQEs completed with WR_FLUSH_ERR (the DCI in ERR) */
 	int dropped = 0;        /* SENDs lost on the fabric or at the target (once per WQE) */

@@ -201,6 +201,22 @@ dci_wqe_size(const ibv_qp_cap &cap)
 	return ((inl > sge ? inl : sge) + 63) & ~63u;
 }
 
+/* What libmlx5 reserves per WQE of an IBV_QPT_DRIVER DCI (providers/mlx5/verbs.c,
+ * _sq_overhead and mlx5_calc_send_wqe, without IBV_QP_INIT_ATTR_SEND_OPS_FLAGS): the largest
+ * operation it may carry, a bind-MW/UMR (ctrl 16 + UMR ctrl 48 + mkey context 64 + 64 of KLMs
+ * = 192), plus the datagram segment (48): 240 bytes; then the inline data or the data
+ * segments, rounded up to a BB. The SQ is max_send_wr of these, rounded up to a power of two. */
+static uint32_t
+libmlx5_dci_wqe_size(const ibv_qp_cap &cap)
+{
+	constexpr uint32_t overhead = 192 + 48;
+	uint32_t inl = cap.max_inline_data != 0 ?
+			       overhead + ((4 + cap.max_inline_data + 15) & ~15u) :
+			       0;
+	uint32_t sge = overhead + 16 * cap.max_send_sge;
+	return ((inl > sge ? inl : sge) + 63) & ~63u;
+}
+
 ibv_qp *
 dv_create_qp(ibv_context *, ibv_qp_init_attr_ex *a, mlx5dv_qp_init_attr *dv)
 {
@@ -222,20 +238,27 @@ dv_create_qp(ibv_context *, ibv_qp_init_attr_ex *a, mlx5dv_qp_init_attr *dv)
 		return nullptr;
 	}
 	const bool dct = r.dc_type == MLX5DV_DCTYPE_DCT;
+	if (!dev().dct_cap) {
+		errno = EOPNOTSUPP; /* the kernel's check_qp_type: IB_QPT_DRIVER needs cap dct */
+		return nullptr;
+	}
+	if (dct && dev().lag_active && dev().lag_dct == 0) {
+		errno = EOPNOTSUPP; /* the kernel's create_dct: LAG active, lag_dct clear */
+		return nullptr;
+	}
 	if (!dct && dci_wqe_size(a->cap) > dev().max_wqe_sz_sq_dc) {
 		errno = EINVAL; /* the kernel: wqe_size > max_wqe_sz_sq_dc */
 		return nullptr;
 	}
 	if (dct && a->srq == nullptr) {
-		errno = EINVAL; /* libmlx5: a DCT receives into an SRQ */
+		errno = EINVAL; /* the kernel's check_qp_attr: a DCT receives into an SRQ */
 		return nullptr;
 	}
 	uint64_t pinned = 0;
 	uint32_t bbs = 0;
 	if (!dct) {
-		/* As libmlx5 sizes it: WRs x the WQE (ctrl + AV + inline) in BBs, power of two. */
-		uint32_t wqe = (16 + 48 + 4 + a->cap.max_inline_data + 63) / 64;
-		bbs = pow2_at_least(a->cap.max_send_wr * wqe);
+		/* As libmlx5 sizes it (mlx5_calc_sq_size): WRs x its WQE size, power of two. */
+		bbs = pow2_at_least(a->cap.max_send_wr * libmlx5_dci_wqe_size(a->cap)) / 64;
 		int rc = pin(uint64_t(bbs) * 64, &pinned);
 		if (rc != 0) {
 			errno = rc;
@@ -331,6 +354,7 @@ reg_mr(ibv_pd *pd, void *addr, size_t len, int access)
 	f->mr.addr = addr;
 	f->mr.length = len;
 	f->mr.lkey = 0x500 + dev().mrs_made++;
+	f->access = access;
 	f->pinned = pinned;
 	g_mrs[f->mr.lkey] = f;
 	hold_pd(pd, 1);
@@ -358,6 +382,10 @@ create_ah(ibv_pd *pd, ibv_ah_attr *a)
 	std::lock_guard<std::mutex> g(g_mu);
 	dev().ah_attrs.push_back(*a);
 	int rc = check_ah_attr(a, dev().roce);
+	/* RoCE: the kernel resolves the destination's MAC (ib_resolve_eth_dmac) for the AH; a
+	 * neighbour it cannot find fails the call (EHOSTUNREACH here). */
+	if (rc == 0 && dev().roce && dev().neigh_fail)
+		rc = EHOSTUNREACH;
 	if (rc != 0) {
 		errno = rc;
 		return nullptr;

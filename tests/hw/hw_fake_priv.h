@@ -43,7 +43,8 @@ struct FakeCq {
 	ibv_cq cq;
 	std::vector<uint8_t> ring;
 	alignas(64) uint32_t dbrec[2];
-	uint32_t pi = 0; /* CQEs the device wrote */
+	uint32_t pi = 0;    /* CQEs the device wrote */
+	bool error = false; /* overrun: the device writes nothing more (IBV_EVENT_CQ_ERR) */
 	int users = 0;
 	uint64_t pinned = 0;
 };
@@ -64,6 +65,7 @@ struct FakeSrq {
 
 struct FakeMr {
 	ibv_mr mr;
+	int access = 0; /* IBV_ACCESS_* it was registered with */
 	uint64_t pinned = 0;
 };
 
@@ -127,6 +129,9 @@ extern mlx5_wqe_av g_last_av;
 /* One lock over the registries and counters: the driver's control thread creates and destroys
  * UD QPs while a test thread calls the fake too. */
 extern std::mutex g_mu;
+
+/* hw_fake_glue.cpp: queue IBV_EVENT_CQ_ERR for cq on its context (g_mu held). */
+void raise_cq_error(ibv_cq *cq);
 
 /* hw_fake_objects.cpp: the glue entries of the verbs objects. */
 ibv_pd *alloc_pd(ibv_context *c);

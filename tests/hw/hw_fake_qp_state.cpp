@@ -28,11 +28,14 @@ valid_mask(int mask, int req, int opt)
 
 constexpr int S = IBV_QP_STATE;
 
+/* modify_dci_qp_is_ok: the kernel's (5.2 on) takes RESET from any state and an AV at
+ * INIT->RTR; the older one (old_dci_rules) neither. */
 bool
 dci_ok(int cur, int nw, int mask)
 {
+	const bool old = fake().old_dci_rules;
 	if (nw == IBV_QPS_RESET)
-		return valid_mask(mask, S, 0);
+		return !old && valid_mask(mask, S, 0);
 	if (nw == IBV_QPS_ERR)
 		return cur != IBV_QPS_RESET && valid_mask(mask, S, 0);
 	if (cur == IBV_QPS_RESET && nw == IBV_QPS_INIT)
@@ -40,7 +43,8 @@ dci_ok(int cur, int nw, int mask)
 	if (cur == IBV_QPS_INIT && nw == IBV_QPS_INIT)
 		return valid_mask(mask, S, IBV_QP_PKEY_INDEX | IBV_QP_PORT);
 	if (cur == IBV_QPS_INIT && nw == IBV_QPS_RTR)
-		return valid_mask(mask, S | IBV_QP_PATH_MTU, IBV_QP_PKEY_INDEX | IBV_QP_AV);
+		return valid_mask(mask, S | IBV_QP_PATH_MTU,
+				  IBV_QP_PKEY_INDEX | (old ? 0 : IBV_QP_AV));
 	if (cur == IBV_QPS_RTR && nw == IBV_QPS_RTS)
 		return valid_mask(mask,
 				  S | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
@@ -109,7 +113,19 @@ check(const FakeQp *f, const ibv_qp_attr *a, int mask)
 	if ((mask & IBV_QP_PATH_MTU) && (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096 ||
 					 int(a->path_mtu) > port_active_mtu()))
 		return EINVAL;
+	/* PSNs are 24 bits (IBTA; the QP context's fields are 24 bits wide). */
+	if (((mask & IBV_QP_SQ_PSN) && a->sq_psn > 0xffffff) ||
+	    ((mask & IBV_QP_RQ_PSN) && a->rq_psn > 0xffffff))
+		return EINVAL;
 	if (mask & IBV_QP_AV) {
+		/* The AV's port is the QP's (uverbs modify_qp: dest.port_num against port_num;
+		 * the port set at INIT otherwise). */
+		const int port = (mask & IBV_QP_PORT) ? int(a->port_num) : int(f->port);
+		if (int(a->ah_attr.port_num) != port)
+			return EINVAL;
+		/* ib_rate_to_mlx5: 0 (the port's rate) or IB_RATE_2_5_GBPS (2) and above. */
+		if (a->ah_attr.static_rate == 1 || a->ah_attr.static_rate > IBV_RATE_800_GBPS)
+			return EINVAL;
 		int rc = check_ah_attr(&a->ah_attr, true);
 		if (rc != 0)
 			return rc;

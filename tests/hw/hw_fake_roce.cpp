@@ -108,8 +108,10 @@ query_port(ibv_context *, uint8_t port, _compat_ibv_port_attr *pa)
 	if (!port_ok(port))
 		return EINVAL;
 	ibv_port_attr *p = reinterpret_cast<ibv_port_attr *>(pa);
-	/* The exported entry fills the legacy prefix of ibv_port_attr only. */
-	memset(p, 0, offsetof(ibv_port_attr, link_layer) + sizeof(p->link_layer));
+	/* The exported entry (IBVERBS_1.1) fills struct _compat_ibv_port_attr: ibv_port_attr up
+	 * to and with flags (libibverbs/verbs.c, __lib_query_port with the compat length), not
+	 * port_cap_flags2 and active_speed_ex behind it. */
+	memset(p, 0, offsetof(ibv_port_attr, flags) + sizeof(p->flags));
 	p->state = IBV_PORT_ACTIVE;
 	p->max_mtu = IBV_MTU_4096;
 	p->active_mtu = ibv_mtu(d.active_mtu);
@@ -117,6 +119,7 @@ query_port(ibv_context *, uint8_t port, _compat_ibv_port_attr *pa)
 	p->pkey_tbl_len = 1;
 	p->lid = d.roce ? 0 : 0x10;
 	p->link_layer = d.roce ? IBV_LINK_LAYER_ETHERNET : IBV_LINK_LAYER_INFINIBAND;
+	p->flags = d.grh_required ? IBV_QPF_GRH_REQUIRED : 0;
 	return 0;
 }
 
@@ -145,8 +148,10 @@ check_ah_attr(const ibv_ah_attr *a, bool sgid_checked)
 {
 	if (!port_ok(a->port_num))
 		return EINVAL;
-	/* RoCE has no LIDs: every packet carries a GRH (rdma_check_ah_attr). */
-	if (fake().roce && !a->is_global)
+	/* RoCE has no LIDs: every packet carries a GRH (rdma_check_ah_attr); a port that
+	 * requires a GRH refuses an AV without one (rdma_check_ah_attr for a QP's AV,
+	 * mlx5_create_ah for an AH: IBV_QPF_GRH_REQUIRED). */
+	if ((fake().roce || fake().grh_required) && !a->is_global)
 		return EINVAL;
 	if (a->is_global && sgid_checked && gid_at(a->grh.sgid_index) == nullptr)
 		return EINVAL;

@@ -296,8 +296,9 @@ struct HwRx : HwDc {
 	}
 	~HwRx() { mlx5_qpn_ah_destroy(ah); }
 
-	/* Send msg and return the responder completion (opcode 0xff if none came). */
-	mlx5_qpn_wc send(const std::string &msg, uint64_t key = KEY)
+	/* Send msg and return the responder completion (opcode 0xff if none came); the sender's
+	 * completion has syndrome req_synd (0: success). */
+	mlx5_qpn_wc send(const std::string &msg, uint64_t key = KEY, uint8_t req_synd = 0)
 	{
 		mlx5_qpn_wc rx{};
 		rx.opcode = 0xff;
@@ -310,10 +311,12 @@ struct HwRx : HwDc {
 		mlx5_qpn_wc wc[4];
 		int n = mlx5_qpn_cq_poll(cq, wc, 4);
 		for (int i = 0; i < n; i++) {
-			if (wc[i].qpn == dctn)
+			if (wc[i].qpn == dctn) {
 				rx = wc[i];
-			else
+			} else {
 				EXPECT_EQ(wc[i].wr_id, wr);
+				EXPECT_EQ(wc[i].syndrome, req_synd);
+			}
 		}
 		return rx;
 	}
@@ -406,12 +409,15 @@ TEST(HwDcRx, ErrorsRepostAtOnceAndReadNothing)
 	HwRx t;
 	ASSERT_TRUE(t.ready());
 	const int posted0 = hwfake::srq_posted(t.dctn);
-	/* A responder error (here a flush) consumed a WQE: it goes straight back. */
+	/* A responder error (here a flush) consumed a WQE: it goes straight back. The responder
+	 * NAKs the sender, whose DCI goes to ERR: it is recovered before it sends again. */
 	fake().resp_err = MLX5_QPN_SYND_WR_FLUSH_ERR;
-	mlx5_qpn_wc rx = t.send("lost");
+	mlx5_qpn_wc rx = t.send("lost", KEY, MLX5_QPN_SYND_REMOTE_OP);
 	EXPECT_EQ(rx.opcode, MLX5_QPN_CQE_RESP_ERR);
 	EXPECT_EQ(rx.syndrome, MLX5_QPN_SYND_WR_FLUSH_ERR);
 	EXPECT_EQ(hwfake::srq_posted(t.dctn), posted0 + 1);
+	EXPECT_EQ(mlx5_qpn_dci_state(t.dci), MLX5_QPN_DCI_ERROR);
+	ASSERT_EQ(mlx5_qpn_dci_recover(t.dci), 0);
 	/* Messages are counted from the next good one. */
 	rx = t.send("after");
 	ASSERT_EQ(rx.opcode, MLX5_QPN_CQE_RESP_SEND);

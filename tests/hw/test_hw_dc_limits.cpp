@@ -35,8 +35,9 @@ TEST(HwDcLimits, DciInlineFollowsTheFirmwaresMaxWqeSize)
 	for (const auto &q : fake().dv_qps)
 		if (q.dc_type == MLX5DV_DCTYPE_DCI) {
 			EXPECT_EQ(q.max_inline, 188u);
-			/* 64 + (4 + 188 -> 192) = 256: 4 BBs a WR, 2^6 BBs asked for log_sq_depth 3. */
-			EXPECT_EQ(q.max_send_wr, 16u);
+			/* libmlx5's WQE: 240 + (4 + 188 -> 192) = 432 -> 448 bytes, a slot of 8 BBs
+			 * a WR, 2^6 BBs asked for log_sq_depth 3. */
+			EXPECT_EQ(q.max_send_wr, 8u);
 			found = true;
 		}
 	EXPECT_TRUE(found);
@@ -66,6 +67,8 @@ TEST(HwDcLimits, DcObjectsBeyondRlimitMemlockAreOneLineNamingTheLimit)
 {
 	Dev d(false);
 	ASSERT_NE(d.cq, nullptr);
+	mlx5_qpn_cq *big = nullptr; /* a CQ that takes the DCI's 4096 WQEs */
+	ASSERT_EQ(mlx5_qpn_cq_create_be(d.be, 12, &big), 0);
 	const int srqs = fake().srqs_live, mrs = fake().mrs_live, qps = fake().qps_live;
 	std::string log;
 	hwtest::LogCapture cap; /* after the open's own line */
@@ -76,9 +79,10 @@ TEST(HwDcLimits, DcObjectsBeyondRlimitMemlockAreOneLineNamingTheLimit)
 		mlx5_qpn_dct *dct = nullptr;
 		mlx5_qpn_dci *dci = nullptr;
 		EXPECT_EQ(mlx5_qpn_dct_create_cq_path(d.cq, hwdc::KEY, nullptr, &dct), -ENOMEM);
-		EXPECT_EQ(mlx5_qpn_dci_create_cq_path(d.cq, 12, nullptr, &dci), -ENOMEM);
+		EXPECT_EQ(mlx5_qpn_dci_create_cq_path(big, 12, nullptr, &dci), -ENOMEM);
 		log = cap.text();
 	}
+	mlx5_qpn_cq_destroy(big);
 	/* Nothing was made: the check comes before the first verbs call. */
 	EXPECT_EQ(fake().srqs_live, srqs);
 	EXPECT_EQ(fake().mrs_live, mrs);

@@ -122,7 +122,8 @@ TEST(HwFork, DisabledCallsForkInitBeforeAnythingIsPinned)
 			     "pinned pages on fork"),
 		  1u)
 		<< log;
-	EXPECT_EQ(count_lines(log), 2u) << "the fork line and the probe line: " << log;
+	EXPECT_EQ(count_lines(log), 3u)
+		<< "the fork line, the probe line and the DC host line: " << log;
 
 	log = open_take_close(&rc);
 	ASSERT_EQ(rc, 0) << log;
@@ -178,7 +179,8 @@ TEST(HwFork, RefusedForkInitIsOneWarningNotAFailure)
 	ASSERT_EQ(rc, 0) << log;
 	EXPECT_EQ(g_fork.inits, 1);
 	EXPECT_EQ(count(log, "ibv_fork_init failed (Invalid argument)"), 1u) << log;
-	EXPECT_EQ(count_lines(log), 2u) << "the fork line and the probe line: " << log;
+	EXPECT_EQ(count_lines(log), 3u)
+		<< "the fork line, the probe line and the DC host line: " << log;
 }
 
 /* A failed open says nothing about fork: its one line is the reason it failed. */

@@ -110,7 +110,9 @@ extern "C" {
 #define MLX5_QPN_SYND_LOCAL_QP_OP_ERR         0x02
 #define MLX5_QPN_SYND_LOCAL_PROT_ERR          0x04
 #define MLX5_QPN_SYND_WR_FLUSH_ERR            0x05
+#define MLX5_QPN_SYND_REMOTE_INV_REQ_ERR      0x12
 #define MLX5_QPN_SYND_REMOTE_ACCESS_ERR       0x13
+#define MLX5_QPN_SYND_REMOTE_OP_ERR           0x14
 #define MLX5_QPN_SYND_TRANSPORT_RETRY_EXC_ERR 0x15
 
 static inline void

@@ -428,6 +428,17 @@ mlx5_qpn_dci_create_cq_path(struct mlx5_qpn_cq *cq, uint32_t log_sq_depth,
 		return -EINVAL;
 	}
 	uint32_t log_bbs = log_sq_depth + kSqBbShift;
+	/* Every WQE of every DCI on the CQ completes into it (all are signaled): their sum must
+	 * fit the CQ, or a burst overruns it. */
+	const uint64_t room = uint64_t(1) << cq->log_depth;
+	if (cq->dci_wqes + (uint64_t(1) << log_sq_depth) > room) {
+		DC_LOG(ERR,
+		       "CQ %u of %llu CQEs cannot take a DCI of %llu WQEs: its DCIs have %u "
+		       "outstanding at most already (a CQ overrun stops the CQ); use a larger CQ",
+		       cq->info.cqn, static_cast<unsigned long long>(room),
+		       static_cast<unsigned long long>(uint64_t(1) << log_sq_depth), cq->dci_wqes);
+		return -ENOSPC;
+	}
 	auto *d = new (std::nothrow) mlx5_qpn_dci();
 	if (d == nullptr)
 		return -ENOMEM;
@@ -460,6 +471,7 @@ mlx5_qpn_dci_create_cq_path(struct mlx5_qpn_cq *cq, uint32_t log_sq_depth,
 	d->sq = static_cast<uint8_t *>(d->info.sq);
 	d->bb_mask = (uint32_t(1) << d->info.log_sq_bbs) - 1;
 	d->max_wqes = uint32_t(1) << log_sq_depth;
+	cq->dci_wqes += d->max_wqes;
 	cq->nb_qps++;
 	*dci = d;
 	return 0;
@@ -516,7 +528,7 @@ mlx5_qpn_dci_post_send(struct mlx5_qpn_dci *dci, const struct mlx5_qpn_ah *ah, u
 	if (load_shared(dci->state, std::memory_order_acquire) != MLX5_QPN_DCI_READY)
 		return -EIO;
 	if (dci->posted - load_shared(dci->completed, std::memory_order_acquire) >= dci->max_wqes)
-		return -ENOBUFS;
+		return mlx5_qpn_dc::sq_full(dci);
 	alignas(16) uint8_t wqe[MLX5_QPN_WQE_MAX_BBS * MLX5_QPN_SEND_WQE_BB];
 	int ds = mlx5_qpn_wqe_build_dc_send_av(wqe, uint16_t(dci->pi_bb), dci->info.qpn,
 					       ah->info.av, dctn, dc_key, buf, len,
@@ -576,6 +588,7 @@ mlx5_qpn_dci_destroy(struct mlx5_qpn_dci *dci)
 		DC_LOG(ERR, "DCI 0x%x: device refused to destroy it: %s", dci->info.qpn,
 		       strerror(-rc));
 	map_remove(dci->cq, dci);
+	dci->cq->dci_wqes -= dci->max_wqes;
 	dci->cq->nb_qps--;
 	delete[] dci->wrid;
 	delete dci;

@@ -38,6 +38,12 @@ struct mlx5_qpn_cq {
 	uint32_t ci;
 	uint32_t log_depth;
 	uint32_t nb_qps;
+	/* WQEs the DCIs on this CQ may have outstanding (each its max_wqes): at most the CQ's
+	 * depth, so that the device never overruns it (a ConnectX raises a CQ error then and
+	 * completes nothing more on the CQ). */
+	uint32_t dci_wqes;
+	/* The device raised a CQ error on it (cq_check): its DCIs fail with -EIO for good. */
+	bool failed;
 	uint32_t map_cap; /* power of two */
 	uint32_t map_used;
 	struct mlx5_qpn_dci **map;
@@ -122,6 +128,14 @@ bool rx_complete(struct mlx5_qpn_cq *cq, const uint8_t *cqe, uint8_t op_own,
 
 /* mlx5_qpn_dct_read(). */
 int rx_read(const struct mlx5_qpn_dct *dct, uint16_t msg, void *buf, uint32_t len);
+
+/* Whether the device raised a CQ error on cq (the backend's cq_check, asked only where a DCI
+ * stops making progress): then, once, every DCI on it goes to ERR and one line says so. */
+bool cq_failed(struct mlx5_qpn_cq *cq);
+
+/* The answer of a post on a full send queue: -ENOBUFS, or -EIO when its CQ is in error (the
+ * WQEs outstanding will never complete). */
+int sq_full(struct mlx5_qpn_dci *dci);
 
 } // namespace mlx5_qpn_dc
 

@@ -26,6 +26,37 @@ extern int mlx5_qpn_dc_logtype;
 
 using mlx5_qpn_dc::load_shared;
 
+namespace mlx5_qpn_dc {
+
+bool
+cq_failed(struct mlx5_qpn_cq *cq)
+{
+	if (cq->failed)
+		return true;
+	if (cq->dc->cq_check == nullptr || cq->dc->cq_check(cq->be, &cq->info) != -EIO)
+		return false;
+	/* The device completes nothing more on the CQ: every DCI on it is as good as in ERR,
+	 * and no recovery of the DCI alone brings its completions back. */
+	cq->failed = true;
+	for (uint32_t i = 0; i < cq->map_cap; i++)
+		if (cq->map[i] != nullptr)
+			std::atomic_ref<uint32_t>(cq->map[i]->state)
+				.store(MLX5_QPN_DCI_ERROR, std::memory_order_release);
+	DC_LOG(ERR,
+	       "CQ %u is in error (the device overran it and completes nothing more on it): its "
+	       "%u DCIs fail with -EIO; destroy them and the CQ, and make them again",
+	       cq->info.cqn, cq->map_used);
+	return true;
+}
+
+int
+sq_full(struct mlx5_qpn_dci *dci)
+{
+	return cq_failed(dci->cq) ? -EIO : -ENOBUFS;
+}
+
+} // namespace mlx5_qpn_dc
+
 extern "C" {
 
 int
@@ -52,9 +83,13 @@ mlx5_qpn_dci_recover(struct mlx5_qpn_dci *dci)
 	 * the device flushes them and every posted WQE completes exactly once. */
 	if (dci->rung_bb != dci->pi_bb)
 		mlx5_qpn_dci_ring(dci);
+	/* A CQ in error completes nothing more: the WQEs still owned by the device never come
+	 * back, so neither does the DCI (cq_failed() said so in its line). */
+	if (dci->cq->failed)
+		return -EIO;
 	/* A WQE still owned by the device would complete into the reset queue's counters. */
 	if (dci->posted != load_shared(dci->completed, std::memory_order_acquire))
-		return -EBUSY;
+		return mlx5_qpn_dc::cq_failed(dci->cq) ? -EIO : -EBUSY;
 	int rc = dc->dci_reset(dci->cq->be, &dci->info, dci->has_path ? &dci->path : nullptr);
 	if (rc) {
 		DC_LOG(ERR, "DCI 0x%x: recovery failed, it stays in ERR: %s", dci->info.qpn,
@@ -88,8 +123,12 @@ mlx5_qpn_wc_syndrome_str(uint8_t syndrome)
 		return "local QP operation error (malformed WQE)";
 	case MLX5_QPN_SYND_WR_FLUSH:
 		return "work request flushed (the QP is in error)";
+	case MLX5_QPN_SYND_REMOTE_INV_REQ:
+		return "remote invalid request (the target's receive buffer is too short)";
 	case MLX5_QPN_SYND_REMOTE_ACCESS:
 		return "remote access error";
+	case MLX5_QPN_SYND_REMOTE_OP:
+		return "remote operational error (the target's receive failed)";
 	case MLX5_QPN_SYND_TRANSPORT_RETRY:
 		return "transport retry counter exceeded (no answer from the target)";
 	default:

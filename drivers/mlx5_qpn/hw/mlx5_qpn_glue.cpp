@@ -52,6 +52,8 @@ constexpr sym_desc kSyms[] = {
 	GLUE_SYM(LIB_VERBS, ibv_close_device, close_device),
 	GLUE_SYM(LIB_VERBS, ibv_query_device, query_device),
 	GLUE_SYM(LIB_VERBS, ibv_query_port, query_port),
+	GLUE_SYM(LIB_VERBS, ibv_get_async_event, get_async_event),
+	GLUE_SYM(LIB_VERBS, ibv_ack_async_event, ack_async_event),
 	GLUE_SYM(LIB_VERBS, ibv_alloc_pd, alloc_pd),
 	GLUE_SYM(LIB_VERBS, ibv_dealloc_pd, dealloc_pd),
 	GLUE_SYM(LIB_VERBS, ibv_create_cq, create_cq),

@@ -46,8 +46,16 @@ struct mlx5_qpn_glue {
 	__typeof__(ibv_open_device) *open_device;
 	__typeof__(ibv_close_device) *close_device;
 	__typeof__(ibv_query_device) *query_device;
-	/** The exported compat entry; fills the legacy part of ibv_port_attr. */
+	/** The exported entry (IBVERBS_1.1), not the header's inline ibv_query_port: it fills
+	 * struct _compat_ibv_port_attr, which is ibv_port_attr up to and with flags (where
+	 * IBV_QPF_GRH_REQUIRED is), not port_cap_flags2 and active_speed_ex behind it (rdma-core
+	 * 22 on: __lib_query_port with the compat length; 20 and 21 filled the whole struct). */
 	__typeof__(ibv_query_port) *query_port;
+	/** The context's asynchronous events (IBV_EVENT_CQ_ERR of a DC CQ the device overran);
+	 * the backend makes the context's async_fd non-blocking, so that it reads without
+	 * waiting (-1 with EAGAIN: none). */
+	__typeof__(ibv_get_async_event) *get_async_event;
+	__typeof__(ibv_ack_async_event) *ack_async_event;
 	/* The ordinary-QP source (mlx5_qpn_hw_qp.cpp): one UD QP on a one-entry CQ per QPN. */
 	__typeof__(ibv_alloc_pd) *alloc_pd;
 	__typeof__(ibv_dealloc_pd) *dealloc_pd;

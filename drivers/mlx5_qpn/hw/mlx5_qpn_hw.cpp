@@ -154,6 +154,7 @@ probe_device(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_devargs *da)
 	const auto *hwa = reinterpret_cast<const mlx5_qpn_hw_devargs *>(da->be_args);
 	dev->port = uint8_t(hwa->port != 0 ? hwa->port : MLX5_QPN_HW_DC_PORT);
 	dev->probing = true;
+	dc_async_nonblock(dev);
 	read_caps(dev);
 	if (dev->caps.nb_ports != 0 && dev->port > dev->caps.nb_ports) {
 		HW_LOG(ERR, "%s: port=%u but the device has %u port(s)", da->name, dev->port,
@@ -181,6 +182,7 @@ probe_device(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_devargs *da)
 	}
 	log_setup(dev, src);
 	log_probe(dev, src);
+	log_dc_host(dev);
 	return 0;
 }
 

@@ -194,6 +194,7 @@ dc_qp_create(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_dc_cq_info *cq, struct 
 		*rc = fail_errno();
 		HW_LOG(ERR, "%s: %s: mlx5dv_create_qp failed (%s)", dev->name, what,
 		       strerror(-*rc));
+		dc_host_refused(dev, srq != nullptr, *rc);
 		return nullptr;
 	}
 	*rc = dc_to_ready(dev, qp, srq != nullptr, rtr);
@@ -213,6 +214,9 @@ hw_dci_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq,
 	    log_sq_bbs < kSqBbShift || log_sq_bbs > 16)
 		return -EINVAL;
 	mlx5_qpn_hw_dev *dev = to_dev(be);
+	int rc = dc_host_check(dev, false, "DCI");
+	if (rc != 0)
+		return rc;
 	const uint32_t max_inline = dci_max_inline(dev);
 	if (max_inline == 0) {
 		HW_LOG(ERR,
@@ -222,9 +226,15 @@ hw_dci_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq,
 		return -ENOTSUP;
 	}
 	dc_rtr rtr;
-	int rc = dc_resolve_path(dev, path, "DCI", &rtr);
+	rc = dc_resolve_path(dev, path, "DCI", &rtr);
+	/* What libmlx5 pins for the ring: its own WQE size, not the ring asked for. */
+	struct ibv_qp_cap cap;
+	memset(&cap, 0, sizeof(cap));
+	cap.max_send_sge = 1;
+	mlx5_qpn_hw_dc_dci_cap(log_sq_bbs, max_inline, &cap);
 	if (rc == 0)
-		rc = mlx5_qpn_hw_memlock_check(dev->name, queue_pin(uint64_t(64) << log_sq_bbs),
+		rc = mlx5_qpn_hw_memlock_check(dev->name,
+					       queue_pin(mlx5_qpn_hw_dc_dci_ring_bytes(&cap)),
 					       "a DCI's send queue");
 	if (rc != 0)
 		return rc;
@@ -282,9 +292,21 @@ hw_dci_reset(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_dci_info *dci
 	struct ibv_qp_attr a;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RESET;
-	rc = dc_modify(dev, qp, &a, IBV_QP_STATE, "DCI RESET");
-	if (rc != 0)
+	rc = neg_errno(dev->glue->modify_qp(qp, &a, IBV_QP_STATE));
+	if (rc == -EINVAL) {
+		/* modify_dci_qp_is_ok before kernel 5.2 has no DCI->RESET: nothing brings this
+		 * DCI out of ERR but destroying it. */
+		HW_LOG(ERR,
+		       "%s: DCI 0x%x: RESET refused (EINVAL): this kernel's modify_dci_qp_is_ok "
+		       "(older than 5.2) takes no DCI->RESET, so a DCI in ERR cannot be recovered: "
+		       "destroy it and make a new one, or run kernel 5.2 or later",
+		       dev->name, dci->qpn);
+		return -EOPNOTSUPP;
+	}
+	if (rc != 0) {
+		HW_LOG(ERR, "%s: DCI RESET: ibv_modify_qp failed (%s)", dev->name, strerror(-rc));
 		return rc;
+	}
 	return dc_to_ready(dev, qp, false, rtr);
 }
 
@@ -372,7 +394,9 @@ hw_dct_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq,
 		return -EINVAL;
 	mlx5_qpn_hw_dev *dev = to_dev(be);
 	dc_rtr rtr;
-	int rc = dc_resolve_path(dev, path, "DCT", &rtr);
+	int rc = dc_host_check(dev, true, "DCT");
+	if (rc == 0)
+		rc = dc_resolve_path(dev, path, "DCT", &rtr);
 	/* The SRQ's WQE list (32 bytes a WQE) and one receive buffer per WQE. */
 	const uint64_t srq_wqes = MLX5_QPN_HW_DC_SRQ_WR + 1;
 	if (rc == 0)
@@ -389,7 +413,7 @@ hw_dct_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq,
 	hw_dct *t = new (std::nothrow) hw_dct();
 	if (t == nullptr)
 		return -ENOMEM;
-	/* rdma-core requires a DCT to receive into an SRQ. */
+	/* The kernel (check_qp_attr) requires a DCT to receive into an SRQ. */
 	struct ibv_srq_init_attr sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.attr.max_wr = MLX5_QPN_HW_DC_SRQ_WR;
@@ -434,6 +458,24 @@ hw_dct_destroy(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_dct_info *d
 	return 0;
 }
 
+/* An address without a GRH on a port that requires one (IBV_QPF_GRH_REQUIRED): libmlx5's
+ * mlx5_create_ah refuses it (EINVAL), and the driver cannot add one, the peer's GID being
+ * unknown from a LID. 0, or -EINVAL with one line; the port's query failing is left to
+ * ibv_create_ah to answer. */
+int
+ah_grh_check(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_dc_addr *addr, uint8_t port)
+{
+	struct ibv_port_attr pa;
+	if (addr->is_global || dc_port_query(dev, port, "AH", &pa) != 0 ||
+	    (pa.flags & IBV_QPF_GRH_REQUIRED) == 0)
+		return 0;
+	HW_LOG(ERR,
+	       "%s: AH: port %u requires a GRH (IBV_QPF_GRH_REQUIRED): the address needs "
+	       "is_global and the peer's GID (dlid 0x%x alone is refused)",
+	       dev->name, port, addr->dlid);
+	return -EINVAL;
+}
+
 int
 hw_ah_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_addr *addr,
 	     struct mlx5_qpn_dc_ah_info *ah)
@@ -449,6 +491,9 @@ hw_ah_create(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_addr *addr,
 	mlx5_qpn_hw_dc_ah_attr(addr, &attr);
 	if (addr->port == 0)
 		attr.port_num = dev->port; /* the handle's port */
+	rc = ah_grh_check(dev, addr, attr.port_num);
+	if (rc != 0)
+		return rc;
 	errno = 0;
 	struct ibv_ah *a = dev->glue->create_ah(pd, &attr);
 	if (a == nullptr) {
@@ -482,6 +527,14 @@ int
 hw_ah_destroy(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_ah_info *ah)
 {
 	return destroy_object(be, ah, &mlx5_qpn_glue::destroy_ah);
+}
+
+int
+hw_cq_check(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq)
+{
+	if (be == nullptr || cq == nullptr || cq->handle == 0)
+		return -EINVAL;
+	return dc_cq_check(to_dev(be), from_handle<ibv_cq>(cq->handle));
 }
 
 } /* namespace */
@@ -530,18 +583,43 @@ mlx5_qpn_hw_dc_qp_attr(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_srq *srq
 	dv->dc_init_attr.dc_type = MLX5DV_DCTYPE_DCI;
 }
 
+uint32_t
+mlx5_qpn_hw_dc_dci_wqe_bytes(const struct ibv_qp_cap *cap)
+{
+	const uint32_t inl = cap->max_inline_data != 0 ?
+				     MLX5_QPN_HW_DC_LIBMLX5_WQE_OVERHEAD +
+					     ((4 + cap->max_inline_data + 15) & ~15u) :
+				     0;
+	const uint32_t sge = MLX5_QPN_HW_DC_LIBMLX5_WQE_OVERHEAD + 16 * cap->max_send_sge;
+	return ((inl > sge ? inl : sge) + 63) & ~63u;
+}
+
+uint64_t
+mlx5_qpn_hw_dc_dci_ring_bytes(const struct ibv_qp_cap *cap)
+{
+	const uint64_t bytes = uint64_t(cap->max_send_wr) * mlx5_qpn_hw_dc_dci_wqe_bytes(cap);
+	uint64_t ring = 64;
+	while (ring < bytes)
+		ring <<= 1;
+	return ring;
+}
+
 void
 mlx5_qpn_hw_dc_dci_cap(uint32_t log_sq_bbs, uint32_t max_inline, struct ibv_qp_cap *cap)
 {
-	/* libmlx5 sizes the SQ as max_send_wr x the WQE size (ctrl and datagram, 64 bytes, then
-	 * the inline header and data to 16 bytes, in whole 64-byte BBs), rounded up to a power of
-	 * two: with one WR per power-of-two-rounded WQE the ring is the 2^log_sq_bbs BBs asked. */
-	uint32_t bbs = (64 + ((4 + max_inline + 15) & ~15u) + 63) / 64;
+	/* libmlx5 sizes the SQ as max_send_wr x its WQE size (mlx5_qpn_hw_dc_dci_wqe_bytes),
+	 * rounded up to a power of two: with one WR per power-of-two-rounded WQE the ring is the
+	 * 2^log_sq_bbs BBs asked, never twice that. */
+	cap->max_inline_data = max_inline;
+	if (cap->max_send_sge == 0)
+		cap->max_send_sge = 1;
+	const uint32_t bbs = mlx5_qpn_hw_dc_dci_wqe_bytes(cap) / 64;
 	uint32_t slot = 1;
 	while (slot < bbs)
 		slot <<= 1;
 	cap->max_send_wr = (1u << log_sq_bbs) / slot;
-	cap->max_inline_data = max_inline;
+	if (cap->max_send_wr == 0)
+		cap->max_send_wr = 1;
 }
 
 void
@@ -573,6 +651,7 @@ const struct mlx5_qpn_dc_ops mlx5_qpn_hw_dc_ops = {
 	.poll = nullptr,
 	.ah_create = hw_ah_create,
 	.ah_destroy = hw_ah_destroy,
+	.cq_check = hw_cq_check,
 };
 
 } /* extern "C" */

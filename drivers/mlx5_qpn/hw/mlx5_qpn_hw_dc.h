@@ -73,8 +73,27 @@ void mlx5_qpn_hw_dc_qp_attr(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_srq
 			    uint32_t log_sq_bbs, uint64_t dc_key, struct ibv_qp_init_attr_ex *attr,
 			    struct mlx5dv_qp_init_attr *dv);
 
+/**
+ * Bytes libmlx5 reserves per WQE of an IBV_QPT_DRIVER DCI before its data (providers/mlx5/
+ * verbs.c, _sq_overhead, without IBV_QP_INIT_ATTR_SEND_OPS_FLAGS): the largest operation the
+ * QP may carry, a bind-MW/UMR (ctrl 16, UMR ctrl 48, mkey context 64, KLMs 64 = 192), and the
+ * datagram segment (48). A SEND the DC layer posts is 64 bytes before its data; the ring is
+ * sized by this.
+ */
+#define MLX5_QPN_HW_DC_LIBMLX5_WQE_OVERHEAD 240
+
+/** libmlx5's WQE size of a DCI of these caps (mlx5_calc_send_wqe): the overhead above, then
+ * the inline header and data to 16 bytes or the data segments, whichever is larger, in whole
+ * 64-byte BBs (a 256-byte inline WQE takes 512 bytes). */
+uint32_t mlx5_qpn_hw_dc_dci_wqe_bytes(const struct ibv_qp_cap *cap);
+
+/** The SQ ring libmlx5 allocates and the kernel pins for cap (mlx5_calc_sq_size):
+ * max_send_wr x mlx5_qpn_hw_dc_dci_wqe_bytes(), rounded up to a power of two. */
+uint64_t mlx5_qpn_hw_dc_dci_ring_bytes(const struct ibv_qp_cap *cap);
+
 /** The send capabilities of a DCI whose SENDs carry at most max_inline bytes, so that rdma-core
- * makes its SQ 2^log_sq_bbs BBs (max_send_wr, max_inline_data; max_inline <= 256). */
+ * makes its SQ 2^log_sq_bbs BBs with its own WQE size (max_send_wr, max_inline_data, and
+ * max_send_sge 1 when 0; max_inline <= 256). */
 void mlx5_qpn_hw_dc_dci_cap(uint32_t log_sq_bbs, uint32_t max_inline, struct ibv_qp_cap *cap);
 
 /** Arguments of ibv_create_ah() for addr (port 0 means MLX5_QPN_HW_DC_PORT here; the backend

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include <mutex>
+
 #include "mlx5_qpn_glue.h"
 #include "mlx5_qpn_hw_log.h"
 
@@ -64,31 +66,37 @@ path_fields_check(const mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_dc_path *p, 
 	return -EINVAL;
 }
 
-/* ibv_query_port of the path's port. 0, or its negated errno with one line. */
+/* The InfiniBand GRH of a port that requires one (IBV_QPF_GRH_REQUIRED: the kernel refuses an
+ * AV without it): the port's GID at index 0 (subnet prefix and port GUID) as the source, hop
+ * limit 64, the same GID as the destination of the object's own path (a DCI's and a DCT's RTR
+ * AV names no peer; each SEND's AV carries the route). 0, or -EINVAL with one line. */
 int
-port_query(mlx5_qpn_hw_dev *dev, uint8_t port, const char *what, struct ibv_port_attr *pa)
+ib_required_grh(mlx5_qpn_hw_dev *dev, const char *what, dc_rtr *out)
 {
-	memset(pa, 0, sizeof(*pa));
-	/* The exported entry fills the legacy prefix of ibv_port_attr (MTU, GID table length and
-	 * link layer are in it); the header's ibv_query_port macro does the same cast. */
-	int rc = neg_errno(
-		dev->glue->query_port(dev->ctx, port,
-				      reinterpret_cast<struct _compat_ibv_port_attr *>(pa)));
-	if (rc != 0)
-		HW_LOG(ERR, "%s: %s: ibv_query_port(%u) failed (%s)", dev->name, what, port,
-		       strerror(-rc));
-	return rc;
+	struct ibv_gid_entry e;
+	int rc = query_gid(dev, out->port, 0, &e);
+	if (rc != 0) {
+		HW_LOG(ERR, "%s: %s: port %u requires a GRH but its GID 0 is unreadable (%s)",
+		       dev->name, what, out->port, strerror(-rc));
+		return -EINVAL;
+	}
+	out->ah.is_global = 1;
+	out->ah.grh.sgid_index = 0;
+	out->ah.grh.hop_limit = 64;
+	memcpy(out->ah.grh.dgid.raw, e.gid.raw, sizeof(out->ah.grh.dgid.raw));
+	return 0;
 }
 
-/* The GRH of a path the caller gives: InfiniBand may go without one, RoCE may not; the source
- * GID index must name an entry. 0, or -EINVAL with one line. */
+/* The GRH of a path the caller gives: InfiniBand may go without one unless the port requires
+ * it (then the port's own, ib_required_grh), RoCE may not; the source GID index must name an
+ * entry. 0, or -EINVAL with one line. */
 int
-path_grh(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_dc_path *p, bool roce, const char *what,
-	 dc_rtr *out)
+path_grh(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_dc_path *p, bool roce, bool grh_required,
+	 const char *what, dc_rtr *out)
 {
 	if (!p->is_global) {
 		if (!roce)
-			return 0; /* InfiniBand routes by LID */
+			return grh_required ? ib_required_grh(dev, what, out) : 0;
 		HW_LOG(ERR, "%s: %s: path refused: RoCE port %u needs a GRH (is_global)", dev->name,
 		       what, out->port);
 		return -EINVAL;
@@ -132,6 +140,22 @@ default_roce_grh(mlx5_qpn_hw_dev *dev, const struct ibv_port_attr &pa, const cha
 
 } /* namespace */
 
+int
+dc_port_query(mlx5_qpn_hw_dev *dev, uint8_t port, const char *what, struct ibv_port_attr *pa)
+{
+	memset(pa, 0, sizeof(*pa));
+	/* The exported entry fills ibv_port_attr up to and with flags (mlx5_qpn_glue.h); what
+	 * follows stays 0. The header's ibv_query_port would reach the provider's op instead, a
+	 * symbol this library does not link. */
+	int rc = neg_errno(
+		dev->glue->query_port(dev->ctx, port,
+				      reinterpret_cast<struct _compat_ibv_port_attr *>(pa)));
+	if (rc != 0)
+		HW_LOG(ERR, "%s: %s: ibv_query_port(%u) failed (%s)", dev->name, what, port,
+		       strerror(-rc));
+	return rc;
+}
+
 /*
  * The RTR attributes for path (NULL: the port's default, mlx5_qpn_dc.h), checked as the kernel
  * checks them (rdma_check_ah_attr: RoCE needs a GRH; the GID index must name an entry;
@@ -149,11 +173,12 @@ dc_resolve_path(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_dc_path *p, const ch
 	if (rc != 0)
 		return rc;
 	struct ibv_port_attr pa;
-	rc = port_query(dev, port, what, &pa);
+	rc = dc_port_query(dev, port, what, &pa);
 	if (rc != 0)
 		return rc;
 	enum ibv_mtu active = pa.active_mtu != 0 ? pa.active_mtu : IBV_MTU_1024;
 	bool roce = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
+	bool grh_required = (pa.flags & IBV_QPF_GRH_REQUIRED) != 0;
 	out->port = port;
 	out->mtu = p != nullptr && p->path_mtu != 0 && p->path_mtu < active ?
 			   static_cast<enum ibv_mtu>(p->path_mtu) :
@@ -162,9 +187,9 @@ dc_resolve_path(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_dc_path *p, const ch
 	out->ah.sl = p != nullptr ? p->sl : 0;
 	out->ah.static_rate = p != nullptr ? p->static_rate : 0;
 	if (p != nullptr)
-		return path_grh(dev, p, roce, what, out);
-	if (!roce)
-		return 0; /* the InfiniBand default: no GRH */
+		return path_grh(dev, p, roce, grh_required, what, out);
+	if (!roce) /* the InfiniBand default: no GRH, unless the port requires one */
+		return grh_required ? ib_required_grh(dev, what, out) : 0;
 	return default_roce_grh(dev, pa, what, out);
 }
 
@@ -178,6 +203,50 @@ dc_modify(mlx5_qpn_hw_dev *dev, struct ibv_qp *qp, struct ibv_qp_attr *a, int ma
 		HW_LOG(ERR, "%s: %s: ibv_modify_qp failed (%s)", dev->name, what, strerror(-rc));
 	return rc;
 }
+
+namespace {
+
+/*
+ * INIT -> RTR. A DCI's AV is optional at RTR from kernel 5.2 on (modify_dci_qp_is_ok); an
+ * earlier kernel refuses the mask bit with EINVAL. A DCI's RTR AV names no peer (each SEND's AV
+ * carries the route), so on such a kernel the DCI goes to RTR without it: the refusal is
+ * retried once without IBV_QP_AV, and when that passes the device remembers it (one line) and
+ * its later DCIs leave the AV out at once.
+ */
+int
+dci_rtr(mlx5_qpn_hw_dev *dev, struct ibv_qp *qp, struct ibv_qp_attr *a, int mask, bool dct)
+{
+	if (dct)
+		return dc_modify(dev, qp, a, mask, "DCT RTR");
+	bool no_av;
+	{
+		std::lock_guard<std::mutex> g(dev->dc_lock);
+		no_av = dev->dci_rtr_no_av;
+	}
+	if (no_av)
+		return dc_modify(dev, qp, a, mask & ~IBV_QP_AV, "DCI RTR");
+	int rc = neg_errno(dev->glue->modify_qp(qp, a, mask));
+	if (rc != -EINVAL) {
+		if (rc != 0)
+			HW_LOG(ERR, "%s: DCI RTR: ibv_modify_qp failed (%s)", dev->name,
+			       strerror(-rc));
+		return rc;
+	}
+	rc = dc_modify(dev, qp, a, mask & ~IBV_QP_AV, "DCI RTR");
+	if (rc != 0)
+		return rc;
+	std::lock_guard<std::mutex> g(dev->dc_lock);
+	if (!dev->dci_rtr_no_av)
+		HW_LOG(WARNING,
+		       "%s: DCI RTR: this kernel takes no address vector at DCI INIT->RTR (its "
+		       "modify_dci_qp_is_ok is older than 5.2): DCIs go to RTR without one, and "
+		       "a DCI in ERR cannot be reset (kernel 5.2 or later recovers DCIs)",
+		       dev->name);
+	dev->dci_rtr_no_av = true;
+	return 0;
+}
+
+} /* namespace */
 
 /*
  * RESET -> INIT -> RTR (-> RTS for a DCI), with the masks the kernel requires of each
@@ -208,7 +277,7 @@ dc_to_ready(mlx5_qpn_hw_dev *dev, struct ibv_qp *qp, bool dct, const dc_rtr &rtr
 		a.min_rnr_timer = kDctMinRnrTimer;
 		mask |= IBV_QP_MIN_RNR_TIMER;
 	}
-	rc = dc_modify(dev, qp, &a, mask, dct ? "DCT RTR" : "DCI RTR");
+	rc = dci_rtr(dev, qp, &a, mask, dct);
 	if (rc || dct)
 		return rc;
 	memset(&a, 0, sizeof(a));

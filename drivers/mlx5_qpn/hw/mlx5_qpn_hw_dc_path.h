@@ -30,6 +30,10 @@ struct dc_rtr {
 int dc_resolve_path(mlx5_qpn_hw_dev *dev, const struct mlx5_qpn_dc_path *path, const char *what,
 		    dc_rtr *out);
 
+/** ibv_query_port of port through the exported entry (flags included, mlx5_qpn_glue.h). 0, or
+ * its negated errno with one line naming what. */
+int dc_port_query(mlx5_qpn_hw_dev *dev, uint8_t port, const char *what, struct ibv_port_attr *pa);
+
 /** One ibv_modify_qp step, its failure logged with what. 0 or a negative errno. */
 int dc_modify(mlx5_qpn_hw_dev *dev, struct ibv_qp *qp, struct ibv_qp_attr *a, int mask,
 	      const char *what);

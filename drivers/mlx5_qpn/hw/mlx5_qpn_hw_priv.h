@@ -84,6 +84,17 @@ struct mlx5_qpn_hw_dev {
 	std::mutex dc_lock;
 	struct ibv_pd *dc_pd;
 	uint8_t port; /* the physical port the handle serves (port=, default 1) */
+	/* The host's DC conditions (mlx5_qpn_hw_dc_host.cpp), read at probe over DEVX: -1
+	 * unknown (no DEVX, or the command refused). */
+	int8_t dc_cap = -1;    /* cmd_hca_cap.dct */
+	int8_t lag_dct = -1;   /* cmd_hca_cap.lag_dct */
+	int8_t lag_state = -1; /* QUERY_LAG's lag_state: > 0 while the ports are bonded */
+	/* Learned from the kernel under dc_lock: it refused an AV at DCI INIT->RTR (the older
+	 * modify_dci_qp_is_ok, before 5.2), so DCIs reach RTR without one. */
+	bool dci_rtr_no_av = false;
+	/* CQs the device raised IBV_EVENT_CQ_ERR for (dc_lock; at most a few, kept till close). */
+	struct ibv_cq *cq_err[8] = {};
+	unsigned int nb_cq_err = 0;
 };
 
 /* rdma-core returns positive errno values, some wrappers negative ones: make it negative. */
@@ -123,6 +134,29 @@ int destroy_rsvd_obj(mlx5_qpn_hw_dev *dev, struct mlx5dv_devx_obj *obj, uint32_t
 
 /** Free what the DC data path holds for the device (its PD); the opener only, at close. */
 void hw_dc_close(mlx5_qpn_hw_dev *dev);
+
+/* mlx5_qpn_hw_dc_host.cpp: what a host allows of DC, and what its device reported. */
+
+/** The DC caps of a QUERY_HCA_CAP(general) outbox and the LAG state (QUERY_LAG) into dev. */
+void read_dc_host(mlx5_qpn_hw_dev *dev, const void *caps_out, size_t outlen);
+
+/** Before the first DC object of a kind (what: "DCI" or "DCT"): 0, or -EOPNOTSUPP with one line
+ * naming the capability (cmd_hca_cap.dct) or the bond (RoCE LAG without lag_dct). */
+int dc_host_check(mlx5_qpn_hw_dev *dev, bool dct, const char *what);
+
+/** mlx5dv_create_qp refused a DC object with rc: one line naming what the kernel's
+ * EOPNOTSUPP means when the caps could not say it before. */
+void dc_host_refused(const mlx5_qpn_hw_dev *dev, bool dct, int rc);
+
+/** The DC conditions as one INFO line (dct cap, LAG, lag_dct, the port's link layer and
+ * grh_required), at the end of a successful probe. */
+void log_dc_host(mlx5_qpn_hw_dev *dev);
+
+/** The cq_check op: the context's asynchronous events read (non-blocking), CQ errors kept. */
+int dc_cq_check(mlx5_qpn_hw_dev *dev, struct ibv_cq *cq);
+
+/** Make the context's async_fd non-blocking (dc_cq_check() reads it without waiting). */
+void dc_async_nonblock(mlx5_qpn_hw_dev *dev);
 
 /** The caps read, the objects' verdict and the QPN source, in one line at probe. */
 void log_probe(const mlx5_qpn_hw_dev *dev, enum mlx5_qpn_hw_source src);

@@ -186,6 +186,7 @@ read_caps(mlx5_qpn_hw_dev *dev)
 	if (rc == 0) {
 		int w = mlx5_qpn_hw_caps_max_wqe_sz_sq_dc(out, outlen);
 		dev->max_wqe_sz_sq_dc = w > 0 ? uint16_t(w) : 0;
+		read_dc_host(dev, out, outlen);
 	}
 	if (rc != 0) {
 		/* DEVX context but no commands allowed: behave as without DEVX. */

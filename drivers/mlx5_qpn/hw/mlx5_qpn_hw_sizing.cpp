@@ -18,6 +18,11 @@ constexpr mlx5_qpn_prm::field cap_hca_cap_2{MLX5_QPN_HW_CAP_HCA_CAP_2_BIT, 1};
 static_assert(mlx5_qpn_prm::field_ok(cap_hca_cap_2));
 constexpr mlx5_qpn_prm::field cap_max_wqe_sz_sq_dc{MLX5_QPN_HW_CAP_MAX_WQE_SZ_SQ_DC_BIT, 16};
 static_assert(mlx5_qpn_prm::field_ok(cap_max_wqe_sz_sq_dc));
+constexpr mlx5_qpn_prm::field cap_dct{MLX5_QPN_HW_CAP_DCT_BIT, 1};
+constexpr mlx5_qpn_prm::field cap_lag_dct{MLX5_QPN_HW_CAP_LAG_DCT_BIT, 2};
+constexpr mlx5_qpn_prm::field lag_out_state{MLX5_QPN_HW_QUERY_LAG_STATE_BIT, 3};
+static_assert(mlx5_qpn_prm::field_ok(cap_dct) && mlx5_qpn_prm::field_ok(cap_lag_dct) &&
+	      mlx5_qpn_prm::field_ok(lag_out_state));
 
 uint8_t
 min_u8(uint8_t a, uint8_t b)
@@ -107,6 +112,27 @@ int
 mlx5_qpn_hw_caps_max_wqe_sz_sq_dc(const void *out, size_t outlen)
 {
 	return hca_cap_field(out, outlen, cap_max_wqe_sz_sq_dc);
+}
+
+int
+mlx5_qpn_hw_caps_dct(const void *out, size_t outlen)
+{
+	return hca_cap_field(out, outlen, cap_dct);
+}
+
+int
+mlx5_qpn_hw_caps_lag_dct(const void *out, size_t outlen)
+{
+	return hca_cap_field(out, outlen, cap_lag_dct);
+}
+
+int
+mlx5_qpn_hw_lag_state(const void *out, size_t outlen)
+{
+	if (out == nullptr || outlen < mlx5_qpn_prm::field_end(lag_out_state))
+		return -EINVAL;
+	return static_cast<int>(
+		mlx5_qpn_prm::get(static_cast<const uint8_t *>(out), lag_out_state));
 }
 
 uint32_t

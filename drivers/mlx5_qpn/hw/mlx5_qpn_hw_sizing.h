@@ -46,6 +46,24 @@ extern "C" {
  */
 #define MLX5_QPN_HW_CAP_MAX_WQE_SZ_SQ_DC_BIT 0x2d0
 
+/**
+ * Bit offsets of dct[0x1] and lag_dct[0x2] in cmd_hca_cap (rdma-core providers/mlx5/mlx5_ifc.h,
+ * struct mlx5_ifc_cmd_hca_cap_bits: dct after rf at 0x219; lag_dct after reserved_at_270[0x6]).
+ * dct clear: the kernel creates no DCI or DCT (check_qp_type, EOPNOTSUPP); lag_dct 0 while a
+ * RoCE LAG is active: no DCT (create_dct, EOPNOTSUPP).
+ */
+#define MLX5_QPN_HW_CAP_DCT_BIT     0x21a
+#define MLX5_QPN_HW_CAP_LAG_DCT_BIT 0x276
+
+/**
+ * QUERY_LAG (opcode 0x842, a DEVX general command; inbox and outbox 16 bytes): the outbox's
+ * lag_context holds lag_state[0x3] at bit 0x1d (mlx5_ifc_lagc_bits), so bit 0x5d of the
+ * outbox; non-zero while the device's ports are bonded (RoCE LAG), as UCX reads it.
+ */
+#define MLX5_QPN_HW_CMD_OP_QUERY_LAG    0x842
+#define MLX5_QPN_HW_QUERY_LAG_LEN       16
+#define MLX5_QPN_HW_QUERY_LAG_STATE_BIT 0x5d
+
 /** What the probe learned about RESERVED_QPN objects; the first failing step wins. */
 enum mlx5_qpn_hw_obj_verdict {
 	MLX5_QPN_HW_OBJ_OK = 0,           /**< The trial object was created and destroyed. */
@@ -104,6 +122,24 @@ int mlx5_qpn_hw_caps2_advertised(const void *out, size_t outlen);
  *         outbox.
  */
 int mlx5_qpn_hw_caps_max_wqe_sz_sq_dc(const void *out, size_t outlen);
+
+/**
+ * cmd_hca_cap.dct of a QUERY_HCA_CAP(general) outbox.
+ * @return 0/1, or -EINVAL for a NULL or short outbox.
+ */
+int mlx5_qpn_hw_caps_dct(const void *out, size_t outlen);
+
+/**
+ * cmd_hca_cap.lag_dct of a QUERY_HCA_CAP(general) outbox.
+ * @return 0..3, or -EINVAL for a NULL or short outbox.
+ */
+int mlx5_qpn_hw_caps_lag_dct(const void *out, size_t outlen);
+
+/**
+ * lag_state of a QUERY_LAG outbox (MLX5_QPN_HW_QUERY_LAG_LEN bytes).
+ * @return 0..7 (0: no LAG), or -EINVAL for a NULL or short outbox.
+ */
+int mlx5_qpn_hw_lag_state(const void *out, size_t outlen);
 
 /**
  * The most inline bytes a DCI's SEND may carry under a max_wqe_sz_sq_dc of max_wqe bytes, as

@@ -146,6 +146,11 @@ struct mlx5_qpn_dc_ops {
 			 struct mlx5_qpn_dc_ah_info *ah);
 	/** Destroy an address handle. */
 	int (*ah_destroy)(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_ah_info *ah);
+	/** Whether the device raised a CQ error on cq (an overrun: it completes nothing more on
+	 * it). The DC layer asks where a DCI stops making progress (its send queue full, a
+	 * recovery waiting for completions), never on the fast path. @return 0, or -EIO (cq is
+	 * in error). NULL: a device that never overruns a CQ silently. */
+	int (*cq_check)(struct mlx5_qpn_backend *be, const struct mlx5_qpn_dc_cq_info *cq);
 };
 
 #ifdef __cplusplus
