@@ -67,6 +67,9 @@ apt_opts=(-o Dir::Etc::SourceList="$work/sources.list" -o Dir::Etc::SourceParts=
 say "fetching Debian's source package dpdk=$version (driver-SDK headers, about 20 MB)"
 apt-get "${apt_opts[@]}" -qq update >"$work/apt.log" 2>&1 ||
 	fail "apt-get update on $mirror failed: $(tail -1 "$work/apt.log")"
+# apt-get update exits 0 when it reaches no server (its warnings say so): no index, no source.
+ls "$work"/lists/*Sources* >/dev/null 2>&1 ||
+	fail "no source index from $mirror (no network?): $(grep -m1 '^[WE]:' "$work/apt.log")"
 (cd "$work/src" && apt-get "${apt_opts[@]}" -qq source --download-only "dpdk=$version") \
 	>>"$work/apt.log" 2>&1 || fail "no source package dpdk=$version on $mirror: $(tail -1 "$work/apt.log")"
 
@@ -74,22 +77,19 @@ dsc=$(ls "$work"/src/dpdk_*.dsc)
 # apt-get checked the files against the signed Release file; the .dsc names the version too.
 dsc_version=$(sed -n 's/^Version: //p' "$dsc")
 [ "$dsc_version" = "$version" ] || fail "source package version $dsc_version is not $version"
-# Only the headers: the upstream tarball holds them (Debian's patches may touch them, so the
-# Debian packaging is applied by dpkg-source on a copy of the few files it needs).
+# Only the headers (and VERSION) out of the upstream tarball, then those of Debian's patches
+# (debian/patches/series, in order) that touch one of them.
 orig=$(ls "$work"/src/dpdk_*.orig.tar.* | head -1)
 tar -C "$work/src" -xf "$orig" --wildcards --no-anchored "${sdk_headers[@]/#/*/}" \
 	'*/VERSION' 2>/dev/null || fail "the source package holds no ${sdk_headers[*]}"
 root=$(find "$work/src" -mindepth 1 -maxdepth 1 -type d | head -1)
-# Debian's own patches, applied where they touch one of these headers.
 debian_tar=$(ls "$work"/src/dpdk_*.debian.tar.* | head -1)
 tar -C "$root" -xf "$debian_tar" debian/patches 2>/dev/null || true
+touched=$(IFS='|' && echo "${sdk_headers[*]}")
 if [ -f "$root/debian/patches/series" ]; then
 	while read -r p _; do
 		case "$p" in '' | '#'*) continue ;; esac
-		grep -qE "^\+\+\+ .*/($(
-			IFS='|'
-			echo "${sdk_headers[*]}"
-		))" "$root/debian/patches/$p" || continue
+		grep -qE "^\+\+\+ .*/($touched)" "$root/debian/patches/$p" || continue
 		patch -d "$root" -p1 -s <"$root/debian/patches/$p" ||
 			fail "Debian patch $p does not apply to the headers"
 	done <"$root/debian/patches/series"
