@@ -99,7 +99,7 @@ qpndev_teardown(void *ctx)
 } // namespace
 
 int
-perf_qpndev_from_eal(void)
+perf_qpndev_from_eal()
 {
 	int rc = eal_devs_list("qpn-perf", &g_eal);
 	if (rc == 0 && g_eal.size() > 1) {
