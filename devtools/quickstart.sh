@@ -21,6 +21,8 @@ pkgs=(meson ninja-build pkg-config g++ libdpdk-dev libibverbs-dev librdmacm-dev 
       valgrind)
 # gdb: a test that hangs reports every thread's stack (tests/common/hang_report.h).
 [ "$mode" = run ] || pkgs+=(gdb)
+# dpdk, python3-pyelftools: DPDK's dpdk-pmdinfo.py, which the vdev tests run on the library.
+[ "$mode" = run ] || pkgs+=(dpdk python3-pyelftools)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -33,11 +35,15 @@ if [ ${#missing[@]} -gt 0 ]; then
 	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# DPDK's driver-SDK headers of the installed version, for the mlx5_qpn vdev (Debian's DPDK has
+# none: the script fetches them once from Debian's source package; without them, one line and
+# everything else builds).
+sdk=$(devtools/dpdk-sdk-headers.sh) || sdk=""
 configure() { # dir [meson options...]
 	local dir=$1; shift
 	if [ ! -f "$dir/build.ninja" ]; then
 		echo "quickstart: configuring $dir"
-		meson setup "$dir" "$@" >/dev/null
+		meson setup "$dir" -Ddpdk_sdk_headers="$sdk" "$@" >/dev/null
 	fi
 }
 # Ninja's own progress ([done/total] and the file at hand) stays on screen: a first build takes

@@ -35,6 +35,8 @@ main(int argc, char **argv)
 	ret = perf_parse_args(argc - n, argv + n, &opts);
 	if (ret == 0 && !perf_check_only(opts.only))
 		ret = -EINVAL;
+	if (ret == 0 && perf_qpndev_from_eal() != 0)
+		ret = -ENODEV;
 	if (ret == 0)
 		ret = perf_main(&opts);
 	rte_eal_cleanup();

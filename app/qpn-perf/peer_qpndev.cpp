@@ -2,7 +2,8 @@
 /*
  * Peer "qpndev": ours through the driver API, mlx5_qpn_reserved_alloc()/_dealloc() on an
  * emulated device (the seed API's shape on a device handle), no quarantine, compiled as an
- * application compiles them: inline from mlx5_qpn.h. Next to "qpnpool" it shows what the driver
+ * application compiles them: inline from mlx5_qpn.h. With --vdev=mlx5_qpn_... the device is the
+ * one the EAL probed, with its devargs (the EAL closes it). Next to "qpnpool" it shows what the driver
  * layer costs on top of the bare pool (aim: at most 1.3x, benchmark guide).
  */
 #include <cerrno>
@@ -11,6 +12,7 @@
 
 #include <mlx5_qpn/mlx5_qpn.h>
 
+#include "eal_devs.h"
 #include "json_writer.h"
 #include "perf_loop.h"
 
@@ -34,6 +36,7 @@ struct qpndev_ops {
 };
 
 char g_name[32];
+std::vector<eal_dev> g_eal; /* the EAL's mlx5_qpn vdev: at most one */
 
 int
 qpndev_setup(const struct perf_cfg *cfg, void **ctx)
@@ -41,6 +44,13 @@ qpndev_setup(const struct perf_cfg *cfg, void **ctx)
 	char args[160];
 	struct mlx5_qpn_dev *d;
 
+	if (!g_eal.empty()) {
+		d = mlx5_qpn_dev_lookup(g_eal[0].name.c_str());
+		if (d == nullptr)
+			return -ENODEV;
+		*ctx = d;
+		return 0;
+	}
 	snprintf(g_name, sizeof(g_name), "simperf%d_%u", getpid(), cfg->seq);
 	/* The whole range reserved up front (log_max_alloc 16): the timed loops never grow it. */
 	snprintf(args, sizeof(args),
@@ -67,6 +77,7 @@ qpndev_stats_json(void *ctx, struct json_writer *js)
 
 	if (mlx5_qpn_dev_stats_get(static_cast<struct mlx5_qpn_dev *>(ctx), &st) != 0)
 		return;
+	js->kv("device", g_eal.empty() ? g_name : g_eal[0].name.c_str());
 	js->kv("ranges_reserved", st.ranges_reserved);
 	js->kv("qpns_reserved", st.qpns_reserved);
 	js->kv("sync_reserves", st.sync_reserves);
@@ -77,11 +88,30 @@ qpndev_stats_json(void *ctx, struct json_writer *js)
 void
 qpndev_teardown(void *ctx)
 {
+	if (!g_eal.empty()) {
+		qpndev_lcore_fini(ctx); /* the EAL's device stays, every QPN back in its pool */
+		return;
+	}
 	mlx5_qpn_dev_close(static_cast<struct mlx5_qpn_dev *>(ctx));
 	mlx5_qpn_dev_purge(g_name); /* a run killed earlier leaves nothing either */
 }
 
 } // namespace
+
+int
+perf_qpndev_from_eal()
+{
+	int rc = eal_devs_list("qpn-perf", &g_eal);
+	if (rc == 0 && g_eal.size() > 1) {
+		fprintf(stderr, "qpn-perf: the peer qpndev runs on one device: give one "
+				"--vdev=mlx5_qpn_...\n");
+		rc = -ENODEV;
+	}
+	if (rc == 0 && !g_eal.empty())
+		printf("qpn-perf: peer qpndev on device %s (vdev %s)\n", g_eal[0].name.c_str(),
+		       g_eal[0].vdev.c_str());
+	return rc;
+}
 
 const struct perf_peer perf_peer_qpndev = {
 	.name = "qpndev",

@@ -255,6 +255,9 @@ void perf_save_argv(int argc, char **argv);
 
 /* perf_options.cpp: every name of --only must be a peer. */
 bool perf_check_only(const std::string &only);
+/* The mlx5_qpn vdev the EAL probed, if any, becomes the device of the peer "qpndev"
+ * (peer_qpndev.cpp); 0, or -ENODEV with one line (a vdev not probed, or more than one). */
+int perf_qpndev_from_eal();
 
 /* perf_runner.cpp: the run itself. */
 int perf_main(const struct perf_opts *o);

@@ -80,9 +80,12 @@ parse_args(int argc, char **argv, run_config *cfg)
 		fprintf(stderr, "qpn-testpmd: unexpected argument \"%s\"\n", argv[optind]);
 		return -EINVAL;
 	}
+	int rc = devargs_from_eal(cfg);
+	if (rc != 0)
+		return rc;
 	if (cfg->devargs.empty())
 		cfg->devargs.push_back(QPN_TESTPMD_DEFAULT_DEV);
-	int rc = check_role(st);
+	rc = check_role(st);
 	if (rc == 0)
 		rc = compare_check(*cfg);
 	return rc != 0 ? rc : check_quarantine(cfg);

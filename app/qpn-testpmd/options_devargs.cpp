@@ -4,6 +4,7 @@
  * probe-time devarg of the driver, by default the CM timewait of the options.
  */
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include <mlx5_qpn/mlx5_qpn_cm.h>
@@ -63,4 +64,20 @@ devargs_without_key(const std::string &da, const char *key)
 			return out;
 		at = comma + 1;
 	}
+}
+
+int
+devargs_from_eal(run_config *cfg)
+{
+	int rc = eal_devs_list("qpn-testpmd", &cfg->eal_devs);
+	if (rc != 0)
+		return rc;
+	if (!cfg->eal_devs.empty() && !cfg->devargs.empty()) {
+		fprintf(stderr, "qpn-testpmd: give the devices once: --vdev=mlx5_qpn_... or "
+				"--qpn-dev, not both\n");
+		return -EINVAL;
+	}
+	for (auto &e : cfg->eal_devs)
+		cfg->devargs.push_back(e.devargs);
+	return 0;
 }

@@ -339,7 +339,11 @@ void
 devices_close(run_ctx *ctx)
 {
 	for (auto *x : ctx->devs)
-		mlx5_qpn_dev_close(x);
+		if (ctx->cfg->eal_devs.empty())
+			mlx5_qpn_dev_close(x);
+	/* The EAL's devices are the EAL's to close: removed as vdevs (a new probe plugs them). */
+	for (auto &e : ctx->cfg->eal_devs)
+		eal_dev_unplug("qpn-testpmd", e);
 	ctx->devs.clear();
 	ctx->dev = nullptr;
 }
@@ -347,13 +351,17 @@ devices_close(run_ctx *ctx)
 int
 devices_probe(run_ctx *ctx, int64_t quarantine_us)
 {
-	for (auto &da : ctx->cfg->devargs) {
+	for (size_t i = 0; i < ctx->cfg->devargs.size(); i++) {
+		const std::string &da = ctx->cfg->devargs[i];
 		std::string full = devargs_with_quarantine(da, quarantine_us, *ctx->cfg);
 		struct mlx5_qpn_dev *d = nullptr;
-		int rc = mlx5_qpn_dev_probe(full.c_str(), &d);
+		const auto &eal = ctx->cfg->eal_devs;
+		int rc = i < eal.size() ? eal_dev_plug("qpn-testpmd", eal[i], full, &d) :
+					  mlx5_qpn_dev_probe(full.c_str(), &d);
 		if (rc != 0) {
-			/* The driver already said why in one line for these; add nothing. */
-			if (rc != -EINVAL && rc != -ENODEV && rc != -EOPNOTSUPP && rc != -EEXIST)
+			/* The driver (or eal_dev_plug) already said why in one line; add nothing. */
+			if (i >= eal.size() && rc != -EINVAL && rc != -ENODEV &&
+			    rc != -EOPNOTSUPP && rc != -EEXIST)
 				fprintf(stderr, "qpn-testpmd: cannot probe \"%s\": %s\n",
 					da.c_str(), strerror(-rc));
 			devices_close(ctx);

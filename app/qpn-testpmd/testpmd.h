@@ -45,6 +45,7 @@
 #include <mlx5_qpn/mlx5_qpn_cm.h>
 
 #include "conn.h"
+#include "../common/eal_devs.h" /* by path: the test suite builds app files too */
 #include "latency.h"
 
 /* The device of a run without --qpn-dev: the emulated device with as many QPNs as its
@@ -55,7 +56,8 @@
 
 /* Everything the options set. */
 struct run_config {
-	std::vector<std::string> devargs; /* --qpn-dev, repeatable */
+	std::vector<std::string> devargs; /* --qpn-dev, repeatable; or the vdevs' */
+	std::vector<eal_dev> eal_devs;    /* the mlx5_qpn vdevs the EAL probed: the run's devices */
 	std::string engine = "dci-reconnect";
 	double duration_s = 3.0;    /* --duration */
 	uint64_t connections = 0;   /* --connections (0: run for duration) */
@@ -260,6 +262,9 @@ constexpr uint64_t kMaxQuarantineUs = 3600ull * 1000 * 1000;
 /* Whether checked devargs hold the key KEY (exact key, not a substring); the devargs without it. */
 bool devargs_has_key(const std::string &da, const char *key);
 std::string devargs_without_key(const std::string &da, const char *key);
+/* --vdev=mlx5_qpn_...: the EAL's devices (their devargs in cfg->devargs) instead of --qpn-dev's,
+ * never both; 0, or -EINVAL / -ENODEV with one line (eal_devs.h). */
+int devargs_from_eal(run_config *cfg);
 /* The devargs a device is probed with: DA plus the quarantine unless DA sets it. */
 std::string devargs_with_quarantine(const std::string &da, int64_t quarantine_us,
 				    const run_config &cfg);

@@ -1,18 +1,28 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Registration as a DPDK virtual device, for DPDK builds that install the driver SDK
- * (bus_vdev_driver.h). Debian's DPDK does not, so meson compiles this file only when the header
- * is found; mlx5_qpn_dev_probe() stays the main path.
+ * The driver as a DPDK virtual device: the EAL probes it from --vdev (or rte_dev_probe() at run
+ * time) and removes it at rte_dev_remove() and rte_eal_cleanup(). It needs DPDK's driver-SDK
+ * headers (bus_vdev_driver.h), which Debian's DPDK does not install: meson compiles this file
+ * with the headers of -Ddpdk_sdk_headers (devtools/dpdk-sdk-headers.sh), doc/guides/driver.md §16.
  *
  *   --vdev=mlx5_qpn_sim0,quarantine_us=2000000     the emulated device sim0
  *   --vdev=mlx5_qpn0,ib=mlx5_0                     hardware device mlx5_0
+ *
+ * The vdev's name and args become the driver's devargs ("sim0,quarantine_us=2000000"), which
+ * are checked whole before anything is made: a refusal is one log line naming the vdev and the
+ * offending key, and leaves no segment and no lease file. A remove is refused (-EBUSY) while
+ * the device has QPNs allocated in this primary: an application that removes a device it still
+ * uses loses nothing, and frees its QPNs (or closes) first. In a secondary a remove detaches.
  */
 #include <cerrno>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 
 /* rte_vdev_register() is internal API: drivers are its only users. */
 #define ALLOW_INTERNAL_API
 #include <bus_vdev_driver.h>
+#include <rte_eal.h>
 
 #include "mlx5_qpn.h"
 #include "mlx5_qpn_backend.h"
@@ -50,31 +60,74 @@ to_devargs(const char *vdev_name, const char *args, char *buf, size_t size)
 	return 0;
 }
 
+/* The device name the devargs give ("sim0", or the ib= value), into name; -EINVAL with one line
+ * naming the vdev and the offending key (the driver's own check, nothing touched). */
+int
+checked_name(const char *vdev_name, const char *da, char *name, size_t size)
+{
+	char why[160];
+	if (mlx5_qpn_devargs_check(da, why, sizeof(why)) != 0) {
+		DEV_LOG(ERR, "vdev %s: %s", vdev_name, why);
+		return -EINVAL;
+	}
+	struct mlx5_qpn_devargs parsed;
+	if (mlx5_qpn_devargs_parse(da, &parsed) != 0)
+		return -EINVAL; /* the check above accepted it: not reached */
+	snprintf(name, size, "%s", parsed.name);
+	return 0;
+}
+
 int
 vdev_probe(struct rte_vdev_device *vdev)
 {
+	const char *vname = rte_vdev_device_name(vdev);
 	char da[MLX5_QPN_DEVARGS_MAX + 1];
-	int rc = to_devargs(rte_vdev_device_name(vdev), rte_vdev_device_args(vdev), da, sizeof(da));
+	char name[MLX5_QPN_DEV_NAMESIZE];
+	int rc = to_devargs(vname, rte_vdev_device_args(vdev), da, sizeof(da));
+	if (rc == 0 && da[0] == '\0') {
+		DEV_LOG(ERR,
+			"vdev %s: names no device (mlx5_qpn_simN[,key=value...] or "
+			"mlx5_qpnN,ib=DEVICE[,key=value...])",
+			vname);
+		rc = -EINVAL;
+	}
+	if (rc == 0)
+		rc = checked_name(vname, da, name, sizeof(name));
 	if (rc != 0)
 		return rc;
+	if (mlx5_qpn_dev_lookup(name) != nullptr) {
+		/* Another vdev (or the application) has it: one device, one owner. Not -EEXIST,
+		 * which rte_dev_probe() takes for "this vdev is plugged already" and answers 0. */
+		DEV_LOG(ERR, "vdev %s: device %s is already probed in this process", vname, name);
+		return -EBUSY;
+	}
 	struct mlx5_qpn_dev *dev = nullptr;
 	rc = mlx5_qpn_dev_probe(da, &dev);
 	if (rc != 0)
-		DEV_LOG(ERR, "vdev %s: probe failed: %s", rte_vdev_device_name(vdev),
-			strerror(-rc));
+		DEV_LOG(ERR, "vdev %s: probe of %s failed: %s", vname, name, strerror(-rc));
 	return rc;
 }
 
 int
 vdev_remove(struct rte_vdev_device *vdev)
 {
+	const char *vname = rte_vdev_device_name(vdev);
 	char da[MLX5_QPN_DEVARGS_MAX + 1];
-	if (to_devargs(rte_vdev_device_name(vdev), rte_vdev_device_args(vdev), da, sizeof(da)) != 0)
+	char name[MLX5_QPN_DEV_NAMESIZE];
+	if (to_devargs(vname, rte_vdev_device_args(vdev), da, sizeof(da)) != 0 ||
+	    checked_name(vname, da, name, sizeof(name)) != 0)
 		return 0; /* never probed */
-	/* The device's name as probe saw it ("sim0", or the ib= value). */
-	struct mlx5_qpn_devargs parsed;
-	if (mlx5_qpn_devargs_parse(da, &parsed) == 0)
-		mlx5_qpn_dev_close(mlx5_qpn_dev_lookup(parsed.name));
+	struct mlx5_qpn_dev *dev = mlx5_qpn_dev_lookup(name);
+	if (dev == nullptr)
+		return 0; /* the application closed it already */
+	struct mlx5_qpn_dev_stats st;
+	if (rte_eal_process_type() == RTE_PROC_PRIMARY && mlx5_qpn_dev_stats_get(dev, &st) == 0 &&
+	    st.pool.in_use != 0) {
+		DEV_LOG(ERR, "vdev %s: device %s has %" PRIu64 " QPNs allocated: not removed",
+			vname, name, st.pool.in_use);
+		return -EBUSY;
+	}
+	mlx5_qpn_dev_close(dev);
 	return 0;
 }
 
@@ -91,3 +144,17 @@ static struct rte_vdev_driver mlx5_qpn_vdev_drv = {
 };
 
 RTE_PMD_REGISTER_VDEV(mlx5_qpn, mlx5_qpn_vdev_drv);
+/* The keys every device takes, then the emulated device's own (driver.md §3 has them all). */
+#define MLX5_QPN_VDEV_PARAMS                                                                       \
+	"ib=<ibv device> quarantine_us=<uint> cache=<uint> log_range=<uint> low_water=<uint> "     \
+	"max_qpns=<uint> reserved_qpn=try|yes|no port=<uint> (emulated: guid=<uint> numa=<uint> "  \
+	"ports=<uint> log_max_alloc=<uint> log_max_num=<uint> ...)"
+RTE_PMD_REGISTER_PARAM_STRING(mlx5_qpn, MLX5_QPN_VDEV_PARAMS);
+/*
+ * What dpdk-pmdinfo.py reads: DPDK's build makes this string for its own drivers from the two
+ * macros above (buildtools/pmdinfogen.py); an out-of-tree driver has no such step, so it is
+ * written here in the same form: "PMD_INFO_STRING= " and a JSON object, in .rodata.
+ */
+[[gnu::used]] static const char mlx5_qpn_pmd_info[] =
+	"PMD_INFO_STRING= {\"name\": \"mlx5_qpn\", \"params\": \"" MLX5_QPN_VDEV_PARAMS
+	"\", \"pci_ids\": []}";
