@@ -69,7 +69,7 @@ print_table(FILE *f, run_ctx *ctx, const std::vector<sweep_point> &pts)
 	fprintf(f,
 		"\nqpn-testpmd: ours beside rdma-core's allocator over the device's conditions\n");
 	cmp_conditions_print(f, ctx, true);
-	fprintf(f, "  %8s %-14s %6s | %10s %10s %6s | %9s %9s | %9s %9s | %8s %8s\n", "timewait",
+	fprintf(f, "  %8s %-14s %6s | %10s %10s %8s | %9s %9s | %9s %9s | %8s %8s\n", "timewait",
 		"fw order", "cmd", "conns/s", "rdma-core", "ratio", "alloc p99", "rdma-core",
 		"p99.9", "rdma-core", "stale", "rdma-core");
 	for (const sweep_point &p : pts) {
@@ -77,7 +77,7 @@ print_table(FILE *f, run_ctx *ctx, const std::vector<sweep_point> &pts)
 		snprintf(tw, sizeof(tw), "%u ms", p.timewait_ms);
 		snprintf(cmd, sizeof(cmd), "%u us", p.cmd_us);
 		fprintf(f,
-			"  %8s %-14s %6s | %10.0f %10.0f %6.2f | %9s %9s | %9s %9s | %8" PRIu64
+			"  %8s %-14s %6s | %10.0f %10.0f %8.2f | %9s %9s | %9s %9s | %8" PRIu64
 			" %8" PRIu64 "\n",
 			tw, kOrders[p.order], cmd, cmp_rate(p.ours), cmp_rate(p.rdma), ratio(p),
 			fmt_ns(p.ours.alloc_ns[1]).c_str(), fmt_ns(p.rdma.alloc_ns[1]).c_str(),
