@@ -239,8 +239,15 @@ cmp_conditions_print(FILE *f, run_ctx *ctx, bool per_point)
 	getloadavg(&load, 1);
 	fprintf(f, "  conditions: %s, %ld CPUs online, load %.2f\n", cpu,
 		sysconf(_SC_NPROCESSORS_ONLN), load);
-	fprintf(f, "  %u EAL lcores (%u server lcore(s)); CM %s", rte_lcore_count(),
-		ctx->nb_servers, cfg.policy == MLX5_QPN_CM_POLICY_STRICT ? "strict" : "live");
+	/* A server without a lcore of its own is polled by a client lcore (testpmd.h). */
+	unsigned dedicated = 0;
+	for (unsigned k = 0; k < ctx->nb_servers; k++)
+		dedicated += ctx->server_lcore[k] >= 0 ? 1 : 0;
+	fprintf(f, "  %u EAL lcores: %u server(s), %s; CM %s", rte_lcore_count(), ctx->nb_servers,
+		dedicated == ctx->nb_servers ? "each on a lcore of its own" :
+		dedicated == 0               ? "polled by the client lcores" :
+					       "some polled by the client lcores",
+		cfg.policy == MLX5_QPN_CM_POLICY_STRICT ? "strict" : "live");
 	if (!per_point)
 		fprintf(f, ", timewait %u ms", cm_timewait_ms(cfg));
 	fprintf(f, "; %.1f s per run, --inflight=%u --peers=%u --msgs-per-conn=%u\n",
