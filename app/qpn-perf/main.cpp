@@ -4,7 +4,7 @@
  *
  *   qpn-perf [EAL options] -- [--iterations=N] [--repeat=N] [--cache=N] [--range=N]
  *            [--range-q=N] [--quarantine-us=N] [--burst=N] [--hold=K] [--storm=S]
- *            [--idle-us=N] [--lcores=on|off] [--json=FILE] [--only=LIST] [--block-log=G]
+ *            [--idle-us=N] [--scaling=on|off] [--json=FILE] [--only=LIST] [--block-log=G]
  *            [--budget-ms=N] [--count=instructions] [--quick]
  *
  * Every peer (perf.h) is set up once, checked once (unique in-range QPNs, double free refused

@@ -207,6 +207,12 @@ struct perf_aim {
 
 std::vector<perf_aim> perf_aims(std::vector<perf_state> &st);
 
+/* Fewest repetitions whose median is a figure (qpn-perf-report says the same). */
+constexpr unsigned int kPerfMinRepeat = 3;
+/* Why a run's verdicts are not figures to quote: too few repetitions, or a load average above
+ * half the CPUs at its start (the warning perf_announce() prints); "" when neither. */
+std::string perf_unreliable(unsigned int repeat, double load, unsigned int cpus);
+
 /*
  * Repetitions the machine disturbed. On a VM the host (or the other thread of the core) slows
  * loops bound by stores in some repetitions and not in others, and a median of few repetitions

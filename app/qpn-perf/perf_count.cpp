@@ -134,7 +134,7 @@ perf_child_cmd(const std::string &dir)
 			continue;
 		cmd.push_back(a);
 	}
-	cmd.push_back("--lcores=off");
+	cmd.push_back("--scaling=off");
 	cmd.push_back("--count-child=" + dir);
 	return cmd;
 }

@@ -396,7 +396,10 @@ perf_json_aims(json_writer &js, std::vector<perf_state> &st)
 		js.key(a.key.c_str());
 		js.obj();
 		js.kv("what", a.what.c_str());
-		js.kv("value", a.value);
+		if (a.value > 0)
+			js.kv("value", a.value);
+		else
+			js.kv("value", (const char *)nullptr);
 		js.kv("aim", a.aim.c_str());
 		js.kv("figures", a.figures.c_str());
 		if (a.value > 0)

@@ -59,7 +59,7 @@ set_num(perf_opts *o, const perf_row &r, const char *name, const char *v)
 }
 
 int
-set_lcores(perf_opts *o, const perf_row &, const char *name, const char *v)
+set_scaling(perf_opts *o, const perf_row &, const char *name, const char *v)
 {
 	if (v != nullptr && strcmp(v, "on") == 0)
 		o->lcores = true;
@@ -68,6 +68,24 @@ set_lcores(perf_opts *o, const perf_row &, const char *name, const char *v)
 	else
 		return perf_bad(name, v, "expected on or off");
 	return 0;
+}
+
+/* --lcores=on|off, the old spelling of --scaling: taken with a line saying so, as DPDK
+ * deprecates an option for a release before it goes. Any other value is the EAL's lcore map
+ * given after "--", where it does nothing: refused, pointing to where it belongs. */
+int
+set_lcores_old(perf_opts *o, const perf_row &r, const char *name, const char *v)
+{
+	if (v != nullptr && (strcmp(v, "on") == 0 || strcmp(v, "off") == 0)) {
+		fprintf(stderr,
+			"qpn-perf: --lcores=%s is deprecated, use --scaling=%s (--lcores is the "
+			"EAL's lcore map, before --)\n",
+			v, v);
+		return set_scaling(o, r, name, v);
+	}
+	return perf_bad(name, v,
+			"the EAL's lcore map goes before \"--\"; the scaling runs are "
+			"--scaling=on|off");
 }
 
 int
@@ -142,9 +160,10 @@ const perf_row perf_rows[] = {
 	 "connections per reconnect storm (default 256)"},
 	{"idle-us", "N", set_num, 1, 10000000, nullptr, &perf_opts::idle_us,
 	 "idle sleep before each storm (default 1000)"},
-	{"lcores", "on|off", set_lcores, 0, 0, nullptr, nullptr,
+	{"scaling", "on|off", set_scaling, 0, 0, nullptr, nullptr,
 	 "also run on 1..N lcores at once, cross-lcore and non-EAL\n"
 	 "threads (default on; N = the lcores of -l)"},
+	{"lcores", "on|off", set_lcores_old, 0, 0, nullptr, nullptr, nullptr},
 	{"json", "FILE", set_json, 0, 0, nullptr, nullptr,
 	 "write every figure as JSON (qpn-perf-report draws it)"},
 	{"only", "LIST", set_only, 0, 0, nullptr, nullptr,
@@ -170,7 +189,9 @@ constexpr size_t kRows = sizeof(perf_rows) / sizeof(perf_rows[0]);
 void
 perf_usage(const char *prog)
 {
-	printf("usage: %s [EAL options] -- [options]\n", prog);
+	/* The name, not the path it was started by: a usage line is read, not run. */
+	const char *base = strrchr(prog, '/');
+	printf("usage: %s [EAL options] -- [options]\n", base != nullptr ? base + 1 : prog);
 	for (const perf_row &r : perf_rows) {
 		if (r.help == nullptr)
 			continue;
@@ -233,7 +254,11 @@ perf_parse_args(int argc, char **argv, struct perf_opts *o)
 	int opt;
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":", longs, nullptr)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":h", longs, nullptr)) != -1) {
+		if (opt == 'h') { /* -h, as --help (and as every DPDK app) */
+			perf_usage(argv[0]);
+			return 1;
+		}
 		if (opt == ':') {
 			fprintf(stderr, "qpn-perf: option \"%s\" needs a value (see --help)\n",
 				argv[optind - 1]);

@@ -3,6 +3,7 @@
  * qpn-perf's report: statistics over the repetitions, the aims, the printed tables and the
  * JSON file.
  */
+#include "fmt_ns.h"
 #include "perf_app.h"
 
 static void
@@ -10,10 +11,13 @@ perf_print_hist_line(const char *peer, const char *op, const perf_hist &h)
 {
 	if (h.n == 0)
 		return;
-	printf("  %-10s %-5s %8.1f %8.1f %8.1f %8.1f %9.1f %10.1f\n", peer, op,
-	       perf_cycles_to_ns((double)h.min), perf_cycles_to_ns(perf_hist_pct(h, 50)),
-	       perf_cycles_to_ns(perf_hist_pct(h, 90)), perf_cycles_to_ns(perf_hist_pct(h, 99)),
-	       perf_cycles_to_ns(perf_hist_pct(h, 99.9)), perf_cycles_to_ns((double)h.max));
+	printf("  %-10s %-5s %8s %8s %8s %8s %9s %10s\n", peer, op,
+	       fmt_ns(perf_cycles_to_ns((double)h.min)).c_str(),
+	       fmt_ns(perf_cycles_to_ns(perf_hist_pct(h, 50))).c_str(),
+	       fmt_ns(perf_cycles_to_ns(perf_hist_pct(h, 90))).c_str(),
+	       fmt_ns(perf_cycles_to_ns(perf_hist_pct(h, 99))).c_str(),
+	       fmt_ns(perf_cycles_to_ns(perf_hist_pct(h, 99.9))).c_str(),
+	       fmt_ns(perf_cycles_to_ns((double)h.max)).c_str());
 }
 
 static void
@@ -94,9 +98,13 @@ perf_print_phases(const struct perf_opts *o, std::vector<perf_state> &st)
 			const perf_series &r = s.ph[ph];
 			double med = perf_median(r.ns);
 
-			printf("  %-10s %10.2f %10.1f %10.2f %10.2f %8.2fx %9" PRIu64 " %8.1f\n",
+			/* Instructions are counted under callgrind (--count=instructions) only. */
+			char instr[16] = "-";
+			if (s.instr[ph] > 0)
+				snprintf(instr, sizeof(instr), "%.1f", s.instr[ph]);
+			printf("  %-10s %10.2f %10.1f %10.2f %10.2f %8.2fx %9" PRIu64 " %8s\n",
 			       s.peer->name, med, perf_median(r.cycles), perf_min(r.ns),
-			       perf_max(r.ns), ref > 0 ? med / ref : 0.0, r.failures, s.instr[ph]);
+			       perf_max(r.ns), ref > 0 ? med / ref : 0.0, r.failures, instr);
 		}
 	}
 }
@@ -105,7 +113,7 @@ perf_print_phases(const struct perf_opts *o, std::vector<perf_state> &st)
 static void
 perf_print_latency(std::vector<perf_state> &st)
 {
-	printf("\nlatency of each operation alone (ns, TSC read included)\n");
+	printf("\nlatency of each operation alone (TSC read included)\n");
 	printf("  %-10s %-5s %8s %8s %8s %8s %9s %10s\n", "peer", "op", "min", "p50", "p90", "p99",
 	       "p99.9", "max");
 	for (auto &s : st) {
@@ -163,7 +171,7 @@ perf_print_disturbance(std::vector<perf_state> &st)
 
 /* The quarantine after the other workloads, and the aims met or not. */
 static void
-perf_print_aims(std::vector<perf_state> &st)
+perf_print_aims(const struct perf_opts *o, std::vector<perf_state> &st)
 {
 	const perf_history aged = perf_aged(st);
 	if (aged.ratio > 0)
@@ -172,6 +180,10 @@ perf_print_aims(std::vector<perf_state> &st)
 		       "cycles); the aim below takes the pair of fresh contexts\n",
 		       aged.ratio, aged.with_cycles, aged.without_cycles);
 	printf("\naims (benchmark guide; measured in this run)\n");
+	const std::string why = perf_unreliable(o->repeat, perf_load_at_start,
+						(unsigned int)sysconf(_SC_NPROCESSORS_ONLN));
+	if (!why.empty())
+		printf("  not figures to quote: %s\n", why.c_str());
 	for (const auto &a : perf_aims(st)) {
 		if (a.value > 0)
 			printf("  %-48s %8.3f  aim %-6s %-7s  %s\n", a.what.c_str(), a.value,
@@ -195,5 +207,5 @@ perf_print_tables(const struct perf_opts *o, std::vector<perf_state> &st)
 	if (o->count_instructions && !perf_hw_error.empty())
 		printf("\nhardware counters: %s\n", perf_hw_error.c_str());
 	perf_print_disturbance(st);
-	perf_print_aims(st);
+	perf_print_aims(o, st);
 }

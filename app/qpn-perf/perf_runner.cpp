@@ -263,11 +263,11 @@ perf_announce(const struct perf_opts *o, bool scaling)
 
 	run_meta_cpu(cpu, sizeof(cpu));
 	printf("qpn-perf: range %u QPNs (qpnpool-q %u), cache %u, quarantine %" PRIu64
-	       " us, burst %u, hold %u, storm %u after %u us, %u repetitions, %zu lcores, "
+	       " us, burst %u, hold %u, storm %u after %u us, %u repetitions, %zu lcore%s, "
 	       "TSC %" PRIu64 " Hz, %s\nqpn-perf: CPU %s\n",
 	       o->range, std::max(o->range, o->range_q), o->cache, o->quarantine_us, o->burst,
-	       o->hold, o->storm, o->idle_us, o->repeat, perf_lcores.size(), rte_get_tsc_hz(),
-	       rte_version(), cpu);
+	       o->hold, o->storm, o->idle_us, o->repeat, perf_lcores.size(),
+	       perf_lcores.size() == 1 ? "" : "s", rte_get_tsc_hz(), rte_version(), cpu);
 }
 
 /* One repetition: every workload of every peer, latency, scaling (*scaling goes false if the

@@ -187,6 +187,10 @@ perf_aims(std::vector<perf_state> &st)
 			     perf_ratio(o, r), ">= 20", false, 20,
 			     perf_fmt("ours %.2f, rdma-core model %.3f Mops/s", o, r)});
 	}
+	/* A ratio of a peer that did not run (--only) is 0: say so rather than give its 0s. */
+	for (perf_aim &x : a)
+		if (!(x.value > 0) && x.figures.compare(0, 12, "not measured") != 0)
+			x.figures = "not measured (a peer it needs did not run: see --only)";
 	return a;
 }
 
@@ -240,4 +244,17 @@ perf_aged(std::vector<perf_state> &st)
 	h.without_cycles = perf_median(ours->ph[PH_AGED].cycles);
 	h.ratio = perf_ratio(h.with_cycles, h.without_cycles);
 	return h;
+}
+
+std::string
+perf_unreliable(unsigned int repeat, double load, unsigned int cpus)
+{
+	std::string why;
+	if (repeat < kPerfMinRepeat)
+		why = perf_fmt("%u repetition%s (a median needs %u or more)", repeat,
+			       repeat == 1 ? "" : "s", kPerfMinRepeat);
+	if (load > 0.5 * cpus)
+		why += perf_fmt("%sload average %.2f on %u CPUs at the start",
+				why.empty() ? "" : "; ", load, cpus);
+	return why;
 }

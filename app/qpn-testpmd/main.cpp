@@ -51,11 +51,12 @@ print_setup(run_ctx &ctx, run_config &cfg, const qpn_engine *engine)
 	char cpu[256];
 
 	mlx5_qpn_dev_info_get(ctx.dev, &info);
-	printf("qpn-testpmd: engine %s on %u lcores, device %s (%s, GUID %016" PRIx64
+	printf("qpn-testpmd: engine %s on %u lcore%s, device %s (%s, GUID %016" PRIx64
 	       ", NUMA %d, cores %s), quarantine %" PRIu64 " us, CM timewait %u ms (%s)\n",
-	       engine->name, rte_lcore_count(), info.name, info.backend, info.node_guid,
-	       info.numa_node, info.cores[0] ? info.cores : "-", info.quarantine_us,
-	       cm_timewait_ms(cfg), cfg.policy == MLX5_QPN_CM_POLICY_STRICT ? "strict" : "live");
+	       engine->name, rte_lcore_count(), rte_lcore_count() == 1 ? "" : "s", info.name,
+	       info.backend, info.node_guid, info.numa_node, info.cores[0] ? info.cores : "-",
+	       info.quarantine_us, cm_timewait_ms(cfg),
+	       cfg.policy == MLX5_QPN_CM_POLICY_STRICT ? "strict" : "live");
 	run_meta_cpu(cpu, sizeof(cpu));
 	printf("qpn-testpmd: CPU %s\n", cpu);
 	if (info.secondary) {

@@ -143,7 +143,7 @@ set_fabric(parse_state &st, const opt_row &, const char *v)
 	return 0;
 }
 
-/* --allocator, --client-lcores: compare.cpp's. */
+/* --allocator, --client-lcores, --allocator-sweep: compare*.cpp's. */
 int
 set_allocator(parse_state &st, const opt_row &, const char *v)
 {
@@ -154,6 +154,12 @@ int
 set_client_lcores(parse_state &st, const opt_row &, const char *v)
 {
 	return compare_parse_client_lcores(st.cfg, v);
+}
+
+int
+set_sweep(parse_state &st, const opt_row &, const char *v)
+{
+	return compare_parse_sweep(st.cfg, v);
 }
 
 } /* namespace */
@@ -186,6 +192,10 @@ const opt_row opt_table[] = {
 	{"client-lcores", 0, "N,...", 0, 0, set_client_lcores, nullptr,
 	 "one run per count of client lcores, e.g. 1,2,4 (batch mode;\n"
 	 "default: one run on every client lcore)"},
+	{"allocator-sweep", 0, "US,...", 0, 0, set_sweep, nullptr,
+	 "both allocators at each firmware command latency US\n"
+	 "(e.g. 2,10,50,200), both reuse orders, timewaits 16 ms\n"
+	 "and 1 s (emulated devices, batch mode)"},
 	{"msgs-per-conn", 0, "N", 0, 0, set_param, nullptr,
 	 "SENDs per connection (default 4; 0: none)"},
 	{"inflight", 0, "N", 0, 0, set_param, nullptr,

@@ -444,6 +444,19 @@ run_batch(run_ctx *ctx, const qpn_engine *e)
 	return run_report(ctx, e);
 }
 
+unsigned
+run_clients_available(run_ctx *ctx, const qpn_engine *e)
+{
+	const unsigned limit = ctx->client_limit;
+	ctx->client_limit = 0;
+	if (e->uses_cm)
+		ctx->conn = conn_select(ctx);
+	sides_assign(ctx, e);
+	roles_assign(ctx, e);
+	ctx->client_limit = limit;
+	return ctx->nb_clients;
+}
+
 int
 run_for(run_ctx *ctx, const qpn_engine *e, void (*started)(run_ctx *), void (*stopping)(run_ctx *))
 {

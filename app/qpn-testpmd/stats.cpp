@@ -102,23 +102,6 @@ stats_baseline_reset()
 	g_base.dev = {};
 }
 
-std::string
-fmt_ns(double v)
-{
-	char b[32];
-	if (v < 10)
-		snprintf(b, sizeof(b), "%.1fns", v);
-	else if (v < 1e3)
-		snprintf(b, sizeof(b), "%.0fns", v);
-	else if (v < 1e6)
-		snprintf(b, sizeof(b), "%.*fus", v < 1e4 ? 2 : 1, v / 1e3);
-	else if (v < 1e9)
-		snprintf(b, sizeof(b), "%.*fms", v < 1e7 ? 2 : 1, v / 1e6);
-	else
-		snprintf(b, sizeof(b), "%.2fs", v / 1e9);
-	return b;
-}
-
 void
 lcore_stats::clear()
 {
@@ -450,7 +433,8 @@ show_device(FILE *f, run_ctx *ctx)
 		mlx5_qpn_dev_info_get(d, &info);
 		fprintf(f,
 			"device %s: backend %s, GUID %016" PRIx64 ", NUMA %d, cores %s, "
-			"quarantine %" PRIu64 " us, max %u QPNs, ranges of 2^%u\n",
+			"quarantine %" PRIu64 " us, up to %u QPNs reserved (its pool's ranges), "
+			"ranges of 2^%u\n",
 			info.name, info.backend, info.node_guid, info.numa_node,
 			info.cores[0] ? info.cores : "-", info.quarantine_us, info.max_qpns,
 			info.log_range);

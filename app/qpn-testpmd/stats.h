@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "fmt_ns.h"
 #include "testpmd.h"
 
 /* Totals over the measured side. */
@@ -52,7 +53,5 @@ ns(uint64_t cycles, uint64_t hz)
 {
 	return static_cast<double>(cycles) * 1e9 / static_cast<double>(hz);
 }
-/* A duration in ns as people read it: "850ns", "12.3us", "4.56ms", "1.20s". */
-std::string fmt_ns(double ns);
 
 #endif

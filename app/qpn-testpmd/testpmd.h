@@ -89,6 +89,9 @@ struct run_config {
 	 * (compare.cpp). */
 	std::string allocator = "ours";
 	std::vector<unsigned> client_lcores; /* --client-lcores=N[,N...]: one run per count */
+	/* --allocator-sweep=US[,US...]: ours beside rdma-core's at each firmware command latency
+	 * (us), both reuse orders, both timewaits (compare_sweep.cpp). */
+	std::vector<unsigned> sweep_cmd_us;
 	bool role_client() const { return role != "server"; }
 	bool role_server() const { return role != "client"; }
 };
@@ -299,9 +302,11 @@ bool hw_bind_valid(const std::string &s, std::string *why);
 /* Parse their values into CFG: 0, or -EINVAL after one line. */
 int compare_parse_allocator(run_config *cfg, const char *v);
 int compare_parse_client_lcores(run_config *cfg, const char *v);
+int compare_parse_sweep(run_config *cfg, const char *v);
 /* After every option: 0, or -EINVAL (one line) where the options cannot go together. */
 int compare_check(const run_config &cfg);
-/* Whether this launch runs several measured runs (--allocator=both, --client-lcores). */
+/* Whether this launch runs several measured runs (--allocator=both, --client-lcores,
+ * --allocator-sweep). */
 bool compare_wanted(const run_config &cfg);
 /* Batch mode: every allocator at every client-lcore count, each on fresh devices; the table
  * side by side and the JSON. Exit status as run_batch. */
@@ -311,6 +316,9 @@ int run_compare(run_ctx *ctx, const qpn_engine *e);
  * stop. */
 int run_for(run_ctx *ctx, const qpn_engine *e, void (*started)(run_ctx *) = nullptr,
 	    void (*stopping)(run_ctx *) = nullptr);
+/* run.cpp: the client lcores the lcore layout gives engine E, before --client-lcores limits
+ * them (stopped only). */
+unsigned run_clients_available(run_ctx *ctx, const qpn_engine *e);
 
 /* ---- cli.cpp ---- */
 int cli_run(run_ctx *ctx, const qpn_engine **engine);

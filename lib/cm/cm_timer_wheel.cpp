@@ -13,21 +13,14 @@ bool
 TimerWheel::init(uint32_t capacity, uint64_t now_ns)
 {
 	head_ = new (std::nothrow) uint32_t[kSlots + 1];
-	next_ = new (std::nothrow) uint32_t[capacity];
-	prev_ = new (std::nothrow) uint32_t[capacity];
-	where_ = new (std::nothrow) uint32_t[capacity];
-	deadline_ = new (std::nothrow) uint64_t[capacity];
-	if (head_ == nullptr || next_ == nullptr || prev_ == nullptr || where_ == nullptr ||
-	    deadline_ == nullptr) {
+	node_ = new (std::nothrow) Node[capacity];
+	if (head_ == nullptr || node_ == nullptr) {
 		fini();
 		return false;
 	}
 	std::fill(head_, head_ + kSlots + 1, kNil);
-	std::fill(deadline_, deadline_ + capacity, uint64_t(0));
-	std::fill(where_, where_ + capacity, kNil);
 	/* Touch every page now, not on the data path (see table_alloc() in cm_internal.h). */
-	std::fill(next_, next_ + capacity, kNil);
-	std::fill(prev_, prev_ + capacity, kNil);
+	std::fill(node_, node_ + capacity, Node{kNil, kNil, kNil, 0});
 	cap_ = capacity;
 	count_ = 0;
 	due_tail_ = kNil;
@@ -40,12 +33,9 @@ void
 TimerWheel::fini()
 {
 	delete[] head_;
-	delete[] next_;
-	delete[] prev_;
-	delete[] where_;
-	delete[] deadline_;
-	head_ = next_ = prev_ = where_ = nullptr;
-	deadline_ = nullptr;
+	delete[] node_;
+	head_ = nullptr;
+	node_ = nullptr;
 	cap_ = count_ = 0;
 }
 
@@ -53,51 +43,51 @@ void
 TimerWheel::link(uint32_t list, uint32_t id)
 {
 	uint32_t h = head_[list];
-	next_[id] = h;
-	prev_[id] = kNil;
+	node_[id].next = h;
+	node_[id].prev = kNil;
 	if (h != kNil)
-		prev_[h] = id;
+		node_[h].prev = id;
 	head_[list] = id;
-	where_[id] = list;
+	node_[id].where = list;
 	count_++;
 }
 
 void
 TimerWheel::append_due(uint32_t id)
 {
-	next_[id] = kNil;
-	prev_[id] = due_tail_;
+	node_[id].next = kNil;
+	node_[id].prev = due_tail_;
 	if (due_tail_ != kNil)
-		next_[due_tail_] = id;
+		node_[due_tail_].next = id;
 	else
 		head_[kDue] = id;
 	due_tail_ = id;
-	where_[id] = kDue;
+	node_[id].where = kDue;
 	count_++;
 }
 
 void
 TimerWheel::unlink(uint32_t id)
 {
-	uint32_t n = next_[id], p = prev_[id];
-	if (where_[id] == kDue && n == kNil)
+	uint32_t n = node_[id].next, p = node_[id].prev;
+	if (node_[id].where == kDue && n == kNil)
 		due_tail_ = p;
 	if (p != kNil)
-		next_[p] = n;
+		node_[p].next = n;
 	else
-		head_[where_[id]] = n;
+		head_[node_[id].where] = n;
 	if (n != kNil)
-		prev_[n] = p;
-	where_[id] = kNil;
+		node_[n].prev = p;
+	node_[id].where = kNil;
 	count_--;
 }
 
 void
 TimerWheel::arm(uint32_t id, uint64_t deadline_ns)
 {
-	if (where_[id] != kNil)
+	if (node_[id].where != kNil)
 		unlink(id);
-	deadline_[id] = deadline_ns;
+	node_[id].deadline = deadline_ns;
 	/* Behind the cursor: the cursor's slot, which the next take_due looks at first. */
 	uint64_t tick = std::max(deadline_ns >> kShift, cursor_);
 	uint32_t s = uint32_t(tick % kSlots);
@@ -110,7 +100,7 @@ void
 TimerWheel::cancel(uint32_t id)
 {
 	/* slot_min_ stays a lower bound: at worst one needless scan of the cursor's slot. */
-	if (where_[id] != kNil)
+	if (node_[id].where != kNil)
 		unlink(id);
 }
 
@@ -119,12 +109,12 @@ TimerWheel::collect(uint32_t s, uint64_t now_ns)
 {
 	uint64_t rest_min = UINT64_MAX;
 	for (uint32_t id = head_[s]; id != kNil;) {
-		uint32_t n = next_[id];
-		if (deadline_[id] <= now_ns) {
+		uint32_t n = node_[id].next;
+		if (node_[id].deadline <= now_ns) {
 			unlink(id);
 			append_due(id);
 		} else {
-			rest_min = std::min(rest_min, deadline_[id]);
+			rest_min = std::min(rest_min, node_[id].deadline);
 		}
 		id = n;
 	}

@@ -159,8 +159,8 @@ mlx5_qpn_pool_dump(FILE *f, struct mlx5_qpn_pool *p)
 	struct mlx5_qpn_pool_stats st;
 	mlx5_qpn_pool_stats_get(p, &st);
 	fprintf(f,
-		"qpn pool %s: capacity %" PRIu64 " of %u, cache %u, quarantine %" PRIu64
-		" us, socket %d\n",
+		"qpn pool %s: capacity %" PRIu64 " QPNs (in the ranges it holds now; at most %u, "
+		"its slots), cache %u, quarantine %" PRIu64 " us, socket %d\n",
 		p->name, st.capacity, p->capacity, p->batch, p->quarantine_ns / 1000, p->socket_id);
 	uint32_t n = p->nb_ranges.load(acq);
 	for (uint32_t i = 0; i < n; i++) {

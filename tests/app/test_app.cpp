@@ -606,8 +606,8 @@ TEST_F(AppTest, AppPerfHostileOptionsRefused)
 		 "qpn-perf: bad value for --repeat: \"-1\" (not a decimal integer; expected an integer in 1..1000)"},
 		{"--budget-ms=99999999999999999999",
 		 "qpn-perf: bad value for --budget-ms: \"99999999999999999999\" (out of range; expected an integer in 1..60000)"},
-		{"--lcores=maybe",
-		 "qpn-perf: bad value for --lcores: \"maybe\" (expected on or off)"},
+		{"--scaling=maybe",
+		 "qpn-perf: bad value for --scaling: \"maybe\" (expected on or off)"},
 		{"--range", "qpn-perf: option \"--range\" needs a value (see --help)"},
 	};
 	for (const auto &c : cases) {

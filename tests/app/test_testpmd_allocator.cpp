@@ -3,8 +3,9 @@
  * qpn-testpmd --allocator: the active side's QPNs from ours (the pool, with its quarantine) or
  * from rdma-core's algorithm on the device (mlx5_qpn_dev_fw_qpn_alloc, no quarantine), and
  * --allocator=both with --client-lcores: one launch, every allocator at every count, side by
- * side in the JSON. The built binary runs as a subprocess (as in test_app.cpp) on its own
- * emulated device; counts only, no timing.
+ * side in the JSON; --allocator-sweep over the device's conditions; qpn-perf-report's pages of
+ * both. The built binary runs as a subprocess (as in test_app.cpp) on its own emulated device;
+ * counts only, no timing.
  */
 #include <gtest/gtest.h>
 
@@ -65,11 +66,36 @@ protected:
 		return rc;
 	}
 
+	/* qpn-perf-report on the JSON: its exit status; index.html in *html. */
+	int report(std::string *html)
+	{
+		const std::string dir = ::testing::TempDir() + "qpn_report_" + name_;
+		std::string out;
+		int rc = test_helpers::run_cmd(std::string(QPN_TEST_SRCDIR) +
+						       "/app/qpn-perf/qpn-perf-report " + json_ +
+						       " " + dir + " 2>&1",
+					       &out);
+		*html = test_helpers::slurp(dir + "/index.html");
+		std::system(("rm -rf '" + dir + "'").c_str());
+		return rc;
+	}
+
 	std::string app_, name_, json_;
 };
 
+/* How many times NEEDLE occurs in HAY. */
+size_t
+count_of(const std::string &hay, const std::string &needle)
+{
+	size_t n = 0;
+	for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1))
+		n++;
+	return n;
+}
+
 const char *const kRowFields[] = {
 	"client_lcores",
+	"client_lcores_asked",
 	"seconds",
 	"connections",
 	"allocations",
@@ -170,10 +196,104 @@ TEST_F(TestpmdAllocator, AppAllocatorOptionsRefused)
 		{"--client-lcores=1,,2", "bad value for --client-lcores"},
 		{"--client-lcores=-1", "bad value for --client-lcores"},
 		{"--client-lcores=1,2,x", "bad value for --client-lcores"},
+		{"--allocator-sweep=2,x", "bad value for --allocator-sweep: \"2,x\""},
+		{"--allocator-sweep=2 --client-lcores=1",
+		 "--allocator-sweep: it runs on every client"},
+		{"--allocator-sweep=2 -i", "batch mode, --role=both only"},
+		{"--allocator-sweep=2 --engine=dct-accept", "--allocator-sweep: it applies to"},
 	};
 	for (const auto &c : cases) {
 		std::string out, js;
 		EXPECT_EQ(run("-l 0", "", c.opts, &out, &js), 2) << c.opts << ": " << out;
 		EXPECT_NE(out.find(c.says), std::string::npos) << c.opts << ": " << out;
 	}
+	std::string out, js;
+	EXPECT_EQ(run("-l 0", ",slow_cmd_us=3", "--allocator-sweep=2", &out, &js), 2) << out;
+	EXPECT_NE(out.find("--allocator-sweep: it sets the devargs slow_cmd_us"), std::string::npos)
+		<< out;
+}
+
+/* Two lcores (one client that co-polls the server): --client-lcores=1,2 gets one client lcore
+ * for both counts. That is said before the first run; the two pairs stay two pairs (a ratio
+ * line each, not one per row of either allocator with the same lcore count); every row records
+ * the count asked for beside the count it got; the report's table beside its conns/s plot has
+ * both pairs. */
+TEST_F(TestpmdAllocator, AppAllocatorCountsMatchedByPair)
+{
+	std::string out, js;
+	int rc = run("-l 0-1", "",
+		     "--allocator=both --client-lcores=1,2 --duration=0.3 --destroy-sim", &out,
+		     &js);
+	EXPECT_EQ(rc, 0) << out;
+	ASSERT_FALSE(js.empty()) << out;
+	const size_t said = out.find("--client-lcores=2 runs on 1 client lcore(s)");
+	const size_t first_run = out.find("qpn-testpmd: allocator ours");
+	ASSERT_NE(said, std::string::npos) << out;
+	ASSERT_NE(first_run, std::string::npos) << out;
+	EXPECT_LT(said, first_run) << "said after the run: " << out;
+	EXPECT_EQ(count_of(out, "ours / rdma-core conns/s"), 2u) << out;
+	EXPECT_EQ(count_of(out, "  1 client lcore(s): ours / rdma-core"), 1u) << out;
+	EXPECT_EQ(count_of(out, "  1 of 2 client lcore(s): ours / rdma-core"), 1u) << out;
+	const size_t rdma = js.find("\"rdma-core\": [");
+	ASSERT_NE(rdma, std::string::npos) << js;
+	for (size_t sec : {js.find("\"ours\": ["), rdma}) {
+		size_t row = js.find("\"client_lcores\":", sec);
+		for (unsigned asked : {1u, 2u}) {
+			ASSERT_NE(row, std::string::npos) << js;
+			EXPECT_EQ(num_after(js, "client_lcores", row), 1) << js;
+			EXPECT_EQ(num_after(js, "client_lcores_asked", row), asked) << js;
+			row = js.find("\"client_lcores\":", row + 1);
+		}
+	}
+	std::string html;
+	ASSERT_EQ(report(&html), 0);
+	const size_t conns = html.find("cmp_conns.png");
+	ASSERT_NE(conns, std::string::npos) << html;
+	const size_t next = html.find("<img", conns);
+	const std::string panel = html.substr(conns, next - conns);
+	EXPECT_NE(panel.find("<tr><td>1</td>"), std::string::npos) << panel;
+	EXPECT_NE(panel.find("<tr><td>2 (ran 1)</td>"), std::string::npos) << panel;
+}
+
+/* --allocator-sweep=0,5: both allocators at every point (2 command latencies x 2 reuse
+ * orders x 2 timewaits), each point on devices with its slow_cmd_us and fw_first_fit; one
+ * JSON, and qpn-perf-report's ratio plot with every point in its table. */
+TEST_F(TestpmdAllocator, AppAllocatorSweepRunsEveryPoint)
+{
+	std::string out, js;
+	int rc = run("-l 0-1", "", "--allocator-sweep=0,5 --duration=0.2 --destroy-sim", &out, &js);
+	EXPECT_EQ(rc, 0) << out;
+	ASSERT_FALSE(js.empty()) << out;
+	EXPECT_NE(js.find("\"mode\": \"allocator-sweep\""), std::string::npos) << js;
+	EXPECT_EQ(count_of(js, "\"cmd_us\":"), 8u) << js;
+	EXPECT_EQ(count_of(js, "\"fw_order\": \"first-fit\""), 4u) << js;
+	EXPECT_EQ(count_of(js, "\"fw_order\": \"next-available\""), 4u) << js;
+	EXPECT_EQ(count_of(js, "\"timewait_ms\": 16,"), 4u) << js;
+	EXPECT_EQ(count_of(js, "\"timewait_ms\": 1024,"), 4u) << js;
+	size_t at = js.find("\"points\": [");
+	ASSERT_NE(at, std::string::npos) << js;
+	for (unsigned i = 0; i < 8; i++) {
+		const size_t pt = js.find("\"cmd_us\":", at);
+		ASSERT_NE(pt, std::string::npos) << js;
+		const size_t end = js.find("\"cmd_us\":", pt + 1);
+		const size_t ours = js.find("\"ours\": {", pt);
+		const size_t rdma = js.find("\"rdma-core\": {", pt);
+		ASSERT_LT(ours, end) << js;
+		ASSERT_LT(rdma, end) << js;
+		EXPECT_GE(num_after(js, "ratio_conn_per_sec", pt, end), 0) << js;
+		EXPECT_GT(num_after(js, "connections", ours, rdma), 0) << js;
+		EXPECT_EQ(num_after(js, "stale_rejects", ours, rdma), 0) << js;
+		EXPECT_GT(num_after(js, "allocations", rdma, end), 0) << js;
+		for (const char *f : kRowFields) {
+			EXPECT_GE(num_after(js, f, ours, rdma), 0) << f << " " << js;
+			EXPECT_GE(num_after(js, f, rdma, end), 0) << f << " " << js;
+		}
+		at = pt + 1;
+	}
+	EXPECT_NE(out.find("over the device's conditions"), std::string::npos) << out;
+	std::string html;
+	ASSERT_EQ(report(&html), 0);
+	EXPECT_NE(html.find("sweep_ratio.png"), std::string::npos) << html;
+	EXPECT_EQ(count_of(html, "<td>first-fit</td>"), 4u) << html;
+	EXPECT_EQ(count_of(html, "<td>next-available</td>"), 4u) << html;
 }

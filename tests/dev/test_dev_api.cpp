@@ -259,6 +259,11 @@ TEST(DevArgs, ValuesAndDefaults)
 	ASSERT_EQ(mlx5_qpn_devargs_parse("sim1,guid=0x0002c90300a1b2c3,log_gran=3", &da), 0);
 	EXPECT_EQ(sim_args(da).guid, 0x0002c90300a1b2c3ull);
 	EXPECT_EQ(sim_args(da).log_gran, 3u);
+	/* A firmware command of the emulated device takes 10 us unless told otherwise: never
+	 * faster than a ConnectX's (sim_devargs.cpp says why); 0 is the emulator's work alone. */
+	EXPECT_EQ(sim_args(da).slow_cmd_us, 10u);
+	ASSERT_EQ(mlx5_qpn_devargs_parse("sim1,slow_cmd_us=0", &da), 0);
+	EXPECT_EQ(sim_args(da).slow_cmd_us, 0u);
 }
 
 TEST(DevProbe, HardwareWithoutDeviceIsEnodev)

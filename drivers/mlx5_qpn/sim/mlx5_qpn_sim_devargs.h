@@ -43,7 +43,7 @@ struct mlx5_qpn_sim_devargs {
 		fault_fw_after; /**< fault_fw_after=N: every create or modify after the Nth fails (0 off). */
 	uint32_t
 		fault_fw_status; /**< fault_fw_status=N: the PRM status injected (0: NO_RES_ERR 0xf, -EAGAIN). */
-	uint32_t slow_cmd_us;  /**< slow_cmd_us=N: each firmware command takes N us. */
+	uint32_t slow_cmd_us;  /**< slow_cmd_us=N: each firmware command takes N us (default 10). */
 	uint32_t limit;        /**< limit=N: the device reserves at most N QPNs in total (0 off). */
 	uint32_t fw_first_fit; /**< fw_first_fit=1: RESERVED_QPN objects from the lowest free
 				       block, so a destroyed range comes back at once (default 0). */

@@ -67,6 +67,17 @@ sim_args_default(void *args)
 	a->log_max_qp = 18;
 	a->qpn_inc = 1;
 	a->qos_shift = 0;
+	/* A ConnectX's firmware command, 10 us at least. No public source states one (rdma-core,
+	 * DPDK, the kernel's mlx5 command interface and their issues searched): the figure is
+	 * built from the path every command takes. The DEVX ioctl enters the kernel, which writes
+	 * the command and its mailboxes and rings the command doorbell; the device DMA-reads them
+	 * (a PCIe round trip each, about 1 us), its firmware runs the command on the adapter's
+	 * embedded cores, writes the output back and posts an EQE whose MSI-X interrupt wakes the
+	 * waiting thread (several us: interrupt and scheduler). The emulator's own work for a
+	 * command is about 2 us here, faster than any of that; so every command spins 10 us, a
+	 * floor, never a figure below what the hardware can do. slow_cmd_us=0 gives the emulator's
+	 * work alone; qpn-testpmd --allocator-sweep runs 2 to 200 us. */
+	a->slow_cmd_us = 10;
 }
 
 int
