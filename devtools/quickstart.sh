@@ -18,7 +18,7 @@ esac
 # Debian 12 packages the project builds and tests with.
 pkgs=(meson ninja-build pkg-config g++ libdpdk-dev libibverbs-dev librdmacm-dev libhwloc-dev
       libgtest-dev libgmock-dev clang-format-14 clang-tidy-14 libjansson-dev python3-matplotlib
-      valgrind)
+      valgrind ccache)
 # gdb: a test that hangs reports every thread's stack (tests/common/hang_report.h).
 [ "$mode" = run ] || pkgs+=(gdb)
 missing=()
@@ -33,6 +33,19 @@ if [ ${#missing[@]} -gt 0 ]; then
 	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# ccache (meson puts it before the compiler when it is installed at `meson setup`): the test
+# command in a new clone of a tree compiled before on this machine, in any folder (CI clones into
+# a new one each time), takes its objects from the cache instead of compiling them again. Paths
+# under the clone's root are hashed relative to it (the build commands name the sources
+# relative to the build directory, and meson's include paths too); the debug information of the
+# sanitizer trees (-g1) names the build directory relative to the root (-fdebug-prefix-map), so
+# it keys on no folder either; pch_defines,time_macros let ccache cache the sources compiled
+# with the test suite's precompiled header (tests/pch/); include_file_mtime/ctime: a fresh
+# clone's files are all seconds old, and ccache would otherwise not trust their stat (and
+# preprocess every source again to be sure). The cache is the user's (ccache's default place).
+export CCACHE_BASEDIR=$PWD
+export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+
 configure() { # dir [meson options...]
 	local dir=$1; shift
 	if [ ! -f "$dir/build.ninja" ]; then
@@ -46,6 +59,19 @@ build() { # dir [targets...]
 	local dir=$1; shift
 	echo "quickstart: building ${*:-everything} in $dir"
 	ninja -C "$dir" "$@"
+}
+
+# Runs a command and leaves "WALL USER SYS" (seconds; the CPU of its children included) in FILE:
+# each phase below says its wall time and its CPU, which a machine shared with other work
+# inflates less than the wall time. Exit status: the command's.
+timed() { # file command...
+	local out=$1 TIMEFORMAT='%2R %2U %2S'
+	shift
+	{ time "$@" 2>&4 4>&-; } 4>&2 2>"$out"
+}
+# "N s (CPU M s)" from timed's FILE.
+took() { # file
+	awk '{printf "%.0f s (CPU %.0f s)", $1, $2 + $3}' "$1" 2>/dev/null || echo "? s"
 }
 
 eal=(--no-huge --no-pci -m 512 -l 0-1 --file-prefix="qs$$" --log-level=lib.eal:error)
@@ -81,9 +107,9 @@ fi
 # file, line), not full debug info: the ASan tree compiled in 169 s instead of 224 s (CPU 327 s
 # instead of 433 s) on the 2-core VM, and the background sanitizer builds are what the test
 # command waits for.
-asan_opts=("-Db_sanitize=address,undefined" -Dbuildtype=debug -Db_lundef=false -Dcpp_args=-g1
-	-Dc_args=-g1)
-tsan_opts=(-Db_sanitize=thread -Dbuildtype=debug -Db_lundef=false -Dcpp_args=-g1 -Dc_args=-g1)
+g1=("-Dcpp_args=-g1 -fdebug-prefix-map=$PWD=." "-Dc_args=-g1 -fdebug-prefix-map=$PWD=.")
+asan_opts=("-Db_sanitize=address,undefined" -Dbuildtype=debug -Db_lundef=false "${g1[@]}")
+tsan_opts=(-Db_sanitize=thread -Dbuildtype=debug -Db_lundef=false "${g1[@]}")
 configure build
 configure build-asan "${asan_opts[@]}"
 configure build-tsan "${tsan_opts[@]}"
@@ -92,12 +118,11 @@ configure build-tsan "${tsan_opts[@]}"
 # Each leaves its ninja output in DIR/quickstart-build.log and its exit status in
 # DIR/quickstart-build.rc.
 bg_build() { # dirs...
-	local dir rc start
+	local dir rc
 	for dir in "$@"; do
 		rc=0
-		start=$SECONDS
-		nice -n 19 ninja -C "$dir" >"$dir/quickstart-build.log" 2>&1 || rc=$?
-		echo "$((SECONDS - start))" >"$dir/quickstart-build.secs"
+		timed "$dir/quickstart-build.time" nice -n 19 ninja -C "$dir" \
+			>"$dir/quickstart-build.log" 2>&1 || rc=$?
 		echo "$rc" >"$dir/quickstart-build.rc"
 		[ "$rc" -eq 0 ] || return
 	done
@@ -118,8 +143,8 @@ stop_bg() {
 	done
 }
 trap stop_bg EXIT
-build build
-echo "quickstart: built build in $((SECONDS - t0)) s"
+timed build/quickstart-build.time build build
+echo "quickstart: built build in $(took build/quickstart-build.time)"
 
 # Waits for a background build, showing ninja's progress every 15 s (a silent wait looks hung).
 wait_built() { # dir
@@ -135,7 +160,7 @@ wait_built() { # dir
 		echo "tests: $passed passed, $failed failed"
 		exit 1
 	fi
-	echo "quickstart: built $dir in $(cat "$dir/quickstart-build.secs") s (in the background," \
+	echo "quickstart: built $dir in $(took "$dir/quickstart-build.time") (in the background," \
 		"$(grep -c '^\[' "$dir/quickstart-build.log") steps; waited for it $((SECONDS - start)) s)"
 }
 # The sanitizer trees' tests start hundreds of processes (every test area, and qpn-testpmd,
@@ -193,11 +218,10 @@ count() { # build-dir
 
 skip=()
 echo "quickstart: testing build"
-start=$SECONDS
 rc=0
-suite build 1 "" || rc=1
+timed build/quickstart-test.time suite build 1 "" || rc=1
 count build
-echo "quickstart: tests of build took $((SECONDS - start)) s"
+echo "quickstart: tests of build took $(took build/quickstart-test.time)"
 [ $rc -eq 0 ] || { echo "tests: $passed passed, $failed failed"; exit 1; }
 
 # The sanitizer builds run what a sanitizer can find something in: not the source checks
@@ -223,21 +247,21 @@ tsan_env="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/config/tsan.
 wait_built build-tsan
 echo "quickstart: testing build-tsan (in the background)"
 (
-	start=$(date +%s)
 	rc=0
-	suite build-tsan 6 "[tsan] " "TSAN_OPTIONS=$tsan_env atexit_sleep_ms=100" || rc=1
-	echo "quickstart: tests of build-tsan took $(($(date +%s) - start)) s"
+	timed build-tsan/quickstart-test.time suite build-tsan 6 "[tsan] " \
+		"TSAN_OPTIONS=$tsan_env atexit_sleep_ms=100" || rc=1
+	echo "quickstart: tests of build-tsan took $(took build-tsan/quickstart-test.time)"
 	exit $rc
 ) &
 tsan_pid=$!
 wait_built build-asan
 echo "quickstart: testing build-asan"
-asan_start=$SECONDS
 asan_rc=0
 tsan_rc=0
-suite build-asan 4 "[asan] " ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 || asan_rc=1
-echo "quickstart: tests of build-asan took $((SECONDS - asan_start)) s"
+timed build-asan/quickstart-test.time suite build-asan 4 "[asan] " \
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ||
+	asan_rc=1
+echo "quickstart: tests of build-asan took $(took build-asan/quickstart-test.time)"
 wait "$tsan_pid" || tsan_rc=1
 tsan_pid=""
 count build-asan
