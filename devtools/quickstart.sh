@@ -101,8 +101,8 @@ fi
 # On a small machine (CI: 2 cores) the wall time is compile + tests of each tree; the two overlap
 # here: while a tree's tests run, the next trees compile at the lowest CPU priority (nice 19), so
 # they only take the CPU the tests leave idle (the tests sleep, poll at low rate, wait on child
-# processes) and the tests see the machine as if alone. The release tree's tests run alone; the
-# two sanitizer trees' tests run side by side (below).
+# processes) and the tests see the machine as if alone. Each tree's suite starts as soon as the
+# tree is built, beside the others (below).
 # -g1: line tables only (what a sanitizer report and a hang report's stacks print: function,
 # file, line), not full debug info: the ASan tree compiled in 169 s instead of 224 s (CPU 327 s
 # instead of 433 s) on the 2-core VM, and the background sanitizer builds are what the test
@@ -133,12 +133,12 @@ t0=$SECONDS
 rm -f build-asan/quickstart-build.rc build-tsan/quickstart-build.rc
 bg_build build-tsan build-asan &
 bg_pid=$!
-# On an early exit (a failed test) the background build (its ninja too) and a background suite
-# (its meson test, which stops its tests) stop with the script.
-tsan_pid=""
+# On an early exit (a failed test) the background build (its ninja too) and the background suites
+# (their meson test, which stops its tests) stop with the script.
+suite_pids=()
 stop_bg() {
 	local p
-	for p in "$bg_pid" $tsan_pid; do
+	for p in "$bg_pid" "${suite_pids[@]}"; do
 		kill $(pgrep -P "$p") "$p" 2>/dev/null || true
 	done
 }
@@ -150,6 +150,7 @@ echo "quickstart: built build in $(took build/quickstart-build.time)"
 wait_built() { # dir
 	local dir=$1 n=0 start=$SECONDS
 	while [ ! -f "$dir/quickstart-build.rc" ] && kill -0 "$bg_pid" 2>/dev/null; do
+		check_suites
 		[ $((n++ % 15)) -ne 0 ] ||
 			echo "quickstart: building $dir: $(tail -n 1 "$dir/quickstart-build.log" 2>/dev/null)"
 		sleep 1
@@ -157,8 +158,7 @@ wait_built() { # dir
 	if [ "$(cat "$dir/quickstart-build.rc" 2>/dev/null)" != 0 ]; then
 		cat "$dir/quickstart-build.log" >&2 || true
 		echo "quickstart: building $dir failed" >&2
-		echo "tests: $passed passed, $failed failed"
-		exit 1
+		finish 1
 	fi
 	echo "quickstart: built $dir in $(took "$dir/quickstart-build.time") (in the background," \
 		"$(grep -c '^\[' "$dir/quickstart-build.log") steps; waited for it $((SECONDS - start)) s)"
@@ -216,16 +216,54 @@ count() { # build-dir
 		"$log")))
 }
 
+# Each tree's suite starts as soon as the tree is built, in the background, beside whatever
+# still builds or runs: the release suite right after the release build, while the sanitizer
+# trees compile at nice 19 (as before: they only take the CPU its tests leave idle); the TSan
+# suite when its tree is built, the ASan suite when its tree is. Each suite leaves most of the two
+# cores idle (its tests wait on child processes, sleep through quarantines, poll at low rate: the
+# TSan suite used 227 CPU s in 200 s), so side by side they take about the time of the longest,
+# not the sum. On a first run the sanitizer trees are built after the release suite is done, so
+# the release suite runs beside the background builds only; on a repeat (the compiler cache has
+# every object) all three suites run at once: the tests must pass beside each other, as they
+# must on a loaded CI machine. Their lines on screen carry [tsan] / [asan]; each log is
+# DIR/quickstart-test.log, its exit status DIR/quickstart-test.rc. The first failed suite stops
+# the command (and the rest, through the trap).
+bg_suite() { # build-dir mult tag [env...]: suite in the background
+	local dir=$1
+	rm -f "$dir/quickstart-test.rc"
+	echo "quickstart: testing $dir (in the background)"
+	(
+		rc=0
+		timed "$dir/quickstart-test.time" suite "$@" || rc=1
+		echo "quickstart: tests of $dir took $(took "$dir/quickstart-test.time")"
+		echo "$rc" >"$dir/quickstart-test.rc"
+	) &
+	suite_pids+=($!)
+	started+=("$dir")
+}
+# The counts of the suites that ended, then exit with STATUS.
+finish() { # status
+	local dir
+	for dir in "${started[@]}"; do
+		[ ! -f "$dir/quickstart-test.rc" ] || count "$dir"
+	done
+	echo "tests: $passed passed, $failed failed"
+	exit "$1"
+}
+# Exits (status 1) as soon as a suite that ended failed.
+check_suites() {
+	local dir
+	for dir in "${started[@]}"; do
+		[ "$(cat "$dir/quickstart-test.rc" 2>/dev/null || echo 0)" = 0 ] || finish 1
+	done
+}
+started=()
+
 skip=()
-echo "quickstart: testing build"
-rc=0
-timed build/quickstart-test.time suite build 1 "" || rc=1
-count build
-echo "quickstart: tests of build took $(took build/quickstart-test.time)"
-[ $rc -eq 0 ] || { echo "tests: $passed passed, $failed failed"; exit 1; }
+bg_suite build 1 ""
 
 # The sanitizer builds run what a sanitizer can find something in: not the source checks
-# (format, layering, exports) nor the docs' commands, which the release build has just run.
+# (format, layering, exports) nor the docs' commands, which the release build runs.
 skip=(--no-suite check --no-suite doc)
 # TSAN_OPTIONS: halt_on_error=1: the first report fails the test (a report is a failure, not a
 # line to grep for). second_deadlock_stack=1: a lock-order report shows both acquisitions.
@@ -237,39 +275,20 @@ skip=(--no-suite check --no-suite doc)
 # run meanwhile. Left at their defaults, on purpose: detect_deadlocks, report_signal_unsafe,
 # io_sync (fds as synchronisation, so no false reports), history_size (older stacks in reports).
 tsan_env="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/config/tsan.supp"
-# The two sanitizer suites run side by side: each leaves about half of the two cores idle (its
-# tests wait on child processes, sleep through quarantines, poll at low rate: 227 CPU s in 200 s
-# of the TSan suite's wall time), and run one after the other the TSan suite was the test
-# command's last 200 s with nothing beside it. The TSan tree builds first and its suite (the
-# longer: ~200 s against ~140 s) starts in the background as soon as it is built, the ASan suite
-# when its tree is. Their lines on screen carry [tsan] / [asan]; each log is
-# DIR/quickstart-test.log. (Built ASan first, with the suites side by side: 840 s.)
+# The TSan tree builds first: its suite is the longest (~200 s against ~140 s for ASan's).
+# (Built ASan first, with the sanitizer suites side by side: 840 s.)
 wait_built build-tsan
-echo "quickstart: testing build-tsan (in the background)"
-(
-	rc=0
-	timed build-tsan/quickstart-test.time suite build-tsan 6 "[tsan] " \
-		"TSAN_OPTIONS=$tsan_env atexit_sleep_ms=100" || rc=1
-	echo "quickstart: tests of build-tsan took $(took build-tsan/quickstart-test.time)"
-	exit $rc
-) &
-tsan_pid=$!
+bg_suite build-tsan 6 "[tsan] " "TSAN_OPTIONS=$tsan_env atexit_sleep_ms=100"
 wait_built build-asan
-echo "quickstart: testing build-asan"
-asan_rc=0
-tsan_rc=0
-timed build-asan/quickstart-test.time suite build-asan 4 "[asan] " \
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ||
-	asan_rc=1
-echo "quickstart: tests of build-asan took $(took build-asan/quickstart-test.time)"
-wait "$tsan_pid" || tsan_rc=1
-tsan_pid=""
-count build-asan
-count build-tsan
-wait "$bg_pid" || true
-if [ $asan_rc -ne 0 ] || [ $tsan_rc -ne 0 ]; then
-	echo "tests: $passed passed, $failed failed"
-	exit 1
-fi
+bg_suite build-asan 4 "[asan] " ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+for dir in "${started[@]}"; do
+	while [ ! -f "$dir/quickstart-test.rc" ]; do
+		check_suites
+		sleep 1
+	done
+done
+check_suites
+wait
 echo "quickstart: all tests passed (release, ASan+UBSan, TSan) in $((SECONDS - t0)) s"
-echo "tests: $passed passed, $failed failed"
+finish 0
