@@ -21,7 +21,9 @@
 #  7. tidy         one surface dialect (.clang-tidy, doc/guides/contributing.md §3): clang-tidy-14
 #                  on the tracked *.cpp of lib/ drivers/ app/ with BUILD_DIR's compile commands,
 #                  one line per offence (file:line: check); first it shows one refusal on purpose
-#                  (`if (!p)`); skipped, with one line, where clang-tidy-14 is not installed.
+#                  (`if (!p)`); a source unchanged since it passed (its includes, flags and
+#                  checks too) is not checked again (devtools/tidy-run.py, QPN_TIDY_CACHE=off
+#                  checks all); skipped, with one line, where clang-tidy-14 is not installed.
 # SOURCE_DIR defaults to this script's tree, BUILD_DIR to SOURCE_DIR/build (parts needing it are
 # skipped when it is not a configured build). --no-format or QPN_CHECK_FORMAT=0 skips part 1,
 # --no-library part 3 (a sanitizer build's library cannot be linked without its runtime), --no-tidy
@@ -37,7 +39,7 @@ while [ $# -gt 0 ]; do
 	--no-format) do_format=0 ;;
 	--no-library) do_library=0 ;;
 	--no-tidy) do_tidy=0 ;;
-	-h|--help) sed -n '3,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "check: unknown option $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
@@ -198,8 +200,9 @@ for my $f (@ARGV) {
 # drivers/ and app/, each compiled as the build compiles it. The build's compile_commands.json
 # lists a source once per target that compiles it (app/common/ three times, once in the test
 # executable with its precompiled header): devtools/tidy-db.py writes a copy that keeps the first
-# command of each source outside tests/. One clang-tidy per core, a few files each; an offence in a header, seen from several
-# sources, is one line. Before that, one refusal on purpose: a two-line snippet testing a pointer
+# command of each source outside tests/. One clang-tidy per core, one source each
+# (devtools/tidy-run.py, which skips a source unchanged since it passed); an offence in a header,
+# seen from several sources, is one line. Before that, one refusal on purpose: a two-line snippet testing a pointer
 # with `if (!p)` must be refused, or the check could not fail at all.
 check_tidy() {
 	local ct
@@ -227,13 +230,10 @@ check_tidy() {
 		"$here/tidy-db.py" "$src" "$build" "$db" 2>&1 > "$part_dir/tidy.n") || return 1
 	[ -z "$note" ] || echo "check: $note"
 	n=$(cat "$part_dir/tidy.n")
-	local rc=0
-	python3 -c '
-import json, sys
-for e in json.load(open(sys.argv[1])):
-    print(e["file"])
-' "$db/compile_commands.json" | xargs -P "$(nproc)" -n 2 "$ct" --quiet -p "$db" \
-		> "$part_dir/tidy.log" 2>&1 || rc=$?
+	# tidy-run.py: one clang-tidy per core; a source that passed and whose content, includes,
+	# flags and checks are unchanged since is not checked again (its cache, outside the tree).
+	local rc=0 ran
+	ran=$("$here/tidy-run.py" "$src" "$build" "$db" "$ct" "$part_dir/tidy.log") || rc=$?
 	local bad
 	bad=$(python3 -c '
 import os, re, sys
@@ -263,7 +263,7 @@ print("\n".join(seen))
 		grep -v '^ ' "$part_dir/tidy.log" | head -20
 		return 1
 	fi
-	echo "check: tidy OK ($n sources, .clang-tidy)"
+	echo "check: tidy OK ($n sources, .clang-tidy: $ran)"
 }
 
 have_build() { [ -f "$build/meson-info/intro-targets.json" ]; }

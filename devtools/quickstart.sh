@@ -18,7 +18,7 @@ esac
 # Debian 12 packages the project builds and tests with.
 pkgs=(meson ninja-build pkg-config g++ libdpdk-dev libibverbs-dev librdmacm-dev libhwloc-dev
       libgtest-dev libgmock-dev clang-format-14 clang-tidy-14 libjansson-dev python3-matplotlib
-      valgrind)
+      valgrind ccache)
 # gdb: a test that hangs reports every thread's stack (tests/common/hang_report.h).
 [ "$mode" = run ] || pkgs+=(gdb)
 # dpdk, python3-pyelftools: DPDK's dpdk-pmdinfo.py, which the vdev tests run on the library.
@@ -34,6 +34,19 @@ if [ ${#missing[@]} -gt 0 ]; then
 	$sudo apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# ccache (meson puts it before the compiler when it is installed at `meson setup`): the test
+# command in a new clone of a tree compiled before on this machine, in any folder (CI clones into
+# a new one each time), takes its objects from the cache instead of compiling them again. Paths
+# under the clone's root are hashed relative to it (the build commands name the sources
+# relative to the build directory, and meson's include paths too); the debug information of the
+# sanitizer trees (-g1) names the build directory relative to the root (-fdebug-prefix-map), so
+# it keys on no folder either; pch_defines,time_macros let ccache cache the sources compiled
+# with the test suite's precompiled header (tests/pch/); include_file_mtime/ctime: a fresh
+# clone's files are all seconds old, and ccache would otherwise not trust their stat (and
+# preprocess every source again to be sure). The cache is the user's (ccache's default place).
+export CCACHE_BASEDIR=$PWD
+export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 
 # DPDK's driver-SDK headers of the installed version, for the mlx5_qpn vdev (Debian's DPDK has
 # none: the script fetches them once from Debian's source package; without them, one line and
@@ -52,6 +65,19 @@ build() { # dir [targets...]
 	local dir=$1; shift
 	echo "quickstart: building ${*:-everything} in $dir"
 	ninja -C "$dir" "$@"
+}
+
+# Runs a command and leaves "WALL USER SYS" (seconds; the CPU of its children included) in FILE:
+# each phase below says its wall time and its CPU, which a machine shared with other work
+# inflates less than the wall time. Exit status: the command's.
+timed() { # file command...
+	local out=$1 TIMEFORMAT='%2R %2U %2S'
+	shift
+	{ time "$@" 2>&4 4>&-; } 4>&2 2>"$out"
+}
+# "N s (CPU M s)" from timed's FILE.
+took() { # file
+	awk '{printf "%.0f s (CPU %.0f s)", $1, $2 + $3}' "$1" 2>/dev/null || echo "? s"
 }
 
 eal=(--no-huge --no-pci -m 512 -l 0-1 --file-prefix="qs$$" --log-level=lib.eal:error)
@@ -81,15 +107,15 @@ fi
 # On a small machine (CI: 2 cores) the wall time is compile + tests of each tree; the two overlap
 # here: while a tree's tests run, the next trees compile at the lowest CPU priority (nice 19), so
 # they only take the CPU the tests leave idle (the tests sleep, poll at low rate, wait on child
-# processes) and the tests see the machine as if alone. The release tree's tests run alone; the
-# two sanitizer trees' tests run side by side (below).
+# processes) and the tests see the machine as if alone. Each tree's suite starts as soon as the
+# tree is built, beside the others (below).
 # -g1: line tables only (what a sanitizer report and a hang report's stacks print: function,
 # file, line), not full debug info: the ASan tree compiled in 169 s instead of 224 s (CPU 327 s
 # instead of 433 s) on the 2-core VM, and the background sanitizer builds are what the test
 # command waits for.
-asan_opts=("-Db_sanitize=address,undefined" -Dbuildtype=debug -Db_lundef=false -Dcpp_args=-g1
-	-Dc_args=-g1)
-tsan_opts=(-Db_sanitize=thread -Dbuildtype=debug -Db_lundef=false -Dcpp_args=-g1 -Dc_args=-g1)
+g1=("-Dcpp_args=-g1 -fdebug-prefix-map=$PWD=." "-Dc_args=-g1 -fdebug-prefix-map=$PWD=.")
+asan_opts=("-Db_sanitize=address,undefined" -Dbuildtype=debug -Db_lundef=false "${g1[@]}")
+tsan_opts=(-Db_sanitize=thread -Dbuildtype=debug -Db_lundef=false "${g1[@]}")
 configure build
 configure build-asan "${asan_opts[@]}"
 configure build-tsan "${tsan_opts[@]}"
@@ -98,12 +124,11 @@ configure build-tsan "${tsan_opts[@]}"
 # Each leaves its ninja output in DIR/quickstart-build.log and its exit status in
 # DIR/quickstart-build.rc.
 bg_build() { # dirs...
-	local dir rc start
+	local dir rc
 	for dir in "$@"; do
 		rc=0
-		start=$SECONDS
-		nice -n 19 ninja -C "$dir" >"$dir/quickstart-build.log" 2>&1 || rc=$?
-		echo "$((SECONDS - start))" >"$dir/quickstart-build.secs"
+		timed "$dir/quickstart-build.time" nice -n 19 ninja -C "$dir" \
+			>"$dir/quickstart-build.log" 2>&1 || rc=$?
 		echo "$rc" >"$dir/quickstart-build.rc"
 		[ "$rc" -eq 0 ] || return
 	done
@@ -114,23 +139,24 @@ t0=$SECONDS
 rm -f build-asan/quickstart-build.rc build-tsan/quickstart-build.rc
 bg_build build-tsan build-asan &
 bg_pid=$!
-# On an early exit (a failed test) the background build (its ninja too) and a background suite
-# (its meson test, which stops its tests) stop with the script.
-tsan_pid=""
+# On an early exit (a failed test) the background build (its ninja too) and the background suites
+# (their meson test, which stops its tests) stop with the script.
+suite_pids=()
 stop_bg() {
 	local p
-	for p in "$bg_pid" $tsan_pid; do
+	for p in "$bg_pid" "${suite_pids[@]}"; do
 		kill $(pgrep -P "$p") "$p" 2>/dev/null || true
 	done
 }
 trap stop_bg EXIT
-build build
-echo "quickstart: built build in $((SECONDS - t0)) s"
+timed build/quickstart-build.time build build
+echo "quickstart: built build in $(took build/quickstart-build.time)"
 
 # Waits for a background build, showing ninja's progress every 15 s (a silent wait looks hung).
 wait_built() { # dir
 	local dir=$1 n=0 start=$SECONDS
 	while [ ! -f "$dir/quickstart-build.rc" ] && kill -0 "$bg_pid" 2>/dev/null; do
+		check_suites
 		[ $((n++ % 15)) -ne 0 ] ||
 			echo "quickstart: building $dir: $(tail -n 1 "$dir/quickstart-build.log" 2>/dev/null)"
 		sleep 1
@@ -138,10 +164,9 @@ wait_built() { # dir
 	if [ "$(cat "$dir/quickstart-build.rc" 2>/dev/null)" != 0 ]; then
 		cat "$dir/quickstart-build.log" >&2 || true
 		echo "quickstart: building $dir failed" >&2
-		echo "tests: $passed passed, $failed failed"
-		exit 1
+		finish 1
 	fi
-	echo "quickstart: built $dir in $(cat "$dir/quickstart-build.secs") s (in the background," \
+	echo "quickstart: built $dir in $(took "$dir/quickstart-build.time") (in the background," \
 		"$(grep -c '^\[' "$dir/quickstart-build.log") steps; waited for it $((SECONDS - start)) s)"
 }
 # The sanitizer trees' tests start hundreds of processes (every test area, and qpn-testpmd,
@@ -197,17 +222,54 @@ count() { # build-dir
 		"$log")))
 }
 
+# Each tree's suite starts as soon as the tree is built, in the background, beside whatever
+# still builds or runs: the release suite right after the release build, while the sanitizer
+# trees compile at nice 19 (as before: they only take the CPU its tests leave idle); the TSan
+# suite when its tree is built, the ASan suite when its tree is. Each suite leaves most of the two
+# cores idle (its tests wait on child processes, sleep through quarantines, poll at low rate: the
+# TSan suite used 227 CPU s in 200 s), so side by side they take about the time of the longest,
+# not the sum. On a first run the sanitizer trees are built after the release suite is done, so
+# the release suite runs beside the background builds only; on a repeat (the compiler cache has
+# every object) all three suites run at once: the tests must pass beside each other, as they
+# must on a loaded CI machine. Their lines on screen carry [tsan] / [asan]; each log is
+# DIR/quickstart-test.log, its exit status DIR/quickstart-test.rc. The first failed suite stops
+# the command (and the rest, through the trap).
+bg_suite() { # build-dir mult tag [env...]: suite in the background
+	local dir=$1
+	rm -f "$dir/quickstart-test.rc"
+	echo "quickstart: testing $dir (in the background)"
+	(
+		rc=0
+		timed "$dir/quickstart-test.time" suite "$@" || rc=1
+		echo "quickstart: tests of $dir took $(took "$dir/quickstart-test.time")"
+		echo "$rc" >"$dir/quickstart-test.rc"
+	) &
+	suite_pids+=($!)
+	started+=("$dir")
+}
+# The counts of the suites that ended, then exit with STATUS.
+finish() { # status
+	local dir
+	for dir in "${started[@]}"; do
+		[ ! -f "$dir/quickstart-test.rc" ] || count "$dir"
+	done
+	echo "tests: $passed passed, $failed failed"
+	exit "$1"
+}
+# Exits (status 1) as soon as a suite that ended failed.
+check_suites() {
+	local dir
+	for dir in "${started[@]}"; do
+		[ "$(cat "$dir/quickstart-test.rc" 2>/dev/null || echo 0)" = 0 ] || finish 1
+	done
+}
+started=()
+
 skip=()
-echo "quickstart: testing build"
-start=$SECONDS
-rc=0
-suite build 1 "" || rc=1
-count build
-echo "quickstart: tests of build took $((SECONDS - start)) s"
-[ $rc -eq 0 ] || { echo "tests: $passed passed, $failed failed"; exit 1; }
+bg_suite build 1 ""
 
 # The sanitizer builds run what a sanitizer can find something in: not the source checks
-# (format, layering, exports) nor the docs' commands, which the release build has just run.
+# (format, layering, exports) nor the docs' commands, which the release build runs.
 skip=(--no-suite check --no-suite doc)
 # TSAN_OPTIONS: halt_on_error=1: the first report fails the test (a report is a failure, not a
 # line to grep for). second_deadlock_stack=1: a lock-order report shows both acquisitions.
@@ -219,39 +281,20 @@ skip=(--no-suite check --no-suite doc)
 # run meanwhile. Left at their defaults, on purpose: detect_deadlocks, report_signal_unsafe,
 # io_sync (fds as synchronisation, so no false reports), history_size (older stacks in reports).
 tsan_env="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/config/tsan.supp"
-# The two sanitizer suites run side by side: each leaves about half of the two cores idle (its
-# tests wait on child processes, sleep through quarantines, poll at low rate: 227 CPU s in 200 s
-# of the TSan suite's wall time), and run one after the other the TSan suite was the test
-# command's last 200 s with nothing beside it. The TSan tree builds first and its suite (the
-# longer: ~200 s against ~140 s) starts in the background as soon as it is built, the ASan suite
-# when its tree is. Their lines on screen carry [tsan] / [asan]; each log is
-# DIR/quickstart-test.log. (Built ASan first, with the suites side by side: 840 s.)
+# The TSan tree builds first: its suite is the longest (~200 s against ~140 s for ASan's).
+# (Built ASan first, with the sanitizer suites side by side: 840 s.)
 wait_built build-tsan
-echo "quickstart: testing build-tsan (in the background)"
-(
-	start=$(date +%s)
-	rc=0
-	suite build-tsan 6 "[tsan] " "TSAN_OPTIONS=$tsan_env atexit_sleep_ms=100" || rc=1
-	echo "quickstart: tests of build-tsan took $(($(date +%s) - start)) s"
-	exit $rc
-) &
-tsan_pid=$!
+bg_suite build-tsan 6 "[tsan] " "TSAN_OPTIONS=$tsan_env atexit_sleep_ms=100"
 wait_built build-asan
-echo "quickstart: testing build-asan"
-asan_start=$SECONDS
-asan_rc=0
-tsan_rc=0
-suite build-asan 4 "[asan] " ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 || asan_rc=1
-echo "quickstart: tests of build-asan took $((SECONDS - asan_start)) s"
-wait "$tsan_pid" || tsan_rc=1
-tsan_pid=""
-count build-asan
-count build-tsan
-wait "$bg_pid" || true
-if [ $asan_rc -ne 0 ] || [ $tsan_rc -ne 0 ]; then
-	echo "tests: $passed passed, $failed failed"
-	exit 1
-fi
+bg_suite build-asan 4 "[asan] " ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+for dir in "${started[@]}"; do
+	while [ ! -f "$dir/quickstart-test.rc" ]; do
+		check_suites
+		sleep 1
+	done
+done
+check_suites
+wait
 echo "quickstart: all tests passed (release, ASan+UBSan, TSan) in $((SECONDS - t0)) s"
-echo "tests: $passed passed, $failed failed"
+finish 0
