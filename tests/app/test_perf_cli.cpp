@@ -118,9 +118,8 @@ TEST_F(PerfCli, PerfShortRunSaysWhatItDidNotMeasure)
 
 	const std::string dir = ::testing::TempDir() + "qpn_perf_cli_" + std::to_string(getpid());
 	std::string rep;
-	ASSERT_EQ(test_helpers::run_cmd(std::string(QPN_TEST_SRCDIR) +
-						"/app/qpn-perf/qpn-perf-report " + json_ + " " +
-						dir + " 2>&1",
+	ASSERT_EQ(test_helpers::run_cmd(test_helpers::source_path("app/qpn-perf/qpn-perf-report") +
+						" " + json_ + " " + dir + " 2>&1",
 					&rep),
 		  0)
 		<< rep;

@@ -71,9 +71,9 @@ protected:
 	{
 		const std::string dir = ::testing::TempDir() + "qpn_report_" + name_;
 		std::string out;
-		int rc = test_helpers::run_cmd(std::string(QPN_TEST_SRCDIR) +
-						       "/app/qpn-perf/qpn-perf-report " + json_ +
-						       " " + dir + " 2>&1",
+		int rc = test_helpers::run_cmd(test_helpers::source_path(
+						       "app/qpn-perf/qpn-perf-report") +
+						       " " + json_ + " " + dir + " 2>&1",
 					       &out);
 		*html = test_helpers::slurp(dir + "/index.html");
 		std::system(("rm -rf '" + dir + "'").c_str());

@@ -2,6 +2,7 @@
 #include "test_helpers.h"
 
 #include <climits>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -28,6 +29,15 @@ std::string
 build_path(const std::string &rel)
 {
 	std::string p = build_root();
+	p.append("/").append(rel);
+	return p;
+}
+
+std::string
+source_path(const std::string &rel)
+{
+	const char *env = getenv("QPN_TEST_SRCDIR");
+	std::string p = env && *env ? std::string(env) : build_root() + "/..";
 	p.append("/").append(rel);
 	return p;
 }

@@ -64,6 +64,12 @@ std::string build_root();
 /* A file of the build directory, REL relative to it (e.g. "app/qpn-testpmd/qpn-testpmd"). */
 std::string build_path(const std::string &rel);
 
+/* A file of the source tree, REL relative to its root (e.g. "app/qpn-perf/qpn-perf-report"): the
+ * root meson test passes in QPN_TEST_SRCDIR (an environment variable, not a define: a define
+ * would put an absolute path in every test source's compile command, and the compiler cache
+ * would then miss in a clone in another folder), else the build directory's parent. */
+std::string source_path(const std::string &rel);
+
 /* The whole file at PATH ("" if it does not exist or cannot be read). */
 std::string slurp(const std::string &path);
 
