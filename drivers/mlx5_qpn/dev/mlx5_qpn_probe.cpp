@@ -85,13 +85,13 @@ choose_source_trials(mlx5_qpn_dev *d)
 void
 note_all_cooling(mlx5_qpn_dev *d)
 {
-	if (d->lease.cooling.empty() || d->lease.cooling.size() != d->sup.objs.size())
-		return;
 	uint64_t first = UINT64_MAX, qpns = 0;
 	for (const auto &c : d->lease.cooling) {
 		first = std::min(first, c.until_ns);
 		qpns += c.count;
 	}
+	if (qpns == 0 || qpns != d->sup.held.load(rlx))
+		return; /* some went into the pool */
 	uint64_t now = mlx5_qpn_clock_ns();
 	DEV_LOG(NOTICE,
 		"%s: all %" PRIu64
