@@ -35,7 +35,7 @@ destroy_sims(const run_config &cfg)
 	for (auto &da : cfg.devargs) {
 		std::string name = da.substr(0, da.find(','));
 		int rc = mlx5_qpn_dev_purge(name.c_str());
-		if (rc != 0 && rc != -ENOENT && rc != -EOPNOTSUPP)
+		if (rc != 0 && rc != -ENOENT && rc != -EOPNOTSUPP && rc != -EBUSY)
 			fprintf(stderr, "qpn-testpmd: --destroy-sim: %s: %s\n", name.c_str(),
 				strerror(-rc));
 	}

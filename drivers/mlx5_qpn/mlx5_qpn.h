@@ -177,13 +177,15 @@ int mlx5_qpn_devargs_check(const char *devargs, char *why, size_t len);
  * its processes let go) and, for the emulated device, its shared-memory segment. A process that
  * closed cleanly leaves neither; one killed may leave both. A hardware device keeps nothing
  * else (the kernel destroys a dead process's objects): its name is resolved to its node GUID
- * through rdma-core (ibv_get_device_list, ibv_get_device_guid; no context is opened). Call it
- * only when no process has the device open: the state is shared by every process that opens
- * the name.
+ * through rdma-core (ibv_get_device_list, ibv_get_device_guid; no context is opened). The
+ * state is shared by every process that opens the name, so the purge is refused while a live
+ * process has the device open (the emulated device's owner table or the lease file's users
+ * show one): a fresh device would hand out again QPNs that process holds (invariant 1).
  *
  * @param name  a device name as in devargs: "sim0", "mlx5_0" or "ib=mlx5_0".
  * @return 0 removed; -ENOENT nothing left for that name; -EBUSY the device is probed in this
- *         process (close it first); -EINVAL NULL, empty or malformed name; -ENODEV no backend
+ *         process (close it first), or a live process has it open (one ERR line names its
+ *         pid; the lease file is kept); -EINVAL NULL, empty or malformed name; -ENODEV no backend
  *         takes that name, or no RDMA device has it (or rdma-core is unavailable), and nothing
  *         is removed; -ENOTSUP the RDMA device of that name is not an mlx5 device.
  * Thread safety: must not race a probe or close of the same name.

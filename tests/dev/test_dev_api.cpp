@@ -6,6 +6,7 @@
  */
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <cerrno>
@@ -14,6 +15,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -390,6 +392,47 @@ TEST(DevProbe, SourceSelectionUnderSupportFaults)
 	}
 }
 
+/*
+ * A reserved-QPN probe refused, or one that falls through to ordinary QPs, says so in one line
+ * (driver.md §4): no back-off warning for a trial that is not retried, no "works again" after
+ * the fall-through.
+ */
+TEST(DevProbe, RefusedReservedQpnProbeLogsOneLine)
+{
+	struct Case {
+		const char *extra;
+		int rc;
+		const char *line; /* what the one line says */
+	} cases[] = {
+		{",cap_reserved_qpn=0,reserved_qpn=yes", -EOPNOTSUPP, "and reserved_qpn=yes"},
+		{",fault_nodevx=1,reserved_qpn=yes", -EOPNOTSUPP, "and reserved_qpn=yes"},
+		{",cap_reserved_qpn=0,reserved_qpn=try", 0,
+		 "using ordinary QPs (reserved_qpn=try)"},
+		{",fault_nodevx=1,reserved_qpn=try", 0, "using ordinary QPs (reserved_qpn=try)"},
+	};
+	for (const auto &c : cases) {
+		SimName n;
+		std::string args = n.str() + ",quarantine_us=0,log_max_alloc=4,max_qpns=64" +
+				   c.extra;
+		char *buf = nullptr;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+		FILE *saved = rte_log_get_stream();
+		rte_openlog_stream(f);
+		struct mlx5_qpn_dev *dev = nullptr;
+		int rc = mlx5_qpn_dev_probe(args.c_str(), &dev);
+		rte_openlog_stream(saved == stderr ? nullptr : saved);
+		fclose(f);
+		std::string log(buf != nullptr ? buf : "", len);
+		free(buf);
+		EXPECT_EQ(rc, c.rc) << args;
+		EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << args << ":\n" << log;
+		EXPECT_NE(log.find(c.line), std::string::npos) << args << ":\n" << log;
+		if (rc == 0)
+			mlx5_qpn_dev_close(dev);
+	}
+}
+
 TEST(DevProbe, DeviceLimitAndQuarantine)
 {
 	SimName n;
@@ -691,9 +734,22 @@ TEST(DevPurge, RemovesLeftoversThroughTheBackend)
 	ASSERT_EQ(mlx5_qpn_devargs_parse(n.str().c_str(), &da), 0);
 	struct mlx5_qpn_backend *be = nullptr;
 	ASSERT_EQ(da.backend->ops->open(&da, &be), 0); /* the segment exists while be is open */
+	EXPECT_EQ(mlx5_qpn_dev_purge(n.str().c_str()), -EBUSY) << "a live handle (ours) holds it";
+	da.backend->ops->close(be); /* the last close removes it */
+	EXPECT_EQ(mlx5_qpn_dev_purge(n.str().c_str()), -ENOENT);
+
+	/* A process that dies with its handle open leaves the segment: that is what purge is for. */
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct mlx5_qpn_backend *b = nullptr;
+		_exit(da.backend->ops->open(&da, &b) == 0 ? 0 : 1);
+	}
+	int st = 0;
+	ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	EXPECT_EQ(mlx5_qpn_dev_purge(n.str().c_str()), 0);
 	EXPECT_EQ(mlx5_qpn_dev_purge(n.str().c_str()), -ENOENT);
-	da.backend->ops->close(be);
 }
 
 /* The device's own one-QPN allocator through the public API: rdma-core's blocks, each a device

@@ -442,3 +442,108 @@ TEST(LeaseFile, CorruptionWhileOpenIsRefused)
 	EXPECT_EQ(count_lines(log.text(), "refusing it"), 1) << log.text();
 	a.close();
 }
+
+/*
+ * Issue 30 (5): a range the device gave while it still cooled is recorded ASIDE; letting it go
+ * renews nothing. A set-aside holder's close leaves the earlier cooling entry's time as it was
+ * (before: the close re-stamped the range from its own time, so a probe retried faster than the
+ * quarantine kept pushing the return away).
+ */
+TEST(LeaseFile, AsideCloseRenewsNothing)
+{
+	LeaseName n;
+	Lease a, b, c;
+	ASSERT_EQ(a.open_named(n.name, kGuid, 1, kSec), 0);
+	uint64_t until = 0;
+	ASSERT_EQ(a.acquire(0, 10, &until), 0);
+	ASSERT_EQ(a.release_all(), 0); /* cooling from its close */
+	for (int retry = 0; retry < 3; retry++) {
+		ASSERT_EQ(b.open_named(n.name, kGuid, 2, kSec), 0);
+		uint64_t until_b = 0;
+		ASSERT_EQ(b.acquire(0, 10, &until_b), 0);
+		ASSERT_NE(until_b, 0u) << "the range still cools";
+		if (retry == 0)
+			until = until_b;
+		EXPECT_EQ(until_b, until) << "retry " << retry << ": a set-aside close renewed it";
+		lease::Stats st;
+		ASSERT_EQ(b.stats(&st), 0);
+		EXPECT_EQ(st.aside, 1u);
+		usleep(2000);
+		ASSERT_EQ(b.release_all(), 0);
+	}
+	ASSERT_EQ(c.open_named(n.name, kGuid, 3, kSec), 0);
+	uint64_t until_c = 0;
+	ASSERT_EQ(c.check(0, 1024, &until_c), 0);
+	EXPECT_EQ(until_c, until);
+	lease::Stats st;
+	ASSERT_EQ(c.stats(&st), 0);
+	EXPECT_EQ(st.entries, 1u) << "only the first holder's cooling entry";
+	EXPECT_EQ(st.aside, 0u);
+}
+
+/* The same for a set-aside holder that dies: its record goes, the earlier cooling time stays. */
+TEST(LeaseFile, AsideOfADeadHolderRenewsNothing)
+{
+	LeaseName n;
+	Lease a;
+	ASSERT_EQ(a.open_named(n.name, kGuid, 1, kSec), 0);
+	uint64_t until = 0;
+	ASSERT_EQ(a.acquire(256, 8, &until), 0);
+	ASSERT_EQ(a.release_all(), 0);
+	int done[2];
+	ASSERT_EQ(pipe(done), 0);
+	pid_t pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		Lease d;
+		uint64_t u = 0;
+		if (d.open_named(n.name, kGuid, 7, kSec) != 0 || d.acquire(256, 8, &u) != 0)
+			u = 0;
+		(void)!write(done[1], &u, sizeof(u));
+		_exit(0); /* dies with the range set aside (no release_all) */
+	}
+	uint64_t until_child = 0;
+	ASSERT_EQ(read(done[0], &until_child, sizeof(until_child)), ssize_t(sizeof(until_child)));
+	ASSERT_EQ(waitpid(pid, nullptr, 0), pid);
+	ASSERT_NE(until_child, 0u) << "the child did not record the range as cooling";
+	usleep(2000);
+	Lease b;
+	ASSERT_EQ(b.open_named(n.name, kGuid, 2, kSec), 0);
+	ASSERT_EQ(b.check(256, 256, &until), 0);
+	EXPECT_EQ(until, until_child) << "the death of a set-aside holder renewed the cooling";
+	lease::Stats st;
+	ASSERT_EQ(b.stats(&st), 0);
+	EXPECT_EQ(st.entries, 1u);
+	EXPECT_EQ(st.deaths_noticed, 1u);
+}
+
+/* Once admitted (its cooling over, into the pool), the range is the holder's own: its close
+ * makes it cool from the close. */
+TEST(LeaseFile, AdmittedRangeCoolsFromClose)
+{
+	LeaseName n;
+	Lease a, b, c;
+	const uint64_t q = kSec / 20; /* 50 ms */
+	ASSERT_EQ(a.open_named(n.name, kGuid, 1, q), 0);
+	uint64_t until = 0;
+	ASSERT_EQ(a.acquire(64, 6, &until), 0);
+	ASSERT_EQ(a.release_all(), 0);
+	ASSERT_EQ(b.open_named(n.name, kGuid, 2, q), 0);
+	ASSERT_EQ(b.acquire(64, 6, &until), 0);
+	ASSERT_NE(until, 0u);
+	ASSERT_EQ(b.admit(64, 64, &until), 0);
+	EXPECT_NE(until, 0u) << "admitted while it cools";
+	while (mlx5_qpn_clock_ns() < until)
+		usleep(1000);
+	ASSERT_EQ(b.admit(64, 64, &until), 0);
+	EXPECT_EQ(until, 0u);
+	lease::Stats st;
+	ASSERT_EQ(b.stats(&st), 0);
+	EXPECT_EQ(st.aside, 0u);
+	EXPECT_EQ(st.held, 1u);
+	uint64_t t_close = mlx5_qpn_clock_ns();
+	ASSERT_EQ(b.release_all(), 0);
+	ASSERT_EQ(c.open_named(n.name, kGuid, 3, q), 0);
+	ASSERT_EQ(c.check(64, 64, &until), 0);
+	EXPECT_GE(until, t_close + q);
+}

@@ -469,6 +469,12 @@ main(int argc, char **argv)
 	bool lost = !have_obs || got != expect;
 	double min_delay_ms = r.min_reclaim_delay_ns == UINT64_MAX ? -1.0 :
 								     r.min_reclaim_delay_ns / 1e6;
+	/* Each death's return: kill -> the first hand-out of its QPNs to another process. */
+	std::vector<uint64_t> ret = r.return_delays_ns;
+	std::sort(ret.begin(), ret.end());
+	auto ret_ms = [&](size_t i) { return ret.empty() ? -1.0 : ret[i] / 1e6; };
+	const double ret_min = ret_ms(0), ret_med = ret_ms(ret.size() / 2),
+		     ret_max = ret_ms(ret.empty() ? 0 : ret.size() - 1);
 
 	printf("soak: %" PRIu64 " s, %" PRIu64 " workers, quarantine %" PRIu64 " ms, seed %" PRIu64
 	       "\n",
@@ -484,6 +490,10 @@ main(int argc, char **argv)
 	       "first %.1f ms after it; %" PRIu64 " device objects reclaimed, %" PRIu64
 	       " device repairs\n",
 	       r.reclaimed, min_delay_ms, reclaimed_objs, repairs);
+	printf("soak: %zu of %" PRIu64
+	       " deaths' QPNs handed out again; kill -> first hand-out min %.1f, median %.1f, "
+	       "max %.1f ms (quarantine %" PRIu64 " ms)\n",
+	       ret.size(), kills, ret_min, ret_med, ret_max, q_ms);
 	printf("soak: %" PRIu64 " firmware faults injected; capacity back at the end %u/%u\n",
 	       faults, got, expect);
 	for (size_t i = 0; i < r.violations.size() && i < 10; i++) {
@@ -507,10 +517,13 @@ main(int argc, char **argv)
 				", \"min_reclaim_delay_ms\": %.3f, \"faults\": %" PRIu64
 				", \"violations\": %zu, "
 				"\"worker_errors\": %" PRIu64
-				", \"capacity_back\": %u, \"capacity\": %u}\n",
+				", \"capacity_back\": %u, \"capacity\": %u, "
+				"\"deaths_returned\": %zu, \"return_ms\": {\"min\": %.3f, "
+				"\"median\": %.3f, \"max\": %.3f}}\n",
 				seconds, procs, q_ms, seed, r.allocs + r.frees, lives.size() - 1,
 				kills, exits, r.reclaimed, min_delay_ms, faults,
-				r.violations.size(), worker_errors, got, expect);
+				r.violations.size(), worker_errors, got, expect, ret.size(),
+				ret_min, ret_med, ret_max);
 			fclose(j);
 		}
 	}

@@ -112,6 +112,7 @@ check(const std::vector<Life> &lives, uint64_t q)
 			r.kills++;
 	}
 
+	std::unordered_map<size_t, uint64_t> returned; /* killed life -> first return delay */
 	for (auto &[qpn, hs] : holds) {
 		std::sort(hs.begin(), hs.end(),
 			  [](const Hold &a, const Hold &b) { return a.handed < b.handed; });
@@ -132,6 +133,11 @@ check(const std::vector<Life> &lives, uint64_t q)
 				 * the kill's time stamp, which is taken before the signal. */
 				if (h.handed > kq.kill_ns && h.life != kq.life) {
 					r.reclaimed++;
+					auto [it, fresh] = returned.emplace(kq.life,
+									    h.handed - kq.kill_ns);
+					if (!fresh)
+						it->second = std::min(it->second,
+								      h.handed - kq.kill_ns);
 					if (kq.held)
 						r.min_reclaim_delay_ns =
 							std::min(r.min_reclaim_delay_ns,
@@ -140,6 +146,9 @@ check(const std::vector<Life> &lives, uint64_t q)
 				}
 		}
 	}
+	for (size_t li = 0; li < lives.size(); li++)
+		if (auto it = returned.find(li); it != returned.end())
+			r.return_delays_ns.push_back(it->second);
 	return r;
 }
 

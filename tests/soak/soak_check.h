@@ -42,6 +42,11 @@ struct Report {
 					  * again later by anyone */
 	uint64_t min_reclaim_delay_ns = UINT64_MAX; /* smallest kill -> next hand-out of a QPN
 						     * held at the kill (>= the quarantine) */
+	/* One per killed life whose QPNs (held or quarantined at the kill) were handed out again
+	 * by another process: kill -> the first such hand-out, which is when its ranges were back
+	 * at the latest (>= the quarantine; how much later also depends on when someone asked).
+	 * In the order of the lives. */
+	std::vector<uint64_t> return_delays_ns;
 	std::vector<Violation> violations;
 };
 

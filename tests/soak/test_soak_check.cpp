@@ -106,3 +106,19 @@ TEST(SoakCheck, ATornTailIsDropped)
 	ASSERT_EQ(recs.size(), 2u);
 	EXPECT_EQ(recs[1].op, uint32_t(kFreeBegin));
 }
+
+/* Per death, the time to the first hand-out of any of its QPNs by another process. */
+TEST(SoakCheck, ReturnDelayPerKilledLife)
+{
+	std::vector<Life> lives =
+		{life({{kAllocEnd, 3, 10}, {kAllocEnd, 4, 20}}, 500),  /* killed at 500 */
+		 life({{kAllocEnd, 4, 1700}, {kAllocEnd, 3, 1600}}),   /* 3 back first, at 1600 */
+		 life({{kAllocEnd, 8, 10}}, 600),                      /* killed, never back */
+		 life({{kAllocEnd, 9, 10}, {kFreeBegin, 9, 20}}, 700), /* quarantined at the kill */
+		 life({{kAllocEnd, 9, 2000}})};
+	Report r = check(lives, Q);
+	EXPECT_TRUE(r.violations.empty());
+	ASSERT_EQ(r.return_delays_ns.size(), 2u);
+	EXPECT_EQ(r.return_delays_ns[0], 1100u);
+	EXPECT_EQ(r.return_delays_ns[1], 1300u);
+}

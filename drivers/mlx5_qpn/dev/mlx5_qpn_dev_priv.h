@@ -118,6 +118,10 @@ struct Backoff {
 	uint64_t fail_streak = 0;  /* failed reservations in a row (grow_mutex) */
 	uint64_t fail_logged = 0;  /* fail_streak at the last warning (grow_mutex) */
 	uint64_t warn_next_ns = 0; /* no warning before this (grow_mutex) */
+	/* Probe's trial reservations (choose_source()): a source that fails is left for the next
+	 * one, so its failure starts no streak warning and its end no "works again" line; the
+	 * probe's own line says what happened (driver.md §4). grow_mutex. */
+	bool quiet = false;
 };
 
 /* Shrinking (shrink_locked()): the last time the pool asked for more (no range goes back within

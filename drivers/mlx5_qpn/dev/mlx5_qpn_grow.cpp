@@ -94,7 +94,8 @@ promote_locked(mlx5_qpn_dev *d)
 			i++;
 			continue;
 		}
-		int rc = d->lease.file.check(c.first, c.count, &until);
+		/* ASIDE in the lease until now: from here on a close or a death makes it cool. */
+		int rc = d->lease.file.admit(c.first, c.count, &until);
 		if (rc != 0) {
 			lease_error(d, rc, "checking a cooling range");
 			c.until_ns = now +
@@ -221,17 +222,27 @@ backoff_running(mlx5_qpn_dev *d)
 
 namespace {
 
-/* A reservation reached the device and failed (rc). Caller holds grow_mutex. */
-void
-backoff_failed(mlx5_qpn_dev *d, int rc)
+/* The next step of the back-off: no device command for it. Caller holds grow_mutex. */
+uint64_t
+backoff_step(mlx5_qpn_dev *d)
 {
 	uint64_t now = mlx5_qpn_clock_ns();
 	d->backoff.step_ns = d->backoff.step_ns == 0 ?
 				     kBackoffMinNs :
 				     std::min(d->backoff.step_ns * 2, kBackoffMaxNs);
 	d->backoff.until.store(now + d->backoff.step_ns, std::memory_order_release);
+	return now;
+}
+
+/* A reservation reached the device and failed (rc). Caller holds grow_mutex. */
+void
+backoff_failed(mlx5_qpn_dev *d, int rc)
+{
+	uint64_t now = backoff_step(d);
 	d->backoff.fail_streak++;
-	if (d->backoff.fail_streak == 1 || now >= d->backoff.warn_next_ns) {
+	if (d->backoff.quiet) {
+		d->backoff.fail_logged = d->backoff.fail_streak;
+	} else if (d->backoff.fail_streak == 1 || now >= d->backoff.warn_next_ns) {
 		if (d->backoff.fail_streak == 1)
 			DEV_LOG(WARNING,
 				"%s: reserving QPNs from the device failed (%s); retrying with "
@@ -253,7 +264,7 @@ backoff_failed(mlx5_qpn_dev *d, int rc)
 void
 backoff_reset(mlx5_qpn_dev *d)
 {
-	if (d->backoff.fail_streak != 0)
+	if (d->backoff.fail_streak != 0 && !d->backoff.quiet)
 		DEV_LOG(NOTICE, "%s: reserving QPNs works again after %" PRIu64 " failures",
 			d->id.da.name, d->backoff.fail_streak);
 	d->backoff.step_ns = 0;
@@ -321,8 +332,14 @@ grow_locked(mlx5_qpn_dev *d)
 	int rc;
 	if (d->sup.ops->ranges) {
 		rc = grow_ranges(d);
-		if (rc != 0 && !d->lease.cooling.empty() && (rc == 1 || rc == -ENOSPC)) {
-			/* Nothing new for the pool now, but QPNs will come out of cooling. */
+		if (rc != 0 && !d->lease.cooling.empty() &&
+		    (rc == 1 || rc == -ENOSPC || rc == -ENOMEM)) {
+			/* Nothing new for the pool now, but QPNs will come out of cooling: the
+			 * caller waits for them (-EAGAIN), whether the limit or the device (out of
+			 * QPNs: its others are held) stopped us. The device is not asked again
+			 * before a back-off step; the cooling ranges come in meanwhile. */
+			if (rc == -ENOMEM)
+				backoff_step(d);
 			d->sup.grown.fetch_add(1, std::memory_order_release);
 			return -EAGAIN;
 		}

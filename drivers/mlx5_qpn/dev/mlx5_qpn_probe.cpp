@@ -34,9 +34,10 @@ std::atomic<uint32_t> g_lease_tag{0};
  * range): the cap bit can be set on a context that cannot create DEVX objects. A trial that
  * failed with -ENOMEM (our bookkeeping out of memory, or the device out of reserved QPNs: a
  * LIM_ERR, so the command was understood) proves nothing against support: the probe fails with
- * it rather than settle for a lesser source for the device's lifetime. */
+ * it rather than settle for a lesser source for the device's lifetime. A refused trial logs no
+ * back-off lines (Backoff::quiet): the probe says in one line what it chose or why it failed. */
 int
-choose_source(mlx5_qpn_dev *d)
+choose_source_trials(mlx5_qpn_dev *d)
 {
 	if (d->id.da.reserved_qpn != MLX5_QPN_RSVD_NO) {
 		if (d->id.caps.reserved_qpn_obj) {
@@ -77,6 +78,37 @@ choose_source(mlx5_qpn_dev *d)
 		d->sup.limit = std::min<uint64_t>(d->sup.limit, d->id.caps.qpn_limit);
 	int rc = grow_locked(d);
 	return rc == -EAGAIN && !d->sup.objs.empty() ? 0 : rc;
+}
+
+/* A device whose only free QPNs were let go by a process less than a quarantine ago: the probe
+ * succeeds with all of them cooling, and says in one line when the first come back. */
+void
+note_all_cooling(mlx5_qpn_dev *d)
+{
+	uint64_t first = UINT64_MAX, qpns = 0;
+	for (const auto &c : d->lease.cooling) {
+		first = std::min(first, c.until_ns);
+		qpns += c.count;
+	}
+	if (qpns == 0 || qpns != d->sup.held.load(rlx))
+		return; /* some went into the pool */
+	uint64_t now = mlx5_qpn_clock_ns();
+	DEV_LOG(NOTICE,
+		"%s: all %" PRIu64
+		" QPNs the device gave were let go by a process less than a quarantine ago: allocations return -EAGAIN until the first come back in %" PRIu64
+		" ms",
+		d->id.da.name, qpns, first > now ? (first - now + 999999) / 1000000 : 0);
+}
+
+int
+choose_source(mlx5_qpn_dev *d)
+{
+	d->backoff.quiet = true;
+	int rc = choose_source_trials(d);
+	d->backoff.quiet = false;
+	if (rc == 0)
+		note_all_cooling(d);
+	return rc;
 }
 
 void
@@ -377,7 +409,19 @@ mlx5_qpn_dev_purge(const char *name)
 		return -EBUSY; /* probed here: close it first */
 	uint64_t guid = 0;
 	int rc = be->purge(name, &guid);
-	/* The device's lease file goes with the backend's state: the next probe starts afresh. */
+	if (rc == -EBUSY)
+		return rc; /* the backend named the live holder */
+	/* The device's lease file goes with the backend's state: the next probe starts afresh.
+	 * Not while a live process has it open: its entries keep the quarantine of QPNs that
+	 * process holds or let go (invariants 1 and 5), on hardware as on the emulated device. */
+	int32_t pid = 0;
+	if (guid != 0 && qpn::lease::live_user(guid, &pid)) {
+		DEV_LOG(ERR,
+			"device %s: its lease file (GUID %016" PRIx64
+			") is open in live process %d: not removed (close the device there first)",
+			name, guid, int(pid));
+		return -EBUSY;
+	}
 	if (guid != 0 && qpn::lease::unlink(guid) == 0 && rc == -ENOENT)
 		rc = 0;
 	return rc;

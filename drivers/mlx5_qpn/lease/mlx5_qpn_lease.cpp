@@ -8,6 +8,8 @@
  *    before the bump leaves nothing counted;
  *  - an entry turns cooling by writing since_ns and quarantine_ns before state: a death in
  *    between leaves it held, and its holder is dead, so the next sweep turns it cooling;
+ *  - an ASIDE entry is admitted by clearing its flag before its range enters the pool: a death
+ *    before the clear leaves it aside (nothing of it was handed out), after it plain HELD;
  *  - an entry is removed by copying the last one over it, then dropping nb_entries: a death in
  *    the copy leaves a hybrid at the removed index (its original was going anyway) and the intact
  *    last entry still counted. The repair after EOWNERDEAD drops entries that fail validation;
@@ -25,7 +27,10 @@
 #include <cstring>
 #include <ctime>
 
+#include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mlx5_qpn_log.h"
@@ -52,6 +57,10 @@ entry_bad(const Entry &e, uint64_t now_ns)
 {
 	if (e.state != kHeld && e.state != kCooling)
 		return "unknown state";
+	if ((e.flags & ~kAside) != 0)
+		return "unknown flags";
+	if ((e.flags & kAside) != 0 && e.state != kHeld)
+		return "aside but not held";
 	if (e.log_size > kMaxLog)
 		return "log size above 24";
 	uint64_t n = 1ull << e.log_size;
@@ -118,6 +127,36 @@ unlink(uint64_t guid)
 	char name[48];
 	name_of(guid, name, sizeof(name));
 	return shm::segment_unlink(name);
+}
+
+bool
+live_user(uint64_t guid, int32_t *pid)
+{
+	char name[48];
+	name_of(guid, name, sizeof(name));
+	int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	struct stat st;
+	void *p = MAP_FAILED;
+	if (fstat(fd, &st) == 0 && size_t(st.st_size) == sizeof(Layout))
+		p = mmap(nullptr, sizeof(Layout), PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return false;
+	const auto *l = static_cast<const Layout *>(p);
+	bool found = false;
+	if (header_bad(l, guid) == nullptr)
+		for (const auto &u : l->users) {
+			shm::ProcId id = u.id; /* a copy: the file may change under us */
+			if (id.pid > 0 && shm::alive(id)) {
+				*pid = id.pid;
+				found = true;
+				break;
+			}
+		}
+	munmap(p, sizeof(Layout));
+	return found;
 }
 
 const char *
@@ -237,6 +276,11 @@ Lease::sweep(uint64_t now)
 					live = true;
 					break;
 				}
+			if (!live && (e.flags & kAside) != 0) {
+				/* Never in the dead holder's pool: what made it cool stays. */
+				remove_at(l, i);
+				continue;
+			}
 			if (!live) {
 				/* Noticed now: the death (or a user slot lost) was no later than now. */
 				e.since_ns = now;
@@ -384,6 +428,7 @@ Lease::acquire(uint32_t first, uint32_t log, uint64_t *until_ns)
 	e.first_qpn = first;
 	e.log_size = uint8_t(log);
 	e.state = kHeld;
+	e.flags = *until_ns != 0 ? kAside : 0;
 	e.tag = tag_;
 	e.holder = self_;
 	e.since_ns = now;
@@ -394,8 +439,10 @@ Lease::acquire(uint32_t first, uint32_t log, uint64_t *until_ns)
 	return 0;
 }
 
+/* check() and admit(): until when [first, first + count) stays out; with `take`, once nothing
+ * keeps it out, our ASIDE records inside it turn plain HELD (it enters the pool next). */
 int
-Lease::check(uint32_t first, uint32_t count, uint64_t *until_ns)
+Lease::look(uint32_t first, uint32_t count, uint64_t *until_ns, bool take)
 {
 	if (count == 0 || uint64_t(first) + count > (1ull << kMaxLog) || until_ns == nullptr)
 		return -EINVAL;
@@ -405,6 +452,13 @@ Lease::check(uint32_t first, uint32_t count, uint64_t *until_ns)
 		return rc;
 	sweep(now);
 	*until_ns = wait_until(first, count, now);
+	const uint64_t end = uint64_t(first) + count;
+	for (uint32_t i = 0; take && *until_ns == 0 && i < map_->hdr.nb_entries; i++) {
+		Entry &e = map_->entries[i];
+		if ((e.flags & kAside) != 0 && e.first_qpn >= first && e.first_qpn < end &&
+		    same_proc(e.holder, self_) && e.tag == tag_)
+			std::atomic_ref<uint16_t>(e.flags).store(0, std::memory_order_release);
+	}
 	unlock();
 	return 0;
 }
@@ -449,14 +503,23 @@ Lease::release_all()
 	bool remove = false;
 	if (rc == 0) {
 		sweep(now);
-		for (uint32_t i = 0; i < map_->hdr.nb_entries; i++) {
+		for (uint32_t i = 0; i < map_->hdr.nb_entries;) {
 			Entry &e = map_->entries[i];
-			if (e.state != kHeld || !same_proc(e.holder, self_) || e.tag != tag_)
+			if (e.state != kHeld || !same_proc(e.holder, self_) || e.tag != tag_) {
+				i++;
 				continue;
+			}
+			if ((e.flags & kAside) != 0) {
+				/* Never handed out here: its cooling is the earlier holder's, never
+				 * renewed by a close that only set it aside. */
+				remove_at(map_, i);
+				continue;
+			}
 			e.since_ns = now;
 			e.quarantine_ns = quarantine_ns_;
 			std::atomic_ref<uint8_t>(e.state).store(kCooling,
 								std::memory_order_release);
+			i++;
 		}
 		bool users = false;
 		for (auto &u : map_->users) {
@@ -490,8 +553,10 @@ Lease::stats(Stats *st)
 	sweep(now);
 	*st = Stats();
 	st->entries = map_->hdr.nb_entries;
-	for (uint32_t i = 0; i < map_->hdr.nb_entries; i++)
+	for (uint32_t i = 0; i < map_->hdr.nb_entries; i++) {
 		(map_->entries[i].state == kHeld ? st->held : st->cooling)++;
+		st->aside += static_cast<uint32_t>((map_->entries[i].flags & kAside) != 0);
+	}
 	for (const auto &u : map_->users)
 		st->users += static_cast<unsigned int>(u.id.pid != 0);
 	st->deaths_noticed = map_->hdr.deaths_noticed;

@@ -12,7 +12,9 @@
  * holds; a process that closes marks them cooling from its close time; a process found dead is
  * marked cooling from the time its death was noticed (never earlier than the death). A process
  * that gets a range from the device first asks the lease until when that range must stay out of
- * its pool.
+ * its pool. A range it must hold aside meanwhile is recorded ASIDE: its QPNs were never in this
+ * process's pool, so letting it go (close, or death) removes that record and renews nothing —
+ * the entries that make it cool keep their times, and the range comes back when they say.
  *
  * One POSIX shm segment per node GUID, "/mlx5_qpn_lease_<guid as 16 hex digits>", fixed size,
  * opened through lib/shm (exclusive create or owner-checked attach, bounded robust mutex, ProcId
@@ -33,6 +35,8 @@
  *                                              +--holder found dead-----> COOLING(since = noticed)
  *                                              +--range wholly free, given back--> removed
  *                COOLING --since + max(quarantines of holder and live users) passed--> removed
+ *                (device gave a range that must cool) HELD|ASIDE --admit()--> HELD (into the pool)
+ *                                              +--close, or holder found dead--> removed
  *
  * Clock: CLOCK_MONOTONIC (mlx5_qpn_clock_ns()), one clock for every process of the host; every
  * time is read after the mutex is taken, so no entry can be later than a reader's "now".
@@ -58,13 +62,16 @@ constexpr uint64_t kMaxQuarantineNs = 3600ull * 1000000000ull; /* the devarg's m
 
 enum : uint8_t { kHeld = 1, kCooling = 2 };
 
+/* Entry::flags. ASIDE: a HELD range that has not entered its holder's pool yet (it cools). */
+enum : uint16_t { kAside = 1 };
+
 /* One range: 48 bytes. */
 struct Entry {
 	uint32_t first_qpn; /* aligned to 2^log_size */
 	uint8_t log_size;   /* <= kMaxLog */
 	uint8_t state;      /* kHeld or kCooling */
-	uint16_t rsvd;
-	uint32_t tag; /* the holder's device instance (one process may probe twice) */
+	uint16_t flags;     /* kAside (kHeld only); 0 in files of builds before it: conservative */
+	uint32_t tag;       /* the holder's device instance (one process may probe twice) */
 	uint32_t rsvd2;
 	shm::ProcId holder;
 	uint64_t since_ns;      /* kCooling: let go at (close time, or death noticed) */
@@ -110,7 +117,7 @@ int unlink(uint64_t guid);
 
 /* Counters of one lease file (shared by all its users). */
 struct Stats {
-	uint32_t entries, held, cooling, users;
+	uint32_t entries, held, cooling, users, aside; /* aside: HELD entries that are ASIDE */
 	uint64_t deaths_noticed, expired, repairs;
 };
 
@@ -138,7 +145,8 @@ public:
 	/*
 	 * This process got [first, first + 2^log) from the device: notice dead holders, remove
 	 * expired entries, compute until when the range must stay out of the pool (*until_ns = 0:
-	 * it may go in now) and record it as held by this process.
+	 * it may go in now) and record it as held by this process (ASIDE if it must wait: then
+	 * admit() before it goes into the pool).
 	 * @return 0; -ENOSPC the table is full (nothing recorded); -EINVAL bad range; -EPROTO
 	 *         corrupted; -ETIMEDOUT.
 	 */
@@ -147,7 +155,18 @@ public:
 	/* Until when must [first, first + count) stay out of the pool? (0: not at all.) An entry
 	 * held by a live other process (it is dying, or does not follow the lease) postpones by a
 	 * recheck interval. Errors as acquire(). */
-	int check(uint32_t first, uint32_t count, uint64_t *until_ns);
+	int check(uint32_t first, uint32_t count, uint64_t *until_ns)
+	{
+		return look(first, count, until_ns, false);
+	}
+
+	/* As check(); when nothing keeps [first, first + count) out any more (*until_ns = 0), our
+	 * ASIDE records inside it turn plain HELD: call it before the range goes into the pool, so
+	 * that from then on a close or a death makes it cool. Errors as acquire(). */
+	int admit(uint32_t first, uint32_t count, uint64_t *until_ns)
+	{
+		return look(first, count, until_ns, true);
+	}
 
 	/* This process gave [first, 2^log) back wholly free and out of quarantine: forget it.
 	 * @return 0; -ENOENT no such entry of ours; errors as acquire(). */
@@ -155,8 +174,10 @@ public:
 
 	/*
 	 * The device closes: every range this instance still holds turns cooling from now with
-	 * this instance's quarantine; the user slot is freed; the file is removed if no entry and
-	 * no live user remain. Call before the objects go back to the device.
+	 * this instance's quarantine, except ranges still ASIDE, whose records go (they were never
+	 * handed out here; what makes them cool stays); the user slot is freed; the file is
+	 * removed if no entry and no live user remain. Call before the objects go back to the
+	 * device.
 	 * @return 0 or negative errno (the lease is closed either way).
 	 */
 	int release_all();
@@ -174,6 +195,7 @@ public:
 private:
 	int lock(uint64_t *now_ns);
 	void unlock();
+	int look(uint32_t first, uint32_t count, uint64_t *until_ns, bool take);
 	void sweep(uint64_t now_ns);
 	uint64_t wait_until(uint32_t first, uint32_t count, uint64_t now_ns) const;
 	int refuse(const char *why, long entry);
@@ -186,6 +208,13 @@ private:
 	shm::ProcId self_ = {};
 	bool broken_ = false; /* refused once: later calls fail at once, one line was logged */
 };
+
+/*
+ * The first live process that has the lease file of `guid` open, read without its lock (a
+ * purge's refusal needs no more; a missing file, or one that is not a lease of this GUID, has
+ * none). @return true and *pid if there is one.
+ */
+bool live_user(uint64_t guid, int32_t *pid);
 
 /* Validate a mapped lease (counts, indices, log sizes, alignment, states, times). Returns nullptr
  * if sound, else a short reason; `bad_entry` gets the index of the first bad entry or -1. */

@@ -118,9 +118,12 @@ int mlx5_qpn_sim_reclaim(struct mlx5_qpn_backend *be);
 
 /**
  * Remove the shared memory of emulated device @p name, the emulator's own state only (for tests
- * and tools). Processes that have it open keep their mapping; the next open creates a fresh
- * device. The device's lease file is the generic layer's: mlx5_qpn_dev_purge() removes both.
- * @return 0; -ENOENT if it does not exist; -EINVAL for a bad name; another negative errno.
+ * and tools), as crashed processes left it: the next open creates a fresh device. Refused while
+ * the owner table shows a live process (a handle of this process included): a fresh device
+ * would hand out again the objects it holds. The device's lease file is the generic layer's:
+ * mlx5_qpn_dev_purge() removes both.
+ * @return 0; -ENOENT if it does not exist; -EBUSY a live process has it open (one ERR line
+ *         names its pid; nothing removed); -EINVAL for a bad name; another negative errno.
  */
 int mlx5_qpn_sim_destroy(const char *name);
 

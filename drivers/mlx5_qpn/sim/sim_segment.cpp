@@ -376,6 +376,23 @@ mlx5_qpn_sim_purge(const char *name, uint64_t *guid)
 	*guid = guid_from_name(name);
 	int fd = shm_open(shm_name, O_RDONLY | O_CLOEXEC, 0);
 	struct stat st;
+	/* Invariant 1: a live owner holds objects of this device; a fresh device made after the
+	 * removal would hand them out again. The prefix (owner table) is the same in every layout
+	 * version; a table that fails its check is a corrupted segment, which a purge removes. */
+	SimPrefix pre;
+	if (fd >= 0 && fstat(fd, &st) == 0 && size_t(st.st_size) >= sizeof(pre) &&
+	    pread(fd, &pre, sizeof(pre), 0) == ssize_t(sizeof(pre)) && pre.magic == kSimMagic &&
+	    owners_ok(pre)) {
+		for (const SimOwner &o : pre.owners) {
+			if (!o.live || !owner_alive(o))
+				continue;
+			SIM_LOG(ERR,
+				"device %s is open in live process %d: not removed (close it there first)",
+				name, int(o.proc.pid));
+			close(fd);
+			return -EBUSY;
+		}
+	}
 	if (fd >= 0 && fstat(fd, &st) == 0 && size_t(st.st_size) == sizeof(SimShm)) {
 		size_t len = offsetof(SimShm, cfg) + sizeof(SimCfg);
 		void *p = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
