@@ -191,8 +191,11 @@ void mlx5_qpn_ah_destroy(struct mlx5_qpn_ah *ah);
 
 /**
  * Create a DC initiator with a send queue of 2^log_sq_depth WQEs; its QPN comes from the
- * device's QPN table (never from a reserved range).
- * @return 0; -EINVAL; -ENOMEM; -EOPNOTSUPP.
+ * device's QPN table (never from a reserved range). Every WQE completes on cq, so the DCIs on
+ * a CQ may have at most its depth of WQEs outstanding in all (a device that overruns a CQ
+ * stops completing on it).
+ * @return 0; -EINVAL; -ENOMEM; -EOPNOTSUPP (also: the device has no DC transport); -ENOSPC
+ *         (cq's DCIs would exceed its depth: one line).
  */
 int mlx5_qpn_dci_create(struct mlx5_qpn_dev *dev, struct mlx5_qpn_cq *cq, uint32_t log_sq_depth,
 			struct mlx5_qpn_dci **dci);
@@ -218,8 +221,9 @@ uint32_t mlx5_qpn_dci_max_inline(const struct mlx5_qpn_dci *dci);
  * take the WQE and flush it (MLX5_QPN_SYND_WR_FLUSH); here it is refused with -EIO and nothing
  * is posted, so every WQE that was posted completes exactly once (the error CQE or a flush)
  * and the caller learns at once that the DCI needs mlx5_qpn_dci_recover().
- * @return 0; -ENOBUFS send queue full; -EIO the DCI is in ERR; -EINVAL (len too long, NULL, no
- *         route where one is needed, an AH of another device).
+ * @return 0; -ENOBUFS send queue full; -EIO the DCI is in ERR, or its CQ is (the device
+ *         overran it: asked of the device when the queue is full); -EINVAL (len too long, NULL,
+ *         no route where one is needed, an AH of another device).
  */
 int mlx5_qpn_dci_post_send(struct mlx5_qpn_dci *dci, const struct mlx5_qpn_ah *ah, uint32_t dctn,
 			   uint64_t dc_key, const void *buf, uint32_t len, uint64_t wr_id);
@@ -274,8 +278,10 @@ int mlx5_qpn_dci_state(const struct mlx5_qpn_dci *dci);
  * Slow path (device commands). Thread safety: the DCI's thread, with no poll of its CQ running
  * at the same time.
  * @return 0; -EINVAL (NULL); -EBUSY (WQEs of the DCI not completed yet: poll, then call again);
- *         -EOPNOTSUPP (a backend without dci_reset); the negated errno of a state change the
- *         device refused (the DCI stays in ERR).
+ *         -EIO (its CQ is in error: they never will; make the CQ and its DCIs again);
+ *         -EOPNOTSUPP (a backend without dci_reset, or a kernel without DCI->RESET, before
+ *         5.2: one line); the negated errno of a state change the device refused (the DCI
+ *         stays in ERR).
  */
 int mlx5_qpn_dci_recover(struct mlx5_qpn_dci *dci);
 

@@ -26,7 +26,9 @@
  *    says why), so mlx5_qpn_dct_read() works as on the emulated device;
  *  - AH: ibv_create_ah, its AV (struct mlx5_wqe_av, 48 bytes) copied from MLX5DV_OBJ_AH.
  * The path (mlx5_qpn_dc.h, struct mlx5_qpn_dc_path) is resolved against the port: its MTU at
- * most the port's active MTU; NULL on InfiniBand: no GRH; NULL on RoCE: the first RoCE v2 GID
+ * most the port's active MTU; NULL on InfiniBand: no GRH unless the port requires one
+ * (IBV_QPF_GRH_REQUIRED: then the port's GID 0, on a given path without one too); NULL on
+ * RoCE: the first RoCE v2 GID
  * of an IPv4 address (ibv_query_gid_ex), hop limit 64, or -EINVAL when the port has none.
  * There is no execute/poll: the ConnectX executes WQEs itself.
  *

@@ -20,9 +20,9 @@ constexpr mlx5_qpn_prm::field cap_max_wqe_sz_sq_dc{MLX5_QPN_HW_CAP_MAX_WQE_SZ_SQ
 static_assert(mlx5_qpn_prm::field_ok(cap_max_wqe_sz_sq_dc));
 constexpr mlx5_qpn_prm::field cap_dct{MLX5_QPN_HW_CAP_DCT_BIT, 1};
 constexpr mlx5_qpn_prm::field cap_lag_dct{MLX5_QPN_HW_CAP_LAG_DCT_BIT, 2};
-constexpr mlx5_qpn_prm::field lag_out_state{MLX5_QPN_HW_QUERY_LAG_STATE_BIT, 3};
+constexpr mlx5_qpn_prm::field out_lag_state{MLX5_QPN_HW_QUERY_LAG_STATE_BIT, 3};
 static_assert(mlx5_qpn_prm::field_ok(cap_dct) && mlx5_qpn_prm::field_ok(cap_lag_dct) &&
-	      mlx5_qpn_prm::field_ok(lag_out_state));
+	      mlx5_qpn_prm::field_ok(out_lag_state));
 
 uint8_t
 min_u8(uint8_t a, uint8_t b)
@@ -129,10 +129,10 @@ mlx5_qpn_hw_caps_lag_dct(const void *out, size_t outlen)
 int
 mlx5_qpn_hw_lag_state(const void *out, size_t outlen)
 {
-	if (out == nullptr || outlen < mlx5_qpn_prm::field_end(lag_out_state))
+	if (out == nullptr || outlen < mlx5_qpn_prm::field_end(out_lag_state))
 		return -EINVAL;
 	return static_cast<int>(
-		mlx5_qpn_prm::get(static_cast<const uint8_t *>(out), lag_out_state));
+		mlx5_qpn_prm::get(static_cast<const uint8_t *>(out), out_lag_state));
 }
 
 uint32_t
