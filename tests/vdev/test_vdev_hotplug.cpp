@@ -40,21 +40,28 @@ find_vdev(const std::string &name)
 	return nullptr;
 }
 
-/* rte_dev_probe(DEVSTR) with the log lines it gives. */
+/* CALL's result, with the log lines it gives in *log. */
+template <typename Call>
 int
-probe_logged(const std::string &devstr, std::string *log)
+logged(Call call, std::string *log)
 {
 	char *buf = nullptr;
 	size_t len = 0;
 	FILE *mem = open_memstream(&buf, &len);
 	FILE *saved = rte_log_get_stream();
 	rte_openlog_stream(mem);
-	int rc = rte_dev_probe(devstr.c_str());
+	int rc = call();
 	rte_openlog_stream(saved == stderr ? nullptr : saved);
 	fclose(mem);
 	*log = std::string(buf != nullptr ? buf : "", len);
 	free(buf);
 	return rc;
+}
+
+int
+probe_logged(const std::string &devstr, std::string *log)
+{
+	return logged([&] { return rte_dev_probe(devstr.c_str()); }, log);
 }
 
 /* Whether vdev NAME is on the bus with a driver (a refused one may stay there without: the EAL
@@ -157,17 +164,7 @@ TEST_F(VdevHotplug, RemoveWithQpnsOutQuarantinesThem)
 	for (auto &q : out)
 		ASSERT_EQ(mlx5_qpn_reserved_alloc(dev, &q), 0);
 
-	char *buf = nullptr;
-	size_t len = 0;
-	FILE *mem = open_memstream(&buf, &len);
-	FILE *saved = rte_log_get_stream();
-	rte_openlog_stream(mem);
-	int rc = remove_vdev(vdev);
-	rte_openlog_stream(saved == stderr ? nullptr : saved);
-	fclose(mem);
-	log.assign(buf != nullptr ? buf : "", len);
-	free(buf);
-	EXPECT_EQ(rc, 0);
+	EXPECT_EQ(logged([&] { return remove_vdev(vdev); }, &log), 0);
 	auto lines = driver_lines(log);
 	ASSERT_EQ(lines.size(), 1u) << log;
 	EXPECT_NE(lines[0].find("removed with 16 QPNs allocated"), std::string::npos) << lines[0];
