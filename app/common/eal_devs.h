@@ -41,8 +41,8 @@ int eal_dev_plug(const char *prog, const eal_dev &d, const std::string &devargs,
 		 struct mlx5_qpn_dev **dev);
 
 /* Remove vdev D (rte_dev_remove(): the driver closes the device); nothing in a secondary (its
- * rte_eal_cleanup() detaches). 0 (also if it is not plugged);
- * a negative errno with one line on stderr (-EBUSY: QPNs still allocated on it). */
+ * rte_eal_cleanup() detaches). 0 (also if it is not plugged); a negative errno with one line
+ * on stderr. */
 int eal_dev_unplug(const char *prog, const eal_dev &d);
 
 #endif

@@ -7,6 +7,8 @@
  * dpdk-pmdinfo.py (Debian's dpdk) reads the driver's name and devargs from the shared library.
  */
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <unistd.h>
 
@@ -232,9 +234,20 @@ TEST_F(VdevEal, SecondaryAttachesToThePrimaryVdev)
 	ASSERT_EQ(p.substr(p.size() - 2), " 0") << "the primary's own device";
 	const std::string guid = p.substr(4 + n.size() + 1, 16);
 
-	ASSERT_TRUE(sec.start({build_path("tests/vdev/qpn_vdev_proc"), "-l", "1", "--no-pci",
-			       "--file-prefix=" + fp, "--log-level=lib.eal:error",
-			       "--proc-type=secondary"}));
+	/* DPDK 22.11's vdev bus leaks, in a secondary, the two device entries its scan asks the
+	 * primary for (calloc in librte_bus_vdev, never freed: LeakSanitizer's report under ASan);
+	 * that leak is DPDK's, so it is suppressed for the secondary alone. */
+	const std::string lsan_supp = ::testing::TempDir() + fp + ".lsan";
+	if (FILE *f = fopen(lsan_supp.c_str(), "w")) {
+		fputs("leak:librte_bus_vdev.so\n", f);
+		fclose(f);
+	}
+	setenv("LSAN_OPTIONS", ("suppressions=" + lsan_supp).c_str(), 1);
+	bool started = sec.start({build_path("tests/vdev/qpn_vdev_proc"), "-l", "1", "--no-pci",
+				  "--file-prefix=" + fp, "--log-level=lib.eal:error",
+				  "--proc-type=secondary"});
+	unsetenv("LSAN_OPTIONS");
+	ASSERT_TRUE(started);
 	ASSERT_EQ(sec.reply(), "READY") << sec.output();
 	EXPECT_EQ(sec.cmd("dev " + n), "DEV " + n + " " + guid + " 1")
 		<< "the secondary attached to the primary's device\n"
@@ -261,6 +274,7 @@ TEST_F(VdevEal, SecondaryAttachesToThePrimaryVdev)
 	pri.close_stdin();
 	EXPECT_EQ(pri.wait(), 0) << pri.output();
 	mp_test::remove_instance(fp);
+	std::remove(lsan_supp.c_str());
 }
 
 } /* namespace */

@@ -10,9 +10,8 @@
  *
  * The vdev's name and args become the driver's devargs ("sim0,quarantine_us=2000000"), which
  * are checked whole before anything is made: a refusal is one log line naming the vdev and the
- * offending key, and leaves no segment and no lease file. A remove is refused (-EBUSY) while
- * the device has QPNs allocated in this primary: an application that removes a device it still
- * uses loses nothing, and frees its QPNs (or closes) first. In a secondary a remove detaches.
+ * offending key, and leaves no segment and no lease file. A remove closes the device (in a
+ * secondary: detaches), even with QPNs allocated: see vdev_remove().
  */
 #include <cerrno>
 #include <cinttypes>
@@ -120,13 +119,20 @@ vdev_remove(struct rte_vdev_device *vdev)
 	struct mlx5_qpn_dev *dev = mlx5_qpn_dev_lookup(name);
 	if (dev == nullptr)
 		return 0; /* the application closed it already */
+	/*
+	 * Never refused: rte_eal_cleanup() calls this same remove, frees the vdev whatever it
+	 * answers and then unmaps the EAL memory the device's pool lives in, so a device left open
+	 * there is used after its memory is gone (its control thread). QPNs still allocated are
+	 * forgotten as by mlx5_qpn_dev_close(): the lease file keeps their ranges in quarantine, so
+	 * a new probe hands none of them out early (invariant 5); the application's handle is gone.
+	 */
 	struct mlx5_qpn_dev_stats st;
 	if (rte_eal_process_type() == RTE_PROC_PRIMARY && mlx5_qpn_dev_stats_get(dev, &st) == 0 &&
-	    st.pool.in_use != 0) {
-		DEV_LOG(ERR, "vdev %s: device %s has %" PRIu64 " QPNs allocated: not removed",
+	    st.pool.in_use != 0)
+		DEV_LOG(WARNING,
+			"vdev %s: device %s removed with %" PRIu64
+			" QPNs allocated: they stay in quarantine",
 			vname, name, st.pool.in_use);
-		return -EBUSY;
-	}
 	mlx5_qpn_dev_close(dev);
 	return 0;
 }
