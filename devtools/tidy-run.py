@@ -101,7 +101,8 @@ def key(entry, deps, base):
     h = hashlib.sha256(base.encode())
     command = entry.get("command") or " ".join(entry.get("arguments", []))
     h.update(rel(command).removeprefix("ccache ").encode() + b"\0")
-    for f in [entry["file"]] + sorted(set(files)):
+    # In the order of their relative names: the absolute ones sort differently in another folder.
+    for f in [entry["file"]] + sorted(set(files), key=rel):
         d = digest(f)
         if d is None:
             return None
