@@ -282,9 +282,13 @@ bg_suite build-tsan 6 "[tsan] " "TSAN_OPTIONS=$tsan_env atexit_sleep_ms=100"
 wait_built build-asan
 bg_suite build-asan 4 "[asan] " ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-for dir in "${started[@]}"; do
-	while [ ! -f "$dir/quickstart-test.rc" ]; do
+for i in "${!started[@]}"; do
+	while [ ! -f "${started[$i]}/quickstart-test.rc" ]; do
 		check_suites
+		# A suite's shell killed (no status written) is a failure, not a wait without end.
+		kill -0 "${suite_pids[$i]}" 2>/dev/null || sleep 1
+		[ -f "${started[$i]}/quickstart-test.rc" ] || kill -0 "${suite_pids[$i]}" 2>/dev/null ||
+			{ echo "quickstart: the suite of ${started[$i]} was killed" >&2; finish 1; }
 		sleep 1
 	done
 done
