@@ -221,7 +221,8 @@ count() { # build-dir
 # trees compile at nice 19 (they only take the CPU its tests leave idle); the TSan suite when its
 # tree is built, the ASan suite when its tree is. Each suite leaves about half of the two cores
 # idle (its tests wait on child processes, sleep through quarantines, poll at low rate: the TSan
-# suite used 227 CPU s in 200 s), so side by side they take less than the sum of their times. On a first run the sanitizer trees are built after the release suite is done, so
+# suite used 227 CPU s in 200 s), so side by side they take less than the sum of their times.
+# On a first run the sanitizer trees are built after the release suite is done, so
 # the release suite runs beside the background builds only; on a repeat (the compiler cache has
 # every object) all three suites run at once: the tests must pass beside each other, as they
 # must on a loaded CI machine. Their lines on screen carry [tsan] / [asan]; each log is
