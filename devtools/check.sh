@@ -202,8 +202,8 @@ for my $f (@ARGV) {
 # executable with its precompiled header): devtools/tidy-db.py writes a copy that keeps the first
 # command of each source outside tests/. One clang-tidy per core, one source each
 # (devtools/tidy-run.py, which skips a source unchanged since it passed); an offence in a header,
-# seen from several sources, is one line. Before that, one refusal on purpose: a two-line snippet testing a pointer
-# with `if (!p)` must be refused, or the check could not fail at all.
+# seen from several sources, is one line. Before that, one refusal on purpose: a two-line snippet
+# testing a pointer with `if (!p)` must be refused, or the check could not fail at all.
 check_tidy() {
 	local ct
 	ct=$(command -v clang-tidy-14 || true)

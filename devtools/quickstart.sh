@@ -224,11 +224,11 @@ count() { # build-dir
 
 # Each tree's suite starts as soon as the tree is built, in the background, beside whatever
 # still builds or runs: the release suite right after the release build, while the sanitizer
-# trees compile at nice 19 (as before: they only take the CPU its tests leave idle); the TSan
-# suite when its tree is built, the ASan suite when its tree is. Each suite leaves most of the two
-# cores idle (its tests wait on child processes, sleep through quarantines, poll at low rate: the
-# TSan suite used 227 CPU s in 200 s), so side by side they take about the time of the longest,
-# not the sum. On a first run the sanitizer trees are built after the release suite is done, so
+# trees compile at nice 19 (they only take the CPU its tests leave idle); the TSan suite when its
+# tree is built, the ASan suite when its tree is. Each suite leaves about half of the two cores
+# idle (its tests wait on child processes, sleep through quarantines, poll at low rate: the TSan
+# suite used 227 CPU s in 200 s), so side by side they take less than the sum of their times.
+# On a first run the sanitizer trees are built after the release suite is done, so
 # the release suite runs beside the background builds only; on a repeat (the compiler cache has
 # every object) all three suites run at once: the tests must pass beside each other, as they
 # must on a loaded CI machine. Their lines on screen carry [tsan] / [asan]; each log is
@@ -288,9 +288,13 @@ bg_suite build-tsan 6 "[tsan] " "TSAN_OPTIONS=$tsan_env atexit_sleep_ms=100"
 wait_built build-asan
 bg_suite build-asan 4 "[asan] " ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-for dir in "${started[@]}"; do
-	while [ ! -f "$dir/quickstart-test.rc" ]; do
+for i in "${!started[@]}"; do
+	while [ ! -f "${started[$i]}/quickstart-test.rc" ]; do
 		check_suites
+		# A suite's shell killed (no status written) is a failure, not a wait without end.
+		kill -0 "${suite_pids[$i]}" 2>/dev/null || sleep 1
+		[ -f "${started[$i]}/quickstart-test.rc" ] || kill -0 "${suite_pids[$i]}" 2>/dev/null ||
+			{ echo "quickstart: the suite of ${started[$i]} was killed" >&2; finish 1; }
 		sleep 1
 	done
 done
