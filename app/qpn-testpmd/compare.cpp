@@ -16,6 +16,7 @@
  * app/qpn-perf/qpn-perf-report reads them). The model both allocators run under is described
  * in doc/guides/app.md ("Ours beside rdma-core's allocator").
  */
+#include <cctype>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "json_writer.h"
+#include "opt_num.h"
 #include "run_meta.h"
 #include "stats.h"
 #include "testpmd.h"
@@ -247,10 +249,10 @@ int
 compare_parse_allocator(run_config *cfg, const char *v)
 {
 	if (strcmp(v, "ours") != 0 && strcmp(v, "rdma-core") != 0 && strcmp(v, "both") != 0) {
-		fprintf(stderr,
-			"qpn-testpmd: bad value for --allocator: \"%s\" (expected ours, rdma-core "
-			"or both)\n",
-			v);
+		fprintf(stderr, "%s\n",
+			opt_num_error("qpn-testpmd", "--allocator", v,
+				      "expected ours, rdma-core or both")
+				.c_str());
 		return -EINVAL;
 	}
 	cfg->allocator = v;
@@ -266,12 +268,17 @@ compare_parse_client_lcores(run_config *cfg, const char *v)
 		char *end = nullptr;
 		errno = 0;
 		unsigned long n = strtoul(p, &end, 10);
-		if (end == p || errno != 0 || n == 0 || n >= RTE_MAX_LCORE || *p == '-' ||
-		    *p == '+' || (*end != ',' && *end != '\0') || out.size() == kMaxCounts) {
-			fprintf(stderr,
-				"qpn-testpmd: bad value for --client-lcores: \"%s\" (expected up to "
-				"%u counts 1..%u separated by commas, e.g. 1,2,4)\n",
-				v, kMaxCounts, RTE_MAX_LCORE - 1);
+		/* Digits only: strtoul() would skip a leading space or newline, take a sign. */
+		if (isdigit(static_cast<unsigned char>(*p)) == 0 || end == p || errno != 0 ||
+		    n == 0 || n >= RTE_MAX_LCORE || (*end != ',' && *end != '\0') ||
+		    out.size() == kMaxCounts) {
+			fprintf(stderr, "%s\n",
+				opt_num_error("qpn-testpmd", "--client-lcores", v,
+					      "expected up to " + std::to_string(kMaxCounts) +
+						      " counts 1.." +
+						      std::to_string(RTE_MAX_LCORE - 1) +
+						      " separated by commas, e.g. 1,2,4")
+					.c_str());
 			return -EINVAL;
 		}
 		out.push_back(static_cast<unsigned>(n));
