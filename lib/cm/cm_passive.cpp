@@ -39,8 +39,9 @@ stale_comm_id(mlx5_qpn_cm *cm, Conn *holder, const mlx5_qpn_cm_msg &m, uint64_t 
 	CM_LOG(DEBUG, "%s: REQ 0x%08x from 0x%016" PRIx64 " (QPN 0x%06x) names conn 0x%08x in %s",
 	       cm->name, m.local_comm_id, m.src_guid, m.qpn, holder->comm_id,
 	       mlx5_qpn_cm_state_name(holder->state));
-	/* The REJ first: the holder's peer is the requester itself, whose connection must be in
-	 * timewait (STALE_CONN) to answer the DREQ with a DREP, not drop it as unexpected. */
+	/* The REJ first: the requester learns at once. The holder's DREQ goes to the same node,
+	 * whose new incarnation drops it (no connection with that QPN, as Linux does): its retries
+	 * run out and the holder leaves through timewait. */
 	send_rej_to(cm, m, MLX5_QPN_CM_REJ_STALE_CONN, MLX5_QPN_CM_REF_REQ);
 	stale_holder(cm, holder, now_ns);
 	return true;

@@ -125,7 +125,8 @@ TEST(CmRestart, EachAgentDrawsItsOwnCommIds)
 /* The collision the random draw makes rare, forced (both incarnations on one operand): each REQ
  * that lands on a remembered comm id with another QPN is refused as stale (REJ STALE_CONN), the
  * remembered connection, if established, gets a DREQ and leaves through timewait (its QPN given
- * back), and the client's next attempt, on a fresh id, completes. */
+ * back), and the client's next attempt, on a fresh id, completes. With the REQ absorbed as a
+ * duplicate, the new connection was never answered and the old one kept its QPN for ever. */
 TEST(CmRestart, AReqOnADeadIncarnationsCommIdIsRefusedAsStale)
 {
 	OperandHook hook;
@@ -150,8 +151,6 @@ TEST(CmRestart, AReqOnADeadIncarnationsCommIdIsRefusedAsStale)
 	EXPECT_EQ(s.duplicates, 0u);
 	EXPECT_EQ(s.stale_rejects, 1u);
 	EXPECT_EQ(s.stale_dreqs, 1u);
-	/* The old connection was told to go (DREQ, answered by the new incarnation's DREP). */
-	EXPECT_EQ(mlx5_qpn_cm_pair_held(server, kClient, 0x100), 2) << "not in timewait";
 
 	/* Slot 2: the connection whose REP was lost (REP_SENT): refused too, no DREQ. */
 	ASSERT_EQ(mlx5_qpn_cm_connect(c2, kServer, kSvc, 0x201, nullptr, 0, kT0, &cid), 0);
@@ -169,9 +168,12 @@ TEST(CmRestart, AReqOnADeadIncarnationsCommIdIsRefusedAsStale)
 	pump({{kClient, c2}, {kServer, server}}, kT0);
 	EXPECT_EQ(state_of(c2, cid), MLX5_QPN_CM_STATE_ESTABLISHED);
 
-	/* The old established connection's server QPN comes back at the end of its timewait. */
+	/* The old established connection's server QPN comes back at the end of its timewait: its
+	 * DREQ names a QPN the new incarnation does not have, which drops it (as Linux's
+	 * cm_dreq_handler() does), so the DREQ's retries run out first (3 x ~4.3 s) and the
+	 * connection goes to timewait (1 s). */
 	bool freed = false;
-	for (uint64_t t = kT0; t < kT0 + 5000 * kMs && !freed; t += 100 * kMs) {
+	for (uint64_t t = kT0; t < kT0 + 60000 * kMs && !freed; t += 100 * kMs) {
 		mlx5_qpn_cm_tick(server, t);
 		for (const auto &e : events(server))
 			freed |= e.type == MLX5_QPN_CM_EVENT_TIMEWAIT_EXIT && e.local_qpn == 0x900;
