@@ -839,6 +839,8 @@ live_lines(const std::string &out)
 			   "%31[a-z ] (%lf s ago), %lf/s on average",
 			   &l.t, &l.total, &l.conns, &l.since, what, &ago, &l.avg) == 7) {
 			l.since_what = what;
+			while (!l.since_what.empty() && l.since_what.back() == ' ')
+				l.since_what.pop_back();
 			v.push_back(l);
 		}
 	}

@@ -10,6 +10,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <poll.h>
 #include <pty.h>
@@ -261,6 +262,8 @@ TEST_F(TestpmdPrompt, EachStartHasItsOwnClock)
 			   "%31[a-z ] (%lf s ago)",
 			   &t, &all, what, &ago) != 4)
 			continue;
+		for (size_t n = strlen(what); n > 0 && what[n - 1] == ' '; n--)
+			what[n - 1] = '\0';
 		EXPECT_STREQ(what, "start") << out;
 		EXPECT_LE(ago, t + 1e-9) << out;
 		own.push_back(t);
