@@ -23,7 +23,7 @@ RTE_LOG_REGISTER(mlx5_qpn_cm_logtype, mlx5_qpn.cm, INFO);
 
 namespace cm_impl {
 
-uint32_t (*comm_id_operand_test_hook)(void) = nullptr;
+uint32_t (*comm_id_operand_test_hook)() = nullptr;
 
 namespace {
 

@@ -32,7 +32,7 @@ extern uint64_t shm_stall_grace_ns;
 
 /* Test hook of the comm ids (cm_agent.cpp): when set, an agent's comm-id operand comes from it
  * instead of the random draw, so a test can make two incarnations of one node collide. */
-extern uint32_t (*comm_id_operand_test_hook)(void);
+extern uint32_t (*comm_id_operand_test_hook)();
 
 /*
  * Zeroed memory for a table used all over (hash map, ring), every page present: an agent's
