@@ -69,16 +69,23 @@ prefix=$(meson introspect "$build" --buildoptions | python3 -c \
 	'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"]=="prefix"][0])')
 pcdir=$(dirname "$(find "$tmp/root" -name mlx5-qpn.pc | head -1)")
 cat > "$tmp/app.c" <<'C'
+#include <rte_eal.h>
 #include <mlx5_qpn/mlx5_qpn.h>
 
-int main(void)
+int main(int argc, char **argv)
 {
-	struct mlx5_qpn_dev *dev;
+	if (rte_eal_init(argc, argv) < 0)
+		return 1;
+	struct mlx5_qpn_dev *dev = NULL;
 	uint32_t qpn;
-	if (mlx5_qpn_dev_probe("sim0,quarantine_us=2000000", &dev) == 0 &&
-	    mlx5_qpn_reserved_alloc(dev, &qpn) == 0)
-		mlx5_qpn_reserved_dealloc(dev, qpn);
-	mlx5_qpn_dev_close(dev);
+	if (mlx5_qpn_dev_probe("sim0,quarantine_us=2000000", &dev) == 0) {
+		if (mlx5_qpn_reserved_alloc(dev, &qpn) == 0) {
+			/* ... conn_param.qp_num = qpn; rdma_connect(...) ... */
+			mlx5_qpn_reserved_dealloc(dev, qpn);
+		}
+		mlx5_qpn_dev_close(dev);
+	}
+	rte_eal_cleanup();
 	return 0;
 }
 C

@@ -3,8 +3,8 @@
 #
 # devtools/doc-commands.sh [BUILD_DIR]
 #
-# Runs the commands of README.md, doc/guides/getting_started.md and doc/guides/app.md as they are
-# written, so that the docs cannot drift from the tools. The convention (contributing.md §6):
+# Runs the commands of README.md, doc/guides/getting_started.md, doc/guides/app.md and
+# doc/guides/app_reference.md as they are written, so that the docs cannot drift from the tools. The convention (contributing.md §6):
 #   ```sh      commands a reader types: every line is run here (a line ending in '\' goes on)
 #   ```text    shown, not run: output, transcripts, synopses, and commands that need root, install
 #              system-wide or are the test command itself (the prose says which)
@@ -20,7 +20,7 @@ set -uo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)
 bld=$(cd "${1:-$src/build}" && pwd) || { echo "doc-commands: no build directory ${1:-}" >&2; exit 1; }
-docs=(README.md doc/guides/getting_started.md doc/guides/app.md)
+docs=(README.md doc/guides/getting_started.md doc/guides/app.md doc/guides/app_reference.md)
 
 work=$(mktemp -d /tmp/doc-commands.XXXXXX)
 trap 'rm -rf "$work"' EXIT

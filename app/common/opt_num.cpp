@@ -97,7 +97,7 @@ opt_num_decimal(const char *text, double lo, double hi, double *out, std::string
 }
 
 std::string
-opt_num_error(const char *prog, const char *opt, const char *text, const std::string &why)
+opt_shown(const char *text)
 {
 	std::string shown;
 	for (const char *s = text != nullptr ? text : ""; *s; s++) {
@@ -113,5 +113,12 @@ opt_num_error(const char *prog, const char *opt, const char *text, const std::st
 			snprintf(buf, sizeof(buf), "\\x%02x", ch);
 		shown += buf;
 	}
-	return std::string(prog) + ": bad value for " + opt + ": \"" + shown + "\" (" + why + ")";
+	return shown;
+}
+
+std::string
+opt_num_error(const char *prog, const char *opt, const char *text, const std::string &why)
+{
+	return std::string(prog) + ": bad value for " + opt + ": \"" + opt_shown(text) + "\" (" +
+	       why + ")";
 }

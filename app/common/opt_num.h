@@ -24,8 +24,18 @@ bool opt_num_u64(const char *text, uint64_t lo, uint64_t hi, uint64_t *out, std:
 /** @return true and *out (finite, in [lo, hi]); false and *why. */
 bool opt_num_decimal(const char *text, double lo, double hi, double *out, std::string *why);
 
-/** The one line: `PROG: bad value for OPT: "TEXT" (WHY)`, the text escaped if not printable. */
+/**
+ * The one line: `PROG: bad value for OPT: "TEXT" (WHY)`, the text escaped as opt_shown() does.
+ * For any refused value, not only numbers: a string option's WHY lists what it takes.
+ */
 std::string opt_num_error(const char *prog, const char *opt, const char *text,
 			  const std::string &why);
+
+/**
+ * TEXT as a refusal shows it between double quotes: printable characters as they are, '"' and
+ * '\' escaped, a tab as \t, any other byte as \xNN, so that a value holding a newline or an
+ * escape sequence stays on the refusal's one line and cannot write to the terminal.
+ */
+std::string opt_shown(const char *text);
 
 #endif

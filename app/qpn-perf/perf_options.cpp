@@ -261,12 +261,13 @@ perf_parse_args(int argc, char **argv, struct perf_opts *o)
 		}
 		if (opt == ':') {
 			fprintf(stderr, "qpn-perf: option \"%s\" needs a value (see --help)\n",
-				argv[optind - 1]);
+				opt_shown(argv[optind - 1]).c_str());
 			return -EINVAL;
 		}
 		if (opt < 256 || size_t(opt - 256) >= kRows) {
 			PERF_LOG(ERR, "unknown option '%s' (see --help)",
-				 optind > 0 && optind <= argc ? argv[optind - 1] : "?");
+				 opt_shown(optind > 0 && optind <= argc ? argv[optind - 1] : "?")
+					 .c_str());
 			return -EINVAL;
 		}
 		/* The option's name as --NAME (the value may be in the next argument). */
@@ -280,7 +281,8 @@ perf_parse_args(int argc, char **argv, struct perf_opts *o)
 			return rc;
 	}
 	if (optind < argc) {
-		PERF_LOG(ERR, "unexpected argument '%s' (see --help)", argv[optind]);
+		PERF_LOG(ERR, "unexpected argument '%s' (see --help)",
+			 opt_shown(argv[optind]).c_str());
 		return -EINVAL;
 	}
 	return perf_finish(o, gv);
@@ -304,7 +306,9 @@ perf_check_only(const std::string &only)
 			known = known || name == p->name;
 		if (!known) {
 			perf_bad("--only", only.c_str(),
-				 ("unknown peer '" + name + "'; see --help for the list").c_str());
+				 ("unknown peer \"" + opt_shown(name.c_str()) +
+				  "\"; see --help for the list")
+					 .c_str());
 			return false;
 		}
 		pos = end + 1;

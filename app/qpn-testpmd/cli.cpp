@@ -16,6 +16,8 @@
 #include <cstddef>
 #include <cstring>
 #include <string>
+#include <termios.h>
+#include <unistd.h>
 
 #include <cmdline.h>
 #include <cmdline_parse.h>
@@ -72,6 +74,10 @@ cmd_start_parsed(void *, struct cmdline *, void *)
 {
 	if (run_active()) {
 		printf("start: already running\n");
+	} else if (g_cli_ctx->devs.empty()) {
+		/* A failed re-probe (set quarantine) closed them; the engines need one. */
+		printf("start: no device (the last re-probe failed): set quarantine US to probe "
+		       "again\n");
 	} else if (rte_lcore_count() < 2) {
 		printf("start: the prompt needs a worker lcore (run with -l 0-1 or more)\n");
 	} else if (run_start(g_cli_ctx, *g_cli_engine) == 0) {
@@ -108,19 +114,21 @@ cmd_help_parsed(void *, struct cmdline *, void *)
 	printf("commands (TAB completes, '?' lists choices):\n"
 	       "  start                       run the engine on the worker lcores\n"
 	       "  stop                        stop it and print the summary\n"
-	       "  show stats                  running: clock, rates since the last show;\n"
+	       "  show stats                  running: this start's clock and the total, rates\n"
+	       "                              since the last show;\n"
 	       "                              stopped: the summary with per-step latency\n"
 	       "  show lcore stats            per-lcore connections and rejects\n"
 	       "  show device                 devices, their ranges and counters, CM settings\n"
 	       "  show pool                   the QPN pool(s)\n"
 	       "  show config                 every run parameter\n"
 	       "  set engine NAME             dci-reconnect | dct-accept | churn | alloc\n"
-	       "  set quarantine US           re-probe the devices with this quarantine (us)\n"
+	       "  set quarantine US           re-probe the devices with this quarantine (us);\n"
+	       "                              the statistics start again\n"
 	       "  set cm-policy live|strict   CM timewait policy of the next start\n"
 	       "  set PARAM VALUE             duration | connections | inflight | peers | burst |\n"
 	       "                              hold | msgs-per-conn | seed | cm-plt | cm-ack-delay |\n"
 	       "                              stats-period | server-lcores, as the option\n"
-	       "                              --PARAM=VALUE\n"
+	       "                              --PARAM=VALUE (duration: batch mode only)\n"
 	       "  clear stats                 zero connections, steps, rejects, CM, pool and\n"
 	       "                              device counters and the timeline (stopped)\n"
 	       "  help                        this text\n"
@@ -213,11 +221,12 @@ cmd_show_parsed(void *res, struct cmdline *, void *)
 {
 	auto *r = static_cast<cmd_two *>(res);
 	if (strcmp(r->b, "stats") == 0) {
-		if (run_active()) {
+		if (run_active())
 			stats_show_running(stdout, g_cli_ctx, *g_cli_engine);
-		} else {
+		else if (run_engine() == nullptr)
+			printf("show stats: nothing run yet (start the engine first)\n");
+		else
 			stats_summary(stdout, g_cli_ctx, *g_cli_engine);
-		}
 	} else if (strcmp(r->b, "device") == 0) {
 		show_device(stdout, g_cli_ctx);
 	} else if (strcmp(r->b, "config") == 0) {
@@ -341,11 +350,15 @@ cmd_set_quarantine_parsed(void *res, struct cmdline *, void *)
 	for (auto &d : g_cli_ctx->cfg->devargs)
 		d = devargs_without_key(d, "quarantine_us");
 	int rc = devices_reprobe(g_cli_ctx, static_cast<int64_t>(us));
-	if (rc != 0)
-		printf("set quarantine: re-probe failed: %s (devices closed; quit)\n",
+	if (rc != 0) {
+		printf("set quarantine: re-probe failed: %s (no device: set quarantine again, or "
+		       "quit)\n",
 		       strerror(-rc));
-	else
-		printf("quarantine: %" PRIu64 " us (devices re-probed)\n", us);
+	} else {
+		printf("quarantine: %" PRIu64 " us (devices re-probed; statistics start again)\n",
+		       us);
+		quarantine_warn(g_cli_ctx);
+	}
 	done();
 }
 
@@ -363,7 +376,8 @@ cmd_set_param_parsed(void *res, struct cmdline *, void *)
 	if (config_set(g_cli_ctx->cfg, r->what, r->value, &why) != 0)
 		printf("%s\n", opt_num_error("qpn-testpmd", shown.c_str(), r->value, why).c_str());
 	else
-		printf("%s: %s\n", r->what, r->value);
+		printf("%s: %s%s\n", r->what, r->value,
+		       strcmp(r->what, "duration") == 0 ? duration_note(*g_cli_ctx->cfg) : "");
 	done();
 }
 
@@ -425,6 +439,23 @@ cmdline_parse_ctx_t cli_ctx[] = {
 	nullptr,
 };
 
+/*
+ * cmdline puts the terminal in raw mode with ISIG off (its terminal_adjust()), so Ctrl-C at the
+ * prompt reaches the line editor as a character it ignores, where every other way out of a run
+ * here is SIGINT. Turned back on, the terminal sends SIGINT, which interrupts the prompt's read
+ * (signals_install(): no SA_RESTART), and the prompt ends as on a signal in batch mode: engine
+ * stopped, summary, exit 130 (main.cpp). cmdline_stdin_exit() restores the terminal as it was.
+ */
+void
+ctrl_c_as_signal()
+{
+	struct termios t;
+	if (isatty(STDIN_FILENO) == 0 || tcgetattr(STDIN_FILENO, &t) != 0)
+		return;
+	t.c_lflag |= ISIG;
+	tcsetattr(STDIN_FILENO, TCSANOW, &t);
+}
+
 } /* namespace */
 
 int
@@ -432,15 +463,17 @@ cli_run(run_ctx *ctx, const qpn_engine **engine)
 {
 	g_cli_ctx = ctx;
 	g_cli_engine = engine;
-	fflush(stdout); /* the prompt writes to the fd directly: keep the order */
+	/* Before the prompt, which cmdline_stdin_new() prints; it writes to the fd directly: flush
+	 * to keep the order. */
+	printf("qpn-testpmd interactive: engine %s; type help\n", (*engine)->name);
+	fflush(stdout);
 	struct cmdline *cl = cmdline_stdin_new(cli_ctx, "qpn-testpmd> ");
 	if (cl == nullptr) {
 		fprintf(stderr, "qpn-testpmd: cannot open the prompt\n");
 		return -ENOMEM;
 	}
 	g_cl = cl;
-	printf("qpn-testpmd interactive: engine %s; type help\n", (*engine)->name);
-	fflush(stdout);
+	ctrl_c_as_signal();
 	if (signal_caught() == 0)
 		cmdline_interact(cl);
 	g_cl = nullptr;

@@ -20,6 +20,7 @@
  * for: two counts that both ran on one lcore are still two pairs. --allocator-sweep runs the
  * same pairs over the device's conditions (compare_sweep.cpp).
  */
+#include <cctype>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -32,6 +33,7 @@
 
 #include "compare.h"
 #include "json_writer.h"
+#include "opt_num.h"
 #include "run_meta.h"
 #include "stats.h"
 
@@ -318,10 +320,10 @@ int
 compare_parse_allocator(run_config *cfg, const char *v)
 {
 	if (strcmp(v, "ours") != 0 && strcmp(v, "rdma-core") != 0 && strcmp(v, "both") != 0) {
-		fprintf(stderr,
-			"qpn-testpmd: bad value for --allocator: \"%s\" (expected ours, rdma-core "
-			"or both)\n",
-			v);
+		fprintf(stderr, "%s\n",
+			opt_num_error("qpn-testpmd", "--allocator", v,
+				      "expected ours, rdma-core or both")
+				.c_str());
 		return -EINVAL;
 	}
 	cfg->allocator = v;
@@ -337,8 +339,9 @@ cmp_parse_list(const char *v, unsigned long lo, unsigned long hi, std::vector<un
 		char *end = nullptr;
 		errno = 0;
 		unsigned long n = strtoul(p, &end, 10);
-		if (end == p || errno != 0 || n < lo || n > hi || *p == '-' || *p == '+' ||
-		    (*end != ',' && *end != '\0') || out->size() == kMaxCounts)
+		/* Digits only: strtoul() would skip a leading space or newline, take a sign. */
+		if (isdigit(static_cast<unsigned char>(*p)) == 0 || end == p || errno != 0 ||
+		    n < lo || n > hi || (*end != ',' && *end != '\0') || out->size() == kMaxCounts)
 			return false;
 		out->push_back(static_cast<unsigned>(n));
 		if (*end == '\0')
@@ -351,10 +354,12 @@ int
 compare_parse_client_lcores(run_config *cfg, const char *v)
 {
 	if (!cmp_parse_list(v, 1, RTE_MAX_LCORE - 1, &cfg->client_lcores)) {
-		fprintf(stderr,
-			"qpn-testpmd: bad value for --client-lcores: \"%s\" (expected up to %u "
-			"counts 1..%u separated by commas, e.g. 1,2,4)\n",
-			v, kMaxCounts, RTE_MAX_LCORE - 1);
+		fprintf(stderr, "%s\n",
+			opt_num_error("qpn-testpmd", "--client-lcores", v,
+				      "expected up to " + std::to_string(kMaxCounts) +
+					      " counts 1.." + std::to_string(RTE_MAX_LCORE - 1) +
+					      " separated by commas, e.g. 1,2,4")
+				.c_str());
 		return -EINVAL;
 	}
 	return 0;

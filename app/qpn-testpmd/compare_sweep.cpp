@@ -22,6 +22,7 @@
 
 #include "compare.h"
 #include "json_writer.h"
+#include "opt_num.h"
 #include "stats.h"
 
 namespace {
@@ -118,10 +119,12 @@ compare_parse_sweep(run_config *cfg, const char *v)
 {
 	constexpr unsigned long kMaxCmdUs = 10 * 1000 * 1000; /* the device's slow_cmd_us bound */
 	if (!cmp_parse_list(v, 0, kMaxCmdUs, &cfg->sweep_cmd_us)) {
-		fprintf(stderr,
-			"qpn-testpmd: bad value for --allocator-sweep: \"%s\" (expected up to 8 "
-			"command latencies 0..%lu us separated by commas, e.g. 2,10,50,200)\n",
-			v, kMaxCmdUs);
+		fprintf(stderr, "%s\n",
+			opt_num_error("qpn-testpmd", "--allocator-sweep", v,
+				      "expected up to 8 command latencies 0.." +
+					      std::to_string(kMaxCmdUs) +
+					      " us separated by commas, e.g. 2,10,50,200")
+				.c_str());
 		return -EINVAL;
 	}
 	return 0;

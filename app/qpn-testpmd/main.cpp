@@ -22,6 +22,7 @@
 #include <rte_cycles.h>
 #include <rte_eal.h>
 
+#include "opt_num.h"
 #include "run_meta.h"
 #include "testpmd.h"
 
@@ -69,6 +70,7 @@ print_setup(run_ctx &ctx, run_config &cfg, const qpn_engine *engine)
 		printf("qpn-testpmd: role %s, CM fabric \"%s\" (shared memory /dev/shm/mlx5_qpn_cmfab_%s)"
 		       "\n",
 		       cfg.role.c_str(), cfg.fabric.c_str(), cfg.fabric.c_str());
+	quarantine_warn(&ctx);
 }
 
 } /* namespace */
@@ -96,7 +98,7 @@ main(int argc, char **argv)
 	const qpn_engine *engine = engine_find(cfg.engine);
 	if (engine == nullptr) {
 		fprintf(stderr, "qpn-testpmd: unknown engine \"%s\" (see --help)\n",
-			cfg.engine.c_str());
+			opt_shown(cfg.engine.c_str()).c_str());
 		rte_eal_cleanup();
 		return 2;
 	}

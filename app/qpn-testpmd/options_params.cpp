@@ -79,6 +79,12 @@ config_set(run_config *cfg, const char *name, const char *value, std::string *wh
 	return -ENOENT;
 }
 
+const char *
+duration_note(const run_config &cfg)
+{
+	return cfg.interactive ? " (batch mode only: at the prompt a run lasts until stop)" : "";
+}
+
 void
 config_show(FILE *f, const run_config &cfg)
 {
@@ -88,7 +94,9 @@ config_show(FILE *f, const run_config &cfg)
 		fprintf(f, " %s", d.c_str());
 	fprintf(f, "\n");
 	for (const num_param &p : num_params) {
-		if (p.dec != nullptr)
+		if (p.dec == &run_config::duration_s)
+			fprintf(f, "  %-14s %g%s\n", p.name, cfg.*p.dec, duration_note(cfg));
+		else if (p.dec != nullptr)
 			fprintf(f, "  %-14s %g\n", p.name, cfg.*p.dec);
 		else if (p.u != nullptr)
 			fprintf(f, "  %-14s %u\n", p.name, cfg.*p.u);

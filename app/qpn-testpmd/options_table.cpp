@@ -43,11 +43,27 @@ set_param(parse_state &st, const opt_row &o, const char *v)
 	return -EINVAL;
 }
 
+/* A string option's refusal: the one line, the value escaped (opt_shown()). */
 int
-set_dev(parse_state &st, const opt_row &, const char *v)
+refuse(const opt_row &o, const char *v, const std::string &expected)
+{
+	fprintf(stderr, "%s\n",
+		opt_num_error("qpn-testpmd", ("--" + std::string(o.name)).c_str(), v, expected)
+			.c_str());
+	return -EINVAL;
+}
+
+/* A device is given once: a second --qpn-dev with the same name would probe it again in this
+ * process, which the driver refuses at run time; it is a command-line mistake. */
+int
+set_dev(parse_state &st, const opt_row &o, const char *v)
 {
 	if (!check_devargs(v))
 		return -EINVAL;
+	const std::string name = std::string(v).substr(0, std::string(v).find(','));
+	for (const std::string &d : st.cfg->devargs)
+		if (d.substr(0, d.find(',')) == name)
+			return refuse(o, v, "device " + name + " given twice; each device once");
 	st.cfg->devargs.push_back(v);
 	return 0;
 }
@@ -97,48 +113,36 @@ set_hw_bind(parse_state &st, const opt_row &, const char *v)
 }
 
 int
-set_policy(parse_state &st, const opt_row &, const char *v)
+set_policy(parse_state &st, const opt_row &o, const char *v)
 {
 	if (strcmp(v, "live") == 0) {
 		st.cfg->policy = MLX5_QPN_CM_POLICY_LIVE;
 	} else if (strcmp(v, "strict") == 0) {
 		st.cfg->policy = MLX5_QPN_CM_POLICY_STRICT;
 	} else {
-		fprintf(stderr,
-			"qpn-testpmd: bad value for --cm-policy: \"%s\" (expected live or "
-			"strict)\n",
-			v);
-		return -EINVAL;
+		return refuse(o, v, "expected live or strict");
 	}
 	return 0;
 }
 
 int
-set_role(parse_state &st, const opt_row &, const char *v)
+set_role(parse_state &st, const opt_row &o, const char *v)
 {
-	if (strcmp(v, "both") != 0 && strcmp(v, "client") != 0 && strcmp(v, "server") != 0) {
-		fprintf(stderr,
-			"qpn-testpmd: bad value for --role: \"%s\" (expected both, client or "
-			"server)\n",
-			v);
-		return -EINVAL;
-	}
+	if (strcmp(v, "both") != 0 && strcmp(v, "client") != 0 && strcmp(v, "server") != 0)
+		return refuse(o, v, "expected both, client or server");
 	st.cfg->role = v;
 	return 0;
 }
 
 int
-set_fabric(parse_state &st, const opt_row &, const char *v)
+set_fabric(parse_state &st, const opt_row &o, const char *v)
 {
 	if (v[0] == '\0' || strlen(v) > MLX5_QPN_CM_SHM_NAMESIZE ||
 	    strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
-		    strlen(v)) {
-		fprintf(stderr,
-			"qpn-testpmd: bad value for --fabric: \"%s\" (1..%d characters from "
-			"[A-Za-z0-9_.-])\n",
-			v, MLX5_QPN_CM_SHM_NAMESIZE);
-		return -EINVAL;
-	}
+		    strlen(v))
+		return refuse(o, v,
+			      "1.." + std::to_string(MLX5_QPN_CM_SHM_NAMESIZE) +
+				      " characters from [A-Za-z0-9_.-]");
 	st.cfg->fabric = v;
 	return 0;
 }

@@ -327,6 +327,14 @@ run_engine()
 }
 
 double
+run_start_elapsed(run_ctx *ctx)
+{
+	if (!g_running)
+		return 0;
+	return static_cast<double>(rte_rdtsc() - g_start_tsc) / static_cast<double>(ctx->tsc_hz);
+}
+
+double
 run_elapsed(run_ctx *ctx)
 {
 	if (!g_running)
@@ -378,10 +386,28 @@ devices_reprobe(run_ctx *ctx, int64_t quarantine_us)
 {
 	devices_close(ctx);
 	int rc = devices_probe(ctx, quarantine_us);
-	stats_baseline_reset(); /* new devices count from zero */
+	/* The new devices count from zero, and what was counted on the old ones (connections,
+	 * steps, rejects, pool) would read as this set-up's: the totals start again. */
+	stats_clear(ctx);
 	if (rc == 0)
 		ctx->cfg->quarantine_us = quarantine_us;
 	return rc;
+}
+
+void
+quarantine_warn(run_ctx *ctx)
+{
+	const uint32_t tw_ms = cm_timewait_ms(*ctx->cfg);
+	for (auto *d : ctx->devs) {
+		struct mlx5_qpn_dev_info info;
+		if (mlx5_qpn_dev_info_get(d, &info) != 0 ||
+		    info.quarantine_us >= uint64_t(tw_ms) * 1000u)
+			continue;
+		printf("qpn-testpmd: warning: device %s's quarantine %" PRIu64 " us is shorter "
+		       "than the CM timewait %u ms: a QPN can come back while a peer still holds "
+		       "it (REJ STALE_CONN)\n",
+		       info.name, info.quarantine_us, tw_ms);
+	}
 }
 
 int
@@ -405,6 +431,7 @@ run_start(run_ctx *ctx, const qpn_engine *e)
 		       ctx->data_path_note.c_str());
 	g_running = true;
 	g_start_tsc = rte_rdtsc();
+	stats_show_restart(ctx, e);
 	/* Progress lines in batch mode only: at the prompt they would cut through its lines. */
 	monitor_start(ctx, e, !ctx->cfg->interactive);
 	unsigned lc;

@@ -36,9 +36,12 @@ struct baseline {
 	struct mlx5_qpn_dev_stats dev;
 } g_base;
 
-/* The last `show stats` while running: its clock and count (rates since then). */
+/* The last `show stats` of the running start: the start's clock and the count then (rates
+ * since then); at a start, the start itself. A pause between two starts is not run time, so a
+ * show of the next start does not count back across it. */
 double g_show_secs;
 uint64_t g_show_conns;
+bool g_show_shown;
 
 uint64_t
 since(uint64_t now, uint64_t base)
@@ -145,6 +148,7 @@ stats_clear(run_ctx *ctx)
 		mlx5_qpn_dev_stats_get(ctx->dev, &g_base.dev);
 	g_show_secs = 0;
 	g_show_conns = 0;
+	g_show_shown = false;
 	monitor_clear();
 }
 
@@ -352,20 +356,30 @@ stats_progress(run_ctx *ctx, double t, uint64_t *last_ops, double period)
 }
 
 void
+stats_show_restart(run_ctx *ctx, const qpn_engine *e)
+{
+	g_show_secs = 0;
+	g_show_conns = stats_conns(ctx, e);
+	g_show_shown = false;
+}
+
+void
 stats_show_running(FILE *f, run_ctx *ctx, const qpn_engine *e)
 {
-	const double now = run_elapsed(ctx);
+	const double now = run_start_elapsed(ctx), total = run_elapsed(ctx);
 	const uint64_t conns = stats_conns(ctx, e);
 	const double dt = now - g_show_secs;
 	const uint64_t dc = conns >= g_show_conns ? conns - g_show_conns : conns;
 	fprintf(f,
-		"  [%.1fs running] %" PRIu64 " %s: %.0f/s since the last show (%.1f s ago), "
-		"%.0f/s on average",
-		now, conns, unit(e), dt > 0 ? static_cast<double>(dc) / dt : 0.0, dt,
-		now > 0 ? static_cast<double>(conns) / now : 0.0);
+		"  [%.1f s since start, %.1f s run in all] %" PRIu64 " %s: %.0f/s since the %s "
+		"(%.1f s ago), %.0f/s on average",
+		now, total, conns, unit(e), dt > 0 ? static_cast<double>(dc) / dt : 0.0,
+		g_show_shown ? "last show" : "start", dt,
+		total > 0 ? static_cast<double>(conns) / total : 0.0);
 	print_live_tail(f, ctx);
 	g_show_secs = now;
 	g_show_conns = conns;
+	g_show_shown = true;
 	stats_lcores(f, ctx);
 	fprintf(f, "(per-step latency in the summary: stop, or show stats once stopped)\n");
 }

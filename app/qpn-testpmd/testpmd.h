@@ -289,8 +289,12 @@ void run_serve(run_ctx *ctx, unsigned lcore);
 /* Probe every --qpn-dev with QUARANTINE_US (-1: the CM timewait); close them. */
 int devices_probe(run_ctx *ctx, int64_t quarantine_us);
 void devices_close(run_ctx *ctx);
-/* Re-probe every device with a new quarantine (stopped only). */
+/* Re-probe every device with a new quarantine (stopped only); the statistics start again (what
+ * the old devices counted is not this set-up's). On failure no device is left (`start` refuses). */
 int devices_reprobe(run_ctx *ctx, int64_t quarantine_us);
+/* One line for each device whose quarantine is shorter than the CM timewait in force: the rule
+ * the pool exists for (a QPN back before the peer's timewait ends is rejected as stale). */
+void quarantine_warn(run_ctx *ctx);
 
 /* ---- conn_rdmacm.cpp ---- */
 /* Whether s is IPv4:PORT (PORT 1..65535), as --hw-peer needs it; *why says what is wrong. */
@@ -332,14 +336,24 @@ int config_set(run_config *cfg, const char *name, const char *value, std::string
 extern const char config_names[];
 /* `show config`: every run parameter, as the options would give it. */
 void config_show(FILE *f, const run_config &cfg);
-/* run.cpp: seconds run so far, the running run included (the real clock while running). */
+/* What `show config` and `set duration` add to --duration at the prompt, where a run lasts
+ * until `stop` (testpmd's way); "" in batch mode. */
+const char *duration_note(const run_config &cfg);
+/* run.cpp: seconds run since the last `clear stats` (or re-probe), over every start, the
+ * running one included (the real clock while running): the summary's duration, what its rates
+ * divide by. */
 double run_elapsed(run_ctx *ctx);
+/* run.cpp: seconds since the running start (0 when stopped): each start's own clock. */
+double run_start_elapsed(run_ctx *ctx);
 /* run.cpp: the engine of the current (or last) run. */
 const qpn_engine *run_engine();
 /* stats.cpp: connections of the measured side so far (relaxed reads; any thread). */
 uint64_t stats_conns(run_ctx *ctx, const qpn_engine *e);
-/* stats.cpp: `show stats` while running: the real clock, rates since the last show. */
+/* stats.cpp: `show stats` while running: this start's clock and the total, rates since the
+ * last show of this start (or the start). */
 void stats_show_running(FILE *f, run_ctx *ctx, const qpn_engine *e);
+/* stats.cpp: a start: the next `show stats` counts its rates from here. */
+void stats_show_restart(run_ctx *ctx, const qpn_engine *e);
 /* monitor.cpp: the sampler thread of a run (timeline once a second, progress lines every
  * --stats-period in batch mode); started by run_start, stopped by run_stop. */
 void monitor_start(run_ctx *ctx, const qpn_engine *e, bool progress);

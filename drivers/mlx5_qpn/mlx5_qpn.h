@@ -147,7 +147,8 @@ struct mlx5_qpn_dev_stats {
  *                 (longer: -EINVAL). Parsing allocates nothing.
  * @param[out] dev the device.
  * @return 0; -EINVAL bad devargs (one log line names the key), or in a secondary a devarg that
- *         differs from the primary's; -EEXIST already probed;
+ *         differs from the primary's; -EEXIST already probed; -EPERM called before
+ *         rte_eal_init() (one log line: "EAL not initialised");
  *         -ENODEV (secondary) no primary has probed the device, or the primary is dead;
  *         -ENODEV no such device (one log line, e.g. `no RDMA device "mlx5_0" (0 devices found)`);
  *         -EOPNOTSUPP no reserved-QPN support with reserved_qpn=yes; -ENOMEM (out of memory, or

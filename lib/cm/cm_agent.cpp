@@ -14,9 +14,47 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <new>
+#include <sys/random.h>
+#include <unistd.h>
 
 RTE_LOG_REGISTER(mlx5_qpn_cm_logtype, mlx5_qpn.cm, INFO);
+
+namespace cm_impl {
+
+uint32_t (*comm_id_operand_test_hook)() = nullptr;
+
+namespace {
+
+/*
+ * The agent's comm-id operand. Linux's CM XORs a random operand, drawn once, into every local
+ * comm id for this reason: the ids of a node that crashed and came back (same GUID) must not
+ * be its previous life's, or the peer takes the new REQs for duplicates of connections it still
+ * remembers. Without the kernel's entropy (getrandom() refused), the pid and the clock differ
+ * between two incarnations too.
+ */
+uint32_t
+draw_id_operand()
+{
+	if (comm_id_operand_test_hook != nullptr)
+		return comm_id_operand_test_hook();
+	uint32_t r;
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) == ssize_t(sizeof(r)))
+		return r;
+	timespec ts{};
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t x = (uint64_t(getpid()) << 32) ^ uint64_t(ts.tv_sec) * 1000000000ull ^
+		     uint64_t(ts.tv_nsec);
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return uint32_t(x);
+}
+
+} // namespace
+
+} // namespace cm_impl
 
 using namespace cm_impl;
 
@@ -50,6 +88,7 @@ mlx5_qpn_cm_create(const struct mlx5_qpn_cm_params *p)
 		cm->has_tp = true;
 	}
 	cm->max_conns = p->max_conns;
+	cm->id_operand = draw_id_operand();
 	uint32_t dflt = std::max(64u, 2 * p->max_conns);
 	bool ok = true;
 	/* Faulted in ahead, as the tables below (table_alloc: one mmap with MAP_POPULATE). A

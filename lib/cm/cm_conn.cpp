@@ -26,11 +26,18 @@ alloc_conn(mlx5_qpn_cm *cm)
 		return nullptr;
 	uint32_t slot = cm->free_slots[--cm->nb_free];
 	Conn *c = &cm->conns[slot];
-	uint16_t gen = uint16_t((c->gen + 1u) & kGenMask);
+	uint16_t gen = c->gen;
 	std::memset(static_cast<void *>(c), 0, offsetof(Conn, last));
-	/* Generation in the high bits: a late frame for a reused slot does not match. */
-	c->gen = gen == 0 ? 1 : gen;
-	c->comm_id = (uint32_t(c->gen) << kSlotBits) | (slot + 1);
+	/* Generation in the high bits: a late frame for a reused slot does not match. The operand
+	 * makes the id the agent's own; 0 means "no connection", so a generation that would give
+	 * it is skipped (only one of the 4095 can). */
+	do {
+		gen = uint16_t((gen + 1u) & kGenMask);
+		if (gen == 0)
+			gen = 1;
+		c->comm_id = ((uint32_t(gen) << kSlotBits) | (slot + 1)) ^ cm->id_operand;
+	} while (c->comm_id == 0);
+	c->gen = gen;
 	cm->stats.conns++;
 	return c;
 }
@@ -210,14 +217,20 @@ stale_pair(mlx5_qpn_cm *cm, uint64_t guid, uint32_t qpn, uint64_t now_ns)
 	if (slot < 0)
 		return false;
 	Conn *holder = &cm->conns[slot];
-	cm->stats.stale_rejects++;
 	CM_LOG(DEBUG, "%s: stale pair (0x%016" PRIx64 ", 0x%06x) held by conn 0x%08x in %s",
 	       cm->name, guid, qpn, holder->comm_id, mlx5_qpn_cm_state_name(holder->state));
+	stale_holder(cm, holder, now_ns);
+	return true;
+}
+
+void
+stale_holder(mlx5_qpn_cm *cm, Conn *holder, uint64_t now_ns)
+{
+	cm->stats.stale_rejects++;
 	if (holder->state == MLX5_QPN_CM_STATE_ESTABLISHED) {
 		send_dreq(cm, holder, now_ns);
 		cm->stats.stale_dreqs++;
 	}
-	return true;
 }
 
 bool

@@ -30,6 +30,10 @@ namespace cm_impl {
 extern void (*shm_send_test_hook)(int stage);
 extern uint64_t shm_stall_grace_ns;
 
+/* Test hook of the comm ids (cm_agent.cpp): when set, an agent's comm-id operand comes from it
+ * instead of the random draw, so a test can make two incarnations of one node collide. */
+extern uint32_t (*comm_id_operand_test_hook)();
+
 /*
  * Zeroed memory for a table used all over (hash map, ring), every page present: an agent's
  * tables are allocated once at create, and first-touch page faults on the data path cost ~34 us
@@ -133,6 +137,9 @@ struct mlx5_qpn_cm {
 	mlx5_qpn_cm_transport tp;
 	bool has_tp;
 	uint32_t max_conns;
+	/* XORed into every local comm id, drawn at random at create (Linux's random_id_operand):
+	 * a node that restarts with the same GUID does not hand out its dead incarnation's ids. */
+	uint32_t id_operand;
 	cm_impl::Conn *conns;
 	uint32_t *free_slots; /* stack of free slot indices */
 	uint32_t nb_free;
@@ -173,7 +180,8 @@ struct mlx5_qpn_cm {
  */
 namespace cm_impl {
 
-constexpr uint32_t kSlotBits = 20; /* comm id = generation (12 bits) << 20 | slot + 1 */
+/* comm id = (generation (12 bits) << 20 | slot + 1) ^ the agent's random operand */
+constexpr uint32_t kSlotBits = 20;
 constexpr uint32_t kSlotMask = (1u << kSlotBits) - 1;
 constexpr uint32_t kGenMask = (1u << (32 - kSlotBits)) - 1;
 
@@ -186,8 +194,8 @@ type_index(uint8_t type)
 inline Conn *
 lookup(mlx5_qpn_cm *cm, uint32_t comm_id)
 {
-	uint32_t slot1 = comm_id & kSlotMask;
-	if (slot1 == 0 || slot1 > cm->max_conns)
+	uint32_t slot1 = (comm_id ^ cm->id_operand) & kSlotMask;
+	if (comm_id == 0 || slot1 == 0 || slot1 > cm->max_conns)
 		return nullptr;
 	Conn *c = &cm->conns[slot1 - 1];
 	return c->comm_id == comm_id ? c : nullptr;
@@ -215,6 +223,9 @@ void send_rej_to(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &rx, uint16_t reason, ui
 void send_rej(mlx5_qpn_cm *cm, Conn *c, uint16_t reason, uint8_t ref, const void *pd = nullptr,
 	      uint8_t pd_len = 0);
 bool stale_pair(mlx5_qpn_cm *cm, uint64_t guid, uint32_t qpn, uint64_t now_ns);
+/* A stale REQ or REP was found to name @p holder's connection: counted (the caller sends the
+ * REJ), and an established holder is sent a DREQ. */
+void stale_holder(mlx5_qpn_cm *cm, Conn *holder, uint64_t now_ns);
 bool listening(const mlx5_qpn_cm *cm, uint64_t service_id);
 void unexpected(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, const Conn *c);
 Conn *peer_conn(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m);

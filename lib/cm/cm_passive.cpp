@@ -18,10 +18,43 @@
 
 namespace cm_impl {
 
+namespace {
+
+/*
+ * A REQ whose (sender GUID, comm id) a connection here holds (set up or established: the id
+ * leaves the table at timewait) is a retransmission only if it names the same QPN. A REQ naming
+ * another QPN comes from a new incarnation of the sender (crashed, restarted with its GUID) that
+ * drew an id its previous life used, while this side still remembers the old connection:
+ * absorbing it as a duplicate would leave it unanswered until it times out. As IBA's CM does for
+ * a REQ on a connection it can no longer trust (Linux: a REQ for a connection in timewait gets
+ * REJ STALE_CONN in cm_dup_req_handler()), it is refused as stale, and the old connection, if
+ * established, is sent a DREQ, as for a stale pair: it can no longer be valid, and its QPN comes
+ * back after its timewait. True when the REQ was answered here.
+ */
+bool
+stale_comm_id(mlx5_qpn_cm *cm, Conn *holder, const mlx5_qpn_cm_msg &m, uint64_t now_ns)
+{
+	if (holder->remote_qpn == m.qpn)
+		return false;
+	CM_LOG(DEBUG, "%s: REQ 0x%08x from 0x%016" PRIx64 " (QPN 0x%06x) names conn 0x%08x in %s",
+	       cm->name, m.local_comm_id, m.src_guid, m.qpn, holder->comm_id,
+	       mlx5_qpn_cm_state_name(holder->state));
+	/* The REJ first: the requester learns at once. The holder's DREQ goes to the same node,
+	 * whose new incarnation drops it (no connection with that QPN, as Linux does): its retries
+	 * run out and the holder leaves through timewait. */
+	send_rej_to(cm, m, MLX5_QPN_CM_REJ_STALE_CONN, MLX5_QPN_CM_REF_REQ);
+	stale_holder(cm, holder, now_ns);
+	return true;
+}
+
+} // namespace
+
 void
 on_req(mlx5_qpn_cm *cm, const mlx5_qpn_cm_msg &m, uint64_t now_ns)
 {
 	int dup = cm->rids.find(m.src_guid, m.local_comm_id);
+	if (dup >= 0 && stale_comm_id(cm, &cm->conns[dup], m, now_ns))
+		return;
 	if (dup >= 0) {
 		/* Our answer was lost or is slow: repeat the REP or MRA, else just absorb it. */
 		Conn *c = &cm->conns[dup];

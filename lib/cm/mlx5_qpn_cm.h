@@ -65,9 +65,10 @@ extern "C" {
 /** Largest QPN: QPNs are 24 bits. */
 #define MLX5_QPN_CM_QPN_MAX 0xFFFFFFu
 /**
- * Most connections one agent can hold, timewait entries included (comm ids keep the slot in their
- * low 20 bits, a 12-bit reuse generation above): at a 1 s timewait an agent holds about its
- * connections/s in timewait alone.
+ * Most connections one agent can hold, timewait entries included (a comm id is the slot in 20
+ * bits and a 12-bit reuse generation above, XORed with an operand the agent draws at random when
+ * created, as Linux's CM does): at a 1 s timewait an agent holds about its connections/s in
+ * timewait alone.
  */
 #define MLX5_QPN_CM_MAX_CONNS 1048575u
 

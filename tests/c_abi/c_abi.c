@@ -9,6 +9,9 @@
  * It also calls each deprecated name as a C application built against the 2.1 ABI does (the
  * warning suppressed here alone) and asks the dynamic linker that the old and the new symbol
  * are one function of the shared library.
+ *
+ * And it runs without the EAL, as an application that forgot rte_eal_init() does: a probe then
+ * says so (-EPERM, "EAL not initialised"), not that it is out of memory.
  */
 #define _POSIX_C_SOURCE 200809L /* dlopen(), dlsym() under -std=c11 */
 
@@ -85,6 +88,24 @@ old_names_work(void)
 	return bad;
 }
 
+/* README's example without its rte_eal_init(): refused at once, the device left NULL. */
+static int
+probe_without_eal(void)
+{
+	struct mlx5_qpn_dev *dev = NULL;
+	int rc = mlx5_qpn_dev_probe("cabi_noeal0", &dev);
+
+	if (rc != -EPERM || dev != NULL) {
+		fprintf(stderr,
+			"c_abi: a probe without the EAL returned %d (%s), expected -EPERM\n", rc,
+			strerror(-rc));
+		if (rc == 0)
+			mlx5_qpn_dev_close(dev);
+		return 1;
+	}
+	return 0;
+}
+
 int
 main(void)
 {
@@ -96,7 +117,7 @@ main(void)
 			(unsigned int)ms);
 		return 1;
 	}
-	if (same_symbols() || old_names_work())
+	if (same_symbols() || old_names_work() || probe_without_eal())
 		return 1;
 	printf("c_abi: OK (%s)\n", mlx5_qpn_cm_rej_reason_name(10));
 	return 0;

@@ -359,6 +359,13 @@ mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **out)
 {
 	if (devargs == nullptr || out == nullptr)
 		return -EINVAL;
+	/* The device's memory comes from the EAL (its heap, memzones): before rte_eal_init() every
+	 * allocation fails, and the probe would end in a misleading -ENOMEM. The lcore count is 0
+	 * until the EAL has initialised. */
+	if (rte_lcore_count() == 0) {
+		DEV_LOG(ERR, "EAL not initialised: call rte_eal_init() before probing a device");
+		return -EPERM;
+	}
 	auto *d = new (std::nothrow) mlx5_qpn_dev();
 	if (d == nullptr)
 		return -ENOMEM;
