@@ -175,8 +175,9 @@ wait_built() { # dir
 # and more); ThreadSanitizer, on each dlopen, walks the whole list of loaded modules again (its
 # called_from_lib ignore list, with a 4 KiB mmap/munmap per module), so a TSan process spent
 # ~3.5 s of CPU starting (~40k mmap/munmap pairs) before its first line of our code. No EAL option
-# turns the plugin directory off. The tests use none of those drivers (--no-pci, no vdev, no
-# ethdev) except rte_mempool's software backends (the CM fabric's frame pool uses the ring ops):
+# turns the plugin directory off. The tests use none of those drivers (--no-pci, no ethdev) except
+# rte_mempool's software backends (the CM fabric's frame pool uses the ring ops), the vdev bus
+# (the driver's vdev) and net_null (a vdev test's foreign vdev):
 # as root, the sanitizer suites run in a mount namespace of their own where the plugin directory
 # holds only those (copied from it); the EAL options and the tests are the same. A TSan start
 # then costs ~0.45 s of CPU. The release suite keeps the full directory (what a user's process
@@ -189,10 +190,15 @@ with_mempool_pmds() { # build-dir command...: runs the command as described abov
 	if [ "$(id -u)" -eq 0 ] && [ -n "$pmd_dir" ] && command -v unshare >/dev/null; then
 		rm -rf "$few"
 		mkdir -p "$few"
-		# The names must end in .so for EAL to load them.
-		for f in ring stack bucket; do
-			[ ! -e "$pmd_dir/librte_mempool_$f.so" ] ||
-				cp -L "$pmd_dir/librte_mempool_$f.so" "$few/"
+		# The names must end in .so (or .so.ABI) for EAL to load them. The vdev bus is also
+		# a library the driver links (its soname, .so.23, resolves into this folder), and the
+		# PCI bus one that net_null links: one copy of each under its soname only, so that
+		# EAL's dlopen finds the library already loaded instead of a second file registering
+		# the bus again. net_null: the vdev tests' "a vdev of another driver only".
+		for f in librte_mempool_ring.so librte_mempool_stack.so librte_mempool_bucket.so \
+			librte_net_null.so "$(basename "$(readlink "$pmd_dir/librte_bus_vdev.so")")" \
+			"$(basename "$(readlink "$pmd_dir/librte_bus_pci.so")")"; do
+			[ ! -e "$pmd_dir/$f" ] || cp -L "$pmd_dir/$f" "$few/"
 		done
 		if unshare --mount --propagation private mount --bind "$few" "$pmd_dir" 2>/dev/null; then
 			unshare --mount --propagation private sh -c \
