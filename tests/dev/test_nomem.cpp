@@ -233,10 +233,16 @@ TEST(DevNoMem, ProbeBesideACoolingRangeFailsCleanlyAtEachAllocation)
 			EXPECT_EQ(in.source, MLX5_QPN_SRC_OBJECTS)
 				<< "pass " << pass << ": a failed allocation changed the source";
 			mlx5_qpn_dev_stats st = {};
+			/* Cooling for certain only inside the quarantine (it started at the close,
+			 * after t_letgo): a pass slowed past it (TSan on a loaded machine) finds the
+			 * range cool, as it should, and checks nothing here. */
+			const bool inside = mlx5_qpn_clock_ns() < t_letgo + kQuarNs;
 			ASSERT_EQ(mlx5_qpn_dev_stats_get(d, &st), 0);
-			EXPECT_EQ(st.cooling_qpns, 64u)
-				<< "pass " << pass
-				<< ": the range is not cooling, as the test needs";
+			if (inside) {
+				EXPECT_EQ(st.cooling_qpns, 64u)
+					<< "pass " << pass
+					<< ": the range is not cooling, as the test needs";
+			}
 			mlx5_qpn_dev_close(d);
 		} else {
 			EXPECT_EQ(rc, -ENOMEM) << "pass " << pass;
