@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <cerrno>
 #include <cstdio>
@@ -481,8 +482,10 @@ TEST(DevProbe, FirmwareErrorsAreRetriedLaterNotLost)
  * is created) is not asked again by every allocation that finds the pool empty: after a failure the
  * driver backs off (1 ms doubling to 1 s), the allocations get the pool's error without a firmware
  * command, and one warning says so. Counted in firmware commands (the emulated device's own
- * counter), not in time: 20000 failing allocations issue a handful of commands (one per back-off
- * step that ends during the burst), not 20000.
+ * counter), not in time: 5000 failing allocations issue a handful of commands (one per back-off
+ * step that ends during the burst), not 5000. The warning repeats once per 10 s of a streak, so the
+ * number of lines allowed follows the streak's length (a TSan run on a loaded CI machine takes
+ * 20 s over this burst); it is not a timing assertion, only the logging contract.
  */
 TEST(DevProbe, FailingReservationsBackOff)
 {
@@ -503,7 +506,8 @@ TEST(DevProbe, FailingReservationsBackOff)
 	ASSERT_EQ(held.size(), 8u) << "the first range only";
 	struct mlx5_qpn_sim_stats before, after;
 	ASSERT_EQ(mlx5_qpn_sim_stats_get(mlx5_qpn_dev_backend(dev), &before), 0);
-	const int kBurst = 20000;
+	const auto streak_start = std::chrono::steady_clock::now();
+	const int kBurst = 5000;
 	int refused = 0;
 	for (int i = 0; i < kBurst; i++) {
 		int rc = mlx5_qpn_reserved_alloc(dev, &x);
@@ -524,6 +528,9 @@ TEST(DevProbe, FailingReservationsBackOff)
 	EXPECT_GE(st.reserve_failures, 1u);
 	EXPECT_LE(st.reserve_failures, 64u + 2);
 	EXPECT_NE(st.last_error, 0);
+	const auto streak_s = std::chrono::duration_cast<std::chrono::seconds>(
+				      std::chrono::steady_clock::now() - streak_start)
+				      .count();
 	for (uint32_t q : held)
 		EXPECT_EQ(mlx5_qpn_reserved_dealloc(dev, q), 0);
 	mlx5_qpn_dev_close(dev);
@@ -536,7 +543,11 @@ TEST(DevProbe, FailingReservationsBackOff)
 		lines++;
 	first = log.find("reserving QPNs from the device failed");
 	EXPECT_NE(first, std::string::npos) << log;
-	EXPECT_LE(lines, 2u) << "one warning per streak (and one per 10 s): " << log;
+	/* The first warning, one repeat per 10 s of the streak, and one for a repeat that falls due
+	 * between the clock read above and the close. */
+	EXPECT_LE(lines, 2u + static_cast<size_t>(streak_s) / 10)
+		<< "one warning per streak (and one per 10 s; the streak lasted " << streak_s
+		<< " s): " << log;
 }
 
 TEST(DevConcurrency, ThreadsAllocateThroughTheDriver)
