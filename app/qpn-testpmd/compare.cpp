@@ -8,17 +8,17 @@
  * and the JSON one object:
  *   {"meta", "mode": "allocator-compare", "engine", "conditions": {...},
  *    "allocators": {"ours": [row, ...], "rdma-core": [row, ...]}}
- * where a row is {"client_lcores" (the client lcores the run got), "client_lcores_asked" (the
- * count of --client-lcores it ran for; 0: every one the layout gives), "seconds", "connections" (completed), "allocations",
- * "conn_per_sec", "alloc_p50_ns", "alloc_p99_ns", "alloc_p999_ns", "cycle_p99_ns",
- * "stale_rejects", "alloc_waits", "errors", "device_commands" (every command the device ran
- * between the workers' launch and the stop: both sides' reservations, the blocks of rdma-core's
- * algorithm), "commands_per_1000_conns", "commands_per_1000_allocs"} (keys are only ever added; the report script
- * app/qpn-perf/qpn-perf-report reads them). The model both allocators run under is described
- * in doc/guides/app.md ("Ours beside rdma-core's allocator"). A count the lcore layout cannot
- * give is said before the first run, and every row, ratio and plot is matched by the count asked
- * for: two counts that both ran on one lcore are still two pairs. --allocator-sweep runs the
- * same pairs over the device's conditions (compare_sweep.cpp).
+ * where a row is {"client_lcores" (the client lcores the run got), "client_lcores_asked" (the count
+ * of --client-lcores it ran for; 0: every one the layout gives), "seconds", "connections"
+ * (completed), "allocations", "conn_per_sec", "alloc_p50_ns", "alloc_p99_ns", "alloc_p999_ns",
+ * "cycle_p99_ns", "stale_rejects", "alloc_waits", "errors", "device_commands" (every command the
+ * device ran between the workers' launch and the stop: both sides' reservations, the blocks of
+ * rdma-core's algorithm), "commands_per_1000_conns", "commands_per_1000_allocs"} (keys are only
+ * ever added; the report script app/qpn-perf/qpn-perf-report reads them). The model both allocators
+ * run under is described in doc/guides/app_reference.md §7 ("Ours beside rdma-core's allocator"). A
+ * count the lcore layout cannot give is said before the first run, and every row, ratio and plot is
+ * matched by the count asked for: two counts that both ran on one lcore are still two pairs.
+ * --allocator-sweep runs the same pairs over the device's conditions (compare_sweep.cpp).
  */
 #include <cctype>
 #include <cerrno>

@@ -75,8 +75,9 @@ agent_create(run_ctx *ctx, const char *name, uint64_t guid, mlx5_qpn_cm_transpor
 	p.node_guid = guid;
 	p.policy = ctx->cfg->policy;
 	p.max_conns = slots;
-	/* Events are taken every poll round; the default (2 x max_conns) would be a ~70 MB ring. */
-	p.event_queue_size = std::min(kAgentEvents, 2 * slots);
+	/* Events are taken every poll round; the default (2 x max_conns) would be a ~70 MB ring at a
+	 * 1 s timewait, and too short a one for the 16384 slots of a 16 ms run. */
+	p.event_queue_size = std::min(kAgentEvents, 4 * slots);
 	p.packet_life_time = ctx->cfg->plt;
 	p.ack_delay = ctx->cfg->ack_delay;
 	p.cm_response_timeout = 20; /* ~4 s: no retransmission while an lcore is merely busy */

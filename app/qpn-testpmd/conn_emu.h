@@ -18,11 +18,14 @@ constexpr uint64_t kServiceId = 0x0106'0000'0000'4450ull; /* RDMA_PS_TCP-like se
 constexpr uint64_t kDcKey = 0x5150'4e44'434b'4559ull;
 /* CM slots of a client lcore's agent (and of all server agents together, --peers sharing them,
  * each at least kAgentConnsMin), timewait entries included: a connection holds its slot for its
- * timewait, so at a 1 s timewait an agent keeps ~connections/s slots (~40 MB at 131072). */
-constexpr uint32_t kAgentConns = 131072;
+ * timewait, so an agent keeps ~connections/s x timewait slots. agent_conns() gives ~384 slots
+ * per ms of timewait (room for ~384k connections/s per agent, more than one lcore reaches), from
+ * kAgentConns (~5 MB an agent; at the default 16 ms timewait 6,144 would do: 2.7x that) up to
+ * kAgentConnsMax (~160 MB an agent, a 1 s timewait). The slots are populated at create
+ * (cm.md §6), so a slot above what the timewait needs costs memory and start-up time (page
+ * faults; 4x as many under ThreadSanitizer) and is never used. */
+constexpr uint32_t kAgentConns = 16384;
 constexpr uint32_t kAgentConnsMin = 16384;
-/* A longer timewait needs more: agent_conns() gives ~384 slots per ms of timewait (room for
- * ~300k connections/s per agent), from kAgentConns up to kAgentConnsMax (~160 MB an agent). */
 constexpr uint32_t kAgentConnsMax = 1u << 19;
 uint32_t agent_conns(const run_config &cfg);
 /* Events queued per agent between two poll rounds (~18 MB): at 100k connections/s (four events

@@ -132,7 +132,7 @@ dev_ident(mlx5_qpn_dev *dev, rdmacm_probed *p)
 	return info.name;
 }
 
-/* The listener's address: --hw-bind, else the device's (documented in doc/guides/app.md). */
+/* The listener's address: --hw-bind, else the device's (doc/guides/app_reference.md §8). */
 int
 source_addr(run_ctx *ctx, bool required)
 {

@@ -173,7 +173,7 @@ const opt_row opt_table[] = {
 	{"qpn-dev", 0, "DEVARGS", 0, 0, set_dev, nullptr,
 	 "device (repeatable; default " QPN_TESTPMD_DEFAULT_DEV "),\n"
 	 "e.g. sim0,max_qpns=4096\n"
-	 "or ib=mlx5_0 (hardware; see doc/guides/app.md)"},
+	 "or ib=mlx5_0 (hardware; see doc/guides/app_reference.md)"},
 	{"engine", 0, "NAME", 0, 0, set_engine, nullptr, "engine (default dci-reconnect):"},
 	{"duration", 0, "SEC", 0, 0, set_param, nullptr, "run time (default 3)"},
 	{"connections", 0, "N", 0, 0, set_param, nullptr,

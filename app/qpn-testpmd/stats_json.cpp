@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * qpn-testpmd's JSON summary (--json). The keys are a contract (doc/guides/app.md and the report
- * script read them): keys are only ever added. Per step:
+ * qpn-testpmd's JSON summary (--json). The keys are a contract (doc/guides/app_reference.md §4 and
+ * the report script read them): keys are only ever added. Per step:
  *   "steps": {name: {"count", "min_ns", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns",
  *                    "max_ns", "hist": [[upper_ns, count], ...]}}
  * where "hist" lists the non-empty buckets of the step's log-linear histogram (latency.h) in

@@ -26,11 +26,12 @@
  * Sides. A CM engine measures one side and, in one process, the other side runs as its peer:
  * dci-reconnect and churn are the active side with dct-accept's passive body as the peer;
  * dct-accept is the passive side with dci-reconnect's active body as the peer. Two processes
- * (--role=server / --role=client, see doc/guides/app.md) run one side each over a shared-memory
- * CM fabric (--fabric): the server process has no client lcore (its first --server-lcores
- * workers serve until the run ends) and publishes its nodes and DCTs in the fabric's service directory; the client
- * process has no server lcore, reads the directory and runs the device's doorbell service
- * itself. On hardware (librdmacm) the peer is another host, so a run has the engine's side only.
+ * (--role=server / --role=client, see doc/guides/app_reference.md §2) run one side each over a
+ * shared-memory CM fabric (--fabric): the server process has no client lcore (its first
+ * --server-lcores workers serve until the run ends) and publishes its nodes and DCTs in the
+ * fabric's service directory; the client process has no server lcore, reads the directory and runs
+ * the device's doorbell service itself. On hardware (librdmacm) the peer is another host, so a run
+ * has the engine's side only.
  */
 #include <atomic>
 #include <cstdint>
@@ -50,8 +51,8 @@
 
 /* The device of a run without --qpn-dev: the emulated device with as many QPNs as its
  * log_max_num_reserved_qpn gives (2^20), so that the QPNs a 1 s timewait holds (about three
- * timewaits per connection: doc/guides/app.md) do not cap conns/s at the rate a few lcores
- * reach; ranges of 2^14 keep the pool's range table (256) far from full. */
+ * timewaits per connection: doc/guides/app_reference.md §3) do not cap conns/s at the rate a few
+ * lcores reach; ranges of 2^14 keep the pool's range table (256) far from full. */
 #define QPN_TESTPMD_DEFAULT_DEV "sim0,max_qpns=1048576,log_max_alloc=14"
 
 /* Everything the options set. */

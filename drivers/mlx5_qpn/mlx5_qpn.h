@@ -310,7 +310,7 @@ int mlx5_qpn_reserved_dealloc_bulk(struct mlx5_qpn_dev *dev, const uint32_t *qpn
  * need a block wait for the device command under it. There is no quarantine and no per-thread
  * cache: a QPN freed here can come back from the device, to this or another process, as soon as
  * its block is destroyed, whatever the peers' CM timewait (the comparison qpn-testpmd's
- * --allocator=rdma-core runs, doc/guides/app.md). Such a QPN is not the pool's:
+ * --allocator=rdma-core runs, doc/guides/app_reference.md §7). Such a QPN is not the pool's:
  * mlx5_qpn_reserved_dealloc() refuses it, and closing the device returns it.
  *
  * @param dev  a probed device (a secondary's handle is a context of its own, with its own

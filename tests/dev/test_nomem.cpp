@@ -170,7 +170,8 @@ TEST(DevNoMem, DevargsLongerThanTheMaximumAreRefused)
 {
 	/* "sim0,cache=0x000...040": a hex number may carry any number of zeros after 0x. */
 	std::string longest = "sim0,cache=0x";
-	longest += std::string(MLX5_QPN_DEVARGS_MAX - longest.size() - 2, '0') + "40";
+	longest.append(MLX5_QPN_DEVARGS_MAX - longest.size() - 2, '0');
+	longest += "40";
 	ASSERT_EQ(longest.size(), size_t(MLX5_QPN_DEVARGS_MAX));
 	mlx5_qpn_devargs da;
 	{

@@ -60,9 +60,10 @@ sim_args_default(void *args)
 	a->log_max_alloc = 10;
 	/* 2^20 reserved QPNs in total. PRM HCA caps 2 log_max_num_reserved_qpn is 5 bits and no
 	 * public source gives a ConnectX's value; 2^20 is 1/16 of the 24-bit QPN space and 4x the
-	 * 2^18 QPs of log_max_qp below (as ConnectX), enough for the QPNs a 1 s timewait holds at
-	 * a few hundred thousand connections a second (doc/guides/app.md, "QPNs a connection
-	 * holds"). The shared segment does not grow with it: its QPN table covers all 24 bits. */
+	 * 2^18 QPs of log_max_qp below (as ConnectX), enough for the QPNs a 1 s timewait holds at a
+	 * few hundred thousand connections a second (doc/guides/app_reference.md §3, "QPNs a
+	 * connection holds"). The shared segment does not grow with it: its QPN table covers all 24
+	 * bits. */
 	a->log_max_num = 20;
 	a->log_max_qp = 18;
 	a->qpn_inc = 1;
