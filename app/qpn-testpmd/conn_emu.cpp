@@ -48,7 +48,12 @@
 uint32_t
 agent_conns(const run_config &cfg)
 {
-	uint64_t want = std::max<uint64_t>(kAgentConns, uint64_t(cm_timewait_ms(cfg)) * 384);
+	/* A batch run makes no more connections than its duration allows: a 0.2 s run at a 1 s
+	 * timewait needs no second's worth of slots (at the prompt a run lasts until `stop`). */
+	uint64_t ms = cm_timewait_ms(cfg);
+	if (!cfg.interactive && cfg.duration_s > 0)
+		ms = std::min<uint64_t>(ms, static_cast<uint64_t>(cfg.duration_s * 1000) + 1);
+	uint64_t want = std::max<uint64_t>(kAgentConns, ms * 384);
 	uint32_t n = kAgentConns;
 	while (n < want && n < kAgentConnsMax)
 		n <<= 1;
