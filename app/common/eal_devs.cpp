@@ -20,8 +20,6 @@ namespace {
 
 /* The vdev bus gives a vdev to the driver whose name its name starts with. */
 constexpr char kDriver[] = "mlx5_qpn";
-/* The emulated device's names; any other device is named by ib= in the args. */
-constexpr char kSimPrefix[] = "sim";
 
 bool
 starts_with(const std::string &s, const char *p)
@@ -29,29 +27,20 @@ starts_with(const std::string &s, const char *p)
 	return s.compare(0, strlen(p), p) == 0;
 }
 
-/* The driver's devargs and device name of vdev NAME with ARGS (eal_devs.h, driver.md §16). */
-eal_dev
-to_eal_dev(const std::string &name, const std::string &args)
+/* Vdev NAME with ARGS as the driver reads it (mlx5_qpn_vdev_devargs()); false if the driver
+ * would not probe it (it said why when the EAL gave it the vdev). */
+bool
+to_eal_dev(const std::string &name, const std::string &args, eal_dev *d)
 {
-	eal_dev d;
-	d.vdev = name;
-	std::string rest = name.substr(strlen(kDriver));
-	if (starts_with(rest, "_"))
-		rest.erase(0, 1);
-	if (starts_with(rest, kSimPrefix)) {
-		d.name = rest;
-		d.devargs = rest + (args.empty() ? "" : "," + args);
-		return d;
-	}
-	d.devargs = args;
-	for (size_t at = 0; at < args.size();) {
-		size_t comma = args.find(',', at);
-		std::string pair = args.substr(at, comma == std::string::npos ? comma : comma - at);
-		if (starts_with(pair, "ib="))
-			d.name = pair.substr(3);
-		at = comma == std::string::npos ? args.size() : comma + 1;
-	}
-	return d;
+	char da[MLX5_QPN_DEVARGS_SIZE];
+	char dev[MLX5_QPN_NAME_SIZE];
+	d->vdev = name;
+	if (mlx5_qpn_vdev_devargs(name.c_str(), args.c_str(), da, sizeof(da), dev, sizeof(dev)) !=
+	    0)
+		return false;
+	d->devargs = da;
+	d->name = dev;
+	return true;
 }
 
 /* The vdev of that name on the EAL's vdev bus, or nullptr. */
@@ -75,14 +64,18 @@ vdev_args(const struct rte_device *dev)
 	return da != nullptr && da->args != nullptr ? da->args : "";
 }
 
-/* DEVARGS (the driver's form) as the args of vdev D: without the leading device name. */
+/* DEVARGS (the driver's form) as the args of vdev D: without what the vdev's name gives (the
+ * device "sim7" of mlx5_qpn_sim7; nothing for mlx5_qpn0, whose args name the device). */
 std::string
 args_of(const eal_dev &d, const std::string &devargs)
 {
-	if (devargs == d.name)
+	char own[MLX5_QPN_DEVARGS_SIZE];
+	if (mlx5_qpn_vdev_devargs(d.vdev.c_str(), nullptr, own, sizeof(own), nullptr, 0) != 0)
+		return devargs; /* the name alone names no device */
+	if (devargs == own)
 		return "";
-	if (starts_with(devargs, (d.name + ",").c_str()) && starts_with(d.name, kSimPrefix))
-		return devargs.substr(d.name.size() + 1);
+	if (starts_with(devargs, (std::string(own) + ",").c_str()))
+		return devargs.substr(strlen(own) + 1);
 	return devargs;
 }
 
@@ -103,8 +96,9 @@ eal_devs_list(const char *prog, std::vector<eal_dev> *devs)
 			others += (others.empty() ? "" : ", ") + name;
 			continue;
 		}
-		eal_dev d = to_eal_dev(name, vdev_args(dev));
-		if (drv == nullptr || strcmp(rte_driver_name(drv), kDriver) != 0 ||
+		eal_dev d;
+		if (!to_eal_dev(name, vdev_args(dev), &d) || drv == nullptr ||
+		    strcmp(rte_driver_name(drv), kDriver) != 0 ||
 		    mlx5_qpn_dev_lookup(d.name.c_str()) == nullptr) {
 			fprintf(stderr,
 				"%s: vdev %s was not probed (the driver's line above says why): not "

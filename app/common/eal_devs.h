@@ -7,7 +7,8 @@
  * EAL probed: every mlx5_qpn vdev (--vdev=mlx5_qpn_sim7,... or rte_dev_probe()) is a device of
  * the run. Shared by qpn-testpmd and qpn-perf.
  *
- * A vdev's name and args give the driver's devargs (doc/guides/driver.md §16):
+ * A vdev's name and args give the driver's devargs, as the driver says (mlx5_qpn_vdev_devargs(),
+ * doc/guides/driver.md §16):
  *   mlx5_qpn_sim7,quarantine_us=5000   ->  "sim7,quarantine_us=5000"   (device sim7)
  *   mlx5_qpn0,ib=mlx5_0,cache=64        ->  "ib=mlx5_0,cache=64"        (device mlx5_0)
  */

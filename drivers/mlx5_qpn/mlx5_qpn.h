@@ -172,6 +172,40 @@ int mlx5_qpn_dev_probe(const char *devargs, struct mlx5_qpn_dev **dev);
  */
 int mlx5_qpn_devargs_check(const char *devargs, char *why, size_t len);
 
+/** Bytes that always hold devargs with their NUL (the longest devargs a probe takes: 1023). */
+#define MLX5_QPN_DEVARGS_SIZE 1024
+/** Bytes that always hold a device name with its NUL (struct mlx5_qpn_dev_info::name). */
+#define MLX5_QPN_NAME_SIZE 32
+
+/**
+ * The devargs and the device name of a DPDK vdev of this driver: what the driver probes when the
+ * EAL hands it the vdev (--vdev=VDEV_NAME,ARGS, or rte_dev_probe()), so that an application finds
+ * the device the EAL probed for it (mlx5_qpn_dev_lookup(name)) and can probe it again with
+ * other devargs (hot-plug):
+ *
+ *     "mlx5_qpn_sim7", "quarantine_us=5000"  ->  "sim7,quarantine_us=5000", device "sim7"
+ *     "mlx5_qpn0", "ib=mlx5_0,cache=64"       ->  "ib=mlx5_0,cache=64", device "mlx5_0"
+ *
+ * A vdev name is "mlx5_qpn" and a suffix: one that a backend takes as a device name ("sim7",
+ * or "_sim7") is the device; any other only tells vdevs apart, and the args name the device
+ * (ib=). Nothing is logged and no device is touched.
+ *
+ * @param vdev_name  the vdev's name (rte_dev_name()).
+ * @param args       the vdev's args (struct rte_devargs::args); NULL or "" for none.
+ * @param[out] devargs  if not NULL: the devargs, NUL-terminated (MLX5_QPN_DEVARGS_SIZE bytes
+ *                      always suffice).
+ * @param size       bytes at devargs.
+ * @param[out] name  if not NULL: the device's name, NUL-terminated (MLX5_QPN_NAME_SIZE bytes
+ *                   always suffice).
+ * @param name_size  bytes at name.
+ * @return 0; -EINVAL a NULL vdev_name, a name that is not this driver's, or devargs that name no
+ *         device or that mlx5_qpn_devargs_check() refuses (it gives the reason); -E2BIG the
+ *         devargs or the name longer than their buffer (nothing written).
+ * Thread safety: any thread, concurrently.
+ */
+int mlx5_qpn_vdev_devargs(const char *vdev_name, const char *args, char *devargs, size_t size,
+			  char *name, size_t name_size);
+
 /**
  * Remove the state that crashed processes left behind for a device name, so that the next probe
  * starts afresh: the device's lease file (keyed by its node GUID: the quarantine of the QPNs

@@ -244,6 +244,71 @@ TEST(DevArgs, NumberAndGuidForms)
 	EXPECT_STREQ(da.name, "mlx5_bond.0-1");
 }
 
+/*
+ * A vdev's name and args as the driver reads them (mlx5_qpn_vdev_devargs(): what the vdev driver
+ * probes, and what an application uses to find the device the EAL probed for a vdev). A suffix
+ * the emulated backend takes is the device; any other only names the vdev, and ib= names the
+ * device. Refusals: not this driver's, no device named, devargs the driver refuses, a buffer too
+ * small (nothing written).
+ */
+TEST(DevArgs, VdevNamesAndArgs)
+{
+	struct Case {
+		const char *vdev, *args, *devargs, *name;
+	} good[] = {
+		{"mlx5_qpn_sim7", "quarantine_us=5000", "sim7,quarantine_us=5000", "sim7"},
+		{"mlx5_qpn_sim7", nullptr, "sim7", "sim7"},
+		{"mlx5_qpn_sim7", "", "sim7", "sim7"},
+		{"mlx5_qpnsim3", "cache=8", "sim3,cache=8", "sim3"},
+		{"mlx5_qpn0", "ib=mlx5_0,cache=64", "ib=mlx5_0,cache=64", "mlx5_0"},
+		{"mlx5_qpn_a", "cache=64,ib=mlx5_bond.0-1", "cache=64,ib=mlx5_bond.0-1",
+		 "mlx5_bond.0-1"},
+	};
+	for (const Case &c : good) {
+		char da[MLX5_QPN_DEVARGS_SIZE] = "x", name[MLX5_QPN_NAME_SIZE] = "x";
+		EXPECT_EQ(mlx5_qpn_vdev_devargs(c.vdev, c.args, da, sizeof(da), name, sizeof(name)),
+			  0)
+			<< c.vdev;
+		EXPECT_STREQ(da, c.devargs) << c.vdev;
+		EXPECT_STREQ(name, c.name) << c.vdev;
+		/* Either output may be left out. */
+		EXPECT_EQ(mlx5_qpn_vdev_devargs(c.vdev, c.args, nullptr, 0, nullptr, 0), 0)
+			<< c.vdev;
+	}
+	struct Bad {
+		const char *vdev, *args;
+	} bad[] = {
+		{nullptr, "ib=mlx5_0"},         /* no name */
+		{"net_null0", "ib=mlx5_0"},     /* another driver's vdev */
+		{"mlx5_qpn0", nullptr},         /* names no device */
+		{"mlx5_qpn0", "cache=64"},      /* still none */
+		{"mlx5_qpn_sim7", "bogus=1"},   /* a key the driver refuses */
+		{"mlx5_qpn_sim7", "ib=mlx5_0"}, /* two devices */
+	};
+	for (const Bad &b : bad) {
+		char da[MLX5_QPN_DEVARGS_SIZE] = "x", name[MLX5_QPN_NAME_SIZE] = "x";
+		EXPECT_EQ(mlx5_qpn_vdev_devargs(b.vdev, b.args, da, sizeof(da), name, sizeof(name)),
+			  -EINVAL)
+			<< (b.vdev ? b.vdev : "(null)") << " " << (b.args ? b.args : "(null)");
+		EXPECT_STREQ(da, "x");
+		EXPECT_STREQ(name, "x");
+	}
+	char small[8] = "x", name[4] = "x", da[MLX5_QPN_DEVARGS_SIZE];
+	EXPECT_EQ(mlx5_qpn_vdev_devargs("mlx5_qpn_sim7", "cache=64", small, sizeof(small), nullptr,
+					0),
+		  -E2BIG);
+	EXPECT_STREQ(small, "x");
+	EXPECT_EQ(mlx5_qpn_vdev_devargs("mlx5_qpn0", "ib=mlx5_0", da, sizeof(da), name,
+					sizeof(name)),
+		  -E2BIG); /* "mlx5_0" does not fit 4 bytes */
+	EXPECT_STREQ(name, "x");
+	/* Longer than any devargs: refused, whatever the buffer. */
+	const std::string longest(MLX5_QPN_DEVARGS_SIZE, 'a');
+	EXPECT_EQ(mlx5_qpn_vdev_devargs("mlx5_qpn_sim7", ("cache=" + longest).c_str(), da,
+					sizeof(da), nullptr, 0),
+		  -E2BIG);
+}
+
 TEST(DevArgs, ValuesAndDefaults)
 {
 	struct mlx5_qpn_devargs da;

@@ -2,7 +2,8 @@
 #ifndef MLX5_QPN_DEV_INTERNAL_H
 #define MLX5_QPN_DEV_INTERNAL_H
 
-/* Internal: device queries by name for telemetry, safe against a concurrent close. */
+/* Internal: device queries by name for telemetry, safe against a concurrent close; a vdev's
+ * devargs for the vdev driver. */
 #include <cstddef>
 
 #include "mlx5_qpn.h"
@@ -22,6 +23,13 @@ int mlx5_qpn_dev_query(const char *name, struct mlx5_qpn_dev_info *info,
 
 /** Copy up to n device names (32 bytes each) under the registry lock; returns how many. */
 unsigned int mlx5_qpn_dev_names(char (*names)[32], unsigned int n);
+
+/**
+ * The driver's devargs of vdev VDEV_NAME with ARGS into buf (mlx5_qpn_vdev_devargs() without its
+ * check, for the vdev driver, which logs each refusal its own way): "" when they name no device.
+ * @return 0; -EINVAL not a name of this driver (or a NULL argument); -E2BIG longer than size.
+ */
+int mlx5_qpn_vdev_to_devargs(const char *vdev_name, const char *args, char *buf, size_t size);
 
 #ifdef __cplusplus
 }

@@ -24,39 +24,23 @@
 #include <rte_eal.h>
 
 #include "mlx5_qpn.h"
-#include "mlx5_qpn_backend.h"
+#include "mlx5_qpn_dev_internal.h"
 #include "mlx5_qpn_dev_log.h"
 #include "mlx5_qpn_devargs.h"
 
 namespace {
 
-constexpr const char *kPrefix = "mlx5_qpn";
-
-/*
- * "mlx5_qpn_sim0" + "a=b" -> "sim0,a=b"; "mlx5_qpn0" + "ib=mlx5_0" -> "ib=mlx5_0", into buf
+/* The driver's devargs of the vdev (mlx5_qpn_vdev_devargs() makes them the same way) into buf
  * (MLX5_QPN_DEVARGS_MAX + 1 bytes: nothing allocated). @return 0; -E2BIG longer than any devargs
- * (one log line).
- */
+ * (one log line). */
 int
 to_devargs(const char *vdev_name, const char *args, char *buf, size_t size)
 {
-	const char *rest = strlen(vdev_name) > strlen(kPrefix) ? vdev_name + strlen(kPrefix) : "";
-	if (rest[0] == '_')
-		rest++;
-	const char *a = args != nullptr ? args : "";
-	/* A bare device name that a backend claims by prefix ("sim0"); else the args name it. */
-	const mlx5_qpn_backend_desc *be = mlx5_qpn_backend_of_name(rest);
-	int n;
-	if (rest[0] != '\0' && be != nullptr && be->name_prefix != nullptr)
-		n = snprintf(buf, size, "%s%s%s", rest, a[0] != '\0' ? "," : "", a);
-	else
-		n = snprintf(buf, size, "%s", a);
-	if (n < 0 || size_t(n) >= size) {
+	int rc = mlx5_qpn_vdev_to_devargs(vdev_name, args, buf, size);
+	if (rc == -E2BIG)
 		DEV_LOG(ERR, "vdev %s: devargs longer than %d characters (MLX5_QPN_DEVARGS_MAX)",
 			vdev_name, MLX5_QPN_DEVARGS_MAX);
-		return -E2BIG;
-	}
-	return 0;
+	return rc;
 }
 
 /* The device name the devargs give ("sim0", or the ib= value), into name; -EINVAL with one line
