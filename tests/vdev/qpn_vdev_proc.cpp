@@ -30,6 +30,27 @@
 
 #include "mlx5_qpn.h"
 
+#if defined(__SANITIZE_THREAD__)
+/*
+ * This process, and no other of the suite, exercises DPDK's hot-plug IPC between a primary and
+ * a secondary: the EAL's mp thread hands each request to its interrupt thread through
+ * rte_eal_alarm_set(), which then probes or removes the vdev (our probe and close run there)
+ * and edits the EAL's bus and devargs lists; the main thread's rte_eal_cleanup() later walks
+ * and frees the same. All of that is synchronised inside the uninstrumented EAL (its
+ * spinlocks, its IPC), in frames without symbols, so ThreadSanitizer reports races between
+ * these threads that are not there (a strdup'ed request freed by the other thread; the pool's
+ * memory, written by the probe in the interrupt thread, freed at cleanup). Their only handle is
+ * the module, and a module-wide entry in config/tsan.supp would hide every race of every EAL
+ * worker lcore in every process (any stack of a worker starts in librte_eal): so it is here,
+ * for this helper only. TSan adds these to the file of TSAN_OPTIONS.
+ */
+extern "C" const char *
+__tsan_default_suppressions()
+{
+	return "race:librte_eal.so.23\n";
+}
+#endif
+
 namespace {
 
 struct rte_device *
