@@ -43,20 +43,6 @@ to_eal_dev(const std::string &name, const std::string &args, eal_dev *d)
 	return true;
 }
 
-/* The vdev of that name on the EAL's vdev bus, or nullptr. */
-struct rte_device *
-find_vdev(const std::string &name)
-{
-	struct rte_dev_iterator it;
-	struct rte_device *dev;
-	RTE_DEV_FOREACH(dev, "bus=vdev", &it)
-	{
-		if (name == rte_dev_name(dev))
-			return dev;
-	}
-	return nullptr;
-}
-
 std::string
 vdev_args(const struct rte_device *dev)
 {
@@ -80,6 +66,19 @@ args_of(const eal_dev &d, const std::string &devargs)
 }
 
 } /* namespace */
+
+struct rte_device *
+eal_find_vdev(const char *name)
+{
+	struct rte_dev_iterator it;
+	struct rte_device *dev;
+	RTE_DEV_FOREACH(dev, "bus=vdev", &it)
+	{
+		if (strcmp(name, rte_dev_name(dev)) == 0)
+			return dev;
+	}
+	return nullptr;
+}
 
 int
 eal_devs_list(const char *prog, std::vector<eal_dev> *devs)
@@ -123,7 +122,7 @@ eal_dev_plug(const char *prog, const eal_dev &d, const std::string &devargs,
 	     struct mlx5_qpn_dev **out)
 {
 	const std::string args = args_of(d, devargs);
-	struct rte_device *dev = find_vdev(d.vdev);
+	struct rte_device *dev = eal_find_vdev(d.vdev.c_str());
 	*out = nullptr;
 	/* A secondary's vdevs are the primary's (a hot-plug from here would act on every process):
 	 * taken as they are. */
@@ -155,7 +154,7 @@ int
 eal_dev_unplug(const char *prog, const eal_dev &d)
 {
 	/* In a secondary, rte_eal_cleanup() detaches it; a remove would remove it everywhere. */
-	if (rte_eal_process_type() != RTE_PROC_PRIMARY || find_vdev(d.vdev) == nullptr)
+	if (rte_eal_process_type() != RTE_PROC_PRIMARY || eal_find_vdev(d.vdev.c_str()) == nullptr)
 		return 0;
 	int rc = rte_eal_hotplug_remove("vdev", d.vdev.c_str());
 	if (rc != 0)

@@ -16,6 +16,11 @@
 #include <vector>
 
 struct mlx5_qpn_dev;
+struct rte_device;
+
+/* The vdev of that name on the EAL's vdev bus ("mlx5_qpn_sim7"), or nullptr. Also used by the
+ * vdev tests and their helper process. */
+struct rte_device *eal_find_vdev(const char *name);
 
 /* One mlx5_qpn vdev of the EAL. */
 struct eal_dev {

@@ -28,6 +28,7 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 
+#include "../../app/common/eal_devs.h" /* by path: eal_find_vdev(), the apps' own */
 #include "mlx5_qpn.h"
 
 #if defined(__SANITIZE_THREAD__)
@@ -53,19 +54,6 @@ __tsan_default_suppressions()
 
 namespace {
 
-struct rte_device *
-find_vdev(const char *name)
-{
-	struct rte_dev_iterator it;
-	struct rte_device *dev;
-	RTE_DEV_FOREACH(dev, "bus=vdev", &it)
-	{
-		if (strcmp(rte_dev_name(dev), name) == 0)
-			return dev;
-	}
-	return nullptr;
-}
-
 std::vector<uint32_t> g_held;
 
 void
@@ -82,7 +70,7 @@ obey(const char *cmd, const char *arg)
 	} else if (strcmp(cmd, "plug") == 0) {
 		printf("@ RC %d\n", rte_dev_probe(arg));
 	} else if (strcmp(cmd, "unplug") == 0) {
-		struct rte_device *dev = find_vdev(arg);
+		struct rte_device *dev = eal_find_vdev(arg);
 		printf("@ RC %d\n", dev != nullptr ? rte_dev_remove(dev) : -ENOENT);
 	} else if (strcmp(cmd, "alloc") == 0) {
 		struct mlx5_qpn_dev *d = mlx5_qpn_dev_lookup(arg);

@@ -21,24 +21,12 @@
 
 #include "mlx5_qpn.h"
 #include "vdev_test_util.h"
+#include "../../app/common/eal_devs.h" /* by path: eal_find_vdev(), the apps' own */
 
 using vdev_test::shm_exists;
 using vdev_test::sim_name;
 
 namespace {
-
-struct rte_device *
-find_vdev(const std::string &name)
-{
-	struct rte_dev_iterator it;
-	struct rte_device *dev;
-	RTE_DEV_FOREACH(dev, "bus=vdev", &it)
-	{
-		if (name == rte_dev_name(dev))
-			return dev;
-	}
-	return nullptr;
-}
 
 /* CALL's result, with the log lines it gives in *log. */
 template <typename Call>
@@ -69,14 +57,14 @@ probe_logged(const std::string &devstr, std::string *log)
 bool
 probed(const std::string &name)
 {
-	struct rte_device *dev = find_vdev(name);
+	struct rte_device *dev = eal_find_vdev(name.c_str());
 	return dev != nullptr && rte_dev_driver(dev) != nullptr;
 }
 
 int
 remove_vdev(const std::string &vdev)
 {
-	struct rte_device *dev = find_vdev(vdev);
+	struct rte_device *dev = eal_find_vdev(vdev.c_str());
 	return dev != nullptr ? rte_dev_remove(dev) : -ENOENT;
 }
 
@@ -130,7 +118,7 @@ TEST_F(VdevHotplug, ProbeMakesTheDeviceAndRemoveClosesIt)
 	ASSERT_EQ(probe_logged(vdev + ",quarantine_us=250000,max_qpns=4096", &log), 0) << log;
 	struct mlx5_qpn_dev *dev = mlx5_qpn_dev_lookup(n.c_str());
 	ASSERT_NE(dev, nullptr) << "the vdev's device is the one the driver API finds";
-	ASSERT_NE(find_vdev(vdev), nullptr);
+	ASSERT_NE(eal_find_vdev(vdev.c_str()), nullptr);
 	struct mlx5_qpn_dev_info info;
 	ASSERT_EQ(mlx5_qpn_dev_info_get(dev, &info), 0);
 	EXPECT_EQ(info.quarantine_us, 250000u) << "the vdev's devargs are the device's";
@@ -141,7 +129,7 @@ TEST_F(VdevHotplug, ProbeMakesTheDeviceAndRemoveClosesIt)
 
 	EXPECT_EQ(remove_vdev(vdev), 0);
 	EXPECT_EQ(mlx5_qpn_dev_lookup(n.c_str()), nullptr) << "the remove closed the device";
-	EXPECT_EQ(find_vdev(vdev), nullptr);
+	EXPECT_EQ(eal_find_vdev(vdev.c_str()), nullptr);
 	/* The same name again: a new device, as the first. */
 	ASSERT_EQ(probe_logged(vdev, &log), 0) << log;
 	EXPECT_NE(mlx5_qpn_dev_lookup(n.c_str()), nullptr);
